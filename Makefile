@@ -1,0 +1,42 @@
+# ferrometal: two commands for a fresh machine.
+#   make lab    the local lab: Kubernetes, Ironic and emulated BMCs, with hosts provisioned
+#   make test   installs what is missing, builds, and runs every test
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+CARGO ?= cargo
+
+.PHONY: help install build test test-unit lint lab lab-up lab-down crds
+
+help:
+	@echo "make lab    start the local lab (foreground; Ctrl-C stops it)"
+	@echo "make test   install what is missing, build, run every test"
+
+install:
+	scripts/install.sh
+
+build: install
+	$(CARGO) build --workspace --all-targets --locked
+
+test: build
+	scripts/check-crypto-provider.sh
+	$(CARGO) nextest run --workspace --all-targets --profile ci --locked
+	$(CARGO) test --workspace --doc --locked
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+# Unit tests only: no servers, no install step.
+test-unit:
+	$(CARGO) nextest run --workspace --lib --bins
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+lab: build
+	scripts/lab.sh run
+
+lab-up: build
+	scripts/lab.sh up
+
+lab-down:
+	scripts/lab.sh down

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Debian packages every part of the test environment and the lab needs.
+# Idempotent: only missing packages are installed.
+source "$(dirname "$0")/lib.sh"
+
+apt_install \
+  etcd-server \
+  mariadb-server mariadb-client \
+  golang-go golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev rsync jq make dpkg-dev \
+  ipmitool \
+  ca-certificates curl

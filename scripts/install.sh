@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs everything the tests and the lab need, idempotently:
+#   - Debian packages (etcd, MariaDB, the Go toolchain for the Kubernetes build)
+#   - kube-apiserver, kube-controller-manager and kubectl v1.20.2, built from
+#     Debian's source package and cached
+#   - the Python virtualenv with Ironic and sushy-tools, cached
+# Heavy artifacts live under ${FERROMETAL_CACHE:-~/.cache/ferrometal}.
+source "$(dirname "$0")/lib.sh"
+here="$(dirname "$0")"
+"$here/install-packages.sh"
+"$here/build-kubernetes.sh"
+"$here/python-venv.sh"
+command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {
+  log "installing cargo-nextest"
+  cargo install --locked cargo-nextest
+}
+log "test environment ready (cache: $CACHE)"

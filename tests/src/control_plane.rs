@@ -1,0 +1,344 @@
+//! A real Kubernetes control plane on loopback: etcd, kube-apiserver and
+//! kube-controller-manager v1.20.2.
+//!
+//! The apiserver authenticates clients by certificates from an rcgen CA,
+//! authorises with RBAC, and binds 127.0.0.1 on free ports. The controller
+//! manager runs the controllers our tests rely on: garbage collection,
+//! Deployments, ReplicaSets, DaemonSets, StatefulSets, Jobs, namespaces and
+//! service accounts with their token secrets. There is no scheduler and no
+//! kubelet; [`crate::pod_simulator`] stands in for them.
+
+use crate::pki::{Authority, loopback};
+use crate::process::ManagedProcess;
+use crate::workdir::WorkDir;
+use crate::{env, ports, wait};
+use anyhow::Context;
+use base64::Engine;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, Config};
+use rand::Rng;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Which parts of the control plane to run.
+#[derive(Clone, Debug)]
+pub struct ControlPlaneConfig {
+    /// Run kube-controller-manager (default). Without it, nothing creates
+    /// pods for workloads and nothing is garbage-collected.
+    pub controller_manager: bool,
+}
+
+impl Default for ControlPlaneConfig {
+    fn default() -> Self {
+        Self { controller_manager: true }
+    }
+}
+
+/// A running control plane. Dropping it stops every process.
+pub struct ControlPlane {
+    client: Client,
+    server: String,
+    kubeconfig: PathBuf,
+    ca_pem: String,
+    // Declared in stop order: fields drop top to bottom.
+    controller_manager: Option<ManagedProcess>,
+    apiserver: ManagedProcess,
+    etcd: ManagedProcess,
+    _etcd_data: tempfile::TempDir,
+    dir: WorkDir,
+}
+
+/// The field manager tests use for their own server-side applies.
+pub const TEST_FIELD_MANAGER: &str = "ferrometal-tests";
+
+impl ControlPlane {
+    /// Starts etcd, kube-apiserver and kube-controller-manager.
+    pub async fn start() -> crate::Result<Self> {
+        Self::start_with(ControlPlaneConfig::default()).await
+    }
+
+    pub async fn start_with(config: ControlPlaneConfig) -> crate::Result<Self> {
+        crate::init();
+        let dir = WorkDir::new("control-plane")?;
+
+        // etcd keeps its data in memory-backed storage when it can: the
+        // tests need no durability, and fsyncs on a busy 2-core disk make
+        // every write slow.
+        let shm = Path::new("/dev/shm");
+        let etcd_data = if shm.is_dir() { tempfile::tempdir_in(shm)? } else { tempfile::tempdir()? };
+        let (etcd_port, peer_port) = (ports::free_port()?, ports::free_port()?);
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let mut cmd = Command::new(env::system_bin("etcd")?);
+        cmd.arg("--name=test")
+            .arg(format!("--data-dir={}", etcd_data.path().display()))
+            .arg(format!("--listen-client-urls={etcd_url}"))
+            .arg(format!("--advertise-client-urls={etcd_url}"))
+            .arg(format!("--listen-peer-urls={peer_url}"))
+            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+            .arg(format!("--initial-cluster=test={peer_url}"))
+            .arg("--logger=zap")
+            .arg("--log-level=warn");
+        let mut etcd = ManagedProcess::spawn("etcd", cmd, &dir.path().join("etcd.log"))?;
+
+        let pki = Pki::write(&dir)?;
+        let api_port = ports::free_port()?;
+        let server = format!("https://127.0.0.1:{api_port}");
+        let mut cmd = Command::new(env::kube_bin("kube-apiserver")?);
+        cmd.arg(format!("--etcd-servers={etcd_url}"))
+            .arg(format!("--cert-dir={}", dir.subdir("apiserver-certs")?.display()))
+            .arg(format!("--tls-cert-file={}", pki.serving_cert.display()))
+            .arg(format!("--tls-private-key-file={}", pki.serving_key.display()))
+            .arg(format!("--client-ca-file={}", pki.ca.display()))
+            .arg(format!("--secure-port={api_port}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--advertise-address=127.0.0.1")
+            .arg("--insecure-port=0")
+            .arg("--service-cluster-ip-range=10.0.0.0/24")
+            .arg("--allow-privileged=true")
+            .arg("--authorization-mode=RBAC")
+            .arg("--service-account-issuer=https://kubernetes.default.svc")
+            .arg(format!("--service-account-key-file={}", pki.service_account_pub.display()))
+            .arg(format!("--service-account-signing-key-file={}", pki.service_account_key.display()))
+            .arg("--v=1");
+        let mut apiserver = ManagedProcess::spawn("kube-apiserver", cmd, &dir.path().join("kube-apiserver.log"))?;
+
+        let kubeconfig = dir.write("admin.kubeconfig", pki.kubeconfig(&server))?;
+        let client = client_from_kubeconfig(&kubeconfig).await?;
+
+        wait::until_ok("kube-apiserver /readyz", Duration::from_secs(90), Duration::from_millis(250), || {
+            let client = client.clone();
+            let ready = etcd.ensure_running().and_then(|()| apiserver.ensure_running());
+            async move {
+                ready?;
+                let req = http::Request::get("/readyz").body(Vec::new())?;
+                Ok(client.request_text(req).await.ok().filter(|body| body.trim() == "ok"))
+            }
+        })
+        .await?;
+        // /readyz answers before the apiserver has created its own namespaces.
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        wait::until("the default namespace", Duration::from_secs(30), Duration::from_millis(100), || {
+            let namespaces = namespaces.clone();
+            async move { namespaces.get_opt("default").await.ok().flatten() }
+        })
+        .await?;
+
+        let controller_manager = if config.controller_manager {
+            let mut cmd = Command::new(env::kube_bin("kube-controller-manager")?);
+            cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
+                .arg("--bind-address=127.0.0.1")
+                .arg("--secure-port=0")
+                .arg("--port=0")
+                .arg("--leader-elect=false")
+                .arg(format!("--service-account-private-key-file={}", pki.service_account_key.display()))
+                .arg(format!("--root-ca-file={}", pki.ca.display()))
+                .arg("--use-service-account-credentials=false")
+                // Exactly the controllers tests rely on. No node lifecycle
+                // controller: it would mark the simulated node NotReady
+                // (no kubelet heartbeats) and evict its pods.
+                .arg("--controllers=serviceaccount,serviceaccount-token,namespace,garbagecollector,deployment,replicaset,daemonset,statefulset,job,endpoint")
+                .arg("--v=1");
+            let mut kcm =
+                ManagedProcess::spawn("kube-controller-manager", cmd, &dir.path().join("kube-controller-manager.log"))?;
+            wait_for_service_account(&client, "default", &mut kcm).await?;
+            Some(kcm)
+        } else {
+            None
+        };
+
+        Ok(Self {
+            client,
+            server,
+            kubeconfig,
+            ca_pem: pki.ca_pem,
+            controller_manager,
+            apiserver,
+            etcd,
+            _etcd_data: etcd_data,
+            dir,
+        })
+    }
+
+    /// A client with cluster-admin rights (group `system:masters`).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// A kubeconfig file for the same admin identity, for child processes
+    /// such as the operator binary or kubectl.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The apiserver's URL.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The CA that signed the apiserver's serving certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The directory holding the control plane's configuration and logs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Fails if any control-plane process has died.
+    pub fn ensure_running(&mut self) -> crate::Result<()> {
+        self.etcd.ensure_running()?;
+        self.apiserver.ensure_running()?;
+        if let Some(kcm) = self.controller_manager.as_mut() {
+            kcm.ensure_running()?;
+        }
+        Ok(())
+    }
+
+    /// Creates a namespace with a random suffix, and, when the controller
+    /// manager runs, waits until its `default` service account has a token
+    /// (before that, the apiserver refuses pods in it).
+    pub async fn namespace(&mut self, prefix: &str) -> crate::Result<String> {
+        let suffix: u32 = rand::rng().random();
+        let name = format!("{prefix}-{suffix:08x}");
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let ns =
+            Namespace { metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() }, ..Default::default() };
+        namespaces.create(&PostParams::default(), &ns).await.with_context(|| format!("creating namespace {name}"))?;
+        if let Some(kcm) = self.controller_manager.as_mut() {
+            wait_for_service_account(&self.client, &name, kcm).await?;
+        }
+        Ok(name)
+    }
+
+    /// Installs (creates or replaces) CRDs and waits until each is Established.
+    ///
+    /// Not server-side apply: kube-apiserver 1.20 refuses to apply a CRD
+    /// carrying `x-kubernetes-validations` (CEL arrived in 1.23; "field not
+    /// declared in schema"), while create and replace drop the unknown field,
+    /// which is what `kubectl create`/`replace` do on such a cluster.
+    pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) -> crate::Result<()> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        for crd in crds {
+            let name = crd.metadata.name.clone().context("CRD without a name")?;
+            match api.get_opt(&name).await? {
+                None => {
+                    api.create(&PostParams::default(), crd).await.with_context(|| format!("creating CRD {name}"))?;
+                }
+                Some(existing) => {
+                    let mut crd = crd.clone();
+                    crd.metadata.resource_version = existing.metadata.resource_version;
+                    api.replace(&name, &PostParams::default(), &crd)
+                        .await
+                        .with_context(|| format!("replacing CRD {name}"))?;
+                }
+            }
+        }
+        for crd in crds {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            tokio::time::timeout(
+                Duration::from_secs(30),
+                await_condition(api.clone(), &name, conditions::is_crd_established()),
+            )
+            .await
+            .with_context(|| format!("CRD {name} did not become Established"))??;
+        }
+        Ok(())
+    }
+}
+
+async fn wait_for_service_account(client: &Client, namespace: &str, kcm: &mut ManagedProcess) -> crate::Result<()> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    wait::until_ok(
+        &format!("a token for service account {namespace}/default"),
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || {
+            let accounts = accounts.clone();
+            let alive = kcm.ensure_running();
+            async move {
+                alive?;
+                let sa = accounts.get_opt("default").await.ok().flatten();
+                Ok(sa.filter(|sa| sa.secrets.as_ref().is_some_and(|s| !s.is_empty())).map(|_| ()))
+            }
+        },
+    )
+    .await
+}
+
+/// Builds a kube client from a kubeconfig file.
+pub async fn client_from_kubeconfig(path: &Path) -> crate::Result<Client> {
+    let kubeconfig = Kubeconfig::read_from(path)?;
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+/// The control plane's certificates and keys, written to its directory.
+struct Pki {
+    ca_pem: String,
+    ca: PathBuf,
+    serving_cert: PathBuf,
+    serving_key: PathBuf,
+    service_account_key: PathBuf,
+    service_account_pub: PathBuf,
+    admin_cert_pem: String,
+    admin_key_pem: String,
+}
+
+impl Pki {
+    fn write(dir: &WorkDir) -> crate::Result<Self> {
+        let ca = Authority::new("ferrometal-test-ca")?;
+        let serving = ca.server(
+            &["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],
+            &[loopback(), "10.0.0.1".parse()?],
+        )?;
+        let admin = ca.client("admin", Some("system:masters"))?;
+        let (sa_key, sa_pub) = crate::pki::key_pair_pem()?;
+        Ok(Self {
+            ca: dir.write("ca.crt", ca.cert_pem())?,
+            serving_cert: dir.write("apiserver.crt", &serving.cert_pem)?,
+            serving_key: dir.write("apiserver.key", &serving.key_pem)?,
+            service_account_key: dir.write("service-account.key", sa_key)?,
+            // kube-apiserver 1.20 reads verification keys as public keys or
+            // PKCS#1/SEC1 private keys, not PKCS#8.
+            service_account_pub: dir.write("service-account.pub", sa_pub)?,
+            ca_pem: ca.cert_pem().to_string(),
+            admin_cert_pem: admin.cert_pem,
+            admin_key_pem: admin.key_pem,
+        })
+    }
+
+    fn kubeconfig(&self, server: &str) -> String {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        format!(
+            "apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+users:
+- name: admin
+  user:
+    client-certificate-data: {cert}
+    client-key-data: {key}
+contexts:
+- name: test
+  context:
+    cluster: test
+    user: admin
+current-context: test
+",
+            ca = b64(&self.ca_pem),
+            cert = b64(&self.admin_cert_pem),
+            key = b64(&self.admin_key_pem),
+        )
+    }
+}

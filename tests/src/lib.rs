@@ -1,0 +1,48 @@
+//! ferrometal's real-environment test harness.
+//!
+//! Every test in the workspace stands on real servers started here on
+//! loopback: etcd, kube-apiserver and kube-controller-manager
+//! ([`control_plane`]), a pod simulator standing in for the kubelet that
+//! cannot run on our machines ([`pod_simulator`]), Ironic ([`ironic`]),
+//! sushy-tools Redfish BMCs ([`sushy`]) and MariaDB ([`mariadb`]).
+//!
+//! Servers bind 127.0.0.1 on ports that no other test holds, stop when
+//! dropped, and keep their logs (and print their tails) when the test that
+//! owns them fails. `design/testing.md` explains the whole environment.
+
+pub mod control_plane;
+pub mod env;
+pub mod http_server;
+pub mod ironic;
+pub mod mariadb;
+pub mod pki;
+pub mod pod_simulator;
+pub mod ports;
+pub mod process;
+pub mod sushy;
+pub mod wait;
+pub mod workdir;
+
+pub use control_plane::{ControlPlane, ControlPlaneConfig};
+pub use pod_simulator::{PodFate, PodSimulator};
+
+use std::sync::Once;
+
+/// The harness's error type: setup failures carry their context as text.
+pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
+
+/// Prepares the process for tests: installs ring as the one rustls crypto
+/// provider (kube, reqwest, sqlx and rcgen are all built for ring, and rustls
+/// panics when no process default is installed) and a tracing subscriber that
+/// honours `RUST_LOG` and writes through the test output capture.
+///
+/// Call it first in every test; repeated calls are harmless.
+pub fn init() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_client=off,hyper=warn"));
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+    });
+}

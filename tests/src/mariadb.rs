@@ -1,0 +1,223 @@
+//! A private MariaDB server per test: its own data directory, a free
+//! loopback port, started by hand (never as a system service).
+
+use crate::pki::{Authority, loopback};
+use crate::process::ManagedProcess;
+use crate::workdir::WorkDir;
+use crate::{env, ports, wait};
+use anyhow::Context;
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Executor, MySqlConnection};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The administrator the harness creates (all privileges, over TCP).
+pub const ADMIN_USER: &str = "ferrometal";
+/// Its password. Test-only.
+pub const ADMIN_PASSWORD: &str = "ferrometal-admin";
+
+/// A server's configuration.
+#[derive(Clone, Debug, Default)]
+pub struct MariaDbConfig {
+    /// Offer TLS with a certificate from a fresh test CA.
+    pub tls: bool,
+}
+
+/// A running (or stopped) MariaDB server. Dropping it stops the server and
+/// removes its data.
+pub struct MariaDb {
+    port: u16,
+    ca_pem: Option<String>,
+    defaults_file: PathBuf,
+    process: Option<ManagedProcess>,
+    dir: WorkDir,
+}
+
+impl MariaDb {
+    /// Initialises a data directory, starts the server and creates the
+    /// administrator.
+    pub async fn start(config: MariaDbConfig) -> crate::Result<Self> {
+        crate::init();
+        let dir = WorkDir::new("mariadb")?;
+        let port = ports::free_port()?;
+        let data = dir.subdir("data")?;
+        let run = dir.subdir("run")?;
+        let mut cnf = format!(
+            "[mysqld]
+datadir = {data}
+socket = {socket}
+pid-file = {run}/mysqld.pid
+bind-address = 127.0.0.1
+port = {port}
+skip-name-resolve
+user = root
+innodb_buffer_pool_size = 64M
+innodb_log_file_size = 16M
+innodb_flush_log_at_trx_commit = 2
+max_connections = 300
+log-error = {log}
+character-set-server = utf8mb3
+collation-server = utf8mb3_general_ci
+",
+            data = data.display(),
+            socket = run.join("mysqld.sock").display(),
+            run = run.display(),
+            log = dir.path().join("mariadb-error.log").display(),
+        );
+        let ca_pem = if config.tls {
+            let ca = Authority::new("mariadb-test-ca")?;
+            let cert = ca.server(&["localhost"], &[loopback()])?;
+            let ca_file = dir.write("ca.crt", ca.cert_pem())?;
+            let cert_file = dir.write("server.crt", &cert.cert_pem)?;
+            let key_file = dir.write("server.key", &cert.key_pem)?;
+            cnf.push_str(&format!(
+                "ssl-ca = {}\nssl-cert = {}\nssl-key = {}\n",
+                ca_file.display(),
+                cert_file.display(),
+                key_file.display()
+            ));
+            Some(ca.cert_pem().to_string())
+        } else {
+            None
+        };
+        let defaults_file = dir.write("my.cnf", cnf)?;
+
+        let output = Command::new(env::system_bin("mariadb-install-db")?)
+            .arg(format!("--defaults-file={}", defaults_file.display()))
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+            .output()
+            .context("running mariadb-install-db")?;
+        std::fs::write(dir.path().join("install-db.log"), [&output.stdout[..], &output.stderr[..]].concat())?;
+        anyhow::ensure!(
+            output.status.success(),
+            "mariadb-install-db failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+
+        let mut server = Self { port, ca_pem, defaults_file, process: None, dir };
+        server.launch().await?;
+        // Root may log in through the socket only; tests and Ironic use TCP.
+        let socket = server.dir.path().join("run").join("mysqld.sock");
+        let mut root = sqlx::mysql::MySqlConnectOptions::new().socket(&socket).username("root").connect().await?;
+        for statement in [
+            format!("CREATE USER '{ADMIN_USER}'@'127.0.0.1' IDENTIFIED BY '{ADMIN_PASSWORD}'"),
+            format!("GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'127.0.0.1' WITH GRANT OPTION"),
+        ] {
+            root.execute(AssertSqlSafe(statement)).await?;
+        }
+        root.close().await?;
+        Ok(server)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The CA that signed the server's certificate, when TLS is on.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// A `mysql://` URL for the administrator (for sqlx), optionally naming a database.
+    pub fn admin_url(&self, database: Option<&str>) -> String {
+        format!("mysql://{ADMIN_USER}:{ADMIN_PASSWORD}@127.0.0.1:{}/{}", self.port, database.unwrap_or(""))
+    }
+
+    /// Creates `database` with a user `user`/`password` that owns it.
+    pub async fn create_database(&self, database: &str, user: &str, password: &str) -> crate::Result<()> {
+        let mut conn = MySqlConnection::connect(&self.admin_url(None)).await?;
+        for statement in [
+            format!("CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET utf8mb3"),
+            format!("CREATE USER IF NOT EXISTS '{user}'@'127.0.0.1' IDENTIFIED BY '{password}'"),
+            format!("GRANT ALL PRIVILEGES ON `{database}`.* TO '{user}'@'127.0.0.1'"),
+        ] {
+            conn.execute(AssertSqlSafe(statement)).await?;
+        }
+        conn.close().await?;
+        Ok(())
+    }
+
+    /// Creates a database and user for Ironic and returns the SQLAlchemy URL
+    /// Ironic's `[database] connection` takes.
+    pub async fn ironic_database(&self, database: &str) -> crate::Result<String> {
+        self.create_database(database, database, "ironic-db-password").await?;
+        Ok(format!("mysql+pymysql://{database}:ironic-db-password@127.0.0.1:{}/{database}?charset=utf8", self.port))
+    }
+
+    /// The server's error log, where InnoDB reports start-up and shutdown.
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mariadb-error.log")).unwrap_or_default()
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// Shuts the server down with SIGTERM, which MariaDB treats as a normal
+    /// shutdown (honouring `innodb_fast_shutdown`), and waits for it.
+    pub async fn shutdown(&mut self) -> crate::Result<()> {
+        if let Some(mut process) = self.process.take() {
+            let clean = process.stop(Duration::from_secs(120)).await?;
+            anyhow::ensure!(clean, "MariaDB did not stop within 120 s and was killed");
+        }
+        Ok(())
+    }
+
+    /// Kills the server without a shutdown, leaving redo logs to recover.
+    pub fn crash(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            process.kill();
+        }
+    }
+
+    /// Starts the server again on the same data directory and port.
+    pub async fn restart(&mut self) -> crate::Result<()> {
+        anyhow::ensure!(self.process.is_none(), "MariaDB is still running");
+        self.launch().await
+    }
+
+    async fn launch(&mut self) -> crate::Result<()> {
+        let mut cmd = Command::new(env::system_bin("mariadbd")?);
+        cmd.arg(format!("--defaults-file={}", self.defaults_file.display()));
+        let mut process = ManagedProcess::spawn("mariadbd", cmd, &self.dir.path().join("mariadbd-stdout.log"))?;
+        let socket = self.dir.path().join("run").join("mysqld.sock");
+        let port = self.port;
+        wait::until_ok("MariaDB", Duration::from_secs(60), Duration::from_millis(100), || {
+            let alive = process.ensure_running();
+            let socket = socket.clone();
+            async move {
+                alive?;
+                let ready = tokio::net::UnixStream::connect(&socket).await.is_ok()
+                    && tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok();
+                Ok(ready.then_some(()))
+            }
+        })
+        .await?;
+        self.process = Some(process);
+        Ok(())
+    }
+}
+
+/// Drops and recreates the database an SQLAlchemy or sqlx URL names.
+pub async fn recreate_database(url: &str) -> crate::Result<()> {
+    let parsed = url::Url::parse(&url.replacen("mysql+pymysql://", "mysql://", 1))?;
+    let database = parsed.path().trim_start_matches('/').to_string();
+    anyhow::ensure!(!database.is_empty(), "the URL names no database");
+    let mut server = parsed.clone();
+    server.set_path("/");
+    server.set_query(None);
+    let mut conn = MySqlConnection::connect(server.as_str()).await?;
+    conn.execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS `{database}`"))).await?;
+    conn.execute(AssertSqlSafe(format!("CREATE DATABASE `{database}` CHARACTER SET utf8mb3"))).await?;
+    conn.close().await?;
+    Ok(())
+}

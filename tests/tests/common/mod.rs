@@ -1,0 +1,62 @@
+//! Shared set-up of the end-to-end tests: a control plane with our CRDs,
+//! the pod simulator, a fresh namespace, and the operator running in-process.
+//!
+//! Each test file declares `mod common;`. Helpers that only one test file
+//! needs live in that file.
+#![allow(dead_code)]
+
+use ferrometal_tests::{ControlPlane, PodSimulator};
+use operator::{Operator, OperatorConfig};
+use std::time::Duration;
+
+/// A control plane with every ferrometal CRD installed, the pod simulator,
+/// and a fresh namespace.
+pub struct Env {
+    pub cp: ControlPlane,
+    pub sim: PodSimulator,
+    pub ns: String,
+}
+
+impl Env {
+    pub async fn start(prefix: &str) -> anyhow::Result<Self> {
+        let mut cp = ControlPlane::start().await?;
+        cp.install_crds(&crds::all_crds()).await?;
+        let sim = PodSimulator::start(cp.client()).await?;
+        let ns = cp.namespace(prefix).await?;
+        Ok(Self { cp, sim, ns })
+    }
+
+    pub fn client(&self) -> kube::Client {
+        self.cp.client()
+    }
+
+    /// An operator configuration that watches this test's namespace and
+    /// runs nothing yet; tests switch on what they need.
+    pub fn operator_config(&self) -> OperatorConfig {
+        let mut config = OperatorConfig::minimal(format!("test-{}", self.ns));
+        config.namespaces = vec![self.ns.clone()];
+        config
+    }
+
+    /// Switches on the validating webhooks, registered with the apiserver
+    /// at a loopback URL, with operator-managed certificates.
+    pub fn with_webhooks(&self, config: &mut OperatorConfig) -> anyhow::Result<()> {
+        let port = ferrometal_tests::ports::free_port()?;
+        config.webhook = Some(operator::webhook::Config {
+            addr: ([127, 0, 0, 1], port).into(),
+            certificates: operator::webhook::Certificates::SelfManaged { secret_namespace: self.ns.clone() },
+            register: Some(operator::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
+        });
+        Ok(())
+    }
+
+    /// Starts the operator in this process.
+    pub async fn start_operator(&self, config: OperatorConfig) -> anyhow::Result<Operator> {
+        Ok(Operator::start(self.client(), config).await?)
+    }
+}
+
+/// One second, for readable timeouts.
+pub const SECOND: Duration = Duration::from_secs(1);
+/// Polling interval for waits on the apiserver.
+pub const POLL: Duration = Duration::from_millis(200);
