@@ -1,0 +1,67 @@
+//! Validation of `BareMetalHost`: the BMC address, MACs, images, root device hints, RAID, and
+//! the baremetal-operator webhook rules that need no other object.
+
+mod annotations;
+mod image;
+mod spec;
+
+pub(crate) use image::{validate_image, validate_root_device_hints};
+
+use super::BareMetalHost;
+use super::annotations::DETACHED;
+use super::spec::{BOOT_MAC_IMMUTABLE_MESSAGE, BareMetalHostSpec};
+use super::status::{OperationalStatus, ProvisioningState};
+use crate::validation::{Errors, FieldError, is_uuid};
+
+/// Validates a host on create (`old` is `None`) or update. Returns every violation.
+pub fn validate_baremetalhost(host: &BareMetalHost, old: Option<&BareMetalHost>) -> Vec<FieldError> {
+    let mut errors = Errors::default();
+    validate_name(&mut errors, host.metadata.name.as_deref());
+    spec::validate_spec(&mut errors, &host.spec, host.metadata.namespace.as_deref());
+    annotations::validate_annotations(&mut errors, host.metadata.annotations.as_ref(), &host.spec);
+    if let Some(old) = old {
+        validate_update(&mut errors, host, old);
+    }
+    errors.into_vec()
+}
+
+fn validate_name(errors: &mut Errors, name: Option<&str>) {
+    let Some(name) = name else {
+        return;
+    };
+    if is_uuid(name) {
+        errors.push("metadata.name", "cannot be a UUID: Ironic would confuse it with a node UUID");
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+        errors.push("metadata.name", "may contain only letters, digits, '.', '_' and '-'");
+    }
+}
+
+fn validate_update(errors: &mut Errors, new: &BareMetalHost, old: &BareMetalHost) {
+    let old_mac = old.spec.boot_mac_address.as_deref().unwrap_or_default();
+    if !old_mac.is_empty() && new.spec.boot_mac_address.as_deref() != Some(old_mac) {
+        errors.push("spec.bootMACAddress", BOOT_MAC_IMMUTABLE_MESSAGE);
+    }
+    if bmc_address(&new.spec) != bmc_address(&old.spec) && !bmc_address_may_change(old) {
+        errors.push("spec.bmc.address", "can only be changed while the host is registering or detached");
+    }
+}
+
+fn bmc_address(spec: &BareMetalHostSpec) -> &str {
+    spec.bmc.as_ref().map_or("", |b| b.address.as_str())
+}
+
+/// The BMC may be re-pointed before Ironic knows the host, while registration is failing, or
+/// once the host is detached from Ironic.
+fn bmc_address_may_change(old: &BareMetalHost) -> bool {
+    let detached_annotation = old.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(DETACHED));
+    let Some(status) = &old.status else {
+        return true;
+    };
+    detached_annotation
+        || status.operational_status == OperationalStatus::Detached
+        || matches!(
+            status.provisioning.state,
+            ProvisioningState::None | ProvisioningState::Unmanaged | ProvisioningState::Registering
+        )
+}

@@ -1,0 +1,120 @@
+//! `spec.tls`: ironic-standalone-operator's CA references and our modes.
+
+use crate::ironic::IronicSpec;
+use crate::ironic::tls::{ReferenceKind, Tls, TlsMode};
+use crate::validation::{Errors, is_set, parse_go_duration};
+use std::time::Duration;
+
+pub(super) fn validate_tls(errors: &mut Errors, spec: &IronicSpec) {
+    let Some(tls) = &spec.tls else {
+        return;
+    };
+    validate_ca_references(errors, tls);
+    validate_mode(errors, tls);
+}
+
+fn validate_ca_references(errors: &mut Errors, tls: &Tls) {
+    let references = [
+        ("bmcCA", "bmcCAName", tls.bmc_ca.as_ref().map(|r| (&r.name, r.kind)), &tls.bmc_ca_name),
+        ("trustedCA", "trustedCAName", tls.trusted_ca.as_ref().map(|r| (&r.name, r.kind)), &tls.trusted_ca_name),
+    ];
+    for (field, deprecated, reference, deprecated_name) in references {
+        let Some((name, kind)) = reference else {
+            continue;
+        };
+        if !is_set(name) {
+            errors.push(format!("spec.tls.{field}.name"), "is required");
+            continue;
+        }
+        if let Some(old_name) = deprecated_name.as_deref()
+            && (Some(old_name) != name.as_deref()
+                || kind.unwrap_or(ReferenceKind::ConfigMap) != ReferenceKind::ConfigMap)
+        {
+            errors.push(
+                format!("spec.tls.{deprecated}"),
+                format!("must name the same ConfigMap as {field} when both are set"),
+            );
+        }
+    }
+}
+
+fn validate_mode(errors: &mut Errors, tls: &Tls) {
+    let has_secret = is_set(&tls.certificate_name);
+    let mode = tls.effective_mode();
+    match mode {
+        Some(TlsMode::Secret) if !has_secret => {
+            errors.push("spec.tls.certificateName", "is required when mode is Secret")
+        }
+        Some(TlsMode::Auto | TlsMode::CertManager) if has_secret => {
+            errors.push("spec.tls.certificateName", "can only be used with mode Secret")
+        }
+        _ => {}
+    }
+    if tls.cert_manager.is_some() && mode != Some(TlsMode::CertManager) {
+        errors.push("spec.tls.certManager", "can only be used with mode CertManager");
+    }
+    if tls.auto.is_some() && mode != Some(TlsMode::Auto) {
+        errors.push("spec.tls.auto", "can only be used with mode Auto");
+    }
+    if mode == Some(TlsMode::CertManager) {
+        match &tls.cert_manager {
+            None => errors.push("spec.tls.certManager", "is required when mode is CertManager"),
+            Some(cm) => {
+                if cm.issuer_ref.name.trim().is_empty() {
+                    errors.push("spec.tls.certManager.issuerRef.name", "is required");
+                }
+                let duration = check_duration(
+                    errors,
+                    "spec.tls.certManager.duration",
+                    cm.duration.as_deref(),
+                    Duration::from_secs(3600),
+                    "1h",
+                );
+                let renew = check_duration(
+                    errors,
+                    "spec.tls.certManager.renewBefore",
+                    cm.renew_before.as_deref(),
+                    Duration::from_secs(300),
+                    "5m",
+                );
+                if let (Some(duration), Some(renew)) = (duration, renew)
+                    && renew >= duration
+                {
+                    errors.push("spec.tls.certManager.renewBefore", "must be shorter than duration");
+                }
+            }
+        }
+    }
+    if let Some(auto) = &tls.auto {
+        let (ca, cert) = (auto.ca_validity_days(), auto.certificate_validity_days());
+        if ca < 1 {
+            errors.push("spec.tls.auto.caValidityDays", "must be at least 1");
+        }
+        if cert < 1 {
+            errors.push("spec.tls.auto.certificateValidityDays", "must be at least 1");
+        } else if cert > ca {
+            errors.push("spec.tls.auto.certificateValidityDays", "cannot exceed caValidityDays");
+        }
+    }
+}
+
+fn check_duration(
+    errors: &mut Errors,
+    path: &str,
+    value: Option<&str>,
+    minimum: Duration,
+    minimum_text: &str,
+) -> Option<Duration> {
+    let value = value?;
+    match parse_go_duration(value) {
+        Ok(d) if d < minimum => {
+            errors.push(path, format!("must be at least {minimum_text}"));
+            None
+        }
+        Ok(d) => Some(d),
+        Err(e) => {
+            errors.push(path, e.to_string());
+            None
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! `NodeSet.status`: claims, hashes, acknowledged tokens and progress. The only place the
+//! controller records anything.
+
+use crate::baremetalhost::ProvisioningState;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Condition types of a NodeSet besides Ready, Progressing and Degraded.
+pub mod conditions {
+    /// Every host has a provisioned BareMetalHost.
+    pub const PROVISIONED: &str = "Provisioned";
+    /// Every host runs its desired configuration.
+    pub const CONFIGURED: &str = "Configured";
+    /// Reason: a Manual rollout waits for spec.rollout.token.
+    pub const ROLLOUT_PENDING: &str = "RolloutPending";
+}
+
+/// Observed state of a NodeSet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetStatus {
+    /// Number of hosts with a claimed BareMetalHost. While it is above zero, the host
+    /// selection fields of baremetalSetTemplate are locked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_hosts: Option<i32>,
+    /// Ready, Progressing, Degraded, Provisioned and Configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Option<Vec<Condition>>,
+    /// Desired configuration: hash of every host's config hash and the services list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+    /// Per host, keyed like spec.nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxProperties" = 1000))]
+    pub hosts: Option<BTreeMap<String, HostStatus>>,
+    /// Generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The current or last rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
+}
+
+/// One host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostStatus {
+    /// The claimed BareMetalHost; absent for preProvisioned NodeSets and unclaimed hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bmh_ref: Option<BmhRef>,
+    /// Config hash the host's services last completed with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_config_hash: Option<String>,
+    /// Config hash of the host's effective configuration now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_config_hash: Option<String>,
+    /// Last problem with this host, e.g. no matching BareMetalHost or a failed Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Hash of the provisioning inputs the host was provisioned with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioned_hash: Option<String>,
+    /// The BareMetalHost's provisioning state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning_state: Option<ProvisioningState>,
+    /// The provisioning inputs changed since the host was provisioned; it keeps running what
+    /// it has until its reprovisionToken changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning_outdated: Option<bool>,
+    /// Last reprovisionToken acted on (or recorded on first sight).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reprovision_token: Option<String>,
+    /// Services completed on this host and what they ran with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services_completed: Option<Vec<CompletedService>>,
+}
+
+/// Reference to a claimed BareMetalHost.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BmhRef {
+    /// Name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// UID, to notice a BareMetalHost deleted and recreated under the same name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+}
+
+/// A service run that completed on a host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletedService {
+    /// When the Job completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+    /// The host's config hash the Job ran with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+    /// NodeSetService name.
+    pub name: String,
+    /// Hash of the NodeSetService spec the Job ran with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_hash: Option<String>,
+}
+
+/// A rollout of one configuration to the hosts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStatus {
+    /// Last spec.rollout.token acted on (Manual strategy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged_token: Option<String>,
+    /// When every host reached configHash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+    /// The NodeSet config hash being rolled out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_hash: Option<String>,
+    /// When the rollout started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+}

@@ -1,0 +1,134 @@
+//! `NodeSetService` (`ferrometal.io/v1alpha1`, short name nss): one configuration step a
+//! NodeSet runs on its hosts as a Job. See design/nodeset.md for the inventory it receives.
+
+use crate::nodeset::hash::hash_of;
+use crate::validation::{Errors, FieldError, is_dns1123_subdomain};
+use k8s_openapi::api::core::v1::{EnvFromSource, EnvVar, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Path of the inventory file in every service Job.
+pub const INVENTORY_PATH: &str = "/var/run/ferrometal/inventory.json";
+/// Environment variable holding [`INVENTORY_PATH`].
+pub const INVENTORY_ENV: &str = "FERROMETAL_INVENTORY";
+/// Default retries of a service Job.
+pub const DEFAULT_BACKOFF_LIMIT: i32 = 2;
+
+/// A configuration step run on NodeSet hosts.
+// printcolumn(...) repeats type_ and priority by design; clippy reads them as duplicates.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "ferrometal.io",
+    version = "v1alpha1",
+    kind = "NodeSetService",
+    namespaced,
+    status = "NodeSetServiceStatus",
+    shortname = "nss",
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "A configuration step that NodeSets run on their hosts as a Job, with the hosts' inventory mounted at /var/run/ferrometal/inventory.json.",
+    printcolumn(name = "Image", type_ = "string", json_path = ".spec.job.image", description = "Job image"),
+    printcolumn(name = "RunOnce", type_ = "boolean", json_path = ".spec.runOnce", description = "Runs once per host"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "Time since creation"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetServiceSpec {
+    /// The Job run for a batch of hosts.
+    pub job: ServiceJob,
+    /// Run once per host (e.g. bootstrap) and never again on configuration changes. Otherwise
+    /// the service re-runs on a host whenever the host's config hash or this spec changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_once: Option<bool>,
+}
+
+/// Template of the service's Job. The inventory Secret is mounted at
+/// /var/run/ferrometal/inventory.json and FERROMETAL_INVENTORY points at it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceJob {
+    /// Seconds a run may take before it is failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub active_deadline_seconds: Option<i64>,
+    /// Arguments to the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Retries before the run counts as failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 2), range(min = 0))]
+    pub backoff_limit: Option<i32>,
+    /// Entrypoint; the image's when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// Environment variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Vec<EnvVar>>,
+    /// Environment from ConfigMaps and Secrets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_from: Option<Vec<EnvFromSource>>,
+    /// Container image.
+    pub image: String,
+    /// Resources of the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// ServiceAccount of the Job's pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+}
+
+/// Observed state of a service.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeSetServiceStatus {
+    /// Ready: the spec is valid and can be run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
+    pub conditions: Option<Vec<Condition>>,
+    /// Generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// service_hash of the current spec, as recorded in NodeSet servicesCompleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_hash: Option<String>,
+}
+
+/// Hash of a service's spec; a change makes non-runOnce services run again.
+pub fn service_hash(spec: &NodeSetServiceSpec) -> String {
+    hash_of(spec)
+}
+
+/// Validates a NodeSetService. Returns every violation.
+pub fn validate_nodeset_service(spec: &NodeSetServiceSpec) -> Vec<FieldError> {
+    let mut errors = Errors::default();
+    let path = "spec.job";
+    if spec.job.image.trim().is_empty() {
+        errors.push(format!("{path}.image"), "is required");
+    }
+    if spec.job.backoff_limit.is_some_and(|b| b < 0) {
+        errors.push(format!("{path}.backoffLimit"), "must not be negative");
+    }
+    if spec.job.active_deadline_seconds.is_some_and(|s| s < 1) {
+        errors.push(format!("{path}.activeDeadlineSeconds"), "must be at least 1");
+    }
+    if let Some(account) = spec.job.service_account_name.as_deref()
+        && !is_dns1123_subdomain(account)
+    {
+        errors.push(format!("{path}.serviceAccountName"), format!("{account:?} is not a valid ServiceAccount name"));
+    }
+    for (i, env) in spec.job.env.iter().flatten().enumerate() {
+        if env.name.is_empty() || env.name.contains('=') {
+            errors.push(format!("{path}.env[{i}].name"), "must be non-empty and must not contain '='");
+        } else if env.name == INVENTORY_ENV {
+            errors.push(format!("{path}.env[{i}].name"), format!("{INVENTORY_ENV} is set by the operator"));
+        }
+    }
+    errors.into_vec()
+}
