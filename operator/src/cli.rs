@@ -1,0 +1,96 @@
+//! Command-line flags. Every flag also reads an environment variable, so
+//! that a Deployment (or OLM's CSV) can configure the operator either way.
+
+use crate::telemetry::LogFormat;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+
+/// ferrometal: a Kubernetes operator for OpenStack Ironic and bare metal.
+#[derive(Debug, Parser)]
+#[command(name = "ferrometal", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the controllers and webhooks against the cluster in KUBECONFIG,
+    /// or the in-cluster configuration.
+    Run(Box<RunArgs>),
+    /// Print every CustomResourceDefinition as multi-document YAML.
+    Crds,
+}
+
+/// A controller the operator can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ControllerKind {
+    /// `Ironic`: deployments of Ironic, with their databases.
+    Ironic,
+    /// `BareMetalHost`: hosts driven through Ironic.
+    Host,
+}
+
+/// Flags of `ferrometal run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Namespaces to watch, comma-separated; empty means all namespaces.
+    /// OLM passes its target namespaces here.
+    #[arg(long, env = "WATCH_NAMESPACE", value_delimiter = ',', default_value = "")]
+    pub namespaces: Vec<String>,
+
+    /// Log line format.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Address of the health (/healthz, /readyz) and metrics (/metrics) server.
+    #[arg(long, env = "HEALTH_ADDR", default_value = "0.0.0.0:8081")]
+    pub health_addr: SocketAddr,
+
+    /// Which controllers to run.
+    #[arg(long, env = "CONTROLLERS", value_enum, value_delimiter = ',', default_value = "ironic,host")]
+    pub controllers: Vec<ControllerKind>,
+
+    /// This replica's identity, for leader election and event reports.
+    /// Defaults to the pod name (POD_NAME) or the host name.
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+
+    #[command(flatten)]
+    pub leader: crate::runtime::leader::LeaderArgs,
+
+    #[command(flatten)]
+    pub webhook: crate::webhook::WebhookArgs,
+
+    #[command(flatten)]
+    pub ironic: crate::ironic::IronicArgs,
+
+    #[command(flatten)]
+    pub host: crate::host::HostArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_flag_definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_needs_no_flags() {
+        let cli = Cli::try_parse_from(["ferrometal", "run"]).expect("default flags parse");
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.namespaces, vec![String::new()]);
+        assert_eq!(args.controllers, vec![ControllerKind::Ironic, ControllerKind::Host]);
+    }
+
+    #[test]
+    fn namespaces_are_comma_separated() {
+        let cli = Cli::try_parse_from(["ferrometal", "run", "--namespaces", "a,b"]).expect("parse");
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.namespaces, vec!["a", "b"]);
+    }
+}

@@ -1,0 +1,63 @@
+//! The operator's resolved configuration, from flags or built by tests.
+
+use crate::cli::{ControllerKind, RunArgs};
+use std::net::SocketAddr;
+
+/// Everything the runtime needs to start. `ferrometal run` builds it from
+/// its flags; tests build it directly.
+#[derive(Clone, Debug)]
+pub struct OperatorConfig {
+    /// Namespaces to watch; empty means all.
+    pub namespaces: Vec<String>,
+    /// Where to serve /healthz, /readyz and /metrics; `None` serves nothing.
+    pub health_addr: Option<SocketAddr>,
+    /// This replica's identity (leader election, event reports).
+    pub identity: String,
+    /// Leader election; `None` runs the controllers unconditionally.
+    pub leader_election: Option<crate::runtime::leader::LeaderElection>,
+    /// The validating webhook server; `None` serves no webhooks.
+    pub webhook: Option<crate::webhook::Config>,
+    /// The `Ironic` controller; `None` does not run it.
+    pub ironic: Option<crate::ironic::Config>,
+    /// The `BareMetalHost` controller; `None` does not run it.
+    pub host: Option<crate::host::Config>,
+}
+
+impl OperatorConfig {
+    /// A configuration that runs nothing: a base for tests to fill in.
+    pub fn minimal(identity: impl Into<String>) -> Self {
+        Self {
+            namespaces: Vec::new(),
+            health_addr: None,
+            identity: identity.into(),
+            leader_election: None,
+            webhook: None,
+            ironic: None,
+            host: None,
+        }
+    }
+}
+
+impl From<RunArgs> for OperatorConfig {
+    fn from(args: RunArgs) -> Self {
+        let identity = args.identity.clone().unwrap_or_else(default_identity);
+        let enabled = |kind| args.controllers.contains(&kind);
+        Self {
+            namespaces: args.namespaces.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
+            health_addr: Some(args.health_addr),
+            leader_election: args.leader.into_config(),
+            webhook: args.webhook.into_config(),
+            ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
+            host: enabled(ControllerKind::Host).then(|| args.host.into()),
+            identity,
+        }
+    }
+}
+
+fn default_identity() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| format!("ferrometal-{}", std::process::id()))
+}

@@ -1,0 +1,42 @@
+//! The `ferrometal` binary: `ferrometal run` runs the controllers and
+//! webhooks; `ferrometal crds` prints the CustomResourceDefinitions.
+
+use clap::Parser;
+use operator::cli::{Cli, Command};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // One rustls crypto provider for the whole process, before anything can
+    // build a TLS configuration (kube, reqwest, sqlx and the webhook server).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Crds => match crds::render_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Run(args) => {
+            operator::telemetry::init(args.log_format);
+            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(err) => {
+                    eprintln!("error: cannot start the async runtime: {err}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(operator::runtime::run_until_signal(*args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    tracing::error!(error = %operator::error::chain(&err), "ferrometal stopped");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

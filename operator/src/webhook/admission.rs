@@ -1,0 +1,172 @@
+//! Admission reviews: which kinds we validate, and the answer for each.
+
+use crds::FieldError;
+use crds::baremetalhost::BareMetalHost;
+use crds::ironic::{Ironic, IronicValidationOptions};
+use crds::nodeset::NodeSet;
+use crds::nodesetservice::NodeSetService;
+use crds::validation::summarize;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use serde::de::DeserializeOwned;
+
+/// A kind our webhooks validate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Ironic,
+    BareMetalHost,
+    NodeSet,
+    NodeSetService,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Ironic, Kind::BareMetalHost, Kind::NodeSet, Kind::NodeSetService];
+
+    /// The URL path the apiserver posts reviews of this kind to.
+    pub fn path(self) -> String {
+        format!("/validate/{}", self.segment())
+    }
+
+    /// The kind named by a path segment.
+    pub fn from_segment(segment: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.segment() == segment)
+    }
+
+    fn segment(self) -> &'static str {
+        match self {
+            Kind::Ironic => "ironic",
+            Kind::BareMetalHost => "baremetalhost",
+            Kind::NodeSet => "nodeset",
+            Kind::NodeSetService => "nodesetservice",
+        }
+    }
+
+    pub fn group(self) -> &'static str {
+        match self {
+            Kind::Ironic => "ironic.metal3.io",
+            Kind::BareMetalHost => "metal3.io",
+            Kind::NodeSet | Kind::NodeSetService => "ferrometal.io",
+        }
+    }
+
+    pub fn version(self) -> &'static str {
+        "v1alpha1"
+    }
+
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Ironic => "ironics",
+            Kind::BareMetalHost => "baremetalhosts",
+            Kind::NodeSet => "nodesets",
+            Kind::NodeSetService => "nodesetservices",
+        }
+    }
+}
+
+/// Answers one review. Deletes (no new object) are always allowed.
+pub fn review(kind: Kind, review: AdmissionReview<DynamicObject>) -> AdmissionReview<DynamicObject> {
+    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
+        Ok(request) => request,
+        Err(err) => return AdmissionResponse::invalid(err.to_string()).into_review(),
+    };
+    let response = AdmissionResponse::from(&request);
+    let errors = match validate(kind, &request) {
+        Ok(errors) => errors,
+        Err(message) => return response.deny(message).into_review(),
+    };
+    if errors.is_empty() {
+        response.into_review()
+    } else {
+        tracing::info!(kind = ?kind, name = %request.name, namespace = ?request.namespace,
+            violations = errors.len(), "admission denied");
+        response.deny(summarize(&errors)).into_review()
+    }
+}
+
+fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>) -> Result<Vec<FieldError>, String> {
+    let Some(object) = &request.object else { return Ok(Vec::new()) };
+    let old = request.old_object.as_ref();
+    Ok(match kind {
+        Kind::Ironic => {
+            let (new, old) = typed::<Ironic>(object, old)?;
+            crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), &IronicValidationOptions::default())
+        }
+        Kind::BareMetalHost => {
+            let (new, old) = typed::<BareMetalHost>(object, old)?;
+            crds::baremetalhost::validate_baremetalhost(&new, old.as_ref())
+        }
+        Kind::NodeSet => {
+            let (new, old) = typed::<NodeSet>(object, old)?;
+            crds::nodeset::validate_nodeset(&new, old.as_ref())
+        }
+        Kind::NodeSetService => {
+            let (new, _) = typed::<NodeSetService>(object, old)?;
+            crds::nodesetservice::validate_nodeset_service(&new.spec)
+        }
+    })
+}
+
+/// The review's objects as our types. An object that does not even parse
+/// is refused with the parser's message (it names the field).
+fn typed<K: DeserializeOwned>(object: &DynamicObject, old: Option<&DynamicObject>) -> Result<(K, Option<K>), String> {
+    let convert = |o: &DynamicObject| {
+        serde_json::to_value(o)
+            .and_then(serde_json::from_value::<K>)
+            .map_err(|e| format!("cannot parse the object: {e}"))
+    };
+    Ok((convert(object)?, old.map(convert).transpose()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn review_of(object: serde_json::Value) -> AdmissionReview<DynamicObject> {
+        serde_json::from_value(json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "0df28fbd-5f5f-4a5d-9d2b-3c1e1b0a9c11",
+                "kind": {"group": "ironic.metal3.io", "version": "v1alpha1", "kind": "Ironic"},
+                "resource": {"group": "ironic.metal3.io", "version": "v1alpha1", "resource": "ironics"},
+                "name": "ironic", "namespace": "default", "operation": "CREATE",
+                "userInfo": {"username": "admin"}, "object": object, "dryRun": false
+            }
+        }))
+        .expect("review parses")
+    }
+
+    #[test]
+    fn a_valid_ironic_is_allowed() {
+        let out = review(
+            Kind::Ironic,
+            review_of(json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+            "metadata": {"name": "ironic", "namespace": "default"}, "spec": {}})),
+        );
+        let response = out.response.expect("response");
+        assert!(response.allowed, "{:?}", response.result);
+        assert_eq!(response.uid, "0df28fbd-5f5f-4a5d-9d2b-3c1e1b0a9c11");
+    }
+
+    #[test]
+    fn an_invalid_ironic_is_denied_with_the_field_path() {
+        let out = review(
+            Kind::Ironic,
+            review_of(json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+            "metadata": {"name": "ironic", "namespace": "default"},
+            "spec": {"highAvailability": true}})),
+        );
+        let response = out.response.expect("response");
+        assert!(!response.allowed);
+        assert!(response.result.message.contains("spec.database"), "{}", response.result.message);
+    }
+
+    #[test]
+    fn paths_name_their_kind() {
+        for kind in Kind::ALL {
+            let path = kind.path();
+            let segment = path.trim_start_matches("/validate/");
+            assert_eq!(Kind::from_segment(segment), Some(kind));
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! The validating webhooks, served by the operator over TLS.
+//!
+//! The apiserver sends every create and update of our kinds here; the
+//! answer comes from the same pure validation functions the controllers run
+//! (crate `crds`), so bad input is refused at admission and, if it got in
+//! anyway (Kubernetes 1.20 drops the CRDs' CEL rules; a webhook may be
+//! down), reported again as a condition.
+//!
+//! Certificates come from files (OLM or cert-manager mount them; they are
+//! reloaded when they change) or are managed by the operator: a CA and a
+//! serving certificate made with rcgen, kept in a Secret so replicas share
+//! them, renewed at two-thirds of their lifetime, with the CA published in
+//! the `caBundle` of the ValidatingWebhookConfiguration the operator applies.
+
+mod admission;
+mod certs;
+mod registration;
+mod server;
+
+pub use admission::{Kind, review};
+pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
+
+use crate::context::Context;
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Flags of the webhook server.
+#[derive(Debug, Args)]
+pub struct WebhookArgs {
+    /// Address of the webhook HTTPS server.
+    #[arg(long = "webhook-addr", env = "WEBHOOK_ADDR", default_value = "0.0.0.0:9443")]
+    pub addr: SocketAddr,
+    /// Serve no webhooks at all.
+    #[arg(long = "disable-webhooks", env = "DISABLE_WEBHOOKS")]
+    pub disabled: bool,
+    /// Serving certificate (PEM). With --webhook-key-file; reloaded when it
+    /// changes. Under OLM: /apiserver.local.config/certificates/apiserver.crt.
+    #[arg(long = "webhook-cert-file", env = "WEBHOOK_CERT_FILE", requires = "key_file")]
+    pub cert_file: Option<PathBuf>,
+    /// Serving key (PEM).
+    #[arg(long = "webhook-key-file", env = "WEBHOOK_KEY_FILE", requires = "cert_file")]
+    pub key_file: Option<PathBuf>,
+    /// CA of the mounted certificate, published as the caBundle when the
+    /// operator registers the webhooks itself.
+    #[arg(long = "webhook-ca-file", env = "WEBHOOK_CA_FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Register the webhooks, reached through this Service
+    /// (`namespace/name[:port]`).
+    #[arg(long = "webhook-service", env = "WEBHOOK_SERVICE", conflicts_with = "url")]
+    pub service: Option<String>,
+    /// Register the webhooks, reached at this base URL (for an operator
+    /// outside the cluster, e.g. the lab: `https://127.0.0.1:9443`).
+    #[arg(long = "webhook-url", env = "WEBHOOK_URL")]
+    pub url: Option<String>,
+    /// Namespace of the Secret holding operator-managed webhook certificates.
+    #[arg(long = "webhook-secret-namespace", env = "POD_NAMESPACE", default_value = "default")]
+    pub secret_namespace: String,
+}
+
+impl WebhookArgs {
+    /// The webhook configuration, or `None` when disabled.
+    pub fn into_config(self) -> Option<Config> {
+        if self.disabled {
+            return None;
+        }
+        let certificates = match (self.cert_file, self.key_file) {
+            (Some(cert), Some(key)) => Certificates::Files { cert, key, ca: self.ca_file },
+            _ => Certificates::SelfManaged { secret_namespace: self.secret_namespace },
+        };
+        let client = match (self.service, self.url) {
+            (Some(service), _) => ClientConfig::parse_service(&service),
+            (None, Some(url)) => Some(ClientConfig::Url(url)),
+            (None, None) => None,
+        };
+        Some(Config { addr: self.addr, certificates, register: client })
+    }
+}
+
+/// Where the serving certificate comes from.
+#[derive(Clone, Debug)]
+pub enum Certificates {
+    /// Mounted files, reloaded when they change.
+    Files { cert: PathBuf, key: PathBuf, ca: Option<PathBuf> },
+    /// Made by the operator. Kept in a Secret in `secret_namespace` when the
+    /// operator registers the webhooks (so every replica serves the CA it
+    /// published), in memory otherwise.
+    SelfManaged { secret_namespace: String },
+}
+
+/// The webhook server's configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub certificates: Certificates,
+    /// Apply the ValidatingWebhookConfiguration pointing here.
+    pub register: Option<ClientConfig>,
+}
+
+/// Why the webhook server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot bind the webhook server on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read {path}")]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid certificate or key: {0}")]
+    InvalidCertificate(String),
+    #[error("cannot generate a certificate")]
+    Generate(#[source] rcgen::Error),
+    #[error("cannot store or read the webhook certificate Secret")]
+    Secret(#[source] kube::Error),
+    #[error("cannot apply the ValidatingWebhookConfiguration")]
+    Register(#[source] kube::Error),
+}
+
+/// A running webhook server.
+pub struct Webhook {
+    pub addr: SocketAddr,
+}
+
+/// Starts serving; returns once the server is bound and, when asked to,
+/// the webhooks are registered.
+pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<Webhook, Error> {
+    let (resolver, ca_pem) = certs::load(&ctx.client, &config).await?;
+    let addr = server::serve(config.addr, resolver.clone(), shutdown.clone()).await?;
+    if let Some(client) = &config.register {
+        registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(Error::Register)?;
+    }
+    certs::spawn_renewal(ctx.client.clone(), config, resolver, shutdown);
+    Ok(Webhook { addr })
+}
