@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 VERSION="1.20.5+really1.20.2-1.1+deb12u1"
 # Bump when the build recipe (patches, flags) changes: cached binaries built
 # by an older recipe are rebuilt.
-RECIPE=2
+RECIPE=1
 UPSTREAM="1.20.5+really1.20.2"
 OUT="$CACHE/kubernetes/bin"
 BINARIES=(kube-apiserver kube-controller-manager kubectl)
@@ -22,7 +22,7 @@ have_all() {
 if have_all; then log "kubernetes binaries cached in $OUT"; exit 0; fi
 
 "$(dirname "$0")/install-packages.sh"
-apt_install golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev
+apt_install golang-github-modern-go-reflect2-dev
 
 SRC="$CACHE/kubernetes/src"
 mkdir -p "$SRC" "$OUT"
@@ -70,11 +70,8 @@ tar -xf "$ORIG" -C "$BUILD" --strip-components=1
 
 cd "$BUILD"
 # Built with Go 1.19, v1.20.2's vendored reflect2 v1.0.1 makes kube-apiserver
-# crash (SIGSEGV in json-iterator) on the first custom resource, and with
-# reflect2 1.0.2 alone the vendored json-iterator v1.1.10 decodes an empty
-# string inside a custom resource's map as null (so `nodeSelector: {role: ""}`
-# is refused). Swap in Debian's reflect2 1.0.2 and json-iterator 1.1.12,
-# which are made for each other.
+# crash (SIGSEGV in json-iterator) on the first custom resource. Swap in
+# Debian's reflect2 1.0.2.
 swap_vendored() {
   local module=$1 version=$2
   log "patching vendored $module to $version"
@@ -88,7 +85,6 @@ swap_vendored() {
   [ "$(grep -c "=> $module $version" vendor/modules.txt)" -eq 2 ] || { log "modules.txt patch for $module failed"; exit 1; }
 }
 swap_vendored github.com/modern-go/reflect2 v1.0.2
-swap_vendored github.com/json-iterator/go v1.1.12
 
 export GOPATH="$BUILD/.go" CGO_ENABLED=0 HOME="$BUILD/.home" GOFLAGS=-mod=vendor GOCACHE="$BUILD/.gocache"
 mkdir -p .go/src/k8s.io "$HOME"

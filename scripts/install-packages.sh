@@ -6,6 +6,6 @@ source "$(dirname "$0")/lib.sh"
 apt_install \
   etcd-server \
   mariadb-server mariadb-client \
-  golang-go golang-github-modern-go-reflect2-dev golang-github-json-iterator-go-dev rsync jq make dpkg-dev \
+  golang-go golang-github-modern-go-reflect2-dev rsync jq make dpkg-dev \
   ipmitool \
   ca-certificates curl

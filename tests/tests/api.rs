@@ -18,7 +18,7 @@ fn api_resource(kind: &str) -> ApiResource {
 
 #[tokio::test]
 async fn every_crd_installs_and_every_sample_round_trips_without_pruning() -> anyhow::Result<()> {
-    let env = Env::start("api").await?;
+    let mut env = Env::start("api").await?;
     let mut config = env.operator_config();
     env.with_webhooks(&mut config)?;
     let _operator = env.start_operator(config).await?;
@@ -26,14 +26,14 @@ async fn every_crd_installs_and_every_sample_round_trips_without_pruning() -> an
     for (index, sample) in crds::samples::ALL.iter().enumerate() {
         let input: Value = serde_saphyr::from_str(sample.yaml)?;
         let resource = api_resource(sample.kind);
-        let api: Api<DynamicObject> = Api::namespaced_with(env.client(), &env.ns, &resource);
         let mut object: DynamicObject = serde_json::from_value(input.clone())?;
-        object.metadata.namespace = None;
-        // Samples of one kind share names; one namespace holds them all.
+        // A sample's namespace matters: same-namespace Secret references are checked.
+        let namespace = object.metadata.namespace.clone().unwrap_or_else(|| env.ns.clone());
+        env.cp.create_namespace(&namespace).await?;
+        let api: Api<DynamicObject> = Api::namespaced_with(env.client(), &namespace, &resource);
+        // Samples of one kind share names.
         let name = format!("{}-{index}", object.metadata.name.clone().expect("samples are named"));
         object.metadata.name = Some(name.clone());
-            eprintln!("SENDING {}", serde_json::to_string(&object)?);
-        }
         let created = api
             .create(&PostParams::default(), &object)
             .await
