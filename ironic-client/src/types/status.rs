@@ -1,0 +1,71 @@
+//! The per-node summary a poller needs, fetched for all nodes at once.
+
+use serde::Deserialize;
+
+use super::{PowerState, ProvisionState, null_as_default};
+
+/// The fields [`NodeStatusSummary`] is built from; the `fields` of the bulk
+/// status query. Ironic does not accept `updated_at` there, so
+/// `provision_updated_at` marks change instead.
+pub const STATUS_FIELDS: &[&str] = &[
+    "uuid",
+    "name",
+    "provision_state",
+    "target_provision_state",
+    "power_state",
+    "target_power_state",
+    "last_error",
+    "maintenance",
+    "maintenance_reason",
+    "fault",
+    "reservation",
+    "provision_updated_at",
+];
+
+/// What a poller needs to know about one node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct NodeStatusSummary {
+    /// The node's UUID.
+    pub uuid: String,
+    /// The node's name.
+    pub name: Option<String>,
+    /// The provision state.
+    pub provision_state: Option<ProvisionState>,
+    /// The target of an ongoing transition; `None` when idle.
+    pub target_provision_state: Option<ProvisionState>,
+    /// The power state; `None` until known.
+    pub power_state: Option<PowerState>,
+    /// The target of an ongoing power change; `None` when idle.
+    pub target_power_state: Option<PowerState>,
+    /// The error of the last failed operation.
+    pub last_error: Option<String>,
+    /// Whether the node is in maintenance.
+    #[serde(deserialize_with = "null_as_default")]
+    pub maintenance: bool,
+    /// Why it is in maintenance.
+    pub maintenance_reason: Option<String>,
+    /// Why Ironic put it in maintenance itself.
+    pub fault: Option<String>,
+    /// The conductor holding its lock.
+    pub reservation: Option<String>,
+    /// When the provision state last changed (RFC 3339).
+    pub provision_updated_at: Option<String>,
+}
+
+impl NodeStatusSummary {
+    /// Whether a provision or power transition is under way.
+    pub fn is_busy(&self) -> bool {
+        self.target_provision_state.is_some() || self.target_power_state.is_some()
+    }
+
+    /// Whether the node's last transition failed: a failure state, or a
+    /// fall back to `enroll` with `last_error` set (a failed `manage`).
+    pub fn has_failed(&self) -> bool {
+        match &self.provision_state {
+            Some(state) if state.is_failure() => true,
+            Some(ProvisionState::Enroll) => self.target_provision_state.is_none() && self.last_error.is_some(),
+            _ => false,
+        }
+    }
+}
