@@ -1,0 +1,117 @@
+//! The Service in front of the pods, and the optional Ingress.
+
+use super::containers::{API_PORT_NAME, IMAGES_PORT_NAME, IMAGES_TLS_PORT_NAME, METRICS_PORT_NAME};
+use super::{Inputs, env, meta};
+use crate::ironic::names;
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend, IngressSpec,
+    IngressTLS, ServiceBackendPort,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+/// Service port of the API: 443 with TLS, 80 without.
+pub fn api_service_port(tls: bool) -> i32 {
+    if tls { 443 } else { 80 }
+}
+/// Service port of the image server.
+pub const IMAGES_SERVICE_PORT: i32 = 8080;
+/// Service port of the image server over TLS.
+pub const IMAGES_TLS_SERVICE_PORT: i32 = 8443;
+
+fn service_port(name: &str, port: i32) -> ServicePort {
+    ServicePort {
+        name: Some(name.to_string()),
+        port,
+        target_port: Some(IntOrString::String(name.to_string())),
+        protocol: Some("TCP".to_string()),
+        ..Default::default()
+    }
+}
+
+pub fn service(inputs: &Inputs<'_>) -> Service {
+    let spec = &inputs.ironic.spec;
+    let tls = inputs.tls_material().is_some();
+    let mut ports = vec![service_port(API_PORT_NAME, api_service_port(tls))];
+    // Each replica of a DaemonSet serves its own images; one Service cannot front them.
+    if !spec.high_availability() {
+        ports.push(service_port(IMAGES_PORT_NAME, IMAGES_SERVICE_PORT));
+        if tls && !env::disable_vmedia_tls(spec) {
+            ports.push(service_port(IMAGES_TLS_PORT_NAME, IMAGES_TLS_SERVICE_PORT));
+        }
+    }
+    if spec.prometheus_exporter.as_ref().is_some_and(|p| p.enabled) {
+        let port = spec.networking.clone().unwrap_or_default().prometheus_exporter_port();
+        ports.push(service_port(METRICS_PORT_NAME, port));
+    }
+    Service {
+        metadata: meta(
+            inputs,
+            inputs.names.service(),
+            names::common_labels(&inputs.names.ironic, &inputs.version.version.to_string()),
+        ),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".to_string()),
+            selector: Some(names::selector(&inputs.names)),
+            ports: Some(ports),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn path(path: &str, service: &str, port: &str) -> HTTPIngressPath {
+    HTTPIngressPath {
+        path: Some(path.to_string()),
+        path_type: "ImplementationSpecific".to_string(),
+        backend: IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: service.to_string(),
+                port: Some(ServiceBackendPort { name: Some(port.to_string()), number: None }),
+            }),
+            resource: None,
+        },
+    }
+}
+
+/// The Ingress, when `networking.ingress` asks for one: `/` to the API, `/redfish` and
+/// `/images` to the image server.
+pub fn ingress(inputs: &Inputs<'_>) -> Option<Ingress> {
+    let spec = &inputs.ironic.spec;
+    let settings = spec.networking.as_ref()?.ingress.as_ref()?;
+    let host = settings.host.clone().filter(|h| !h.is_empty());
+    let service = inputs.names.service();
+    let images = if inputs.tls_material().is_some() && !env::disable_vmedia_tls(spec) {
+        IMAGES_TLS_PORT_NAME
+    } else {
+        IMAGES_PORT_NAME
+    };
+    let mut metadata = meta(
+        inputs,
+        inputs.names.ingress(),
+        names::common_labels(&inputs.names.ironic, &inputs.version.version.to_string()),
+    );
+    metadata.annotations = settings.annotations.clone().filter(|a| !a.is_empty());
+    Some(Ingress {
+        metadata,
+        spec: Some(IngressSpec {
+            ingress_class_name: settings.ingress_class_name.clone().filter(|c| !c.is_empty()),
+            tls: Some(vec![IngressTLS {
+                hosts: host.clone().map(|h| vec![h]),
+                secret_name: Some(inputs.names.ingress_tls()),
+            }]),
+            rules: Some(vec![IngressRule {
+                host,
+                http: Some(HTTPIngressRuleValue {
+                    paths: vec![
+                        path("/", &service, API_PORT_NAME),
+                        path("/redfish", &service, images),
+                        path("/images", &service, images),
+                    ],
+                }),
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    })
+}

@@ -1,0 +1,52 @@
+//! The workload: a one-replica Deployment, or a DaemonSet with `highAvailability`.
+
+use super::{Inputs, meta, pod};
+use crate::ironic::names;
+use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+/// The Deployment or the DaemonSet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Workload {
+    Deployment(Box<Deployment>),
+    DaemonSet(Box<DaemonSet>),
+}
+
+impl Workload {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Deployment(_) => "Deployment",
+            Self::DaemonSet(_) => "DaemonSet",
+        }
+    }
+}
+
+pub fn render(inputs: &Inputs<'_>) -> Workload {
+    let metadata = meta(
+        inputs,
+        inputs.names.workload(),
+        names::common_labels(&inputs.names.ironic, &inputs.version.version.to_string()),
+    );
+    let selector = LabelSelector { match_labels: Some(names::selector(&inputs.names)), ..Default::default() };
+    let template = pod::template(inputs);
+    if inputs.ironic.spec.high_availability() {
+        Workload::DaemonSet(Box::new(DaemonSet {
+            metadata,
+            spec: Some(DaemonSetSpec { selector, template, ..Default::default() }),
+            status: None,
+        }))
+    } else {
+        Workload::Deployment(Box::new(Deployment {
+            metadata,
+            spec: Some(DeploymentSpec {
+                replicas: Some(1),
+                selector,
+                template,
+                // Two Ironic conductors must never share one database or one set of hosts.
+                strategy: Some(DeploymentStrategy { type_: Some("Recreate".to_string()), rolling_update: None }),
+                ..Default::default()
+            }),
+            status: None,
+        }))
+    }
+}

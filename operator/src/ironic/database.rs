@@ -1,0 +1,179 @@
+//! The database seam: what the Ironic builders need to know about the database, whoever
+//! provides it.
+//!
+//! `spec.database` comes in two forms. The external form (ironic-standalone-operator's
+//! `credentialsName`, `host`, `name`, `tlsCertificateName`) resolves here, purely. The managed
+//! form (a MariaDB the operator runs, issue 6) resolves from the managed database's state; until
+//! that module provides it, a managed database reports that it is not available yet.
+//! Either way the result is a [`ResolvedDatabase`], and the builders only ever see its
+//! [`DatabaseConnection`].
+
+use crds::ironic::status::{DatabaseMode, DatabaseStatus};
+use crds::ironic::{Database, IronicSpec};
+
+/// Where Ironic finds its database and how it authenticates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatabaseConnection {
+    /// Host name or IP address of the server.
+    pub host: String,
+    /// Port, when not MariaDB's default (3306).
+    pub port: Option<u16>,
+    /// Database name.
+    pub name: String,
+    /// Secret with `username` and `password`, mounted at `/auth/mariadb`.
+    pub credentials_secret: String,
+    /// Secret with the CA (or certificate) that verifies the server, mounted at
+    /// `/certs/ca/mariadb`; `None` connects without TLS.
+    pub ca_secret: Option<String>,
+}
+
+impl DatabaseConnection {
+    /// `MARIADB_HOST`: the host, with the port when it is not the default.
+    pub fn host_with_port(&self) -> String {
+        match self.port {
+            Some(port) if self.host.contains(':') => format!("[{}]:{port}", self.host),
+            Some(port) => format!("{}:{port}", self.host),
+            None => self.host.clone(),
+        }
+    }
+}
+
+/// The outcome of resolving `spec.database`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResolvedDatabase {
+    /// No database: Ironic uses SQLite inside the pod and loses its state on restart.
+    Sqlite,
+    /// A database Ironic can use, and what status.database reports about it.
+    Ready { connection: DatabaseConnection, status: DatabaseStatus },
+    /// The database exists in spec but cannot be used yet (a managed MariaDB still starting);
+    /// the message says why. Nothing that needs the database is rolled out meanwhile.
+    NotReady { message: String, status: DatabaseStatus },
+}
+
+impl ResolvedDatabase {
+    /// The connection, when there is one.
+    pub fn connection(&self) -> Option<&DatabaseConnection> {
+        match self {
+            Self::Ready { connection, .. } => Some(connection),
+            _ => None,
+        }
+    }
+
+    /// What status.database says.
+    pub fn status(&self) -> Option<DatabaseStatus> {
+        match self {
+            Self::Sqlite => None,
+            Self::Ready { status, .. } | Self::NotReady { status, .. } => Some(status.clone()),
+        }
+    }
+}
+
+/// Resolves the external form. Validation guarantees the three required fields; an empty one
+/// still yields `NotReady` rather than a broken pod.
+pub fn resolve_external(db: &Database) -> ResolvedDatabase {
+    let status = DatabaseStatus {
+        credentials_secret_name: db.credentials_name.clone(),
+        host: db.host.clone(),
+        mode: Some(DatabaseMode::External),
+        ..Default::default()
+    };
+    let (Some(host), Some(name), Some(credentials)) =
+        (nonempty(&db.host), nonempty(&db.name), nonempty(&db.credentials_name))
+    else {
+        return ResolvedDatabase::NotReady {
+            message: "spec.database needs credentialsName, host and name".to_string(),
+            status,
+        };
+    };
+    let (host, port) = split_port(host);
+    ResolvedDatabase::Ready {
+        connection: DatabaseConnection {
+            host,
+            port,
+            name: name.to_string(),
+            credentials_secret: credentials.to_string(),
+            ca_secret: nonempty(&db.tls_certificate_name).map(str::to_string),
+        },
+        status,
+    }
+}
+
+/// Resolves `spec.database` for the Ironic controller. The managed form is the hook for
+/// issue 6: it will return `Ready` with the managed MariaDB's Service, generated credentials
+/// Secret and CA once the database runs, and `NotReady` while it starts or upgrades.
+pub fn resolve(spec: &IronicSpec) -> ResolvedDatabase {
+    match &spec.database {
+        None => ResolvedDatabase::Sqlite,
+        Some(db) if db.is_managed() => ResolvedDatabase::NotReady {
+            message: "managed databases are not supported by this operator build yet; use an external database"
+                .to_string(),
+            status: DatabaseStatus { mode: Some(DatabaseMode::Managed), ..Default::default() },
+        },
+        Some(db) => resolve_external(db),
+    }
+}
+
+fn nonempty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// `host:port` → (`host`, port); IPv6 literals need brackets to carry a port.
+fn split_port(host: &str) -> (String, Option<u16>) {
+    if let Some(rest) = host.strip_prefix('[')
+        && let Some((address, port)) = rest.split_once("]:")
+        && let Ok(port) = port.parse()
+    {
+        return (address.to_string(), Some(port));
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') => match port.parse() {
+            Ok(port) => (name.to_string(), Some(port)),
+            Err(_) => (host.to_string(), None),
+        },
+        _ => (host.trim_start_matches('[').trim_end_matches(']').to_string(), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn external(host: &str) -> Database {
+        Database {
+            credentials_name: Some("db-creds".into()),
+            host: Some(host.into()),
+            name: Some("ironic".into()),
+            tls_certificate_name: Some("db-ca".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_external_form_resolves_to_a_connection() {
+        let resolved = resolve_external(&external("mariadb.metal3.svc"));
+        let connection = resolved.connection().expect("ready");
+        assert_eq!(connection.host_with_port(), "mariadb.metal3.svc");
+        assert_eq!(connection.credentials_secret, "db-creds");
+        assert_eq!(connection.ca_secret.as_deref(), Some("db-ca"));
+        assert_eq!(resolved.status().and_then(|s| s.mode), Some(DatabaseMode::External));
+    }
+
+    #[test]
+    fn ports_survive_in_every_host_form() {
+        let host = |h: &str| resolve_external(&external(h)).connection().map(DatabaseConnection::host_with_port);
+        assert_eq!(host("db:3307"), Some("db:3307".into()));
+        assert_eq!(host("192.0.2.5:3307"), Some("192.0.2.5:3307".into()));
+        assert_eq!(host("[2001:db8::5]:3307"), Some("[2001:db8::5]:3307".into()));
+        assert_eq!(host("2001:db8::5"), Some("2001:db8::5".into()));
+    }
+
+    #[test]
+    fn no_database_is_sqlite_and_a_managed_one_is_not_ready_yet() {
+        assert_eq!(resolve(&IronicSpec::default()), ResolvedDatabase::Sqlite);
+        let spec = IronicSpec {
+            database: Some(Database { managed: Some(Default::default()), ..Default::default() }),
+            ..Default::default()
+        };
+        assert!(matches!(resolve(&spec), ResolvedDatabase::NotReady { .. }));
+    }
+}

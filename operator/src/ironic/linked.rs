@@ -1,0 +1,290 @@
+//! Linked resources: the user's Secrets and ConfigMaps an Ironic refers to, what each must
+//! contain, and their content as the pods will see it.
+
+use super::database::DatabaseConnection;
+use super::names::Names;
+use crds::ironic::{IronicSpec, ReferenceKind, TlsMode};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The spec fields that name linked resources, as users see them in messages.
+pub mod fields {
+    pub const API_CREDENTIALS: &str = "spec.apiCredentialsName";
+    pub const TLS_CERTIFICATE: &str = "spec.tls.certificateName";
+    pub const BMC_CA: &str = "spec.tls.bmcCA";
+    pub const TRUSTED_CA: &str = "spec.tls.trustedCA";
+    pub const DATABASE_CREDENTIALS: &str = "spec.database.credentialsName";
+    pub const DATABASE_CA: &str = "spec.database.tlsCertificateName";
+}
+
+/// Secret or ConfigMap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceKind {
+    Secret,
+    ConfigMap,
+}
+
+impl fmt::Display for SourceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Secret => "Secret",
+            Self::ConfigMap => "ConfigMap",
+        })
+    }
+}
+
+impl From<Option<ReferenceKind>> for SourceKind {
+    fn from(kind: Option<ReferenceKind>) -> Self {
+        match kind {
+            Some(ReferenceKind::Secret) => Self::Secret,
+            Some(ReferenceKind::ConfigMap) | None => Self::ConfigMap,
+        }
+    }
+}
+
+/// One linked resource the Ironic needs, and the keys it must hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// Spec field naming it.
+    pub field: &'static str,
+    pub kind: SourceKind,
+    pub name: String,
+    /// Keys that must be present and non-empty; with none listed, at least one key must be.
+    pub keys: Vec<String>,
+}
+
+/// The content of a Secret or ConfigMap: what a pod mounting it sees. Metadata is left out
+/// on purpose: only content changes roll the pods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub kind: SourceKind,
+    pub name: String,
+    pub data: BTreeMap<String, Vec<u8>>,
+}
+
+impl Source {
+    pub fn from_secret(secret: &Secret) -> Self {
+        let mut data: BTreeMap<String, Vec<u8>> =
+            secret.data.iter().flatten().map(|(k, v)| (k.clone(), v.0.clone())).collect();
+        // stringData is write-only, but a test double or an old client may still show it.
+        for (k, v) in secret.string_data.iter().flatten() {
+            data.entry(k.clone()).or_insert_with(|| v.as_bytes().to_vec());
+        }
+        Self { kind: SourceKind::Secret, name: secret.metadata.name.clone().unwrap_or_default(), data }
+    }
+
+    pub fn from_config_map(config_map: &ConfigMap) -> Self {
+        let mut data: BTreeMap<String, Vec<u8>> =
+            config_map.data.iter().flatten().map(|(k, v)| (k.clone(), v.as_bytes().to_vec())).collect();
+        for (k, v) in config_map.binary_data.iter().flatten() {
+            data.insert(k.clone(), v.0.clone());
+        }
+        Self { kind: SourceKind::ConfigMap, name: config_map.metadata.name.clone().unwrap_or_default(), data }
+    }
+
+    /// A key's value as text.
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.data.get(key).and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// True when `key` is present with a non-empty value.
+    pub fn has(&self, key: &str) -> bool {
+        self.data.get(key).is_some_and(|v| !v.is_empty())
+    }
+
+    /// The first key, sorted, for references that name none.
+    pub fn first_key(&self) -> Option<&str> {
+        self.data.keys().next().map(String::as_str)
+    }
+}
+
+/// A CA bundle reference after resolving the deprecated forms: which object and which key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaReference {
+    pub kind: SourceKind,
+    pub name: String,
+    /// Requested key; the object's first key when `None`.
+    pub key: Option<String>,
+}
+
+/// A CA reference in its current form (`kind`, `name`, `key`), else in its deprecated form
+/// (the name of a ConfigMap).
+fn ca_reference(
+    current: Option<(Option<ReferenceKind>, Option<&String>, Option<&String>)>,
+    deprecated: Option<&String>,
+) -> Option<CaReference> {
+    let nonempty = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned();
+    match current {
+        Some((kind, name, key)) => Some(CaReference { kind: kind.into(), name: nonempty(name)?, key: nonempty(key) }),
+        None => Some(CaReference { kind: SourceKind::ConfigMap, name: nonempty(deprecated)?, key: None }),
+    }
+}
+
+/// `tls.bmcCA`, or the deprecated `tls.bmcCAName`.
+pub fn bmc_ca(spec: &IronicSpec) -> Option<CaReference> {
+    let tls = spec.tls.as_ref()?;
+    ca_reference(tls.bmc_ca.as_ref().map(|r| (r.kind, r.name.as_ref(), None)), tls.bmc_ca_name.as_ref())
+}
+
+/// `tls.trustedCA`, or the deprecated `tls.trustedCAName`.
+pub fn trusted_ca(spec: &IronicSpec) -> Option<CaReference> {
+    let tls = spec.tls.as_ref()?;
+    ca_reference(
+        tls.trusted_ca.as_ref().map(|r| (r.kind, r.name.as_ref(), r.key.as_ref())),
+        tls.trusted_ca_name.as_ref(),
+    )
+}
+
+/// Every linked resource the Ironic needs, with the keys each must hold. The database's
+/// Secrets come from the resolved connection, so a managed database's generated Secrets are
+/// checked the same way as an external database's.
+pub fn references(spec: &IronicSpec, database: Option<&DatabaseConnection>) -> Vec<Reference> {
+    let secret = |field, name: &str, keys: &[&str]| Reference {
+        field,
+        kind: SourceKind::Secret,
+        name: name.to_string(),
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+    };
+    let mut out = Vec::new();
+    if let Some(name) = spec.api_credentials_name.as_deref().filter(|n| !n.is_empty()) {
+        out.push(secret(fields::API_CREDENTIALS, name, &["username", "password"]));
+    }
+    if let Some(tls) = &spec.tls
+        && tls.effective_mode() == Some(TlsMode::Secret)
+        && let Some(name) = tls.certificate_name.as_deref().filter(|n| !n.is_empty())
+    {
+        out.push(secret(fields::TLS_CERTIFICATE, name, &["tls.crt", "tls.key"]));
+    }
+    if let Some(ca) = bmc_ca(spec) {
+        out.push(Reference { field: fields::BMC_CA, kind: ca.kind, name: ca.name, keys: Vec::new() });
+    }
+    if let Some(ca) = trusted_ca(spec) {
+        out.push(Reference {
+            field: fields::TRUSTED_CA,
+            kind: ca.kind,
+            name: ca.name,
+            keys: ca.key.into_iter().collect(),
+        });
+    }
+    if let Some(db) = database {
+        out.push(secret(fields::DATABASE_CREDENTIALS, &db.credentials_secret, &["username", "password"]));
+        if let Some(ca) = &db.ca_secret {
+            out.push(secret(fields::DATABASE_CA, ca, &[]));
+        }
+    }
+    out
+}
+
+/// Names of Secrets and ConfigMaps whose changes concern the Ironic: its linked resources and
+/// the Secret cert-manager writes for it. The controller's watches map these back to it.
+pub fn watched(spec: &IronicSpec, names: &Names) -> Vec<(SourceKind, String)> {
+    let database = match &spec.database {
+        Some(db) if !db.is_managed() => super::database::resolve_external(db).connection().cloned(),
+        _ => None,
+    };
+    let mut out: Vec<(SourceKind, String)> =
+        references(spec, database.as_ref()).into_iter().map(|r| (r.kind, r.name)).collect();
+    if spec.tls.as_ref().and_then(|t| t.effective_mode()) == Some(TlsMode::CertManager) {
+        out.push((SourceKind::Secret, names.cert_manager_certificate()));
+    }
+    out
+}
+
+/// What is wrong with a linked resource, if anything.
+pub fn check(reference: &Reference, source: &Source) -> Option<String> {
+    let describe = || format!("{} {} (from {})", reference.kind, reference.name, reference.field);
+    if let Some(missing) = reference.keys.iter().find(|k| !source.has(k)) {
+        return Some(format!("{} has no key {missing:?}", describe()));
+    }
+    if reference.keys.is_empty() && !source.data.values().any(|v| !v.is_empty()) {
+        return Some(format!("{} is empty", describe()));
+    }
+    None
+}
+
+/// The linked resources as fetched, by spec field.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Linked {
+    pub sources: Vec<(&'static str, Source)>,
+}
+
+impl Linked {
+    /// The resource named by `field`.
+    pub fn get(&self, field: &str) -> Option<&Source> {
+        self.sources.iter().find(|(f, _)| *f == field).map(|(_, s)| s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::ironic::{ResourceReference, ResourceReferenceWithKey, Tls};
+
+    fn source(pairs: &[(&str, &str)]) -> Source {
+        Source {
+            kind: SourceKind::Secret,
+            name: "s".into(),
+            data: pairs.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())).collect(),
+        }
+    }
+
+    #[test]
+    fn deprecated_ca_names_are_config_maps_and_new_forms_win() {
+        let spec = IronicSpec {
+            tls: Some(Tls {
+                bmc_ca_name: Some("old-bmc".into()),
+                trusted_ca: Some(ResourceReferenceWithKey {
+                    name: Some("trusted".into()),
+                    kind: Some(ReferenceKind::Secret),
+                    key: Some("bundle.pem".into()),
+                }),
+                trusted_ca_name: Some("trusted".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(bmc_ca(&spec), Some(CaReference { kind: SourceKind::ConfigMap, name: "old-bmc".into(), key: None }));
+        assert_eq!(
+            trusted_ca(&spec),
+            Some(CaReference { kind: SourceKind::Secret, name: "trusted".into(), key: Some("bundle.pem".into()) })
+        );
+        let spec = IronicSpec {
+            tls: Some(Tls {
+                bmc_ca: Some(ResourceReference { name: Some("bmc".into()), kind: Some(ReferenceKind::Secret) }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(bmc_ca(&spec).map(|c| c.kind), Some(SourceKind::Secret));
+    }
+
+    #[test]
+    fn checks_name_the_missing_key_or_the_empty_object() {
+        let reference = Reference {
+            field: fields::API_CREDENTIALS,
+            kind: SourceKind::Secret,
+            name: "creds".into(),
+            keys: vec!["username".into(), "password".into()],
+        };
+        assert_eq!(check(&reference, &source(&[("username", "u"), ("password", "p")])), None);
+        assert_eq!(
+            check(&reference, &source(&[("username", "u")])).as_deref(),
+            Some("Secret creds (from spec.apiCredentialsName) has no key \"password\"")
+        );
+        let any = Reference { keys: Vec::new(), ..reference };
+        assert!(check(&any, &source(&[])).is_some_and(|m| m.ends_with("is empty")));
+    }
+
+    #[test]
+    fn watched_includes_the_cert_manager_secret() {
+        let spec = IronicSpec {
+            tls: Some(Tls { mode: Some(TlsMode::CertManager), ..Default::default() }),
+            api_credentials_name: Some("creds".into()),
+            ..Default::default()
+        };
+        let watched = watched(&spec, &Names::new("ironic"));
+        assert!(watched.contains(&(SourceKind::Secret, "creds".into())));
+        assert!(watched.contains(&(SourceKind::Secret, "ironic-tls".into())));
+    }
+}

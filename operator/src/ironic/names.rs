@@ -1,0 +1,167 @@
+//! Names, labels and annotations of everything the controller creates. One place, so that the
+//! builders, the cleanup of stale objects and the watches agree.
+
+use crds::ironic::Ironic;
+use kube::ResourceExt;
+use kube::api::ObjectMeta;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The finalizer the controller puts on every `Ironic`.
+pub const FINALIZER: &str = "ironic.ferrometal.io/finalizer";
+
+/// Selector label of the Ironic pods (ironic-standalone-operator's key and value).
+pub const APP_LABEL: &str = "ironic.metal3.io/app";
+/// The owning Ironic's name, on everything the controller creates.
+pub const IRONIC_LABEL: &str = "ironic.metal3.io/ironic";
+/// The Ironic version the object was rendered for.
+pub const VERSION_LABEL: &str = "ironic.metal3.io/version";
+/// `pre` or `post`, on upgrade Jobs.
+pub const UPGRADE_PHASE_LABEL: &str = "ironic.ferrometal.io/upgrade-phase";
+/// Standard label naming the manager.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Its value.
+pub const MANAGED_BY: &str = "ferrometal";
+/// Pod-template annotation: a digest of the content of every Secret and ConfigMap the pods
+/// use. A change of content changes the template and rolls the pods; metadata does not count.
+pub const CONTENT_HASH_ANNOTATION: &str = "ironic.ferrometal.io/content-hash";
+
+/// Kubernetes' limit for label values, which Job names become (`job-name`).
+const MAX_LABEL_VALUE: usize = 63;
+
+/// Names derived from one Ironic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Names {
+    /// The Ironic's name.
+    pub ironic: String,
+}
+
+impl Names {
+    pub fn of(ironic: &Ironic) -> Self {
+        Self { ironic: ironic.name_any() }
+    }
+
+    pub fn new(ironic: impl Into<String>) -> Self {
+        Self { ironic: ironic.into() }
+    }
+
+    /// The Deployment or DaemonSet (`<name>-service`, as ironic-standalone-operator names it).
+    pub fn workload(&self) -> String {
+        format!("{}-service", self.ironic)
+    }
+
+    /// The Service: the Ironic's own name, so clients find `<name>.<namespace>.svc`.
+    pub fn service(&self) -> String {
+        self.ironic.clone()
+    }
+
+    /// The Ingress.
+    pub fn ingress(&self) -> String {
+        self.ironic.clone()
+    }
+
+    /// The TLS Secret the Ingress names (provided by the user or an ingress controller).
+    pub fn ingress_tls(&self) -> String {
+        format!("{}-ingress-tls", self.ironic)
+    }
+
+    /// Generated API credentials, when `apiCredentialsName` is empty.
+    pub fn generated_credentials(&self) -> String {
+        format!("{}-api-credentials", self.ironic)
+    }
+
+    /// The htpasswd derived from the API credentials (user-provided or generated).
+    pub fn htpasswd(&self) -> String {
+        format!("{}-htpasswd", self.ironic)
+    }
+
+    /// The operator-managed CA (TLS mode Auto).
+    pub fn auto_ca(&self) -> String {
+        format!("{}-tls-ca", self.ironic)
+    }
+
+    /// The serving certificate signed by that CA (TLS mode Auto).
+    pub fn auto_serving(&self) -> String {
+        format!("{}-tls-auto", self.ironic)
+    }
+
+    /// The cert-manager Certificate and the Secret cert-manager writes (TLS mode CertManager).
+    pub fn cert_manager_certificate(&self) -> String {
+        format!("{}-tls", self.ironic)
+    }
+
+    /// The ConfigMap publishing the CA that signs the serving certificate.
+    pub fn ca_bundle(&self) -> String {
+        format!("{}-ca-bundle", self.ironic)
+    }
+
+    /// An upgrade Job: `<name>-<pre|post>-<from|none>-to-<to>`, shortened with a digest when
+    /// it would not fit a label value.
+    pub fn upgrade_job(&self, phase: &str, from: Option<&str>, to: &str) -> String {
+        bounded(&format!("{}-{phase}-{}-to-{to}", self.ironic, from.unwrap_or("none")))
+    }
+}
+
+/// `name` itself when it fits in a label value, else its first characters and a digest.
+fn bounded(name: &str) -> String {
+    if name.len() <= MAX_LABEL_VALUE {
+        return name.to_string();
+    }
+    let digest = hex::encode(Sha256::digest(name.as_bytes()));
+    let keep = MAX_LABEL_VALUE - 11;
+    let mut prefix: String = name.chars().take(keep).collect();
+    while prefix.ends_with(['-', '.']) {
+        prefix.pop();
+    }
+    format!("{prefix}-{}", &digest[..10])
+}
+
+/// Labels on every object the controller creates for `ironic`.
+pub fn common_labels(ironic: &str, version: &str) -> BTreeMap<String, String> {
+    [(IRONIC_LABEL, ironic), (VERSION_LABEL, version), (MANAGED_BY_LABEL, MANAGED_BY)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Labels without the version, for objects that do not depend on it (Secrets, ConfigMaps).
+pub fn owner_labels(ironic: &str) -> BTreeMap<String, String> {
+    [(IRONIC_LABEL, ironic), (MANAGED_BY_LABEL, MANAGED_BY)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// True when the object with `meta` is controlled by the object with `owner_uid`.
+pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
+    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == owner_uid)
+}
+
+/// The workload's selector, which never changes.
+pub fn selector(names: &Names) -> BTreeMap<String, String> {
+    [(APP_LABEL.to_string(), names.workload())].into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_ironic_standalone_operator_where_it_has_them() {
+        let n = Names::new("ironic");
+        assert_eq!(n.workload(), "ironic-service");
+        assert_eq!(n.service(), "ironic");
+        assert_eq!(n.ingress_tls(), "ironic-ingress-tls");
+        assert_eq!(n.upgrade_job("pre", Some("37.0"), "38.0"), "ironic-pre-37.0-to-38.0");
+        assert_eq!(n.upgrade_job("post", None, "latest"), "ironic-post-none-to-latest");
+    }
+
+    #[test]
+    fn long_job_names_are_shortened_deterministically() {
+        let n = Names::new("a".repeat(60));
+        let name = n.upgrade_job("pre", Some("37.0"), "38.0");
+        assert_eq!(name.len(), MAX_LABEL_VALUE);
+        assert_eq!(name, n.upgrade_job("pre", Some("37.0"), "38.0"));
+        assert_ne!(name, n.upgrade_job("post", Some("37.0"), "38.0"));
+    }
+}

@@ -1,0 +1,212 @@
+//! TLS for the API and the image server, in three modes:
+//! - `Secret`: the user's Secret (`tls.certificateName`);
+//! - `Auto`: a CA and serving certificate the operator makes and renews ([`auto`]);
+//! - `CertManager`: a cert-manager Certificate ([`cert_manager`]); the operator waits for the
+//!   Secret cert-manager writes.
+//!
+//! Whatever the mode, the pods mount one Secret with `tls.crt` and `tls.key` (and `ca.crt`
+//! when known); its content is part of the pod template's content hash, so every rotation
+//! rolls the pods.
+
+pub mod auto;
+pub mod cert_manager;
+pub mod sans;
+
+use super::linked::{Linked, Source, SourceKind, fields};
+use super::names::{Names, controlled_by};
+use crds::ironic::status::TlsStatus;
+use crds::ironic::{IronicSpec, TlsMode};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::Api;
+
+pub use auto::CertifiedPem;
+pub use cert_manager::CertificateRequest;
+pub use sans::SubjectAltNames;
+
+/// Keys of the operator-managed CA Secret.
+pub const CA_CERT_KEY: &str = "ca.crt";
+pub const CA_KEY_KEY: &str = "ca.key";
+
+/// Why TLS could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read Secret {name}")]
+    Kube {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("Secret {name} exists but is not managed by this Ironic; delete it or choose another TLS mode")]
+    Conflict { name: String },
+    #[error("cannot make the Auto TLS certificates")]
+    Generate(#[from] auto::Error),
+}
+
+/// The serving certificate the pods mount.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsMaterial {
+    /// Secret with `tls.crt`, `tls.key` and maybe `ca.crt`.
+    pub secret_name: String,
+    /// Its content.
+    pub source: Source,
+    /// The CA that signs it, when known; published and given to Ironic for JSON RPC.
+    pub ca_pem: Option<String>,
+    /// Expiry of the serving certificate, Unix seconds.
+    pub not_after: Option<i64>,
+    /// When it is renewed, Unix seconds (Auto; cert-manager's comes from the Certificate).
+    pub renewal_at: Option<i64>,
+}
+
+/// A new Auto CA and serving certificate to store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutoSecrets {
+    pub ca: CertifiedPem,
+    pub serving: CertifiedPem,
+}
+
+/// TLS as resolved for one reconcile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsPlan {
+    /// The mode; `None` is plain HTTP.
+    pub mode: Option<TlsMode>,
+    /// The certificate to mount; `None` without TLS or while waiting for cert-manager.
+    pub material: Option<TlsMaterial>,
+    /// Why the certificate is not there yet.
+    pub pending: Option<String>,
+    /// Auto: the CA and serving certificate to store (always rendered, new or not).
+    pub auto: Option<AutoSecrets>,
+    /// CertManager: the Certificate to apply.
+    pub certificate: Option<CertificateRequest>,
+    /// Auto: why a certificate was made during this reconcile.
+    pub issued: Option<&'static str>,
+}
+
+impl TlsPlan {
+    /// status.tls.
+    pub fn status(&self, names: &Names) -> Option<TlsStatus> {
+        let mode = self.mode?;
+        let time = |secs: Option<i64>| secs.and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok()).map(Time);
+        Some(TlsStatus {
+            ca_secret_name: (mode == TlsMode::Auto).then(|| names.auto_ca()),
+            certificate_name: self.certificate.as_ref().map(|c| c.name.clone()),
+            mode: Some(mode),
+            not_after: time(self.material.as_ref().and_then(|m| m.not_after)),
+            renewal_time: time(self.material.as_ref().and_then(|m| m.renewal_at)),
+            serving_secret_name: match mode {
+                TlsMode::Secret => self.material.as_ref().map(|m| m.secret_name.clone()),
+                TlsMode::Auto => Some(names.auto_serving()),
+                TlsMode::CertManager => self.certificate.as_ref().map(|c| c.secret_name.clone()),
+            },
+        })
+    }
+}
+
+/// The material in a Secret holding a serving certificate.
+fn material(source: Source, with_renewal: bool) -> TlsMaterial {
+    let info = source.text("tls.crt").and_then(auto::inspect);
+    TlsMaterial {
+        secret_name: source.name.clone(),
+        ca_pem: source.text(CA_CERT_KEY).filter(|c| !c.trim().is_empty()).map(str::to_string),
+        not_after: info.as_ref().map(|i| i.not_after),
+        renewal_at: info.filter(|_| with_renewal).map(|i| i.renewal_at()),
+        source,
+    }
+}
+
+/// The Secret content of an Auto serving certificate.
+pub fn auto_serving_source(name: &str, secrets: &AutoSecrets) -> Source {
+    let data = [("tls.crt", &secrets.serving.cert), ("tls.key", &secrets.serving.key), (CA_CERT_KEY, &secrets.ca.cert)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+        .collect();
+    Source { kind: SourceKind::Secret, name: name.to_string(), data }
+}
+
+/// Resolves the TLS mode of `spec`. `now` is Unix seconds.
+pub async fn resolve(
+    secrets: &Api<Secret>,
+    names: &Names,
+    owner_uid: &str,
+    spec: &IronicSpec,
+    linked: &Linked,
+    sans: &SubjectAltNames,
+    now: i64,
+) -> Result<TlsPlan, Error> {
+    let tls = spec.tls.clone().unwrap_or_default();
+    let Some(mode) = tls.effective_mode() else {
+        return Ok(TlsPlan::default());
+    };
+    let mut plan = TlsPlan { mode: Some(mode), ..Default::default() };
+    match mode {
+        TlsMode::Secret => {
+            plan.material = linked.get(fields::TLS_CERTIFICATE).cloned().map(|s| material(s, false));
+        }
+        TlsMode::Auto => {
+            let settings = tls.auto.clone().unwrap_or_default();
+            let ca = read_owned(secrets, &names.auto_ca(), owner_uid).await?.and_then(|s| {
+                Some(CertifiedPem { cert: s.text(CA_CERT_KEY)?.to_string(), key: s.text(CA_KEY_KEY)?.to_string() })
+            });
+            let serving = read_owned(secrets, &names.auto_serving(), owner_uid).await?.and_then(|s| {
+                Some(CertifiedPem { cert: s.text("tls.crt")?.to_string(), key: s.text("tls.key")?.to_string() })
+            });
+            let cert_days = i64::from(settings.certificate_validity_days());
+            let (ca, serving) = match (auto::decide(ca.as_ref(), serving.as_ref(), sans, now), ca, serving) {
+                (auto::Decision::Keep, Some(ca), Some(serving)) => (ca, serving),
+                (auto::Decision::IssueServing { reason }, Some(ca), _) => {
+                    plan.issued = Some(reason);
+                    let serving = auto::issue_serving(&ca, sans, cert_days, now)?;
+                    (ca, serving)
+                }
+                (decision, _, _) => {
+                    plan.issued = Some(match decision {
+                        auto::Decision::NewCa { reason } | auto::Decision::IssueServing { reason } => reason,
+                        auto::Decision::Keep => "the stored certificates are incomplete",
+                    });
+                    let common_name = format!("{}/{} Ironic CA", spec_namespace(secrets), names.ironic);
+                    let ca = auto::new_ca(&common_name, i64::from(settings.ca_validity_days()), now)?;
+                    let serving = auto::issue_serving(&ca, sans, cert_days, now)?;
+                    (ca, serving)
+                }
+            };
+            let secrets = AutoSecrets { ca, serving };
+            plan.material = Some(material(auto_serving_source(&names.auto_serving(), &secrets), true));
+            plan.auto = Some(secrets);
+        }
+        TlsMode::CertManager => {
+            let Some(settings) = &tls.cert_manager else {
+                plan.pending = Some("spec.tls.certManager is required in mode CertManager".to_string());
+                return Ok(plan);
+            };
+            let request = CertificateRequest::new(names.cert_manager_certificate(), settings, sans);
+            let secret = secrets
+                .get_opt(&request.secret_name)
+                .await
+                .map_err(|source| Error::Kube { name: request.secret_name.clone(), source })?;
+            match secret.as_ref().map(Source::from_secret).filter(|s| s.has("tls.crt") && s.has("tls.key")) {
+                Some(source) => plan.material = Some(material(source, false)),
+                None => {
+                    plan.pending = Some(format!(
+                        "waiting for cert-manager to issue Secret {} for Certificate {} (issuer {} {})",
+                        request.secret_name, request.name, request.issuer_kind, request.issuer_name
+                    ))
+                }
+            }
+            plan.certificate = Some(request);
+        }
+    }
+    Ok(plan)
+}
+
+fn spec_namespace(secrets: &Api<Secret>) -> String {
+    secrets.namespace().unwrap_or_default().to_string()
+}
+
+/// A Secret the operator manages, or `None`; someone else's Secret of that name is a conflict.
+async fn read_owned(secrets: &Api<Secret>, name: &str, owner_uid: &str) -> Result<Option<Source>, Error> {
+    match secrets.get_opt(name).await.map_err(|source| Error::Kube { name: name.to_string(), source })? {
+        Some(secret) if !controlled_by(&secret.metadata, owner_uid) => Err(Error::Conflict { name: name.to_string() }),
+        Some(secret) => Ok(Some(Source::from_secret(&secret))),
+        None => Ok(None),
+    }
+}
