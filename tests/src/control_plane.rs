@@ -201,20 +201,33 @@ impl ControlPlane {
         Ok(())
     }
 
-    /// Creates a namespace with a random suffix, and, when the controller
-    /// manager runs, waits until its `default` service account has a token
-    /// (before that, the apiserver refuses pods in it).
+    /// Creates a namespace with a random suffix (see [`Self::create_namespace`]).
     pub async fn namespace(&mut self, prefix: &str) -> crate::Result<String> {
         let suffix: u32 = rand::rng().random();
         let name = format!("{prefix}-{suffix:08x}");
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        let ns =
-            Namespace { metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() }, ..Default::default() };
-        namespaces.create(&PostParams::default(), &ns).await.with_context(|| format!("creating namespace {name}"))?;
-        if let Some(kcm) = self.controller_manager.as_mut() {
-            wait_for_service_account(&self.client, &name, kcm).await?;
-        }
+        self.create_namespace(&name).await?;
         Ok(name)
+    }
+
+    /// Creates the namespace `name` (if missing) and, when the controller
+    /// manager runs, waits until its `default` service account has a token
+    /// (before that, the apiserver refuses pods in it).
+    pub async fn create_namespace(&mut self, name: &str) -> crate::Result<()> {
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        if namespaces.get_opt(name).await?.is_none() {
+            let ns = Namespace {
+                metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
+                ..Default::default()
+            };
+            namespaces
+                .create(&PostParams::default(), &ns)
+                .await
+                .with_context(|| format!("creating namespace {name}"))?;
+        }
+        if let Some(kcm) = self.controller_manager.as_mut() {
+            wait_for_service_account(&self.client, name, kcm).await?;
+        }
+        Ok(())
     }
 
     /// Installs (creates or replaces) CRDs and waits until each is Established.

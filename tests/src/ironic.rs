@@ -231,7 +231,8 @@ impl IronicServer {
             cmd.env("FERROMETAL_FAST_REDFISH", "1");
         }
         cmd.env("PYTHONWARNINGS", "ignore");
-        let mut process = ManagedProcess::spawn("ironic", cmd, &self.dir.path().join("ironic-stdout.log"))?;
+        let mut process = ManagedProcess::spawn("ironic", cmd, &self.dir.path().join("ironic-stdout.log"))?
+            .with_log(&self.dir.path().join("ironic.log"));
         let client = self.http_client()?;
         let url = format!("{}/v1/drivers", self.endpoint);
         let credentials = self.credentials().map(|(u, p)| (u.to_string(), p.to_string()));

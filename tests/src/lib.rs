@@ -14,6 +14,7 @@ pub mod control_plane;
 pub mod env;
 pub mod http_server;
 pub mod ironic;
+pub mod lab;
 pub mod mariadb;
 pub mod pki;
 pub mod pod_simulator;

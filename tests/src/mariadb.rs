@@ -98,7 +98,14 @@ collation-server = utf8mb3_general_ci
         server.launch().await?;
         // Root may log in through the socket only; tests and Ironic use TCP.
         let socket = server.dir.path().join("run").join("mysqld.sock");
-        let mut root = sqlx::mysql::MySqlConnectOptions::new().socket(&socket).username("root").connect().await?;
+        // The socket needs no TLS; sqlx would otherwise negotiate it when the
+        // server offers it, and the socket session breaks on close.
+        let mut root = sqlx::mysql::MySqlConnectOptions::new()
+            .socket(&socket)
+            .username("root")
+            .ssl_mode(sqlx::mysql::MySqlSslMode::Disabled)
+            .connect()
+            .await?;
         for statement in [
             format!("CREATE USER '{ADMIN_USER}'@'127.0.0.1' IDENTIFIED BY '{ADMIN_PASSWORD}'"),
             format!("GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'127.0.0.1' WITH GRANT OPTION"),

@@ -17,6 +17,8 @@ pub struct ManagedProcess {
     name: String,
     child: Child,
     log: PathBuf,
+    /// Further logs the program writes itself (Ironic logs to a file).
+    extra_logs: Vec<PathBuf>,
 }
 
 impl ManagedProcess {
@@ -39,7 +41,13 @@ impl ManagedProcess {
             });
         }
         let child = command.spawn().with_context(|| format!("starting {name}: {command:?}"))?;
-        Ok(Self { name: name.to_string(), child, log: log.to_path_buf() })
+        Ok(Self { name: name.to_string(), child, log: log.to_path_buf(), extra_logs: Vec::new() })
+    }
+
+    /// Names another log file the program writes, shown when it dies.
+    pub fn with_log(mut self, path: &Path) -> Self {
+        self.extra_logs.push(path.to_path_buf());
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -65,8 +73,12 @@ impl ManagedProcess {
         match self.child.try_wait()? {
             None => Ok(()),
             Some(status) => {
-                let tail = crate::workdir::tail(&self.log, 40).join("\n");
-                anyhow::bail!("{} exited with {status}; last log lines:\n{tail}", self.name)
+                let mut message = format!("{} exited with {status}", self.name);
+                for log in std::iter::once(&self.log).chain(&self.extra_logs) {
+                    let tail = crate::workdir::tail(log, 40).join("\n");
+                    message.push_str(&format!("\nlast lines of {}:\n{tail}", log.display()));
+                }
+                anyhow::bail!(message)
             }
         }
     }

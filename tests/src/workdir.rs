@@ -12,7 +12,8 @@ static COUNTER: AtomicU32 = AtomicU32::new(0);
 /// Test runners show a test's output only when it fails, so a failed run
 /// shows what its servers said, and a passing run stays quiet. The directory
 /// is then removed, unless the test is panicking or `FERROMETAL_KEEP_LOGS=1`
-/// is set, in which case it is kept and its path printed.
+/// is set, in which case it is kept and its path printed. `FERROMETAL_LOG_TAILS=0`
+/// silences the tails (the lab keeps its logs and prints nothing on exit).
 #[derive(Debug)]
 pub struct WorkDir {
     path: PathBuf,
@@ -61,7 +62,9 @@ impl Drop for WorkDir {
     fn drop(&mut self) {
         self.print_log_tails();
         if self.keep() {
-            eprintln!("---- {}: files kept in {}", self.name, self.path.display());
+            if !quiet() {
+                eprintln!("---- {}: files kept in {}", self.name, self.path.display());
+            }
         } else {
             let _ = std::fs::remove_dir_all(&self.path);
         }
@@ -70,6 +73,9 @@ impl Drop for WorkDir {
 
 impl WorkDir {
     fn print_log_tails(&self) {
+        if quiet() {
+            return;
+        }
         let Ok(entries) = std::fs::read_dir(&self.path) else { return };
         let mut logs: Vec<PathBuf> =
             entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "log")).collect();
@@ -85,6 +91,10 @@ impl WorkDir {
             }
         }
     }
+}
+
+fn quiet() -> bool {
+    std::env::var_os("FERROMETAL_LOG_TAILS").is_some_and(|v| v == "0")
 }
 
 /// The last `n` lines of a file (empty when it cannot be read).

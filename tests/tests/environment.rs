@@ -358,3 +358,25 @@ async fn a_sqlx_connection_to_mariadb_runs_a_query() -> anyhow::Result<()> {
     assert!(version.contains("MariaDB"), "version: {version}");
     Ok(())
 }
+
+#[tokio::test]
+async fn mariadb_offers_tls_with_its_test_ca() -> anyhow::Result<()> {
+    use sqlx::ConnectOptions;
+    use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
+    let db = MariaDb::start(MariaDbConfig { tls: true }).await?;
+    let ca = db.ca_pem().expect("tls is on").as_bytes().to_vec();
+    let mut conn = db
+        .admin_url(None)
+        .parse::<MySqlConnectOptions>()?
+        .ssl_mode(MySqlSslMode::VerifyCa)
+        .ssl_ca_from_pem(ca)
+        .connect()
+        .await?;
+    let (cipher,): (String,) = sqlx::query_as(
+        "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'",
+    )
+    .fetch_one(&mut conn)
+    .await?;
+    assert!(!cipher.is_empty(), "the session is not encrypted");
+    Ok(())
+}

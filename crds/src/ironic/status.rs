@@ -126,6 +126,14 @@ pub struct TlsStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DatabaseStatus {
+    /// Managed database: Secret with the administrator's (root) credentials the operator, the
+    /// MariaDB pod and the upgrade and backup Jobs use. Never mounted into Ironic's pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_secret_name: Option<String>,
+    /// Managed database with TLS: Secret with the CA (key `tls.crt`) Ironic verifies the server
+    /// with, mounted at /certs/ca/mariadb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_secret_name: Option<String>,
     /// Secret with the credentials Ironic uses: generated for a managed database, the user's
     /// for an external one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,6 +141,9 @@ pub struct DatabaseStatus {
     /// Host Ironic connects to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Managed database: the MariaDB image the StatefulSet runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
     /// Most recent logical backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_backup: Option<DatabaseBackupStatus>,
@@ -168,6 +179,21 @@ pub enum DatabaseMode {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DatabaseUpgradeStatus {
+    /// Attempt of the sequence, from 1; a retry after a failure (the annotation
+    /// `ironic.ferrometal.io/retry-database-upgrade`) starts the next attempt at the failed step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i32>,
+    /// Name of the logical backup Job of this change, once it was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_job_name: Option<String>,
+    /// Since when the current step has met errors that may pass (an unreachable server, an
+    /// image being pulled); the step fails when they last longer than the operator's step
+    /// timeout. Absent while the step progresses normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since: Option<Time>,
+    /// Image before the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_image: Option<String>,
     /// Version before the change (recorded before the StatefulSet rolls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_version: Option<String>,
@@ -183,9 +209,21 @@ pub struct DatabaseUpgradeStatus {
     /// Step that failed, when step is Failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_step: Option<DatabaseUpgradeStep>,
+    /// Value of the retry annotation this attempt answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_token: Option<String>,
+    /// When the current step started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_started_at: Option<Time>,
+    /// Image after the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_image: Option<String>,
     /// Target version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_version: Option<String>,
+    /// Name of the `mariadb-upgrade` Job of this change, once it was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_job_name: Option<String>,
 }
 
 /// Steps of a MariaDB version change, in order. Values: Backup, SlowShutdownEnabled,

@@ -1,0 +1,156 @@
+//! The MariaDB StatefulSet: one replica, its data on a claim from the template, and a
+//! shutdown that leaves nothing for the next version to recover.
+
+use super::{
+    CONTAINER, DATA_DIR, Inputs, SERVER_TLS_DIR, container_security, env, mount, pod_security, secret_env,
+    secret_volume,
+};
+use crate::database::connection::{MANAGED_DATABASE_NAME, MARIADB_PORT, PASSWORD_KEY, USERNAME_KEY};
+use crate::database::names::{DATA_VOLUME, TLS_HASH_ANNOTATION};
+use crate::ironic::tls::CA_CERT_KEY;
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, ExecAction, Lifecycle, LifecycleHandler, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec, Probe, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::ObjectMeta;
+
+const TLS_VOLUME: &str = "tls";
+
+/// The preStop hook. A normal shutdown (`innodb_fast_shutdown = 1`, MariaDB's default) leaves
+/// purge and change-buffer work in the data files; a newer major version may refuse them, or
+/// the redo log of an unclean stop. `0` makes InnoDB finish all of it and write every dirty
+/// page before it stops, which is what MariaDB asks for before a version change. The hook
+/// sets it over the local socket and shuts the server down itself; `mariadb-admin shutdown`
+/// returns once the server is gone, so the kubelet's SIGTERM afterwards meets a stopped
+/// server. If setting the variable fails the shutdown still runs (a normal clean one).
+pub const PRE_STOP: &str = r#"export MYSQL_PWD="$MARIADB_ROOT_PASSWORD"
+if ! mariadb --protocol=socket --user=root --execute='SET GLOBAL innodb_fast_shutdown = 0'; then
+  echo 'preStop: could not set innodb_fast_shutdown = 0; shutting down anyway' >&2
+fi
+exec mariadb-admin --protocol=socket --user=root shutdown
+"#;
+
+/// Readiness: the server accepts connections on its socket. It does so only once InnoDB has
+/// finished starting (crash recovery included). No liveness probe: restarting a MariaDB that
+/// is slow to recover or to upgrade would only make things worse.
+pub const READINESS: &str =
+    r#"MYSQL_PWD="$MARIADB_ROOT_PASSWORD" exec mariadb-admin --protocol=socket --user=root ping"#;
+
+/// The StatefulSet.
+pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
+    let names = inputs.names;
+    let managed = inputs.managed;
+    let mut args = vec!["--skip-name-resolve".to_string()];
+    let mut volumes = Vec::new();
+    let mut mounts = vec![mount(DATA_VOLUME, DATA_DIR, false)];
+    let mut annotations = std::collections::BTreeMap::new();
+    if let Some(tls) = inputs.tls {
+        volumes.push(secret_volume(TLS_VOLUME, &tls.serving_secret));
+        mounts.push(mount(TLS_VOLUME, SERVER_TLS_DIR, true));
+        args.extend([
+            format!("--ssl-cert={SERVER_TLS_DIR}/tls.crt"),
+            format!("--ssl-key={SERVER_TLS_DIR}/tls.key"),
+            format!("--ssl-ca={SERVER_TLS_DIR}/{CA_CERT_KEY}"),
+            // Network clients must use TLS; the socket (probe, preStop) stays available.
+            "--require-secure-transport=ON".to_string(),
+        ]);
+        annotations.insert(TLS_HASH_ANNOTATION.to_string(), tls.digest.clone());
+    }
+    let shell = |script: &str| vec!["bash".to_string(), "-c".to_string(), script.to_string()];
+    let container = Container {
+        name: CONTAINER.to_string(),
+        image: Some(inputs.image.to_string()),
+        args: Some(args),
+        env: Some(vec![
+            secret_env("MARIADB_ROOT_PASSWORD", &names.admin(), PASSWORD_KEY),
+            env("MARIADB_ROOT_HOST", "%"),
+            env("MARIADB_DATABASE", MANAGED_DATABASE_NAME),
+            secret_env("MARIADB_USER", &names.credentials(), USERNAME_KEY),
+            secret_env("MARIADB_PASSWORD", &names.credentials(), PASSWORD_KEY),
+        ]),
+        ports: Some(vec![ContainerPort {
+            name: Some("mysql".to_string()),
+            container_port: i32::from(MARIADB_PORT),
+            protocol: Some("TCP".to_string()),
+            ..Default::default()
+        }]),
+        volume_mounts: Some(mounts),
+        readiness_probe: Some(Probe {
+            exec: Some(ExecAction { command: Some(shell(READINESS)) }),
+            initial_delay_seconds: Some(5),
+            period_seconds: Some(10),
+            timeout_seconds: Some(5),
+            failure_threshold: Some(3),
+            ..Default::default()
+        }),
+        lifecycle: Some(Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                exec: Some(ExecAction { command: Some(shell(PRE_STOP)) }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        resources: managed.resources.clone(),
+        security_context: Some(container_security()),
+        ..Default::default()
+    };
+    let claim = PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(DATA_VOLUME.to_string()),
+            labels: Some(names.labels()),
+            ..Default::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".to_string()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some([("storage".to_string(), inputs.claim.size.clone())].into()),
+                ..Default::default()
+            }),
+            storage_class_name: inputs.claim.storage_class.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut template_meta = ObjectMeta { labels: Some(names.labels()), ..Default::default() };
+    if !annotations.is_empty() {
+        template_meta.annotations = Some(annotations);
+    }
+    StatefulSet {
+        metadata: inputs.meta(names.stateful_set(), names.labels()),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(1),
+            service_name: Some(names.service()),
+            selector: LabelSelector { match_labels: Some(names.selector()), ..Default::default() },
+            pod_management_policy: Some("OrderedReady".to_string()),
+            update_strategy: Some(StatefulSetUpdateStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                ..Default::default()
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(template_meta),
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    volumes: (!volumes.is_empty()).then_some(volumes),
+                    security_context: Some(pod_security()),
+                    automount_service_account_token: Some(false),
+                    enable_service_links: Some(false),
+                    // Covers the preStop hook's slow shutdown; see DEFAULT_DATABASE_TERMINATION_GRACE_PERIOD_SECONDS
+                    // and design/database.md for why 300 s is the default.
+                    termination_grace_period_seconds: Some(managed.termination_grace_period_seconds()),
+                    ..Default::default()
+                }),
+            },
+            volume_claim_templates: Some(vec![claim]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The container port's name, for the Service's target port.
+pub fn port_name() -> IntOrString {
+    IntOrString::String("mysql".to_string())
+}

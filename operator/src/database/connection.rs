@@ -1,0 +1,215 @@
+//! The seam between the database and Ironic: where Ironic's pods find the database and how
+//! they authenticate, for an external database and for a managed one alike.
+//!
+//! Ironic's builders take the [`crate::ironic::database::DatabaseConnection`]; a
+//! [`Connection`] converts into it losslessly for everything the pods need (the CA key is
+//! always `tls.crt`, where ironic-image reads it).
+
+use super::names::Names;
+use crate::ironic::database::{DatabaseConnection, ResolvedDatabase, resolve_external};
+use crds::ironic::Ironic;
+use kube::ResourceExt;
+
+/// MariaDB's port.
+pub const MARIADB_PORT: u16 = 3306;
+/// The key of the CA in the Secret Ironic mounts at `/certs/ca/mariadb`: ironic-image reads
+/// `/certs/ca/mariadb/tls.crt` and connects with TLS when that file exists.
+pub const CA_KEY: &str = "tls.crt";
+/// Where ironic-image reads the database credentials: `username` and `password` files.
+pub const USERNAME_KEY: &str = "username";
+pub const PASSWORD_KEY: &str = "password";
+
+/// A key of a Secret in the Ironic's namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretKeyRef {
+    pub name: String,
+    pub key: String,
+}
+
+/// Where Ironic's database is and how to reach it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Connection {
+    /// Host name or address of the server.
+    pub host: String,
+    pub port: u16,
+    /// Database name.
+    pub name: String,
+    /// Secret with `username` and `password`, mounted into Ironic's pods at `/auth/mariadb`.
+    pub credentials_secret: String,
+    /// The CA that verifies the server; `None` connects without TLS.
+    pub tls_ca: Option<SecretKeyRef>,
+    /// True for the MariaDB the operator runs.
+    pub managed: bool,
+}
+
+/// `host:port`, bracketing an IPv6 address.
+pub fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+}
+
+impl Connection {
+    /// `host:port`, for messages and status.
+    pub fn address(&self) -> String {
+        host_port(&self.host, self.port)
+    }
+
+    /// The Ironic builders' view of this connection.
+    pub fn for_ironic(&self) -> DatabaseConnection {
+        DatabaseConnection::from(self)
+    }
+}
+
+impl From<&Connection> for DatabaseConnection {
+    fn from(connection: &Connection) -> Self {
+        DatabaseConnection {
+            host: connection.host.clone(),
+            port: (connection.port != MARIADB_PORT).then_some(connection.port),
+            name: connection.name.clone(),
+            credentials_secret: connection.credentials_secret.clone(),
+            ca_secret: connection.tls_ca.as_ref().map(|ca| ca.name.clone()),
+        }
+    }
+}
+
+impl From<&DatabaseConnection> for Connection {
+    /// An external database as the Ironic controller resolved it.
+    fn from(db: &DatabaseConnection) -> Self {
+        Connection {
+            host: db.host.clone(),
+            port: db.port.unwrap_or(MARIADB_PORT),
+            name: db.name.clone(),
+            credentials_secret: db.credentials_secret.clone(),
+            tls_ca: db.ca_secret.as_ref().map(|name| SecretKeyRef { name: name.clone(), key: CA_KEY.to_string() }),
+            managed: false,
+        }
+    }
+}
+
+/// The database name of a managed database.
+pub const MANAGED_DATABASE_NAME: &str = "ironic";
+
+/// Why `spec.database` gives no connection.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Incomplete(pub String);
+
+/// The connection `ironic` asks for: `None` without a database (SQLite), the external server,
+/// or the managed MariaDB's Service. Pure: whether the database is ready is the driver's
+/// business.
+pub fn resolve(ironic: &Ironic, cluster_domain: &str) -> Result<Option<Connection>, Incomplete> {
+    let Some(db) = &ironic.spec.database else {
+        return Ok(None);
+    };
+    match &db.managed {
+        Some(managed) => {
+            let names = Names::of(ironic);
+            let namespace = ironic.namespace().unwrap_or_default();
+            let tls_ca =
+                super::tls::enabled(managed).then(|| SecretKeyRef { name: names.client_ca(), key: CA_KEY.to_string() });
+            Ok(Some(Connection {
+                host: names.host(&namespace, cluster_domain),
+                port: MARIADB_PORT,
+                name: MANAGED_DATABASE_NAME.to_string(),
+                credentials_secret: names.credentials(),
+                tls_ca,
+                managed: true,
+            }))
+        }
+        None => match resolve_external(db) {
+            ResolvedDatabase::Ready { connection, .. } => Ok(Some(Connection::from(&connection))),
+            ResolvedDatabase::NotReady { message, .. } => Err(Incomplete(message)),
+            ResolvedDatabase::Sqlite => Ok(None),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::ironic::{Database, IronicSpec, ManagedDatabase, ManagedDatabaseTls};
+    use kube::api::ObjectMeta;
+
+    fn ironic(database: Option<Database>) -> Ironic {
+        Ironic {
+            metadata: ObjectMeta {
+                name: Some("ironic".into()),
+                namespace: Some("metal3".into()),
+                ..Default::default()
+            },
+            spec: IronicSpec { database, ..Default::default() },
+            status: None,
+        }
+    }
+
+    fn external(host: &str, ca: Option<&str>) -> Database {
+        Database {
+            credentials_name: Some("db-creds".into()),
+            host: Some(host.into()),
+            name: Some("ironicdb".into()),
+            tls_certificate_name: ca.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn no_database_means_sqlite() {
+        assert_eq!(resolve(&ironic(None), "cluster.local"), Ok(None));
+    }
+
+    #[test]
+    fn the_external_form_keeps_host_port_name_credentials_and_ca() {
+        let c = resolve(&ironic(Some(external("db.example.com:3307", Some("db-ca")))), "cluster.local")
+            .expect("complete")
+            .expect("a database");
+        assert_eq!((c.host.as_str(), c.port, c.name.as_str()), ("db.example.com", 3307, "ironicdb"));
+        assert_eq!(c.credentials_secret, "db-creds");
+        assert_eq!(c.tls_ca, Some(SecretKeyRef { name: "db-ca".into(), key: "tls.crt".into() }));
+        assert!(!c.managed);
+        assert_eq!(c.address(), "db.example.com:3307");
+    }
+
+    #[test]
+    fn an_incomplete_external_form_says_so() {
+        let mut db = external("db", None);
+        db.name = None;
+        assert!(resolve(&ironic(Some(db)), "cluster.local").is_err());
+    }
+
+    #[test]
+    fn the_managed_form_points_at_the_service_with_generated_secrets() {
+        let managed = ManagedDatabase {
+            tls: Some(ManagedDatabaseTls { enabled: Some(true), ..Default::default() }),
+            ..Default::default()
+        };
+        let db = Database { managed: Some(managed), ..Default::default() };
+        let c = resolve(&ironic(Some(db)), "cluster.local").expect("complete").expect("a database");
+        assert_eq!(c.host, "ironic-mariadb.metal3.svc.cluster.local");
+        assert_eq!(c.port, 3306);
+        assert_eq!(c.name, "ironic");
+        assert_eq!(c.credentials_secret, "ironic-mariadb-credentials");
+        assert_eq!(c.tls_ca, Some(SecretKeyRef { name: "ironic-mariadb-ca".into(), key: "tls.crt".into() }));
+        assert!(c.managed);
+        let plain = Database { managed: Some(ManagedDatabase::default()), ..Default::default() };
+        let c = resolve(&ironic(Some(plain)), "cluster.local").expect("complete").expect("a database");
+        assert_eq!(c.tls_ca, None);
+    }
+
+    #[test]
+    fn converts_to_and_from_the_ironic_builders_seam() {
+        let c = Connection {
+            host: "2001:db8::5".into(),
+            port: 3307,
+            name: "ironic".into(),
+            credentials_secret: "creds".into(),
+            tls_ca: Some(SecretKeyRef { name: "ca".into(), key: CA_KEY.into() }),
+            managed: false,
+        };
+        let seam = c.for_ironic();
+        assert_eq!(seam.host_with_port(), "[2001:db8::5]:3307");
+        assert_eq!(seam.ca_secret.as_deref(), Some("ca"));
+        assert_eq!(Connection::from(&seam), c);
+        assert_eq!(c.address(), "[2001:db8::5]:3307");
+        let default_port = Connection { port: MARIADB_PORT, ..c };
+        assert_eq!(default_port.for_ironic().port, None);
+    }
+}

@@ -1,0 +1,203 @@
+//! Drives the version change [`super::sequence`] decides: does each step's work (Jobs, sqlx,
+//! the roll), persists every transition in `status.database.upgrade` before going on, and
+//! publishes an Event for each.
+
+use super::build::{self, Inputs};
+use super::check::{self, CheckError, Target};
+use super::names::Names;
+use super::observe::{self, Rollout};
+use super::reconcile::{Error, Run};
+use super::sequence::{self, Facts, Plan, Report, Work};
+use super::version::{parse_major_minor, verify_after_change};
+use crate::ironic::observe::JobState;
+use crds::ironic::status::{DatabaseBackupStatus, DatabaseStatus, DatabaseUpgradeStep as Step};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+/// Steps one reconcile may take before it yields: enough for every step that completes at
+/// once, few enough that a confused state cannot spin.
+const MAX_TRANSITIONS: usize = 8;
+
+/// Where the sequence stands after this reconcile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// No change under way.
+    Idle,
+    /// Under way; the message says at which step and what it waits for.
+    Waiting(String),
+    /// A step failed; the message says which, why, and what to do.
+    Halted(String),
+}
+
+/// What the sequence is asked to do.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    pub names: &'a Names,
+    pub desired_image: &'a str,
+    pub desired_version: Option<&'a str>,
+    /// Number of backups kept, when backups are on.
+    pub backup_keep: Option<i32>,
+    pub retry_token: Option<&'a str>,
+    pub step_timeout_seconds: i64,
+}
+
+/// The driver: the objects it may apply and the server it talks to as the administrator.
+pub struct Driver<'a> {
+    pub inputs: Inputs<'a>,
+    pub admin: &'a Target,
+    /// The image the StatefulSet runs; `None` when it was just created.
+    pub live_image: Option<String>,
+}
+
+fn check_report(error: CheckError) -> Report {
+    if error.is_transient() { Report::Retrying(error.to_string()) } else { Report::Failed(error.to_string()) }
+}
+
+impl Driver<'_> {
+    async fn job(&self, run: &Run<'_>, name: &str, render: impl FnOnce() -> Job) -> Result<JobState, Error> {
+        if run.kube.get::<Job>(name).await?.is_none() {
+            run.kube.apply(&render()).await?;
+        }
+        let (_, state) = crate::ironic::observe::job(&run.kube.api(), &run.kube.api(), name)
+            .await
+            .map_err(|source| Error::Read { kind: "Job", name: name.to_string(), source })?;
+        Ok(state)
+    }
+
+    async fn perform(&mut self, run: &Run<'_>, work: &Work, db: &mut DatabaseStatus) -> Result<Report, Error> {
+        let upgrade = db.upgrade.clone().unwrap_or_default();
+        match work {
+            Work::Backup { job, image } => {
+                let started = upgrade.started_at.as_ref().map(|t| t.0.as_second()).unwrap_or_default();
+                let file =
+                    build::jobs::backup_file(&self.inputs.names.stateful_set(), started, db.server_version.as_deref());
+                let keep = self.inputs.managed.backup.as_ref().map(|b| b.keep()).unwrap_or(1);
+                let state = self.job(run, job, || build::jobs::backup(&self.inputs, job, image, &file, keep)).await?;
+                Ok(match state {
+                    JobState::Succeeded => {
+                        db.last_backup = Some(DatabaseBackupStatus {
+                            completed_at: Some(Time(Timestamp::now())),
+                            file: Some(file),
+                            job_name: Some(job.clone()),
+                            server_version: db.server_version.clone(),
+                        });
+                        Report::Done { server_version: None }
+                    }
+                    JobState::Failed { message } => Report::Failed(format!("backup Job {job} failed: {message}")),
+                    JobState::Running | JobState::Absent => Report::Waiting(format!("backup Job {job} runs")),
+                })
+            }
+            Work::EnableSlowShutdown => Ok(match check::prepare_for_version_change(self.admin).await {
+                Ok(version) => Report::Done { server_version: Some(version.raw) },
+                Err(e) => check_report(e),
+            }),
+            Work::Roll { image } => {
+                if self.live_image.as_deref() != Some(image.as_str()) {
+                    // The old server is about to stop: make sure this stop is the slow one,
+                    // even if it restarted since the flag was set. A server that is not the
+                    // old one (a new image that never came up) has nothing to protect.
+                    if self.live_image.is_some()
+                        && self.live_image == upgrade.from_image
+                        && let Err(e) = check::prepare_for_version_change(self.admin).await
+                    {
+                        return Ok(check_report(e));
+                    }
+                    let rolled = Inputs { image: image.as_str(), ..self.inputs.clone() };
+                    run.kube.apply(&build::stateful_set::render(&rolled)).await?;
+                    self.live_image = Some(image.clone());
+                    db.image = Some(image.clone());
+                    return Ok(Report::Waiting(format!(
+                        "the StatefulSet now runs {image}; the old server shuts down slowly"
+                    )));
+                }
+                let names = self.inputs.names;
+                let sts = run.kube.get::<StatefulSet>(&names.stateful_set()).await?;
+                let pod = run.kube.get::<Pod>(&names.pod()).await?;
+                Ok(match observe::rollout(sts.as_ref(), pod.as_ref(), image) {
+                    Rollout::Complete => Report::Done { server_version: None },
+                    Rollout::InProgress(message) => Report::Waiting(message),
+                    Rollout::Failing(message) => Report::Retrying(message),
+                })
+            }
+            Work::MariadbUpgrade { job, image } => {
+                let state = self.job(run, job, || build::jobs::upgrade(&self.inputs, job, image)).await?;
+                Ok(match state {
+                    JobState::Succeeded => Report::Done { server_version: None },
+                    JobState::Failed { message } => {
+                        Report::Failed(format!("mariadb-upgrade Job {job} failed: {message}"))
+                    }
+                    JobState::Running | JobState::Absent => Report::Waiting(format!("mariadb-upgrade Job {job} runs")),
+                })
+            }
+            Work::VerifyVersion => Ok(match check::read_version(self.admin).await {
+                Ok(version) => {
+                    let target = upgrade.to_version.as_deref().and_then(parse_major_minor);
+                    match verify_after_change(upgrade.from_version.as_deref(), &version.raw, target) {
+                        Ok(_) => {
+                            db.server_version = Some(version.raw.clone());
+                            Report::Done { server_version: Some(version.raw) }
+                        }
+                        Err(reason) => Report::Failed(reason),
+                    }
+                }
+                Err(e) => check_report(e),
+            }),
+        }
+    }
+}
+
+/// Runs the sequence as far as it goes now. Every transition is written to
+/// `status.database.upgrade` (through `run.persist`) before the next step's work starts.
+pub async fn run(
+    run: &mut Run<'_>,
+    driver: &mut Driver<'_>,
+    request: &Request<'_>,
+    db: &mut DatabaseStatus,
+) -> Result<Progress, Error> {
+    for _ in 0..MAX_TRANSITIONS {
+        let live_image = driver.live_image.clone();
+        let facts = Facts {
+            names: request.names,
+            now: Timestamp::now().as_second(),
+            live_image: live_image.as_deref(),
+            desired_image: request.desired_image,
+            desired_version: request.desired_version,
+            backup: request.backup_keep.is_some(),
+            retry_token: request.retry_token,
+            step_timeout: request.step_timeout_seconds,
+        };
+        match sequence::plan(db.upgrade.as_ref(), &facts) {
+            Plan::Idle => return Ok(Progress::Idle),
+            Plan::Halted { message, .. } => return Ok(Progress::Halted(message)),
+            Plan::Record { status, note } => {
+                db.upgrade = status.map(|s| *s);
+                run.persist.save(Some(db)).await?;
+                tracing::info!(reason = note.reason, "{}", note.message);
+                run.publish(note.reason, note.message, note.warning).await;
+            }
+            Plan::Perform { step, work } => {
+                let report = driver.perform(run, &work, db).await?;
+                let finished = matches!(report, Report::Done { .. } | Report::Failed(_));
+                let current = db.upgrade.clone().unwrap_or_default();
+                let advance = sequence::advance(&current, step, report, &facts);
+                db.upgrade = Some(advance.status);
+                run.persist.save(Some(db)).await?;
+                if let Some(note) = advance.note {
+                    tracing::info!(reason = note.reason, step = ?step, "{}", note.message);
+                    run.publish(note.reason, note.message, note.warning).await;
+                }
+                if !finished {
+                    let waiting = advance.waiting.unwrap_or_else(|| format!("step {}", sequence::step_name(step)));
+                    return Ok(Progress::Waiting(waiting));
+                }
+                if step == Step::VerifyingVersion && db.upgrade.as_ref().and_then(|u| u.step) == Some(Step::Completed) {
+                    return Ok(Progress::Idle);
+                }
+            }
+        }
+    }
+    Ok(Progress::Waiting("the MariaDB version change goes on at the next reconcile".to_string()))
+}

@@ -1,0 +1,411 @@
+//! The managed database end to end, on the harness apiserver: `database::reconcile` is driven
+//! directly (the Ironic controller that will call it is not needed), the StatefulSet and Job
+//! controllers and the pod simulator play the cluster, and the operator's sqlx connections go
+//! to the harness's real MariaDB through the address override (the Service's name does not
+//! resolve here).
+//!
+//! The real server stands in for whatever the StatefulSet's pod would run: the simulator
+//! starts no container, so the server's version never changes and nothing stops it. What is
+//! proven is what the operator asks of Kubernetes and of the server, and in which order.
+
+mod common;
+
+use common::{Env, POLL};
+use crds::ironic::Ironic;
+use crds::ironic::status::{DatabaseMode, DatabaseUpgradeStep as Step};
+use ferrometal_tests::PodFate;
+use ferrometal_tests::mariadb::{ADMIN_PASSWORD, ADMIN_USER, MariaDb, MariaDbConfig};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use operator::context::Context;
+use operator::database::names::Names;
+use operator::database::{self, Address, Config, DatabaseOutcome, Gate, RETRY_ANNOTATION, SchemaPlan, SchemaRevision};
+use serde_json::json;
+use sqlx::{Connection, MySqlConnection};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const IRONIC_PASSWORD: &str = "ironic-e2e-password";
+const OLD_IMAGE: &str = "docker.io/library/mariadb:10.6";
+const NEW_IMAGE: &str = "docker.io/library/mariadb:10.11";
+const STEP: Duration = Duration::from_secs(120);
+
+struct Harness {
+    env: Env,
+    db: MariaDb,
+    ctx: Context,
+    config: Config,
+}
+
+impl Harness {
+    /// A control plane, a MariaDB, and an Ironic with a managed database of MariaDB 10.6.
+    /// The managed database's Secrets are created up front with the harness server's
+    /// credentials: the operator keeps credentials it finds (as it would after a restore), and
+    /// this way the real server knows them.
+    async fn start(prefix: &str, backup: bool) -> anyhow::Result<Self> {
+        let env = Env::start(prefix).await?;
+        let db = MariaDb::start(MariaDbConfig::default()).await?;
+        db.create_database("ironic", "ironic", IRONIC_PASSWORD).await?;
+        let names = Names::new("ironic");
+        secret(&env, &names.admin(), ADMIN_USER, ADMIN_PASSWORD).await?;
+        secret(&env, &names.credentials(), "ironic", IRONIC_PASSWORD).await?;
+        let mut managed = json!({"version": "10.6"});
+        if backup {
+            managed["backup"] = json!({"enabled": true, "keep": 2});
+        }
+        let ironic = json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+            "metadata": {"name": "ironic"}, "spec": {"database": {"managed": managed}}});
+        ironics(&env).create(&PostParams::default(), &serde_json::from_value(ironic)?).await?;
+        let ctx = Context {
+            client: env.client(),
+            metrics: Arc::new(operator::metrics::Metrics::new()),
+            namespaces: vec![env.ns.clone()],
+            identity: format!("database-e2e-{}", env.ns),
+        };
+        let config = Config {
+            address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),
+            job_backoff_limit: 0,
+            step_timeout: Duration::from_secs(120),
+            ..Config::default()
+        };
+        Ok(Self { env, db, ctx, config })
+    }
+
+    async fn ironic(&self) -> anyhow::Result<Ironic> {
+        Ok(ironics(&self.env).get("ironic").await?)
+    }
+
+    /// Reconciles (as the Ironic controller will) until `done` holds, calling `observe` after
+    /// every reconcile.
+    async fn reconcile_until(
+        &self,
+        what: &str,
+        mut observe: impl AsyncFnMut(&DatabaseOutcome, &Ironic) -> anyhow::Result<()>,
+        done: impl Fn(&DatabaseOutcome) -> bool,
+    ) -> anyhow::Result<DatabaseOutcome> {
+        let deadline = Instant::now() + STEP;
+        loop {
+            let outcome = database::reconcile(&self.ctx, &self.ironic().await?, &self.config).await?;
+            observe(&outcome, &self.ironic().await?).await?;
+            if done(&outcome) {
+                return Ok(outcome);
+            }
+            anyhow::ensure!(Instant::now() < deadline, "{what}: still {:?} after {STEP:?}", outcome.gate);
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    async fn until_open(&self) -> anyhow::Result<DatabaseOutcome> {
+        self.reconcile_until("the database becomes ready", async |_, _| Ok(()), |o| o.gate.is_open()).await
+    }
+
+    async fn set_version(&self, version: &str) -> anyhow::Result<()> {
+        let patch = json!({"spec": {"database": {"managed": {"version": version}}}});
+        ironics(&self.env).patch("ironic", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        Ok(())
+    }
+
+    /// `innodb_fast_shutdown` on the real server, read independently of the operator.
+    async fn fast_shutdown(&self) -> anyhow::Result<String> {
+        let mut conn = MySqlConnection::connect(&self.db.admin_url(None)).await?;
+        let (value,): (String,) =
+            sqlx::query_as("SELECT CAST(@@GLOBAL.innodb_fast_shutdown AS CHAR)").fetch_one(&mut conn).await?;
+        conn.close().await?;
+        Ok(value)
+    }
+}
+
+fn ironics(env: &Env) -> Api<Ironic> {
+    Api::namespaced(env.client(), &env.ns)
+}
+
+fn api<K>(env: &Env) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    Api::namespaced(env.client(), &env.ns)
+}
+
+async fn secret(env: &Env, name: &str, username: &str, password: &str) -> anyhow::Result<()> {
+    let secret = Secret {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        data: Some(
+            [("username", username), ("password", password)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+                .collect(),
+        ),
+        ..Default::default()
+    };
+    api::<Secret>(env).create(&PostParams::default(), &secret).await?;
+    Ok(())
+}
+
+fn sts_image(sts: &StatefulSet) -> Option<String> {
+    sts.spec.as_ref()?.template.spec.as_ref()?.containers.first()?.image.clone()
+}
+
+fn job_complete(job: &Job) -> bool {
+    job.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Complete" && c.status == "True")
+}
+
+#[tokio::test]
+async fn managed_mode_renders_the_statefulset_service_secrets_and_claim() -> anyhow::Result<()> {
+    let h = Harness::start("db-managed", false).await?;
+    let spec_before = serde_json::to_value(&h.ironic().await?.spec)?;
+    let outcome = h.until_open().await?;
+    let ns = &h.env.ns;
+
+    // The StatefulSet: one replica, the data claim template, the slow-shutdown hook.
+    let sts = api::<StatefulSet>(&h.env).get("ironic-mariadb").await?;
+    let spec = sts.spec.clone().expect("spec");
+    assert_eq!(spec.replicas, Some(1));
+    assert_eq!(spec.service_name.as_deref(), Some("ironic-mariadb"));
+    assert_eq!(sts_image(&sts).as_deref(), Some(OLD_IMAGE));
+    let pod = spec.template.spec.expect("pod");
+    assert_eq!(pod.termination_grace_period_seconds, Some(300));
+    let hook =
+        pod.containers[0].lifecycle.clone().and_then(|l| l.pre_stop).and_then(|p| p.exec).and_then(|e| e.command);
+    let hook = hook.unwrap_or_default().join(" ");
+    assert!(hook.contains("SET GLOBAL innodb_fast_shutdown = 0") && hook.contains("shutdown"), "{hook}");
+    let templates = spec.volume_claim_templates.expect("a claim template");
+    assert_eq!(templates[0].metadata.name.as_deref(), Some("data"));
+    // The StatefulSet controller made the claim from it.
+    let claim = api::<PersistentVolumeClaim>(&h.env).get("data-ironic-mariadb-0").await?;
+    let size = claim.spec.and_then(|s| s.resources).and_then(|r| r.requests).and_then(|r| r.get("storage").cloned());
+    assert_eq!(size.map(|q| q.0), Some("10Gi".to_string()));
+
+    // The headless Service.
+    let service = api::<Service>(&h.env).get("ironic-mariadb").await?;
+    let service_spec = service.spec.expect("spec");
+    assert_eq!(service_spec.cluster_ip.as_deref(), Some("None"));
+    assert_eq!(service_spec.ports.unwrap_or_default()[0].port, 3306);
+
+    // The credentials the operator found are kept, and now owned by the Ironic.
+    let credentials = api::<Secret>(&h.env).get("ironic-mariadb-credentials").await?;
+    let password = credentials.data.as_ref().and_then(|d| d.get("password")).map(|p| p.0.clone());
+    assert_eq!(password.as_deref(), Some(IRONIC_PASSWORD.as_bytes()));
+    assert!(credentials.metadata.owner_references.unwrap_or_default().iter().any(|o| o.kind == "Ironic"));
+
+    // What the Ironic controller gets.
+    let connection = outcome.connection.clone().expect("a connection");
+    assert_eq!(connection.host, format!("ironic-mariadb.{ns}.svc.cluster.local"));
+    assert_eq!(connection.credentials_secret, "ironic-mariadb-credentials");
+    assert!(connection.managed && connection.tls_ca.is_none());
+    let seam = outcome.ironic_connection().expect("the builders' seam");
+    assert_eq!(seam.host_with_port(), format!("ironic-mariadb.{ns}.svc.cluster.local"));
+    assert_eq!(outcome.schema, Some(SchemaRevision::Missing));
+    assert_eq!(outcome.schema_plan(None, "38.0"), Some(SchemaPlan::Create));
+    let condition = outcome.condition.clone().expect("DatabaseReady");
+    assert_eq!((condition.type_.as_str(), condition.status.as_str()), ("DatabaseReady", "True"));
+    assert!(condition.message.contains("MariaDB 10.11"), "{}", condition.message);
+    for kind in ["StatefulSet", "Service", "Secret"] {
+        assert!(outcome.applied.iter().any(|a| a.kind == kind), "{kind} applied: {:?}", outcome.applied);
+    }
+
+    // status.database, written by the module itself; spec untouched.
+    let ironic = h.ironic().await?;
+    let db = ironic.status.and_then(|s| s.database).expect("status.database");
+    assert_eq!(db.mode, Some(DatabaseMode::Managed));
+    assert_eq!(db.credentials_secret_name.as_deref(), Some("ironic-mariadb-credentials"));
+    assert_eq!(db.admin_secret_name.as_deref(), Some("ironic-mariadb-admin"));
+    assert_eq!(db.stateful_set_name.as_deref(), Some("ironic-mariadb"));
+    assert_eq!(db.image.as_deref(), Some(OLD_IMAGE));
+    assert!(db.server_version.is_some_and(|v| v.starts_with("10.11.")));
+    assert_eq!(db.upgrade, None);
+    assert_eq!(serde_json::to_value(&ironic.spec)?, spec_before, "the spec belongs to the user");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
+    let h = Harness::start("db-bump", true).await?;
+    h.until_open().await?;
+    assert_eq!(h.fast_shutdown().await?, "1", "MariaDB's default before any change");
+    h.set_version("10.11").await?;
+
+    let names = Names::new("ironic");
+    let backup_job = names.backup_job(OLD_IMAGE, NEW_IMAGE, 1);
+    let upgrade_job = names.upgrade_job(OLD_IMAGE, NEW_IMAGE, 1);
+    let mut steps: Vec<Step> = Vec::new();
+    let outcome = h
+        .reconcile_until(
+            "the version change completes",
+            async |outcome: &DatabaseOutcome, ironic: &Ironic| {
+                let upgrade = ironic.status.as_ref().and_then(|s| s.database.as_ref()).and_then(|d| d.upgrade.clone());
+                if let Some(step) = upgrade.as_ref().and_then(|u| u.step)
+                    && steps.last() != Some(&step)
+                {
+                    steps.push(step);
+                }
+                let sts = api::<StatefulSet>(&h.env).get("ironic-mariadb").await?;
+                if sts_image(&sts).as_deref() == Some(NEW_IMAGE) {
+                    // Only after the backup, the flag and the old version's record.
+                    let backup = api::<Job>(&h.env).get(&backup_job).await?;
+                    assert!(job_complete(&backup), "the backup finished before the roll");
+                    assert_eq!(h.fast_shutdown().await?, "0", "innodb_fast_shutdown = 0 before the roll");
+                    let from = upgrade.as_ref().and_then(|u| u.from_version.clone());
+                    assert!(from.is_some_and(|v| v.starts_with("10.11.")), "the old version recorded before the roll");
+                } else {
+                    assert!(
+                        api::<Job>(&h.env).get_opt(&upgrade_job).await?.is_none(),
+                        "no mariadb-upgrade before the roll"
+                    );
+                }
+                if api::<Job>(&h.env).get_opt(&upgrade_job).await?.is_some() {
+                    assert_eq!(sts_image(&sts).as_deref(), Some(NEW_IMAGE));
+                    let pod = api::<k8s_openapi::api::core::v1::Pod>(&h.env).get("ironic-mariadb-0").await?;
+                    let image = pod.spec.and_then(|s| s.containers.first().and_then(|c| c.image.clone()));
+                    assert_eq!(image.as_deref(), Some(NEW_IMAGE), "mariadb-upgrade runs once the new pod is up");
+                }
+                if !matches!(upgrade.as_ref().and_then(|u| u.step), None | Some(Step::Completed)) {
+                    assert!(!outcome.gate.is_open(), "Ironic waits while the change runs");
+                }
+                Ok(())
+            },
+            |o| o.gate.is_open(),
+        )
+        .await?;
+
+    let order = [
+        Step::Backup,
+        Step::SlowShutdownEnabled,
+        Step::RollingOut,
+        Step::RunningMariadbUpgrade,
+        Step::VerifyingVersion,
+        Step::Completed,
+    ];
+    let positions: Vec<usize> = steps.iter().map(|s| order.iter().position(|o| o == s).unwrap_or(usize::MAX)).collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "steps in order: {steps:?}");
+    assert!(steps.contains(&Step::RollingOut) && steps.last() == Some(&Step::Completed), "{steps:?}");
+
+    let db = h.ironic().await?.status.and_then(|s| s.database).expect("status.database");
+    let upgrade = db.upgrade.expect("the change is recorded");
+    assert_eq!(upgrade.step, Some(Step::Completed));
+    assert_eq!((upgrade.from_image.as_deref(), upgrade.to_image.as_deref()), (Some(OLD_IMAGE), Some(NEW_IMAGE)));
+    assert_eq!(upgrade.to_version.as_deref(), Some("10.11"));
+    assert_eq!(upgrade.upgrade_job_name.as_deref(), Some(upgrade_job.as_str()));
+    assert_eq!(db.image.as_deref(), Some(NEW_IMAGE));
+    let backup = db.last_backup.expect("a backup");
+    assert_eq!(backup.job_name.as_deref(), Some(backup_job.as_str()));
+    assert!(backup.file.is_some_and(|f| f.starts_with("ironic-mariadb-") && f.ends_with(".sql.gz")));
+    assert!(job_complete(&api::<Job>(&h.env).get(&upgrade_job).await?));
+    assert_eq!(outcome.condition.map(|c| c.status), Some("True".to_string()));
+
+    let events = api::<Event>(&h.env).list(&ListParams::default()).await?;
+    let reasons: Vec<String> = events.items.iter().filter_map(|e| e.reason.clone()).collect();
+    for reason in ["DatabaseUpgradeStarted", "DatabaseUpgradeStep", "DatabaseUpgradeCompleted"] {
+        assert!(reasons.iter().any(|r| r == reason), "{reason} in {reasons:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failing_mariadb_upgrade_job_halts_with_degraded_and_a_retry_resumes() -> anyhow::Result<()> {
+    let h = Harness::start("db-fail", false).await?;
+    h.until_open().await?;
+    let fate = PodFate::Failed { exit_code: 1, message: "mariadb-upgrade: Got error 1 from mariadb-check".into() };
+    h.env.sim.set_fate_by_prefix(&h.env.ns, "ironic-mariadb-upgrade-", fate);
+    h.set_version("10.11").await?;
+
+    let halted =
+        h.reconcile_until("the sequence halts", async |_, _| Ok(()), |o| matches!(o.gate, Gate::Halted { .. })).await?;
+    let Gate::Halted { reason, message } = &halted.gate else { unreachable!("halted") };
+    assert_eq!(reason, "DatabaseUpgradeFailed");
+    assert!(message.contains("RunningMariadbUpgrade"), "{message}");
+    assert!(message.contains("exited with code 1") && message.contains("Got error 1 from mariadb-check"), "{message}");
+    assert!(message.contains(RETRY_ANNOTATION), "{message}");
+    let condition = halted.condition.clone().expect("DatabaseReady");
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "DatabaseUpgradeFailed"));
+    let upgrade = h.ironic().await?.status.and_then(|s| s.database).and_then(|d| d.upgrade).expect("recorded");
+    assert_eq!((upgrade.step, upgrade.failed_step), (Some(Step::Failed), Some(Step::RunningMariadbUpgrade)));
+
+    // Nothing deleted, nothing rolled back, and it stays halted.
+    let failed_job = upgrade.upgrade_job_name.clone().expect("the Job");
+    api::<Job>(&h.env).get(&failed_job).await?;
+    assert_eq!(sts_image(&api::<StatefulSet>(&h.env).get("ironic-mariadb").await?).as_deref(), Some(NEW_IMAGE));
+    api::<PersistentVolumeClaim>(&h.env).get("data-ironic-mariadb-0").await?;
+    api::<Secret>(&h.env).get("ironic-mariadb-credentials").await?;
+    let again = database::reconcile(&h.ctx, &h.ironic().await?, &h.config).await?;
+    assert!(matches!(again.gate, Gate::Halted { .. }));
+    let jobs = api::<Job>(&h.env)
+        .list(&ListParams::default().labels("ironic.ferrometal.io/database-job=mariadb-upgrade"))
+        .await?;
+    assert_eq!(jobs.items.len(), 1, "no new Job without a retry");
+
+    // The user fixed the cause and asks for a retry: a new Job, then completion.
+    let names = Names::new("ironic");
+    h.env.sim.set_job_fate(&h.env.ns, &names.upgrade_job(OLD_IMAGE, NEW_IMAGE, 2), PodFate::Succeeded);
+    let patch = json!({"metadata": {"annotations": {RETRY_ANNOTATION: "1"}}});
+    ironics(&h.env).patch("ironic", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    h.until_open().await?;
+    let upgrade = h.ironic().await?.status.and_then(|s| s.database).and_then(|d| d.upgrade).expect("recorded");
+    assert_eq!((upgrade.step, upgrade.attempt), (Some(Step::Completed), Some(2)));
+    assert_eq!(upgrade.upgrade_job_name, Some(names.upgrade_job(OLD_IMAGE, NEW_IMAGE, 2)));
+    api::<Job>(&h.env).get(&failed_job).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_external_database_is_checked_with_clear_conditions() -> anyhow::Result<()> {
+    let env = Env::start("db-external").await?;
+    let db = MariaDb::start(MariaDbConfig::default()).await?;
+    db.create_database("ironic", "ironic", IRONIC_PASSWORD).await?;
+    secret(&env, "ironic-db", "ironic", IRONIC_PASSWORD).await?;
+    let port = ferrometal_tests::ports::free_port()?;
+    for (name, host) in [("good", format!("127.0.0.1:{}", db.port())), ("gone", format!("127.0.0.1:{port}"))] {
+        let ironic = json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": {"name": name},
+            "spec": {"database": {"credentialsName": "ironic-db", "host": host, "name": "ironic"}}});
+        ironics(&env).create(&PostParams::default(), &serde_json::from_value(ironic)?).await?;
+    }
+    let ctx = Context {
+        client: env.client(),
+        metrics: Arc::new(operator::metrics::Metrics::new()),
+        namespaces: vec![env.ns.clone()],
+        identity: "database-e2e".into(),
+    };
+    let config = Config::default();
+    let check = async |name: &str| -> anyhow::Result<DatabaseOutcome> {
+        Ok(database::reconcile(&ctx, &ironics(&env).get(name).await?, &config).await?)
+    };
+
+    let good = check("good").await?;
+    assert!(good.gate.is_open());
+    let condition = good.condition.expect("DatabaseReady");
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", "DatabaseAvailable"));
+    assert!(
+        condition.message.contains("without TLS") && condition.message.contains("no Ironic schema yet"),
+        "{}",
+        condition.message
+    );
+    let status = ironics(&env).get("good").await?.status.and_then(|s| s.database).expect("status.database");
+    assert_eq!(status.mode, Some(DatabaseMode::External));
+    assert_eq!(status.host, Some(format!("127.0.0.1:{}", db.port())));
+    assert!(status.server_version.is_some_and(|v| v.starts_with("10.11.")));
+    assert_eq!(good.connection.map(|c| c.port), Some(db.port()));
+    assert!(good.applied.is_empty(), "an external database is only checked");
+
+    // A wrong password: refused, precisely, without the password.
+    let wrong = "wrong-Password-123";
+    let patch = json!({"data": {"password": ByteString(wrong.as_bytes().to_vec())}});
+    api::<Secret>(&env).patch("ironic-db", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    let refused = check("good").await?;
+    let condition = refused.condition.expect("DatabaseReady");
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "AuthenticationFailed"));
+    assert!(condition.message.contains("refused the credentials of user \"ironic\""), "{}", condition.message);
+    assert!(!condition.message.contains(wrong));
+    assert!(matches!(refused.gate, Gate::Halted { .. }), "Ironic does not roll onto a database that refuses it");
+
+    // Nothing listens: unreachable, a wait rather than a failure.
+    let gone = check("gone").await?;
+    let condition = gone.condition.expect("DatabaseReady");
+    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "DatabaseUnreachable"));
+    assert!(condition.message.contains(&format!("127.0.0.1:{port}")), "{}", condition.message);
+    assert!(matches!(gone.gate, Gate::Wait { .. }));
+    assert!(gone.requeue_after.is_some());
+    Ok(())
+}
