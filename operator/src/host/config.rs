@@ -1,0 +1,289 @@
+//! Flags and configuration of the host controller.
+//!
+//! Ironic is found the way baremetal-operator users expect: from an
+//! `Ironic` resource (`--ironic-name`, like BMO's `IRONIC_NAME` and
+//! `IRONIC_NAMESPACE`), or from an explicit endpoint (`IRONIC_ENDPOINT`)
+//! with credentials read from files under `/opt/metal3/auth/ironic` or from
+//! a Secret, a CA file (`IRONIC_CACERT_FILE`) and `IRONIC_INSECURE`.
+
+use crds::validation::parse_go_duration;
+use ironic_client::Secret;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags of the host controller.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// The `Ironic` resource whose API the hosts are provisioned through, as
+    /// `namespace/name` (or `name` with --ironic-namespace).
+    #[arg(long = "ironic-name", env = "IRONIC_NAME", conflicts_with = "ironic_endpoint")]
+    pub ironic_name: Option<String>,
+    /// Namespace of --ironic-name when it names no namespace.
+    #[arg(long = "ironic-namespace", env = "IRONIC_NAMESPACE")]
+    pub ironic_namespace: Option<String>,
+    /// Ironic's API endpoint, e.g. `https://ironic.metal3.svc:6385` (a
+    /// trailing `/v1` is accepted). Without it and --ironic-name, hosts report
+    /// that no provisioner is configured.
+    #[arg(long = "ironic-endpoint", env = "IRONIC_ENDPOINT")]
+    pub ironic_endpoint: Option<String>,
+    /// Directory with `username` and `password` files for HTTP basic auth to
+    /// --ironic-endpoint; noauth when the files are absent.
+    #[arg(long = "ironic-auth-dir", env = "IRONIC_AUTH_DIR", default_value = "/opt/metal3/auth/ironic")]
+    pub ironic_auth_dir: PathBuf,
+    /// Secret (`namespace/name`) with `username` and `password` for
+    /// --ironic-endpoint, instead of --ironic-auth-dir.
+    #[arg(long = "ironic-credentials-secret", env = "IRONIC_CREDENTIALS_SECRET")]
+    pub ironic_credentials_secret: Option<String>,
+    /// PEM bundle of the CA that signed Ironic's certificate.
+    #[arg(long = "ironic-ca-file", env = "IRONIC_CACERT_FILE")]
+    pub ironic_ca_file: Option<PathBuf>,
+    /// Accept any certificate from Ironic (labs only).
+    #[arg(long = "ironic-insecure", env = "IRONIC_INSECURE", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    pub ironic_insecure: bool,
+    /// How long one Ironic request may take.
+    #[arg(long = "ironic-client-timeout", env = "IRONIC_CLIENT_TIMEOUT", default_value = "30s", value_parser = parse_go_duration)]
+    pub ironic_client_timeout: Duration,
+    /// Hosts reconciled at once (default: the CPU count, between 2 and 8).
+    #[arg(long = "host-concurrency", env = "BMO_CONCURRENCY")]
+    pub concurrency: Option<u16>,
+    /// Hosts inspecting, provisioning or deprovisioning at once.
+    #[arg(long = "provisioning-limit", env = "PROVISIONING_LIMIT", default_value_t = DEFAULT_PROVISIONING_LIMIT)]
+    pub provisioning_limit: usize,
+    /// Interval of the bulk Ironic poll while any host is mid-transition.
+    #[arg(long = "host-fast-poll-interval", env = "HOST_FAST_POLL_INTERVAL", default_value = "3s", value_parser = parse_go_duration)]
+    pub fast_poll_interval: Duration,
+    /// Interval of the bulk Ironic poll in steady state.
+    #[arg(long = "host-slow-poll-interval", env = "HOST_SLOW_POLL_INTERVAL", default_value = "60s", value_parser = parse_go_duration)]
+    pub slow_poll_interval: Duration,
+    /// Every host is reconciled at least this often, even when nothing
+    /// changed (a safety net; it makes no Ironic call).
+    #[arg(long = "host-resync-interval", env = "HOST_RESYNC_INTERVAL", default_value = "10m", value_parser = parse_go_duration)]
+    pub resync_interval: Duration,
+    /// First retry delay after a host error; it doubles with every further
+    /// error (with jitter, up to twice the value).
+    #[arg(long = "host-error-backoff", env = "HOST_ERROR_BACKOFF", default_value = "60s", value_parser = parse_go_duration)]
+    pub error_backoff_base: Duration,
+    /// Longest retry delay after host errors, before jitter.
+    #[arg(long = "host-error-backoff-max", env = "HOST_ERROR_BACKOFF_MAX", default_value = "256m", value_parser = parse_go_duration)]
+    pub error_backoff_max: Duration,
+    /// Deploy ramdisk kernel (`driver_info.deploy_kernel`).
+    #[arg(long = "deploy-kernel-url", env = "DEPLOY_KERNEL_URL")]
+    pub deploy_kernel_url: Option<String>,
+    /// Deploy ramdisk initramfs (`driver_info.deploy_ramdisk`).
+    #[arg(long = "deploy-ramdisk-url", env = "DEPLOY_RAMDISK_URL")]
+    pub deploy_ramdisk_url: Option<String>,
+    /// Deploy ramdisk as an ISO, for virtual media (`driver_info.deploy_iso`).
+    #[arg(long = "deploy-iso-url", env = "DEPLOY_ISO_URL")]
+    pub deploy_iso_url: Option<String>,
+}
+
+/// baremetal-operator's default `PROVISIONING_LIMIT`.
+pub const DEFAULT_PROVISIONING_LIMIT: usize = 20;
+
+/// Where the controller finds Ironic.
+#[derive(Clone, Debug, Default)]
+pub enum IronicSource {
+    /// Nowhere: hosts report that no provisioner is configured.
+    #[default]
+    NotConfigured,
+    /// The API of an `Ironic` resource: its status endpoint, credentials
+    /// Secret and CA.
+    Resource { namespace: String, name: String },
+    /// An explicit endpoint.
+    Endpoint(EndpointConfig),
+}
+
+/// An explicitly configured Ironic endpoint.
+#[derive(Clone, Debug)]
+pub struct EndpointConfig {
+    pub url: String,
+    pub credentials: CredentialsSource,
+    pub ca: Option<CaSource>,
+    pub insecure: bool,
+}
+
+/// Where the basic-auth credentials of an explicit endpoint come from.
+#[derive(Clone, Debug, Default)]
+pub enum CredentialsSource {
+    /// noauth.
+    #[default]
+    None,
+    /// `username` and `password` files in this directory; noauth when absent.
+    Directory(PathBuf),
+    /// A Secret with `username` and `password`.
+    Secret { namespace: String, name: String },
+    /// Given directly (tests, embedding).
+    Inline { username: String, password: Secret<String> },
+}
+
+/// The CA of an explicit endpoint.
+#[derive(Clone, Debug)]
+pub enum CaSource {
+    File(PathBuf),
+    Pem(String),
+}
+
+/// The host controller's configuration. Tests build it directly with small
+/// intervals; `ferrometal run` builds it from [`HostArgs`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub ironic: IronicSource,
+    /// Timeout of one Ironic request.
+    pub ironic_timeout: Duration,
+    /// Hosts reconciled at once.
+    pub concurrency: u16,
+    /// Hosts inspecting, provisioning or deprovisioning at once.
+    pub provisioning_limit: usize,
+    /// Bulk poll interval while anything is mid-transition.
+    pub fast_poll_interval: Duration,
+    /// Bulk poll interval in steady state.
+    pub slow_poll_interval: Duration,
+    /// Longest time between two reconciles of an idle host.
+    pub resync_interval: Duration,
+    /// First retry delay after a host error.
+    pub error_backoff_base: Duration,
+    /// Longest retry delay (before jitter).
+    pub error_backoff_max: Duration,
+    /// Deploy ramdisk locations put into every node's `driver_info`.
+    pub deploy_kernel_url: Option<String>,
+    pub deploy_ramdisk_url: Option<String>,
+    pub deploy_iso_url: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            ironic: IronicSource::NotConfigured,
+            ironic_timeout: Duration::from_secs(30),
+            concurrency: default_concurrency(),
+            provisioning_limit: DEFAULT_PROVISIONING_LIMIT,
+            fast_poll_interval: Duration::from_secs(3),
+            slow_poll_interval: Duration::from_secs(60),
+            resync_interval: Duration::from_secs(600),
+            error_backoff_base: Duration::from_secs(60),
+            error_backoff_max: Duration::from_secs(256 * 60),
+            deploy_kernel_url: None,
+            deploy_ramdisk_url: None,
+            deploy_iso_url: None,
+        }
+    }
+}
+
+/// baremetal-operator's `BMO_CONCURRENCY` default: the CPU count, 2 to 8.
+fn default_concurrency() -> u16 {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    u16::try_from(cpus.clamp(2, 8)).unwrap_or(2)
+}
+
+/// Splits `namespace/name`; a bare `name` takes `default_namespace`.
+pub fn split_namespaced(value: &str, default_namespace: Option<&str>) -> Option<(String, String)> {
+    let value = value.trim();
+    match value.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Some((ns.to_string(), name.to_string()))
+        }
+        Some(_) => None,
+        None if value.is_empty() => None,
+        None => default_namespace.filter(|ns| !ns.is_empty()).map(|ns| (ns.to_string(), value.to_string())),
+    }
+}
+
+impl From<HostArgs> for Config {
+    fn from(args: HostArgs) -> Self {
+        let ironic = if let Some(name) = args.ironic_name.as_deref().filter(|n| !n.trim().is_empty()) {
+            match split_namespaced(name, args.ironic_namespace.as_deref()) {
+                Some((namespace, name)) => IronicSource::Resource { namespace, name },
+                None => {
+                    tracing::error!(value = name, "--ironic-name must be namespace/name (or use --ironic-namespace)");
+                    IronicSource::NotConfigured
+                }
+            }
+        } else if let Some(url) = args.ironic_endpoint.filter(|u| !u.trim().is_empty()) {
+            let credentials = match args.ironic_credentials_secret.as_deref() {
+                Some(secret) => match split_namespaced(secret, None) {
+                    Some((namespace, name)) => CredentialsSource::Secret { namespace, name },
+                    None => {
+                        tracing::error!(value = secret, "--ironic-credentials-secret must be namespace/name");
+                        CredentialsSource::None
+                    }
+                },
+                None => CredentialsSource::Directory(args.ironic_auth_dir),
+            };
+            IronicSource::Endpoint(EndpointConfig {
+                url,
+                credentials,
+                ca: args.ironic_ca_file.map(CaSource::File),
+                insecure: args.ironic_insecure,
+            })
+        } else {
+            IronicSource::NotConfigured
+        };
+        Self {
+            ironic,
+            ironic_timeout: args.ironic_client_timeout,
+            concurrency: args.concurrency.filter(|c| *c > 0).unwrap_or_else(default_concurrency),
+            provisioning_limit: args.provisioning_limit.max(1),
+            fast_poll_interval: args.fast_poll_interval,
+            slow_poll_interval: args.slow_poll_interval,
+            resync_interval: args.resync_interval,
+            error_backoff_base: args.error_backoff_base,
+            error_backoff_max: args.error_backoff_max,
+            deploy_kernel_url: args.deploy_kernel_url,
+            deploy_ramdisk_url: args.deploy_ramdisk_url,
+            deploy_iso_url: args.deploy_iso_url,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Config {
+        let mut argv = vec!["ferrometal", "run"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).expect("flags parse");
+        let Command::Run(run) = cli.command else { panic!("not run") };
+        run.host.into()
+    }
+
+    #[test]
+    fn defaults_match_baremetal_operator() {
+        let config = parse(&[]);
+        assert!(matches!(config.ironic, IronicSource::NotConfigured));
+        assert_eq!(config.provisioning_limit, 20);
+        assert_eq!(config.fast_poll_interval, Duration::from_secs(3));
+        assert_eq!(config.slow_poll_interval, Duration::from_secs(60));
+        assert!((2..=8).contains(&config.concurrency));
+    }
+
+    #[test]
+    fn an_endpoint_reads_credentials_from_the_auth_directory() {
+        let config = parse(&["--ironic-endpoint", "http://127.0.0.1:6385", "--ironic-insecure"]);
+        let IronicSource::Endpoint(endpoint) = config.ironic else { panic!("not an endpoint") };
+        assert_eq!(endpoint.url, "http://127.0.0.1:6385");
+        assert!(endpoint.insecure);
+        assert!(matches!(endpoint.credentials, CredentialsSource::Directory(ref d) if d.ends_with("auth/ironic")));
+    }
+
+    #[test]
+    fn an_ironic_resource_is_namespaced() {
+        let config = parse(&["--ironic-name", "metal3/ironic", "--provisioning-limit", "5"]);
+        assert!(matches!(config.ironic, IronicSource::Resource { ref namespace, ref name }
+            if namespace == "metal3" && name == "ironic"));
+        assert_eq!(config.provisioning_limit, 5);
+        let config = parse(&["--ironic-name", "ironic", "--ironic-namespace", "metal3"]);
+        assert!(matches!(config.ironic, IronicSource::Resource { ref namespace, .. } if namespace == "metal3"));
+    }
+
+    #[test]
+    fn namespaced_names_split() {
+        assert_eq!(split_namespaced("a/b", None), Some(("a".into(), "b".into())));
+        assert_eq!(split_namespaced("b", Some("a")), Some(("a".into(), "b".into())));
+        assert_eq!(split_namespaced("b", None), None);
+        assert_eq!(split_namespaced("a/b/c", None), None);
+        assert_eq!(split_namespaced("/b", None), None);
+    }
+}

@@ -1,0 +1,75 @@
+//! The controller's metrics: Ironic requests by operation (copied from the
+//! client's counters into `ferrometal_ironic_requests_total`), bulk polls,
+//! and the provisioning slots in use.
+
+use crate::metrics::Metrics;
+use ironic_client::Operation;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use std::sync::{Arc, Mutex};
+
+/// Copies the Ironic client's request counters into the operator's metrics.
+pub struct IronicMetricsSync {
+    client: Arc<ironic_client::Metrics>,
+    exported: Arc<Metrics>,
+    last: Mutex<Vec<u64>>,
+    polls: Counter,
+    slots: Gauge,
+}
+
+impl IronicMetricsSync {
+    pub fn new(client: Arc<ironic_client::Metrics>, exported: Arc<Metrics>) -> Self {
+        let polls = Counter::default();
+        let slots = Gauge::default();
+        exported.with_registry(|registry| {
+            registry.register("host_bulk_polls", "Bulk polls of Ironic's nodes by the host controller", polls.clone());
+            registry.register(
+                "host_provisioning_slots_in_use",
+                "Provisioning slots held by hosts this replica moved into a busy state",
+                slots.clone(),
+            );
+        });
+        Self { client, exported, last: Mutex::new(vec![0; Operation::ALL.len()]), polls, slots }
+    }
+
+    /// Adds the requests made since the last call.
+    pub fn sync(&self) {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, op) in Operation::ALL.iter().enumerate() {
+            let now = self.client.requests(*op);
+            let before = last.get(i).copied().unwrap_or_default();
+            if now > before {
+                self.exported.ironic_requests(op.as_str(), now - before);
+                if let Some(slot) = last.get_mut(i) {
+                    *slot = now;
+                }
+            }
+        }
+    }
+
+    /// Counts one completed bulk poll.
+    pub fn polled(&self) {
+        self.polls.inc();
+    }
+
+    /// Records the slots in use.
+    pub fn slots_in_use(&self, n: usize) {
+        self.slots.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_new_requests_are_added() {
+        let exported = Arc::new(Metrics::new());
+        let client = Arc::new(ironic_client::Metrics::new());
+        let sync = IronicMetricsSync::new(client, exported.clone());
+        sync.sync();
+        assert_eq!(exported.ironic_request_count("node_status"), 0);
+        sync.polled();
+        assert!(exported.encode().contains("ferrometal_host_bulk_polls_total 1"));
+    }
+}

@@ -1,0 +1,165 @@
+//! The Secrets a host refers to: BMC credentials, and the user, network and
+//! meta data of its config drive. Their content never reaches logs, events
+//! or status; only the credentials Secret's resourceVersion is recorded, to
+//! notice rotations.
+
+use crate::host::configdrive::{self, ConfigDriveError, HostConfigData};
+use crate::host::driver::BmcCredentials;
+use crds::baremetalhost::bmc::{BmcScheme, parse_bmc_address};
+use crds::baremetalhost::{BareMetalHost, CredentialsStatus};
+use ironic_client::Secret as SecretValue;
+use k8s_openapi::api::core::v1::{Secret, SecretReference};
+use kube::api::{Api, PartialObjectMeta};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+
+/// The host's BMC credentials, as far as they could be read.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    pub value: Option<BmcCredentials>,
+    /// What to record as tried/good credentials.
+    pub status: Option<CredentialsStatus>,
+    /// Why they could not be read.
+    pub problem: Option<String>,
+}
+
+impl Credentials {
+    pub fn version(&self) -> Option<&str> {
+        self.status.as_ref().and_then(|s| s.credentials_version.as_deref())
+    }
+}
+
+/// Reads the BMC credentials Secret (`username`, `password`).
+pub async fn credentials(client: &Client, host: &BareMetalHost) -> Result<Credentials, kube::Error> {
+    let Some(bmc) = host.spec.bmc.as_ref() else {
+        return Ok(Credentials::default());
+    };
+    // fake-hardware talks to no BMC: nothing to read.
+    if parse_bmc_address(&bmc.address).is_ok_and(|a| a.scheme == BmcScheme::Fake) {
+        return Ok(Credentials::default());
+    }
+    let name = bmc.credentials_name.trim();
+    if name.is_empty() {
+        return Ok(Credentials::default());
+    }
+    let namespace = host.namespace().unwrap_or_default();
+    let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let Some(secret) = api.get_opt(name).await? else {
+        return Ok(Credentials {
+            problem: Some(format!("the BMC credentials Secret {namespace}/{name} does not exist")),
+            ..Credentials::default()
+        });
+    };
+    let status = CredentialsStatus {
+        credentials: Some(SecretReference { name: Some(name.to_string()), namespace: Some(namespace.clone()) }),
+        credentials_version: secret.resource_version(),
+    };
+    let data = secret.data.unwrap_or_default();
+    let text = |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok());
+    let value = match (text("username"), text("password")) {
+        (Some(username), Some(password)) if !username.trim().is_empty() => {
+            Some(BmcCredentials { username: username.trim().to_string(), password: SecretValue::new(password) })
+        }
+        _ => None,
+    };
+    let problem = value
+        .is_none()
+        .then(|| format!("the BMC credentials Secret {namespace}/{name} needs a username and a password"));
+    Ok(Credentials { value, status: Some(status), problem })
+}
+
+/// Why the config drive's data could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum HostDataError {
+    #[error("cannot read Secret {0}")]
+    Read(String, #[source] kube::Error),
+    #[error("Secret {0} does not exist")]
+    Missing(String),
+    #[error(transparent)]
+    Content(#[from] ConfigDriveError),
+}
+
+async fn read(
+    client: &Client,
+    host: &BareMetalHost,
+    reference: Option<(&str, Option<&str>)>,
+    key: &'static str,
+) -> Result<Option<(String, String)>, HostDataError> {
+    let Some((name, namespace)) = reference.filter(|(n, _)| !n.is_empty()) else {
+        return Ok(None);
+    };
+    let namespace =
+        namespace.filter(|n| !n.is_empty()).map(str::to_string).unwrap_or_else(|| host.namespace().unwrap_or_default());
+    let full = format!("{namespace}/{name}");
+    let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let secret = api.get_opt(name).await.map_err(|e| HostDataError::Read(full.clone(), e))?;
+    let secret = secret.ok_or_else(|| HostDataError::Missing(full.clone()))?;
+    let data = secret.data.unwrap_or_default();
+    Ok(configdrive::secret_text(&full, &data, key)?.map(|text| (full, text)))
+}
+
+fn reference(r: &Option<SecretReference>) -> Option<(&str, Option<&str>)> {
+    r.as_ref().and_then(|r| r.name.as_deref().map(|n| (n, r.namespace.as_deref())))
+}
+
+/// Reads the user, network and meta data Secrets. Network data falls back
+/// to the preprovisioning network data, as in baremetal-operator.
+pub async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<HostConfigData, HostDataError> {
+    let spec = &host.spec;
+    let user_data = read(client, host, reference(&spec.user_data), configdrive::USER_DATA_KEY).await?;
+    let network_ref =
+        reference(&spec.network_data).or_else(|| spec.preprovisioning_network_data_name.as_deref().map(|n| (n, None)));
+    let network_data = read(client, host, network_ref, configdrive::NETWORK_DATA_KEY).await?;
+    let meta_data = read(client, host, reference(&spec.meta_data), configdrive::META_DATA_KEY).await?;
+    Ok(HostConfigData { user_data: user_data.map(|(_, text)| text), network_data, meta_data })
+}
+
+/// The hosts of `store` that refer to `secret`: a change to it must reach them.
+pub fn hosts_using(store: &Store<BareMetalHost>, secret: &PartialObjectMeta<Secret>) -> Vec<ObjectRef<BareMetalHost>> {
+    let name = secret.name_any();
+    let namespace = secret.namespace().unwrap_or_default();
+    store
+        .state()
+        .into_iter()
+        .filter(|host| host.namespace().as_deref() == Some(namespace.as_str()) && refers_to(host, &name))
+        .map(|host| ObjectRef::from_obj(&*host))
+        .collect()
+}
+
+/// Whether a host names `secret` anywhere.
+pub fn refers_to(host: &BareMetalHost, secret: &str) -> bool {
+    let spec = &host.spec;
+    let named = |r: &Option<SecretReference>| r.as_ref().and_then(|r| r.name.as_deref()) == Some(secret);
+    spec.bmc.as_ref().is_some_and(|b| b.credentials_name == secret)
+        || named(&spec.user_data)
+        || named(&spec.network_data)
+        || named(&spec.meta_data)
+        || spec.preprovisioning_network_data_name.as_deref() == Some(secret)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::baremetalhost::{BareMetalHostSpec, BmcDetails};
+
+    #[test]
+    fn hosts_refer_to_their_credentials_and_config_secrets() {
+        let host = BareMetalHost::new(
+            "h",
+            BareMetalHostSpec {
+                bmc: Some(BmcDetails {
+                    address: "fake://h".into(),
+                    credentials_name: "bmc".into(),
+                    ..Default::default()
+                }),
+                user_data: Some(SecretReference { name: Some("ud".into()), namespace: None }),
+                preprovisioning_network_data_name: Some("nd".into()),
+                ..Default::default()
+            },
+        );
+        for name in ["bmc", "ud", "nd"] {
+            assert!(refers_to(&host, name), "{name}");
+        }
+        assert!(!refers_to(&host, "other"));
+    }
+}

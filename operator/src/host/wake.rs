@@ -1,0 +1,122 @@
+//! Host identities and the channel that wakes a host's reconcile from
+//! outside Kubernetes: the bulk poller (its node changed) and the capacity
+//! limiter (a provisioning slot freed up). Each controller (one per watched
+//! namespace) subscribes with its namespace and receives only its hosts.
+
+use crds::baremetalhost::BareMetalHost;
+use futures::Stream;
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+use std::fmt;
+use std::sync::RwLock;
+use tokio::sync::mpsc;
+
+/// A host, by namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// Separates namespace and host name in Ironic node names, as in
+/// baremetal-operator (`~` cannot appear in either).
+pub const NODE_NAME_SEPARATOR: char = '~';
+
+impl HostKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { namespace: namespace.into(), name: name.into() }
+    }
+
+    pub fn of(host: &BareMetalHost) -> Self {
+        Self::new(host.namespace().unwrap_or_default(), host.name_any())
+    }
+
+    /// The Ironic node name, `<namespace>~<name>`.
+    pub fn node_name(&self) -> String {
+        format!("{}{NODE_NAME_SEPARATOR}{}", self.namespace, self.name)
+    }
+
+    /// The host a node name belongs to, if it is one of ours.
+    pub fn from_node_name(node_name: &str) -> Option<Self> {
+        let (namespace, name) = node_name.split_once(NODE_NAME_SEPARATOR)?;
+        (!namespace.is_empty() && !name.is_empty() && !name.contains(NODE_NAME_SEPARATOR))
+            .then(|| Self::new(namespace, name))
+    }
+
+    pub fn object_ref(&self) -> ObjectRef<BareMetalHost> {
+        ObjectRef::new(&self.name).within(&self.namespace)
+    }
+}
+
+impl fmt::Display for HostKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+type Subscriber = (Option<String>, mpsc::UnboundedSender<ObjectRef<BareMetalHost>>);
+
+/// Fans wake-ups out to the controllers.
+#[derive(Default)]
+pub struct Wakeups {
+    subscribers: RwLock<Vec<Subscriber>>,
+}
+
+impl Wakeups {
+    /// A stream of hosts to reconcile, for `Controller::reconcile_on`:
+    /// those of `namespace`, or all with `None`.
+    pub fn subscribe(
+        &self,
+        namespace: Option<String>,
+    ) -> impl Stream<Item = ObjectRef<BareMetalHost>> + Send + 'static {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.subscribers.write().unwrap_or_else(|e| e.into_inner()).push((namespace, tx));
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+    }
+
+    /// Wakes the reconcile of `host`.
+    pub fn wake(&self, host: &HostKey) {
+        let subscribers = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
+        for (namespace, tx) in subscribers.iter() {
+            if namespace.as_deref().is_none_or(|ns| ns == host.namespace) {
+                // A closed channel means that controller stopped; nothing to do.
+                let _ = tx.send(host.object_ref());
+            }
+        }
+    }
+
+    /// Whether `namespace` is watched by any controller.
+    pub fn watches(&self, namespace: &str) -> bool {
+        let subscribers = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
+        subscribers.iter().any(|(ns, _)| ns.as_deref().is_none_or(|ns| ns == namespace))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    #[test]
+    fn node_names_round_trip() {
+        let key = HostKey::new("metal3", "worker-0");
+        assert_eq!(key.node_name(), "metal3~worker-0");
+        assert_eq!(HostKey::from_node_name("metal3~worker-0"), Some(key));
+        assert_eq!(HostKey::from_node_name("standalone-node"), None);
+        assert_eq!(HostKey::from_node_name("~x"), None);
+        assert_eq!(HostKey::from_node_name("a~b~c"), None);
+    }
+
+    #[tokio::test]
+    async fn wakeups_reach_the_controller_of_the_namespace() {
+        let wakeups = Wakeups::default();
+        let mut a = Box::pin(wakeups.subscribe(Some("a".into())));
+        let mut all = Box::pin(wakeups.subscribe(None));
+        wakeups.wake(&HostKey::new("b", "h1"));
+        wakeups.wake(&HostKey::new("a", "h2"));
+        assert_eq!(a.next().await.map(|r| r.name), Some("h2".to_string()));
+        assert_eq!(all.next().await.map(|r| r.name), Some("h1".to_string()));
+        assert_eq!(all.next().await.map(|r| r.name), Some("h2".to_string()));
+        assert!(wakeups.watches("a") && wakeups.watches("zzz"));
+    }
+}

@@ -1,0 +1,84 @@
+//! Host errors: bad BMC credentials (and recovery once the Secret is
+//! fixed), and BMC addresses the controller refuses without ever calling
+//! Ironic. The validating webhook is off here, as when it is down: the
+//! controller must catch bad input on its own.
+
+mod common;
+mod host_common;
+
+use anyhow::Context as _;
+use crds::baremetalhost::{ErrorType, OperationalStatus};
+use host_common::{BMC_PASSWORD, BMC_USER, HostEnv, Options, secs};
+use kube::ResourceExt;
+use serde_json::json;
+
+#[tokio::test]
+async fn bad_bmc_credentials_give_a_registration_error_until_the_secret_is_fixed() -> anyhow::Result<()> {
+    let t = HostEnv::with_operator("host-creds", Options { sushy_systems: Some(1), ..Options::default() }).await?;
+    t.credentials_secret("bmc", BMC_USER, "wrong-password").await?;
+    t.create_host("rf-0", t.redfish_spec(0, "bmc")?, json!({})).await?;
+
+    let failed = t
+        .wait_for("rf-0", "a registration error", secs(90), |h| {
+            h.status.as_ref().is_some_and(|s| s.error_type == Some(ErrorType::Registration))
+        })
+        .await?;
+    let status = failed.status.clone().unwrap_or_default();
+    assert_eq!(status.operational_status, OperationalStatus::Error);
+    assert_eq!(status.provisioning.state.as_str(), "registering");
+    assert!(status.error_count >= 1);
+    assert!(!status.error_message.is_empty());
+    assert!(!status.error_message.contains("wrong-password"), "secrets never reach status");
+    assert!(status.good_credentials.is_none());
+    let node = t.node("rf-0").await?.context("the node was registered")?;
+    assert_eq!(node["provision_state"], "enroll", "verification failed, as Ironic reports it");
+
+    // Fixing the Secret is noticed at once (the controller watches the
+    // Secrets hosts refer to), whatever the backoff.
+    let fixed = t.credentials_secret("bmc", BMC_USER, BMC_PASSWORD).await?;
+    let recovered = t
+        .wait_for("rf-0", "registered with the fixed credentials", secs(90), |h| {
+            h.status.as_ref().is_some_and(|s| {
+                s.error_type.is_none()
+                    && matches!(s.provisioning.state.as_str(), "inspecting" | "preparing" | "available")
+            })
+        })
+        .await?;
+    let status = recovered.status.unwrap_or_default();
+    assert_eq!(status.operational_status, OperationalStatus::Ok);
+    let good = status.good_credentials.and_then(|c| c.credentials_version);
+    assert_eq!(good, fixed.resource_version(), "the fixed Secret is recorded as the working one");
+    t.wait_state("rf-0", "available", secs(60)).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn unknown_or_malformed_bmc_addresses_are_rejected_without_calling_ironic() -> anyhow::Result<()> {
+    let t = HostEnv::with_operator("host-scheme", Options::default()).await?;
+    t.credentials_secret("bmc", BMC_USER, BMC_PASSWORD).await?;
+    let hosts = [
+        ("unknown", "nonsense://10.0.0.1/redfish/v1/Systems/1", "unknown BMC scheme"),
+        ("removed", "ilo4://10.0.0.1", "no longer supported"),
+        ("no-host", "redfish-virtualmedia://", "has no host"),
+    ];
+    for (name, address, _) in hosts {
+        let spec = json!({"bmc": {"address": address, "credentialsName": "bmc"}, "online": true,
+                          "bootMACAddress": "52:54:00:00:00:01"});
+        t.create_host(name, spec, json!({})).await?;
+    }
+    for (name, _, message) in hosts {
+        let host = t
+            .wait_for(name, "a registration error", secs(30), |h| {
+                h.status.as_ref().is_some_and(|s| s.error_type == Some(ErrorType::Registration))
+            })
+            .await?;
+        let status = host.status.unwrap_or_default();
+        assert!(status.error_message.contains(message), "{name}: {:?}", status.error_message);
+        assert_eq!(status.operational_status, OperationalStatus::Error);
+        assert!(status.provisioning.id.is_empty());
+    }
+    assert_eq!(t.node_count().await?, 0, "nothing was registered in Ironic");
+    assert_eq!(t.ironic_request_count("create_node")?, 0);
+    assert_eq!(t.ironic_request_count("get_node")?, 0, "not even a lookup was sent");
+    Ok(())
+}

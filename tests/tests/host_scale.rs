@@ -1,0 +1,122 @@
+//! Load: the provisioning limit across many hosts, and the cost of
+//! watching hosts in steady state (one bulk poll per interval, whatever the
+//! number of hosts). fake-hardware hosts, since redfish is not the point.
+
+mod common;
+mod host_common;
+
+use ferrometal_tests::wait;
+use futures::future::try_join_all;
+use host_common::{HostEnv, Options, secs, state_of};
+use kube::api::ListParams;
+use serde_json::json;
+use std::time::Duration;
+
+const LIMIT: usize = 5;
+
+#[tokio::test]
+async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> anyhow::Result<()> {
+    let mut t = HostEnv::start("host-limit", Options::default()).await?;
+    let mut config = t.host_config();
+    config.provisioning_limit = LIMIT;
+    t.start_operator(config).await?;
+    let recorder = t.record();
+    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
+    let names: Vec<String> = (0..50).map(|i| format!("host-{i:02}")).collect();
+    try_join_all(names.iter().map(|name| {
+        let mut spec = t.fake_spec(name);
+        spec["image"] = json!({"url": iso, "format": "live-iso"});
+        // Inspection and cleaning would take slots too; provisioning is the point.
+        spec["inspectionMode"] = json!("disabled");
+        spec["automatedCleaningMode"] = json!("disabled");
+        t.create_host(name, spec, json!({}))
+    }))
+    .await?;
+
+    wait::until_ok("all 50 hosts provisioned", secs(240), Duration::from_millis(500), || async {
+        let hosts = t.hosts.list(&ListParams::default()).await?;
+        Ok((hosts.items.len() == 50 && hosts.items.iter().all(|h| state_of(h) == "provisioned")).then_some(()))
+    })
+    .await?;
+    let max = recorder.max_busy();
+    println!("most hosts seen provisioning at once: {max} (limit {LIMIT})");
+    let metrics = t.operator()?.metrics();
+    let calls: Vec<String> = ironic_client::Operation::ALL
+        .iter()
+        .map(|op| (op.as_str(), metrics.ironic_request_count(op.as_str())))
+        .filter(|(_, n)| *n > 0)
+        .map(|(op, n)| format!("{op}={n}"))
+        .collect();
+    println!("Ironic requests for 50 hosts: {} ({})", t.ironic_requests()?, calls.join(", "));
+    println!("status writes: {}", metrics.status_write_count("host"));
+    assert!(max <= LIMIT, "{max} hosts were busy at once, over the limit of {LIMIT}");
+    assert!(max >= 2, "hosts were provisioned concurrently (at most {max} at once)");
+    for name in &names {
+        let states = recorder.states(name);
+        assert!(states.iter().any(|s| s == "provisioning"), "{name}: {states:?}");
+    }
+    Ok(())
+}
+
+/// Ironic requests, status writes and polls over a window of `polls` bulk
+/// polls.
+async fn window(t: &HostEnv, polls: u64) -> anyhow::Result<(u64, u64, u64)> {
+    let metrics = t.operator()?.metrics();
+    let (calls, writes, start) =
+        (t.ironic_requests()?, metrics.status_write_count("host"), t.ironic_request_count("node_status")?);
+    wait::until("bulk polls", secs(60), Duration::from_millis(50), || async {
+        (t.ironic_request_count("node_status").ok()? >= start + polls).then_some(())
+    })
+    .await?;
+    let done = t.ironic_request_count("node_status")?;
+    Ok((t.ironic_requests()? - calls, metrics.status_write_count("host") - writes, done - start))
+}
+
+/// Waits until a window of polls sees no other Ironic call and no status
+/// write (every host settled), then measures one more.
+async fn steady_calls_per_poll(t: &HostEnv) -> anyhow::Result<(f64, u64)> {
+    wait::until_ok("steady state", secs(120), Duration::from_millis(10), || async {
+        let (calls, writes, polls) = window(t, 2).await?;
+        Ok((calls == polls && writes == 0).then_some(()))
+    })
+    .await?;
+    let (calls, writes, polls) = window(t, 3).await?;
+    Ok((calls as f64 / polls as f64, writes))
+}
+
+async fn add_available_hosts(t: &HostEnv, range: std::ops::Range<usize>) -> anyhow::Result<()> {
+    let names: Vec<String> = range.map(|i| format!("host-{i:02}")).collect();
+    try_join_all(names.iter().map(|name| {
+        let mut spec = t.fake_spec(name);
+        spec["inspectionMode"] = json!("disabled");
+        t.create_host(name, spec, json!({}))
+    }))
+    .await?;
+    for name in &names {
+        t.wait_for(name, "available and powered on", secs(180), |h| {
+            h.status.as_ref().is_some_and(|s| s.provisioning.state.as_str() == "available" && s.powered_on)
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn steady_state_ironic_calls_per_poll_do_not_grow_with_the_number_of_hosts() -> anyhow::Result<()> {
+    let mut t = HostEnv::start("host-steady", Options::default()).await?;
+    let mut config = t.host_config();
+    config.slow_poll_interval = Duration::from_millis(500);
+    config.fast_poll_interval = Duration::from_millis(200);
+    t.start_operator(config).await?;
+
+    add_available_hosts(&t, 0..5).await?;
+    let (five, writes_five) = steady_calls_per_poll(&t).await?;
+    add_available_hosts(&t, 5..50).await?;
+    let (fifty, writes_fifty) = steady_calls_per_poll(&t).await?;
+
+    println!("Ironic calls per poll interval in steady state: 5 hosts {five:.2}, 50 hosts {fifty:.2}");
+    assert_eq!(five, 1.0, "one bulk list per poll, nothing else");
+    assert_eq!(fifty, five, "the same for ten times the hosts");
+    assert_eq!((writes_five, writes_fifty), (0, 0), "no status writes when nothing changes");
+    Ok(())
+}
