@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 VERSION="1.20.5+really1.20.2-1.1+deb12u1"
 # Bump when the build recipe (patches, flags) changes: cached binaries built
 # by an older recipe are rebuilt.
-RECIPE=1
+RECIPE=2
 UPSTREAM="1.20.5+really1.20.2"
 OUT="$CACHE/kubernetes/bin"
 BINARIES=(kube-apiserver kube-controller-manager kubectl)
@@ -85,6 +85,18 @@ swap_vendored() {
   [ "$(grep -c "=> $module $version" vendor/modules.txt)" -eq 2 ] || { log "modules.txt patch for $module failed"; exit 1; }
 }
 swap_vendored github.com/modern-go/reflect2 v1.0.2
+
+# The OpenAPI type validators take a value for null when it equals its type's
+# zero value by reflect.DeepEqual of reflect.Values. Built with Go 1.15, as
+# upstream did, that held only for nil; with Go 1.19, empty strings decoded
+# from JSON share the runtime's zero value, so every "" in a custom resource
+# was refused as "must be of type string: null". Restore the upstream
+# behaviour: only nil is null.
+log "patching the OpenAPI type validators (empty strings are not null)"
+for validator in vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go vendor/github.com/go-openapi/validate/type.go; do
+  sed -i 's/if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {/if data == nil {/' "$validator"
+  grep -q 'reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data))' "$validator" && { log "validator patch failed: $validator"; exit 1; }
+done
 
 export GOPATH="$BUILD/.go" CGO_ENABLED=0 HOME="$BUILD/.home" GOFLAGS=-mod=vendor GOCACHE="$BUILD/.gocache"
 mkdir -p .go/src/k8s.io "$HOME"

@@ -8,4 +8,5 @@ apt_install \
   mariadb-server mariadb-client \
   golang-go golang-github-modern-go-reflect2-dev rsync jq make dpkg-dev \
   ipmitool \
+  genisoimage \
   ca-certificates curl

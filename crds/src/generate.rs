@@ -1,6 +1,6 @@
 //! The CustomResourceDefinitions of every kind, and their deterministic YAML.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{CustomResourceDefinition, JSONSchemaProps};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
@@ -32,49 +32,13 @@ pub enum CrdRenderError {
 /// Every CRD ferrometal serves, in a fixed order: Ironic, BareMetalHost, HardwareData,
 /// NodeSet, NodeSetService.
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
-    let mut crds = vec![
+    vec![
         crate::ironic::Ironic::crd(),
         crate::baremetalhost::BareMetalHost::crd(),
         crate::hardwaredata::HardwareData::crd(),
         crate::nodeset::NodeSet::crd(),
         crate::nodesetservice::NodeSetService::crd(),
-    ];
-    for crd in &mut crds {
-        for version in &mut crd.spec.versions {
-            if let Some(schema) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) {
-                accept_empty_map_values(schema);
-            }
-        }
-    }
-    crds
-}
-
-/// Marks the values of string maps (`nodeSelector`, labels, annotations …) nullable.
-///
-/// Kubernetes before 1.23 validates custom resources with go-openapi, which takes a zero value
-/// inside a map for null, so `nodeSelector: {node-role.kubernetes.io/control-plane: ""}`, the
-/// most common node selector, is refused with "must be of type string: null". Nullable values
-/// let the empty string through on those versions; a real null still fails to parse in our
-/// webhook, so it never reaches a controller.
-fn accept_empty_map_values(schema: &mut JSONSchemaProps) {
-    if let Some(values) = schema.additional_properties.as_mut().and_then(|a| match a {
-        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrBool::Schema(s) => Some(s),
-        _ => None,
-    }) {
-        if values.type_.as_deref() == Some("string") {
-            values.nullable = Some(true);
-        }
-        accept_empty_map_values(values);
-    }
-    for child in schema.properties.iter_mut().flat_map(|p| p.values_mut()) {
-        accept_empty_map_values(child);
-    }
-    if let Some(k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaPropsOrArray::Schema(
-        items,
-    )) = schema.items.as_mut()
-    {
-        accept_empty_map_values(items);
-    }
+    ]
 }
 
 /// File name of a CRD under `crds/generated/`: `<plural>.<group>.yaml`.

@@ -289,7 +289,7 @@ fn ready_text(ironic: &Value) -> String {
 
 fn summary(
     names: &[String],
-    kubeconfig: &Path,
+    state: &Path,
     ironic: &IronicServer,
     ironic_password: &str,
     spare_address: &str,
@@ -317,16 +317,19 @@ Enrol the spare BMC as a new host:
     bootMACAddress: \"{spare_mac}\"
     online: true
     image: {{url: \"{image_url}\", format: live-iso}}
+    inspectionMode: fast
+    automatedCleaningMode: disabled
   EOF
 
 See a host's Ironic node (the BareMetalHost controller drives this Ironic; the
 pods of the Ironic resource above come from the pod simulator and run nothing):
   curl -s -u lab:{ironic_password} -H 'X-OpenStack-Ironic-API-Version: 1.115' {endpoint}/v1/nodes/{ns}~{first}
 
-The same values are in .lab/env. Stop the lab with Ctrl-C (make lab) or make lab-down.",
+The same values are in {env}. Stop the lab with Ctrl-C (make lab) or make lab-down.",
         count = names.len(),
         list = names.join(", "),
-        kubeconfig = kubeconfig.display(),
+        kubeconfig = state.join("kubeconfig").display(),
+        env = state.join("env").display(),
         endpoint = ironic.endpoint(),
         first = names.first().map(String::as_str).unwrap_or("host-0"),
     )

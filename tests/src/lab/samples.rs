@@ -35,6 +35,10 @@ pub fn bmc_secret(name: &str) -> Value {
 }
 
 /// A BareMetalHost on an emulated BMC, to be provisioned with the live ISO.
+///
+/// Inspection is out-of-band (`fast`, through Redfish) and cleaning is off:
+/// both of the alternatives boot Ironic's agent ramdisk, which the emulated
+/// machines cannot run.
 pub fn host(name: &str, bmc_address: &str, credentials: &str, boot_mac: &str, image_url: &str) -> Value {
     json!({
         "apiVersion": "metal3.io/v1alpha1",
@@ -46,6 +50,8 @@ pub fn host(name: &str, bmc_address: &str, credentials: &str, boot_mac: &str, im
             "bootMode": "UEFI",
             "online": true,
             "image": {"url": image_url, "format": "live-iso"},
+            "inspectionMode": "fast",
+            "automatedCleaningMode": "disabled",
         }
     })
 }

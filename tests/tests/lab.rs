@@ -1,0 +1,129 @@
+//! The lab as a user drives it: `make lab-up`, kubectl, `make lab-down`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the repository").to_path_buf()
+}
+
+fn make(target: &str, state: &Path) -> std::process::Output {
+    Command::new("make")
+        .arg(target)
+        .current_dir(repo_root())
+        .env("LAB_STATE_DIR", state)
+        .stdin(Stdio::null())
+        .output()
+        .expect("make runs")
+}
+
+fn kubectl(env: &HashMap<String, String>, args: &[&str], stdin: Option<&str>) -> String {
+    use std::io::Write;
+    let kubectl = ferrometal_tests::env::kube_bin("kubectl").expect("kubectl is installed");
+    let mut child = Command::new(kubectl)
+        .args(args)
+        .env("KUBECONFIG", &env["KUBECONFIG"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl starts");
+    if let Some(input) = stdin {
+        child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("kubectl runs");
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn host_states(env: &HashMap<String, String>) -> HashMap<String, String> {
+    let json: serde_json::Value =
+        serde_json::from_str(&kubectl(env, &["get", "baremetalhosts", "-n", "lab", "-o", "json"], None)).expect("json");
+    json["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| {
+            let name = h["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            (name, h["status"]["provisioning"]["state"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+fn port_is_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+fn process_is_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+}
+
+#[test]
+fn the_lab_provisions_its_hosts_and_the_spare_and_leaves_nothing_behind() {
+    ferrometal_tests::init();
+    let state = tempfile::tempdir().expect("state dir");
+    let up = make("lab-up", state.path());
+    assert!(
+        up.status.success(),
+        "make lab-up failed:\n{}\n{}\nlab log:\n{}",
+        String::from_utf8_lossy(&up.stdout),
+        String::from_utf8_lossy(&up.stderr),
+        std::fs::read_to_string(state.path().join("lab.log")).unwrap_or_default()
+    );
+    let result = std::panic::catch_unwind(|| exercise(state.path()));
+    let lab_state: ferrometal_tests::lab::LabState =
+        serde_json::from_slice(&std::fs::read(state.path().join("state.json")).expect("state.json")).expect("parses");
+
+    let down = make("lab-down", state.path());
+    assert!(down.status.success(), "make lab-down failed: {}", String::from_utf8_lossy(&down.stderr));
+    if let Err(panic) = result {
+        eprintln!("lab log:\n{}", std::fs::read_to_string(state.path().join("lab.log")).unwrap_or_default());
+        std::panic::resume_unwind(panic);
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while lab_state.pids.iter().any(|p| process_is_alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for pid in &lab_state.pids {
+        assert!(!process_is_alive(*pid), "lab process {pid} is still running");
+    }
+    for port in &lab_state.ports {
+        assert!(port_is_free(*port), "port {port} is still in use");
+    }
+}
+
+fn exercise(state: &Path) {
+    let env: HashMap<String, String> = std::fs::read_to_string(state.join("env"))
+        .expect(".lab/env")
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+    for key in ["KUBECONFIG", "IRONIC_ENDPOINT", "SPARE_BMC_ADDRESS", "SPARE_BMC_CREDENTIALS"] {
+        assert!(env.get(key).is_some_and(|v| !v.is_empty()), "{key} missing from env");
+    }
+    let states = host_states(&env);
+    assert_eq!(states.len(), 3, "the default lab has 4 BMCs, one of them spare: {states:?}");
+    assert!(states.values().all(|s| s == "provisioned"), "{states:?}");
+
+    // Enrol the spare BMC as a user would, with the values from .lab/env.
+    let (namespace, secret) = env["SPARE_BMC_CREDENTIALS"].split_once('/').expect("namespace/name");
+    let host = format!(
+        "apiVersion: metal3.io/v1alpha1\nkind: BareMetalHost\nmetadata: {{name: spare, namespace: {namespace}}}\n\
+         spec:\n  bmc: {{address: \"{}\", credentialsName: {secret}}}\n  bootMACAddress: \"{}\"\n  online: true\n  \
+         image: {{url: \"{}\", format: live-iso}}\n  inspectionMode: fast\n  automatedCleaningMode: disabled\n",
+        env["SPARE_BMC_ADDRESS"], env["SPARE_BMC_MAC"], env["LAB_IMAGE_URL"]
+    );
+    kubectl(&env, &["apply", "-f", "-"], Some(&host));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let states = host_states(&env);
+        if states.get("spare").is_some_and(|s| s == "provisioned") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the spare was not provisioned: {states:?}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
