@@ -15,10 +15,14 @@ const ROUNDS: usize = 3;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    // `cargo test --all-targets` runs bench binaries too; only `cargo bench`
-    // passes --bench, and only then is it worth creating a thousand nodes.
+    // `cargo test --all-targets` and nextest run bench binaries too; only
+    // `cargo bench` passes --bench, and only then is it worth creating a
+    // thousand nodes. Test runners get no output at all: nextest reads the
+    // output of `--list` as a list of tests, and this binary has none.
     if !std::env::args().any(|a| a == "--bench") {
-        println!("bulk_status: run with `cargo bench -p ironic-client`");
+        if !std::env::args().any(|a| a == "--list") {
+            eprintln!("bulk_status: run with `cargo bench -p ironic-client`");
+        }
         return Ok(());
     }
     ferrometal_tests::init();

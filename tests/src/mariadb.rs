@@ -151,6 +151,32 @@ collation-server = utf8mb3_general_ci
         Ok(format!("mysql+pymysql://{database}:ironic-db-password@127.0.0.1:{}/{database}?charset=utf8", self.port))
     }
 
+    /// Runs `ironic-dbsync <command>` (Ironic's own schema tool, from the virtualenv; what
+    /// ironic-image's schema Job runs) against `database` as `user`, and returns the last line
+    /// it printed (log lines come first). `create_schema` builds the tables `upgrade` would,
+    /// in seconds instead of a minute of migrations.
+    pub fn ironic_dbsync(&self, database: &str, user: &str, password: &str, command: &str) -> crate::Result<String> {
+        let url = format!("mysql+pymysql://{user}:{password}@127.0.0.1:{}/{database}?charset=utf8", self.port);
+        let conf = self.dir.write(&format!("ironic-dbsync-{database}.conf"), format!("[database]\nconnection = {url}\n"))?;
+        let output = Command::new(env::venv_bin("ironic-dbsync")?)
+            .arg("--config-file")
+            .arg(&conf)
+            .arg(command)
+            .output()
+            .context("running ironic-dbsync")?;
+        std::fs::write(
+            self.dir.path().join(format!("ironic-dbsync-{database}-{command}.log")),
+            [&output.stdout[..], &output.stderr[..]].concat(),
+        )?;
+        anyhow::ensure!(
+            output.status.success(),
+            "ironic-dbsync {command} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        Ok(stdout.lines().last().unwrap_or_default().trim().to_string())
+    }
+
     /// The server's error log, where InnoDB reports start-up and shutdown.
     pub fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("mariadb-error.log")).unwrap_or_default()

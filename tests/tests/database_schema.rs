@@ -6,35 +6,14 @@ use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
 use operator::database::check::{self, Target, Tls};
 use operator::database::credentials::{Credentials, Password};
 use operator::database::schema::{self, SchemaPlan, SchemaRevision};
-use std::process::Command;
 use std::time::Duration;
 
 const PASSWORD: &str = "ironic-schema-password";
-
-/// Runs `ironic-dbsync <command>` against `url` and returns the last line it prints (log
-/// lines come first).
-fn dbsync(dir: &std::path::Path, url: &str, command: &str) -> anyhow::Result<String> {
-    let conf = dir.join("ironic-dbsync.conf");
-    std::fs::write(&conf, format!("[database]\nconnection = {url}\n"))?;
-    let output = Command::new(ferrometal_tests::env::venv_bin("ironic-dbsync")?)
-        .arg("--config-file")
-        .arg(&conf)
-        .arg(command)
-        .output()?;
-    anyhow::ensure!(
-        output.status.success(),
-        "ironic-dbsync {command} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    Ok(stdout.lines().last().unwrap_or_default().trim().to_string())
-}
 
 #[tokio::test]
 async fn the_schema_revision_is_read_from_a_database_made_by_ironic_dbsync() -> anyhow::Result<()> {
     let server = MariaDb::start(MariaDbConfig::default()).await?;
     server.create_database("ironic", "ironic", PASSWORD).await?;
-    let url = format!("mysql+pymysql://ironic:{PASSWORD}@127.0.0.1:{}/ironic?charset=utf8", server.port());
     let target = Target {
         host: "127.0.0.1".into(),
         port: server.port(),
@@ -51,9 +30,8 @@ async fn the_schema_revision_is_read_from_a_database_made_by_ironic_dbsync() -> 
 
     // The schema as Ironic makes it (`create_schema` builds the same tables as the `upgrade`
     // ironic-image's schema Job runs, in seconds instead of a minute of migrations).
-    let scratch = tempfile::tempdir()?;
-    dbsync(scratch.path(), &url, "create_schema")?;
-    let expected = dbsync(scratch.path(), &url, "version")?;
+    server.ironic_dbsync("ironic", "ironic", PASSWORD, "create_schema")?;
+    let expected = server.ironic_dbsync("ironic", "ironic", PASSWORD, "version")?;
     assert!(!expected.is_empty() && expected != "None", "ironic-dbsync version: {expected:?}");
 
     let report = check::check(&target, true).await?;

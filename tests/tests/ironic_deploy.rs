@@ -103,8 +103,8 @@ async fn a_full_ironic_renders_every_container_and_variable_and_high_availabilit
         &[("username", "admin"), ("password", "pw")],
     )
     .await?;
-    create_secret(&env, "ironic-db-credentials", "Opaque", &[("username", "ironic"), ("password", "db")]).await?;
-    create_secret(&env, "ironic-db-ca", "Opaque", &[("ca.crt", &ca)]).await?;
+    // The sample's external database, made real: the operator checks it over TLS first.
+    let database = external_database(&env, "ironic-db-credentials", true).await?;
     create_secret(&env, "ironic-tls", "kubernetes.io/tls", &[("tls.crt", &cert), ("tls.key", &key), ("ca.crt", &ca)])
         .await?;
     for (name, key) in [("bmc-ca", "bmc.pem"), ("image-server-ca", "ca.crt")] {
@@ -113,7 +113,9 @@ async fn a_full_ironic_renders_every_container_and_variable_and_high_availabilit
         api::<ConfigMap>(&env).create(&PostParams::default(), &config_map).await?;
     }
     let _operator = start(&env).await?;
-    create_ironic(&env, full_ironic(&env.ns)?).await?;
+    let mut full = full_ironic(&env.ns)?;
+    full["spec"]["database"] = database.spec();
+    create_ironic(&env, full).await?;
     wait_ready(&env, "ironic", "38.0").await?;
 
     let deployment = deployment(&env, "ironic-service").await?;
@@ -142,7 +144,7 @@ async fn a_full_ironic_renders_every_container_and_variable_and_high_availabilit
         ("ironic", "IRONIC_IPA_COLLECTORS", "default,logs"),
         ("ironic", "IRONIC_ENABLE_VLAN_INTERFACES", "eno1,eno2.100"),
         ("ironic", "IRONIC_USE_MARIADB", "true"),
-        ("ironic", "MARIADB_HOST", "mariadb.metal3.svc"),
+        ("ironic", "MARIADB_HOST", &database.host),
         ("ironic", "MARIADB_DATABASE", "ironic"),
         ("ironic", "IRONIC_SKIP_DBSYNC", "true"),
         ("ironic", "IRONIC_JSON_RPC_PORT", "6189"),

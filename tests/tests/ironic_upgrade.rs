@@ -1,5 +1,7 @@
 //! Ironic version changes with a database, end to end: the pre-upgrade Job, the rollout and
-//! the post-upgrade Job in that order; a failed Job; a refused downgrade.
+//! the post-upgrade Job in that order; a failed Job; a refused downgrade. The database is a
+//! real MariaDB on loopback (the operator checks it before it rolls anything), with Ironic's
+//! schema made by `ironic-dbsync`; the Jobs themselves are completed by the pod simulator.
 
 mod common;
 mod ironic_common;
@@ -20,16 +22,16 @@ use std::sync::{Arc, Mutex};
 const OLD_IMAGE: &str = "quay.io/metal3-io/ironic:release-37.0";
 const NEW_IMAGE: &str = "quay.io/metal3-io/ironic:release-38.0";
 
-async fn ironic_with_database(env: &Env, version: &str) -> anyhow::Result<()> {
-    create_secret(env, "ironic-db", "Opaque", &[("username", "ironic"), ("password", "db")]).await?;
+/// An Ironic at `version` on a real external MariaDB, which must outlive the test's use of it.
+async fn ironic_with_database(env: &Env, version: &str) -> anyhow::Result<ExternalDatabase> {
+    let database = external_database(env, "ironic-db", false).await?;
     create_ironic(
         env,
         json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": {"name": "ironic"},
-            "spec": {"version": version,
-                "database": {"credentialsName": "ironic-db", "host": "mariadb.example.com", "name": "ironic"}}}),
+            "spec": {"version": version, "database": database.spec()}}),
     )
     .await?;
-    Ok(())
+    Ok(database)
 }
 
 async fn set_version(env: &Env, version: &str) -> anyhow::Result<()> {
@@ -149,7 +151,7 @@ async fn an_upgrade_runs_the_pre_job_then_rolls_then_runs_the_post_job_and_a_dow
 {
     let env = Env::start("ironic-upgrade").await?;
     let _operator = start(&env).await?;
-    ironic_with_database(&env, "37.0").await?;
+    let _database = ironic_with_database(&env, "37.0").await?;
     wait_ready(&env, "ironic", "37.0").await?;
     let firsts = record(&env).await?;
 
@@ -202,7 +204,7 @@ async fn a_failed_pre_upgrade_job_keeps_the_old_version_running_sets_degraded_an
 -> anyhow::Result<()> {
     let env = Env::start("ironic-upgrade-fail").await?;
     let _operator = start(&env).await?;
-    ironic_with_database(&env, "37.0").await?;
+    let _database = ironic_with_database(&env, "37.0").await?;
     wait_ready(&env, "ironic", "37.0").await?;
     let pod = the_one_pod(&env, "ironic").await?;
     let before = deployment(&env, "ironic-service").await?;

@@ -1,7 +1,8 @@
 //! The controller: what it watches, and the reconcile and error policy around the pipeline.
 //!
 //! Besides the Ironics themselves it watches what it creates (Deployments, DaemonSets,
-//! Services, Ingresses, Jobs, Secrets, ConfigMaps, through their owner references) and the
+//! Services, Ingresses, Jobs, the managed database's StatefulSet, Secrets, ConfigMaps,
+//! through their owner references) and the
 //! user's Secrets and ConfigMaps an Ironic refers to, so that a rotated password or
 //! certificate is rolled out at once.
 
@@ -11,7 +12,7 @@ use super::names::{FINALIZER, IRONIC_LABEL, Names};
 use super::reconcile::{self, Ctx};
 use crds::ironic::Ironic;
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -72,6 +73,8 @@ pub async fn run_scope(ctx: Arc<Ctx>, namespace: Option<String>, shutdown: Cance
         .owns(api::<Service>(&client, ns), owned())
         .owns(api::<Ingress>(&client, ns), owned())
         .owns(api::<Job>(&client, ns), owned())
+        // The managed database's StatefulSet: its pod becoming ready moves the sequence on.
+        .owns(api::<StatefulSet>(&client, ns), owned())
         .watches(api::<Secret>(&client, ns), watcher::Config::default(), move |secret| {
             concerned(&secret_store, SourceKind::Secret, &secret.metadata)
         })

@@ -3,13 +3,12 @@
 //!
 //! `spec.database` comes in two forms. The external form (ironic-standalone-operator's
 //! `credentialsName`, `host`, `name`, `tlsCertificateName`) resolves here, purely. The managed
-//! form (a MariaDB the operator runs, issue 6) resolves from the managed database's state; until
-//! that module provides it, a managed database reports that it is not available yet.
-//! Either way the result is a [`ResolvedDatabase`], and the builders only ever see its
-//! [`DatabaseConnection`].
+//! form (a MariaDB the operator runs) resolves in [`crate::database::connection`] to the
+//! managed MariaDB's Service and generated Secrets. Either way the builders only ever see a
+//! [`DatabaseConnection`], and only once [`crate::database::reconcile`] has checked it.
 
 use crds::ironic::status::{DatabaseMode, DatabaseStatus};
-use crds::ironic::{Database, IronicSpec};
+use crds::ironic::Database;
 
 /// Where Ironic finds its database and how it authenticates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,8 +44,7 @@ pub enum ResolvedDatabase {
     Sqlite,
     /// A database Ironic can use, and what status.database reports about it.
     Ready { connection: DatabaseConnection, status: DatabaseStatus },
-    /// The database exists in spec but cannot be used yet (a managed MariaDB still starting);
-    /// the message says why. Nothing that needs the database is rolled out meanwhile.
+    /// spec.database is incomplete; the message says what is missing.
     NotReady { message: String, status: DatabaseStatus },
 }
 
@@ -95,21 +93,6 @@ pub fn resolve_external(db: &Database) -> ResolvedDatabase {
             ca_secret: nonempty(&db.tls_certificate_name).map(str::to_string),
         },
         status,
-    }
-}
-
-/// Resolves `spec.database` for the Ironic controller. The managed form is the hook for
-/// issue 6: it will return `Ready` with the managed MariaDB's Service, generated credentials
-/// Secret and CA once the database runs, and `NotReady` while it starts or upgrades.
-pub fn resolve(spec: &IronicSpec) -> ResolvedDatabase {
-    match &spec.database {
-        None => ResolvedDatabase::Sqlite,
-        Some(db) if db.is_managed() => ResolvedDatabase::NotReady {
-            message: "managed databases are not supported by this operator build yet; use an external database"
-                .to_string(),
-            status: DatabaseStatus { mode: Some(DatabaseMode::Managed), ..Default::default() },
-        },
-        Some(db) => resolve_external(db),
     }
 }
 
@@ -165,15 +148,5 @@ mod tests {
         assert_eq!(host("192.0.2.5:3307"), Some("192.0.2.5:3307".into()));
         assert_eq!(host("[2001:db8::5]:3307"), Some("[2001:db8::5]:3307".into()));
         assert_eq!(host("2001:db8::5"), Some("2001:db8::5".into()));
-    }
-
-    #[test]
-    fn no_database_is_sqlite_and_a_managed_one_is_not_ready_yet() {
-        assert_eq!(resolve(&IronicSpec::default()), ResolvedDatabase::Sqlite);
-        let spec = IronicSpec {
-            database: Some(Database { managed: Some(Default::default()), ..Default::default() }),
-            ..Default::default()
-        };
-        assert!(matches!(resolve(&spec), ResolvedDatabase::NotReady { .. }));
     }
 }

@@ -9,6 +9,8 @@ use super::{apply, credentials, tls, validate};
 pub enum ReconcileError {
     #[error("validation failed")]
     Validate(#[from] validate::Error),
+    #[error("cannot reconcile the database")]
+    Database(#[from] crate::database::Error),
     #[error("cannot resolve the API credentials")]
     Credentials(#[from] credentials::Error),
     #[error("cannot resolve TLS")]
@@ -55,6 +57,18 @@ impl ReconcileError {
                 reasons::CERTIFICATE_FAILED,
                 format!("cannot make the serving certificate: {}", crate::error::chain(err)),
             )),
+            Self::Database(crate::database::Error::Certificates(err)) => Some(Verdict::failed(
+                reasons::CERTIFICATE_FAILED,
+                format!("cannot make the managed database's certificates: {}", crate::error::chain(err)),
+            )),
+            Self::Database(crate::database::Error::Apply { kind, name, source: kube::Error::Api(status) })
+                if matches!(status.code, 400 | 404 | 422) =>
+            {
+                Some(Verdict::failed(
+                    reasons::APPLY_REJECTED,
+                    format!("the apiserver refused {kind} {name}: {}", status.message),
+                ))
+            }
             Self::Apply(err) => err.refusal().map(|(code, message)| {
                 if code == 404 && err.kind() == "Certificate" {
                     Verdict::failed(
@@ -73,6 +87,7 @@ impl ReconcileError {
     pub fn metric_label(&self) -> &'static str {
         match self {
             Self::Validate(_) => "validate",
+            Self::Database(_) => "database",
             Self::Credentials(_) => "credentials",
             Self::Tls(_) => "tls",
             Self::Observe { .. } => "observe",

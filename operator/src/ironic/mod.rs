@@ -4,7 +4,10 @@
 //! Each reconcile is a pipeline (see `design/ironic.md`):
 //! - [`validate`]: the webhook's rules again, the version, and the linked Secrets and
 //!   ConfigMaps;
-//! - resolve the inputs: [`database`] (the seam the managed database plugs into),
+//! - the database: [`crate::database::reconcile`] runs a managed MariaDB or checks an external
+//!   one, and its gate decides whether Ironic may roll out; [`database`] is the seam its
+//!   connection reaches the builders through;
+//! - resolve the inputs:
 //!   [`credentials`], [`tls`], node addresses ([`nodes`]) and the content [`hash`];
 //! - [`build`]: pure render functions, one per object;
 //! - [`apply`]: server-side apply, upgrade Jobs, removal of what is no longer wanted;
@@ -92,6 +95,10 @@ pub struct IronicArgs {
     /// Seconds between reconciles of an Ironic nothing changed.
     #[arg(long = "ironic-resync-seconds", env = "IRONIC_RESYNC_SECONDS", default_value_t = 600)]
     pub resync_seconds: u64,
+
+    /// The database module's flags (`--database-*`).
+    #[command(flatten)]
+    pub database: crate::database::DatabaseArgs,
 }
 
 /// Images that replace the per-version defaults for every Ironic.
@@ -130,6 +137,8 @@ pub struct Config {
     pub progress_interval: Duration,
     /// Retry this soon after an error.
     pub retry_interval: Duration,
+    /// The database module: managed MariaDBs and checks of external databases.
+    pub database: crate::database::Config,
 }
 
 impl Default for Config {
@@ -143,6 +152,7 @@ impl Default for Config {
             resync_interval: Duration::from_secs(600),
             progress_interval: Duration::from_secs(30),
             retry_interval: Duration::from_secs(10),
+            database: crate::database::Config::default(),
         }
     }
 }
@@ -162,6 +172,10 @@ impl From<IronicArgs> for Config {
                 https_proxy: args.ipa_https_proxy,
                 http_proxy: args.ipa_http_proxy,
                 no_proxy: args.ipa_no_proxy,
+            },
+            database: crate::database::Config {
+                cluster_domain: args.cluster_domain.clone(),
+                ..crate::database::Config::from(args.database)
             },
             cluster_domain: args.cluster_domain,
             upgrade_job_backoff_limit: args.upgrade_job_backoff_limit.max(0),

@@ -7,7 +7,6 @@
 
 use super::apply as write;
 use super::build::{self, Desired, Inputs, Phase, UpgradeVersions, Workload};
-use super::database::{self, ResolvedDatabase};
 use super::error::ReconcileError;
 use super::linked::{self, fields};
 use super::names::{IRONIC_LABEL, Names, UPGRADE_PHASE_LABEL};
@@ -17,8 +16,10 @@ use super::tls::{self, TlsPlan, sans};
 use super::upgrade::{self, Gate, VersionPlan};
 use super::{Config, credentials, hash, nodes, validate};
 use crate::context::Context;
+use crate::database::Gate as DatabaseGate;
 use crate::events::Events;
-use crds::ironic::status::{IronicStatus, UpgradePhase, WorkloadStatus};
+use crds::condition::{self, Condition};
+use crds::ironic::status::{DATABASE_READY, IronicStatus, UpgradePhase, WorkloadStatus};
 use crds::ironic::{Ironic, ReferenceKind, ResourceReferenceWithKey, TlsMode};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::batch::v1::Job;
@@ -59,30 +60,50 @@ struct Outcome {
     verdict: Verdict,
     /// When to look again regardless of watches (a certificate renewal).
     renew_at: Option<i64>,
+    /// Look again this soon at the latest (the database asks while it starts or is halted).
+    requeue_after: Option<Duration>,
 }
 
 impl From<Verdict> for Outcome {
     fn from(verdict: Verdict) -> Self {
-        Self { verdict, renew_at: None }
+        Self { verdict, renew_at: None, requeue_after: None }
     }
 }
 
 /// Reconciles an Ironic that is not being deleted.
-pub async fn apply(ironic: &Ironic, ctx: &Ctx) -> Result<Action, ReconcileError> {
-    let namespace = ironic.namespace().ok_or(ReconcileError::NoNamespace)?;
+pub async fn apply(cached: &Ironic, ctx: &Ctx) -> Result<Action, ReconcileError> {
+    let namespace = cached.namespace().ok_or(ReconcileError::NoNamespace)?;
+    let api: Api<Ironic> = Api::namespaced(ctx.shared.client.clone(), &namespace);
+    // The watch cache can trail this controller's own last status write, and the version
+    // sequences (the database's and Ironic's) decide their next step from status: a stale
+    // status would repeat a step. So every reconcile reads the Ironic afresh.
+    let name = cached.name_any();
+    let Some(fresh) = api
+        .get_opt(&name)
+        .await
+        .map_err(|source| ReconcileError::Observe { what: format!("Ironic {name}"), source })?
+    else {
+        return Ok(Action::await_change());
+    };
+    let ironic = &fresh;
     let old = ironic.status.clone().unwrap_or_default();
     let mut next = old.clone();
-    let outcome = match pipeline(ironic, ctx, &namespace, &old, &mut next).await {
+    let mut outcome = match pipeline(ironic, ctx, &namespace, &old, &mut next).await {
         Ok(outcome) => outcome,
         Err(err) => match err.verdict() {
             Some(verdict) => verdict.into(),
             None => return Err(err),
         },
     };
+    if matches!(outcome.verdict, Verdict::Failed { .. }) && ironic.spec.database.is_some() {
+        // A refused database check or a halted step is looked at again sooner than resync.
+        outcome.requeue_after = Some(outcome.requeue_after.map_or(ctx.config.database.retry_interval, |r| {
+            r.min(ctx.config.database.retry_interval)
+        }));
+    }
     let now = Time(Timestamp::now());
-    let status = status::finish(&old, next, &outcome.verdict, ironic.metadata.generation, now);
+    let status = status::finish(next, &outcome.verdict, ironic.metadata.generation, now);
     if status != old {
-        let api: Api<Ironic> = Api::namespaced(ctx.shared.client.clone(), &namespace);
         crate::apply::apply_status(&api, &ironic.name_any(), &status).await.map_err(ReconcileError::Status)?;
         ctx.shared.metrics.status_written("ironic");
     }
@@ -103,7 +124,8 @@ fn requeue(outcome: &Outcome, config: &Config) -> Action {
         let seconds = (at - Timestamp::now().as_second()).max(1);
         Duration::from_secs(u64::try_from(seconds).unwrap_or(1))
     });
-    Action::requeue(renewal.map_or(base, |r| r.min(base)))
+    let after = [Some(base), renewal, outcome.requeue_after].into_iter().flatten().min().unwrap_or(base);
+    Action::requeue(after)
 }
 
 /// Deletion: everything the controller created carries an owner reference to the Ironic,
@@ -136,9 +158,25 @@ async fn pipeline(
     let version = validate::spec(spec, &config.validation, &config.images)?;
     next.requested_version = Some(version.version.to_string());
     next.images = Some(version.status_images());
-    let database = database::resolve(spec);
-    next.database = database.status();
-    let connection = database.connection().cloned();
+
+    // The database, before anything of Ironic's relies on it: a managed MariaDB is applied
+    // (and a version change of it sequenced), an external one is checked with sqlx. Its gate
+    // says whether Ironic may run its schema Job and roll out now.
+    let database = crate::database::reconcile(&ctx.shared, ironic, &config.database).await?;
+    next.database = database.status.clone();
+    record_database_condition(next, database.condition.clone());
+    let database_wait = match &database.gate {
+        DatabaseGate::Open => None,
+        DatabaseGate::Wait { reason, message } => Some((reason.clone(), message.clone())),
+        DatabaseGate::Halted { reason, message } => {
+            return Ok(Outcome {
+                verdict: Verdict::failed(reason.clone(), format!("the database: {message}")),
+                renew_at: None,
+                requeue_after: database.requeue_after,
+            });
+        }
+    };
+    let connection = database.ironic_connection();
     let linked = validate::linked(&client, namespace, linked::references(spec, connection.as_ref())).await?;
 
     // Resolve the inputs.
@@ -155,10 +193,12 @@ async fn pipeline(
     let names_to_cover = sans::compute(&names.service(), namespace, &config.cluster_domain, spec, &node_ips);
     let tls = tls::resolve(&secrets, &names, &uid, spec, &linked, &names_to_cover, now.as_second()).await?;
     record_tls(next, &tls, &names, namespace, spec);
-    let plan =
-        upgrade::plan(old.installed_version.as_deref(), version.version, !matches!(database, ResolvedDatabase::Sqlite));
+    let plan = upgrade::plan(old.installed_version.as_deref(), version.version, spec.database.is_some());
+    let schema = database.schema_plan(old.installed_version.as_deref(), &version.version.to_string());
     let versions = match &plan {
-        VersionPlan::Deploy { jobs } => jobs.clone(),
+        VersionPlan::Deploy { jobs } => {
+            upgrade::with_schema(jobs.clone(), schema.as_ref(), old.installed_version.as_deref(), version.version)
+        }
         VersionPlan::DowngradeRefused { .. } => None,
     };
     let mut sources: Vec<&linked::Source> = linked.sources.iter().map(|(_, s)| s).collect();
@@ -203,8 +243,15 @@ async fn pipeline(
     if let Some(pending) = &tls.pending {
         return Ok(Verdict::in_progress(reasons::WAITING_FOR_CERTIFICATE, pending.clone()).into());
     }
-    if let ResolvedDatabase::NotReady { message, .. } = &database {
-        return Ok(Verdict::in_progress(reasons::WAITING_FOR_DATABASE, message.clone()).into());
+    if let Some((reason, message)) = database_wait {
+        return Ok(Outcome {
+            verdict: Verdict::in_progress(
+                reasons::WAITING_FOR_DATABASE,
+                format!("waiting for the database ({reason}): {message}"),
+            ),
+            renew_at: None,
+            requeue_after: database.requeue_after,
+        });
     }
     if let VersionPlan::DowngradeRefused { installed, requested } = &plan {
         return Ok(Verdict::failed(
@@ -219,7 +266,8 @@ async fn pipeline(
     // The sequence: pre-upgrade Job, rollout, post-upgrade Job.
     let jobs: Api<Job> = Api::namespaced(client.clone(), namespace);
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let sequence = Sequence { ctx, ironic, jobs: &jobs, pods: &pods, old, versions: versions.as_ref() };
+    let schema_missing = schema == Some(crate::database::SchemaPlan::Create);
+    let sequence = Sequence { ctx, ironic, jobs: &jobs, pods: &pods, old, versions: versions.as_ref(), schema_missing };
     if let Some(stop) = sequence.job(Phase::Pre, desired.pre_upgrade_job.as_ref(), next).await? {
         return Ok(stop.into());
     }
@@ -253,7 +301,18 @@ async fn pipeline(
         Some(TlsMode::Auto) => tls.material.as_ref().and_then(|m| m.renewal_at),
         _ => None,
     };
-    Ok(Outcome { verdict: Verdict::Available, renew_at })
+    Ok(Outcome { verdict: Verdict::Available, renew_at, requeue_after: database.requeue_after })
+}
+
+/// DatabaseReady as the database module reported it; without a database there is none.
+fn record_database_condition(next: &mut IronicStatus, ready: Option<Condition>) {
+    let conditions = next.conditions.get_or_insert_with(Vec::new);
+    match ready {
+        Some(ready) => {
+            condition::set_condition(conditions, ready);
+        }
+        None => conditions.retain(|c| c.type_ != DATABASE_READY),
+    }
 }
 
 /// The Ironic's namespace, names and uid.
@@ -377,6 +436,9 @@ struct Sequence<'a> {
     pods: &'a Api<Pod>,
     old: &'a IronicStatus,
     versions: Option<&'a UpgradeVersions>,
+    /// The database has no Ironic schema (read just now): the schema Job must run whatever
+    /// status remembers of earlier runs.
+    schema_missing: bool,
 }
 
 impl Sequence<'_> {
@@ -409,6 +471,7 @@ impl Sequence<'_> {
             .await
             .map_err(|source| ReconcileError::Observe { what: format!("Job {name}"), source })?;
         let done_before = match phase {
+            Phase::Pre if self.schema_missing => false,
             Phase::Pre => upgrade::pre_done(self.old.upgrade.as_ref(), versions),
             Phase::Post => upgrade::post_done(self.old.upgrade.as_ref(), versions),
         };
@@ -418,6 +481,17 @@ impl Sequence<'_> {
             Phase::Post => (UpgradePhase::PostUpgrade, reasons::MIGRATING_DATA, versions.to.clone()),
         };
         match upgrade::gate(&state, done_before) {
+            Gate::Proceed if phase == Phase::Pre && self.schema_missing => {
+                // The Job says it succeeded, yet the database has no schema: it worked on
+                // another database, or the schema was lost since. Rolling out would start
+                // pods on empty tables; stop and say so.
+                let message = format!(
+                    "the {} {name} succeeded, but the database still has no Ironic schema (alembic_version is empty); check that the Job and Ironic use the same database, then delete the Job to run it again",
+                    phase.describe()
+                );
+                next.upgrade = Some(self.status(versions, UpgradePhase::Failed, Some(message.clone())));
+                Ok(Some(Verdict::failed(reasons::UPGRADE_JOB_FAILED, message)))
+            }
             Gate::Proceed => Ok(None),
             gate @ (Gate::Start | Gate::Wait) => {
                 if gate == Gate::Start && write::job(self.jobs, job).await? {

@@ -7,6 +7,7 @@ use crds::condition::{self, Condition, DEGRADED, FALSE, PROGRESSING, READY, TRUE
 use crds::ironic::IronicSpec;
 use crds::ironic::status::{IronicStatus, reasons as ready_reasons};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::borrow::Cow;
 
 /// Reasons of Progressing and Degraded.
 pub mod reasons {
@@ -37,18 +38,18 @@ pub enum Verdict {
     /// Ironic runs the requested version and every step is done.
     Available,
     /// Work is under way (or waiting for something that will come); `reason` is Progressing's.
-    InProgress { reason: &'static str, message: String },
+    InProgress { reason: Cow<'static, str>, message: String },
     /// Stopped until the user acts; `reason` is Degraded's.
-    Failed { reason: &'static str, message: String },
+    Failed { reason: Cow<'static, str>, message: String },
 }
 
 impl Verdict {
-    pub fn in_progress(reason: &'static str, message: impl Into<String>) -> Self {
-        Self::InProgress { reason, message: message.into() }
+    pub fn in_progress(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self::InProgress { reason: reason.into(), message: message.into() }
     }
 
-    pub fn failed(reason: &'static str, message: impl Into<String>) -> Self {
-        Self::Failed { reason, message: message.into() }
+    pub fn failed(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self::Failed { reason: reason.into(), message: message.into() }
     }
 }
 
@@ -96,16 +97,16 @@ fn truncate(mut message: String) -> String {
     message
 }
 
-/// Completes `next` (the fields the reconcile learned, on top of the old status) with the
-/// conditions of `verdict`, observedGeneration, and installedVersion once available.
+/// Completes `next` (the fields the reconcile learned, on top of the old status, with the
+/// conditions it already set, such as DatabaseReady) with the conditions of `verdict`,
+/// observedGeneration, and installedVersion once available.
 pub fn finish(
-    old: &IronicStatus,
     mut next: IronicStatus,
     verdict: &Verdict,
     generation: Option<i64>,
     now: Time,
 ) -> IronicStatus {
-    let mut conditions = old.conditions.clone().unwrap_or_default();
+    let mut conditions = next.conditions.take().unwrap_or_default();
     let (ready, progressing, degraded) = match verdict {
         Verdict::Available => {
             let version = next.requested_version.clone().unwrap_or_default();
@@ -118,13 +119,13 @@ pub fn finish(
         }
         Verdict::InProgress { reason, message } => (
             (FALSE, ready_reasons::DEPLOYMENT_IN_PROGRESS, message.clone()),
-            (TRUE, *reason, message.clone()),
+            (TRUE, &**reason, message.clone()),
             (FALSE, reasons::AS_EXPECTED, NOTHING_WRONG.to_string()),
         ),
         Verdict::Failed { reason, message } => (
             (FALSE, ready_reasons::DEPLOYMENT_FAILED, message.clone()),
             (FALSE, reasons::STOPPED, message.clone()),
-            (TRUE, *reason, message.clone()),
+            (TRUE, &**reason, message.clone()),
         ),
     };
     for (type_, parts) in [(READY, ready), (PROGRESSING, progressing), (DEGRADED, degraded)] {
@@ -224,7 +225,7 @@ mod tests {
     #[test]
     fn available_sets_ready_and_the_installed_version() {
         let next = IronicStatus { requested_version: Some("38.0".into()), ..Default::default() };
-        let status = finish(&IronicStatus::default(), next, &Verdict::Available, Some(3), at(10));
+        let status = finish(next, &Verdict::Available, Some(3), at(10));
         assert_eq!(reason_of(&status, READY), (TRUE.into(), "DeploymentAvailable".into()));
         assert_eq!(reason_of(&status, PROGRESSING), (FALSE.into(), "Complete".into()));
         assert_eq!(reason_of(&status, DEGRADED), (FALSE.into(), "AsExpected".into()));
@@ -237,7 +238,7 @@ mod tests {
         let old = IronicStatus { installed_version: Some("37.0".into()), ..Default::default() };
         let next = IronicStatus { requested_version: Some("38.0".into()), ..old.clone() };
         let verdict = Verdict::failed(reasons::UPGRADE_JOB_FAILED, "pre-upgrade Job failed: exit 1");
-        let status = finish(&old, next, &verdict, Some(2), at(10));
+        let status = finish(next, &verdict, Some(2), at(10));
         assert_eq!(reason_of(&status, READY), (FALSE.into(), "DeploymentFailed".into()));
         assert_eq!(reason_of(&status, DEGRADED), (TRUE.into(), "UpgradeJobFailed".into()));
         assert_eq!(status.installed_version.as_deref(), Some("37.0"));
@@ -251,29 +252,25 @@ mod tests {
     #[test]
     fn repeating_a_verdict_changes_nothing_and_publishes_nothing() {
         let next = IronicStatus { requested_version: Some("38.0".into()), ..Default::default() };
-        let first = finish(&IronicStatus::default(), next.clone(), &Verdict::Available, Some(1), at(10));
-        let second = finish(&first, first.clone(), &Verdict::Available, Some(1), at(20));
+        let first = finish(next.clone(), &Verdict::Available, Some(1), at(10));
+        let second = finish(first.clone(), &Verdict::Available, Some(1), at(20));
         assert_eq!(first, second, "no churn: transition times are kept");
         assert!(transitions(&first, &second).is_empty());
     }
 
     #[test]
     fn transitions_name_what_happened() {
-        let progressing = finish(
-            &IronicStatus::default(),
-            IronicStatus { requested_version: Some("37.0".into()), ..Default::default() },
+        let progressing = finish(IronicStatus { requested_version: Some("37.0".into()), ..Default::default() },
             &Verdict::in_progress(reasons::DEPLOYING, "creating the Deployment"),
             Some(1),
             at(10),
         );
         let first: Vec<_> = transitions(&IronicStatus::default(), &progressing).into_iter().map(|n| n.reason).collect();
         assert_eq!(first, ["Deploying"]);
-        let ready = finish(&progressing, progressing.clone(), &Verdict::Available, Some(1), at(20));
+        let ready = finish(progressing.clone(), &Verdict::Available, Some(1), at(20));
         let reasons: Vec<_> = transitions(&progressing, &ready).into_iter().map(|n| n.reason).collect();
         assert_eq!(reasons, ["IronicReady"]);
-        let upgrading = finish(
-            &ready,
-            IronicStatus { requested_version: Some("38.0".into()), ..ready.clone() },
+        let upgrading = finish(IronicStatus { requested_version: Some("38.0".into()), ..ready.clone() },
             &Verdict::in_progress(reasons::UPGRADING_DATABASE_SCHEMA, "pre-upgrade Job runs"),
             Some(2),
             at(30),
@@ -281,8 +278,8 @@ mod tests {
         let reasons: Vec<_> = transitions(&ready, &upgrading).into_iter().map(|n| n.reason).collect();
         assert_eq!(reasons, ["VersionChange", "UpgradingDatabaseSchema", "IronicNotReady"]);
         let refused =
-            finish(&ready, ready.clone(), &Verdict::failed(reasons::DOWNGRADE_REJECTED, "no"), Some(3), at(40));
-        let recovered = finish(&refused, refused.clone(), &Verdict::Available, Some(4), at(50));
+            finish(ready.clone(), &Verdict::failed(reasons::DOWNGRADE_REJECTED, "no"), Some(3), at(40));
+        let recovered = finish(refused.clone(), &Verdict::Available, Some(4), at(50));
         let reasons: Vec<_> = transitions(&refused, &recovered).into_iter().map(|n| n.reason).collect();
         assert_eq!(reasons, ["Recovered", "IronicReady"]);
     }

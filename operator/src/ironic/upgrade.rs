@@ -6,6 +6,7 @@
 
 use super::build::UpgradeVersions;
 use super::observe::JobState;
+use crate::database::SchemaPlan;
 use crds::ironic::status::{UpgradePhase, UpgradeStatus};
 use crds::ironic::versions::IronicVersion;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -34,6 +35,24 @@ pub fn plan(installed: Option<&str>, requested: IronicVersion, has_database: boo
         // A first installation runs the Jobs too: the schema is created by the pre Job,
         // since the serving pods never sync the database themselves.
         current => VersionPlan::Deploy { jobs: Some(UpgradeVersions { from: current.map(|c| c.to_string()), to }) },
+    }
+}
+
+/// The upgrade Jobs once the database's schema is known. A database without an Ironic schema
+/// (replaced, or restored empty) gets the schema Job even when the version did not change:
+/// the serving pods never create the schema themselves.
+pub fn with_schema(
+    jobs: Option<UpgradeVersions>,
+    schema: Option<&SchemaPlan>,
+    installed: Option<&str>,
+    requested: IronicVersion,
+) -> Option<UpgradeVersions> {
+    match (jobs, schema) {
+        (Some(jobs), _) => Some(jobs),
+        (None, Some(SchemaPlan::Create)) => {
+            Some(UpgradeVersions { from: installed.map(str::to_string), to: requested.to_string() })
+        }
+        (None, _) => None,
     }
 }
 
@@ -172,5 +191,21 @@ mod tests {
             t1.clone(),
         );
         assert_eq!(other.started_at, Some(t1));
+    }
+
+    #[test]
+    fn a_database_without_a_schema_gets_the_schema_job_even_without_a_version_change() {
+        let same = plan(Some("38.0"), v("38.0"), true);
+        assert_eq!(same, VersionPlan::Deploy { jobs: None });
+        let jobs = || match plan(Some("38.0"), v("38.0"), true) {
+            VersionPlan::Deploy { jobs } => jobs,
+            VersionPlan::DowngradeRefused { .. } => None,
+        };
+        assert_eq!(with_schema(jobs(), Some(&SchemaPlan::Create), Some("38.0"), v("38.0")), Some(versions(Some("38.0"), "38.0")));
+        let up_to_date = SchemaPlan::UpToDate { revision: "4dbec778866e".into() };
+        assert_eq!(with_schema(jobs(), Some(&up_to_date), Some("38.0"), v("38.0")), None);
+        assert_eq!(with_schema(jobs(), None, Some("38.0"), v("38.0")), None, "an unread schema changes nothing");
+        let upgrade = Some(versions(Some("37.0"), "38.0"));
+        assert_eq!(with_schema(upgrade.clone(), Some(&up_to_date), Some("37.0"), v("38.0")), upgrade);
     }
 }

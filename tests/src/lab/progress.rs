@@ -89,7 +89,13 @@ mod tests {
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[0], "hosts");
         assert_eq!(lines[1].find("STATE"), lines[2].find("provisioning"));
-        assert_eq!(lines[2].find("on"), lines[3].find("on"));
+        assert_eq!(lines[1].find("STATE"), lines[3].find("available"));
+        // The power column starts where its header does, on every row ("on" also occurs
+        // inside "provisioning", so look for it from the header's column on).
+        let power = lines[1].find("POWER").expect("POWER header");
+        assert_eq!(&lines[2][power..power + 2], "on");
+        assert_eq!(&lines[3][power..power + 2], "on");
+        assert_eq!(lines[1].find("ERROR"), Some(power + "POWER".len() + 2));
     }
 
     #[test]

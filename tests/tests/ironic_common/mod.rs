@@ -4,6 +4,7 @@
 use crate::common::{Env, POLL};
 use crds::condition::{self, Condition};
 use crds::ironic::Ironic;
+use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
 use ferrometal_tests::wait;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -25,6 +26,48 @@ pub fn ironic_config() -> operator::ironic::Config {
         progress_interval: Duration::from_secs(2),
         retry_interval: Duration::from_secs(1),
         ..Default::default()
+    }
+}
+
+/// An external database for an Ironic: a real MariaDB on loopback (the operator checks it
+/// with sqlx before it rolls Ironic out), a database and user for Ironic, Ironic's schema as
+/// `ironic-dbsync` makes it, and the credentials Secret `credentials`. With TLS, the CA Secret
+/// `<credentials>-ca` holds the server's CA under `tls.crt`, where ironic-image reads it.
+pub struct ExternalDatabase {
+    pub server: MariaDb,
+    /// What `spec.database.host` takes: `127.0.0.1:<port>`.
+    pub host: String,
+    pub credentials: String,
+    pub ca_secret: Option<String>,
+}
+
+pub const DATABASE_PASSWORD: &str = "ironic-e2e-db-password";
+
+pub async fn external_database(env: &Env, credentials: &str, tls: bool) -> anyhow::Result<ExternalDatabase> {
+    let server = MariaDb::start(MariaDbConfig { tls }).await?;
+    server.create_database("ironic", "ironic", DATABASE_PASSWORD).await?;
+    server.ironic_dbsync("ironic", "ironic", DATABASE_PASSWORD, "create_schema")?;
+    create_secret(env, credentials, "Opaque", &[("username", "ironic"), ("password", DATABASE_PASSWORD)]).await?;
+    let ca_secret = match server.ca_pem() {
+        Some(ca) => {
+            let name = format!("{credentials}-ca");
+            create_secret(env, &name, "Opaque", &[("tls.crt", ca)]).await?;
+            Some(name)
+        }
+        None => None,
+    };
+    let host = format!("127.0.0.1:{}", server.port());
+    Ok(ExternalDatabase { server, host, credentials: credentials.to_string(), ca_secret })
+}
+
+impl ExternalDatabase {
+    /// `spec.database` for this server.
+    pub fn spec(&self) -> Value {
+        let mut spec = serde_json::json!({"credentialsName": self.credentials, "host": self.host, "name": "ironic"});
+        if let Some(ca) = &self.ca_secret {
+            spec["tlsCertificateName"] = Value::from(ca.as_str());
+        }
+        spec
     }
 }
 

@@ -1,0 +1,138 @@
+//! The Ironic controller with its database, end to end through the operator: an external
+//! database is checked with sqlx before anything of Ironic's rolls out; a managed MariaDB is
+//! run, checked and wired into Ironic's pods; Ironic's schema revision decides the schema Job.
+//!
+//! The databases are real MariaDB servers on loopback. A managed database's StatefulSet pod
+//! comes from the pod simulator and runs nothing, so the operator's own connections go to the
+//! harness's server through the database address override (the Service's name does not
+//! resolve here), while Ironic's pods are still pointed at the Service. Jobs are completed by
+//! the simulator; where a test needs what a Job would have done to the database, it runs
+//! `ironic-dbsync` itself.
+
+mod common;
+mod ironic_common;
+
+use common::{Env, POLL};
+use ferrometal_tests::mariadb::{ADMIN_PASSWORD, ADMIN_USER, MariaDb, MariaDbConfig};
+use ferrometal_tests::wait;
+use ironic_common::*;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use operator::database::Address;
+use operator::database::names::Names;
+use serde_json::json;
+use sqlx::{Connection, Executor, MySqlConnection};
+
+const MANAGED_PASSWORD: &str = "ironic-managed-e2e-password";
+
+fn ironic_with(database: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": {"name": "ironic"},
+        "spec": {"version": "38.0", "database": database}})
+}
+
+#[tokio::test]
+async fn an_external_database_that_refuses_the_password_stops_ironic_before_it_rolls_out_until_the_secret_is_fixed()
+-> anyhow::Result<()> {
+    let env = Env::start("ironic-db-external").await?;
+    let database = external_database(&env, "ironic-db", false).await?;
+    let secrets = api::<Secret>(&env);
+    let password = |p: &str| json!({"data": {"password": ByteString(p.as_bytes().to_vec())}});
+    secrets.patch("ironic-db", &PatchParams::default(), &Patch::Merge(password("not-the-password"))).await?;
+    let _operator = start(&env).await?;
+    create_ironic(&env, ironic_with(database.spec())).await?;
+
+    let refused = wait_condition(&env, "ironic", "DatabaseReady", "False", "AuthenticationFailed").await?;
+    let degraded = condition_of(&refused, "Degraded").expect("Degraded");
+    assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), ("True", "AuthenticationFailed"));
+    let message = condition_of(&refused, "DatabaseReady").expect("DatabaseReady").message;
+    assert!(message.contains(&database.host), "the condition names the server: {message}");
+    assert!(!message.contains("not-the-password"), "no password in status: {message}");
+    let ready = condition_of(&refused, "Ready").expect("Ready");
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "DeploymentFailed"));
+    assert!(api::<Deployment>(&env).get_opt("ironic-service").await?.is_none(), "nothing rolled out");
+    assert!(api::<Job>(&env).list(&Default::default()).await?.items.is_empty(), "no schema Job ran");
+    wait_event(&env, "ironic", "AuthenticationFailed").await?;
+
+    // The user fixes the Secret: the watch on it brings the Ironic up.
+    secrets.patch("ironic-db", &PatchParams::default(), &Patch::Merge(password(DATABASE_PASSWORD))).await?;
+    let ironic = wait_ready(&env, "ironic", "38.0").await?;
+    let db_ready = condition_of(&ironic, "DatabaseReady").expect("DatabaseReady");
+    assert_eq!((db_ready.status.as_str(), db_ready.reason.as_str()), ("True", "DatabaseAvailable"));
+    let status = ironic.status.and_then(|s| s.database).expect("status.database");
+    assert!(status.server_version.is_some_and(|v| v.contains("MariaDB")), "the server version is reported");
+    assert!(status.schema_revision.is_some(), "the schema revision is reported");
+    Ok(())
+}
+
+/// A control plane, the operator with its database connections redirected to a real MariaDB,
+/// and the managed database's Secrets made with that server's credentials (the operator keeps
+/// credentials it finds, as after a restore; this way the real server knows them).
+async fn managed_env(prefix: &str) -> anyhow::Result<(Env, MariaDb, operator::Operator)> {
+    let env = Env::start(prefix).await?;
+    let server = MariaDb::start(MariaDbConfig::default()).await?;
+    server.create_database("ironic", "ironic", MANAGED_PASSWORD).await?;
+    let names = Names::new("ironic");
+    for (name, user, password) in
+        [(names.admin(), ADMIN_USER, ADMIN_PASSWORD), (names.credentials(), "ironic", MANAGED_PASSWORD)]
+    {
+        create_secret(&env, &name, "Opaque", &[("username", user), ("password", password)]).await?;
+    }
+    let mut config = env.operator_config();
+    let mut ironic = ironic_config();
+    ironic.database.address_override = Some(Address { host: "127.0.0.1".into(), port: server.port() });
+    ironic.database.progress_interval = std::time::Duration::from_secs(2);
+    ironic.database.retry_interval = std::time::Duration::from_secs(2);
+    config.ironic = Some(ironic);
+    let operator = env.start_operator(config).await?;
+    Ok((env, server, operator))
+}
+
+#[tokio::test]
+async fn a_managed_database_is_run_checked_and_wired_into_ironic_and_its_schema_decides_the_schema_job()
+-> anyhow::Result<()> {
+    let (env, server, _operator) = managed_env("ironic-db-managed").await?;
+    create_ironic(&env, ironic_with(json!({"managed": {"version": "10.11"}}))).await?;
+
+    // No Ironic schema in the database yet: the schema Job runs, but the simulator only
+    // completes it and the schema is still missing. Rolling out would start Ironic on empty
+    // tables, so the operator stops and says so.
+    let stopped = wait_condition(&env, "ironic", "Degraded", "True", "UpgradeJobFailed").await?;
+    let degraded = condition_of(&stopped, "Degraded").expect("Degraded").message;
+    assert!(degraded.contains("no Ironic schema"), "{degraded}");
+    assert!(api::<Deployment>(&env).get_opt("ironic-service").await?.is_none(), "nothing rolled out");
+    let db_ready = condition_of(&stopped, "DatabaseReady").expect("DatabaseReady");
+    assert_eq!(db_ready.status, "True", "the database itself is fine: {}", db_ready.message);
+
+    // Do what the Job would have done, and run it again as the message says.
+    server.ironic_dbsync("ironic", "ironic", MANAGED_PASSWORD, "create_schema")?;
+    let revision = server.ironic_dbsync("ironic", "ironic", MANAGED_PASSWORD, "version")?;
+    api::<Job>(&env).delete("ironic-pre-none-to-38.0", &DeleteParams::background()).await?;
+    let ironic = wait_ready(&env, "ironic", "38.0").await?;
+    let status = ironic.status.clone().and_then(|s| s.database).expect("status.database");
+    assert_eq!(status.schema_revision.as_deref(), Some(revision.as_str()));
+    assert!(api::<StatefulSet>(&env).get_opt(&Names::new("ironic").stateful_set()).await?.is_some());
+
+    // Ironic's pods use the managed database's Service and generated credentials.
+    let containers = template_containers(&deployment(&env, "ironic-service").await?);
+    let ironic_container = container(&containers, "ironic");
+    let host = format!("{}.{}.svc.cluster.local", Names::new("ironic").service(), env.ns);
+    assert_eq!(env_value(ironic_container, "MARIADB_HOST").as_deref(), Some(host.as_str()));
+    assert_eq!(env_value(ironic_container, "IRONIC_USE_MARIADB").as_deref(), Some("true"));
+
+    // The database loses Ironic's schema (replaced, restored empty) while the version stays:
+    // the schema revision, read again, brings the schema Job back.
+    let mut conn = MySqlConnection::connect(&server.admin_url(None)).await?;
+    conn.execute("DROP DATABASE ironic").await?;
+    conn.execute("CREATE DATABASE ironic CHARACTER SET utf8mb3").await?;
+    conn.close().await?;
+    let touch = json!({"metadata": {"annotations": {"test.ferrometal.io/touch": "1"}}});
+    ironics(&env).patch("ironic", &PatchParams::default(), &Patch::Merge(&touch)).await?;
+    wait::until_ok("the schema Job for the unchanged version", STEP, POLL, || async {
+        Ok(api::<Job>(&env).get_opt("ironic-pre-38.0-to-38.0").await?.map(|_| ()))
+    })
+    .await?;
+    Ok(())
+}
