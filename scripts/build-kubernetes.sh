@@ -27,7 +27,8 @@ apt_install golang-github-modern-go-reflect2-dev
 SRC="$CACHE/kubernetes/src"
 mkdir -p "$SRC" "$OUT"
 
-# deb-src entry mirroring the existing bookworm entries.
+# deb-src entries for Debian bookworm (main, updates, security), signed by the
+# archive keyring the base system trusts.
 DEBSRC=/etc/apt/sources.list.d/ferrometal-src.sources
 if [ ! -f "$DEBSRC" ]; then
   log "adding deb-src entries for bookworm"
@@ -48,18 +49,27 @@ SRCS
 fi
 
 DSC="$SRC/kubernetes_${VERSION}.dsc"
-if [ ! -f "$DSC" ]; then
+download() {
   log "downloading the kubernetes source package $VERSION"
   (cd "$SRC" && apt-get source --download-only "kubernetes=$VERSION" 2>&1 | grep -v '_apt' || true)
-fi
-[ -f "$DSC" ] || { log "source package download failed"; exit 1; }
-
+  [ -f "$DSC" ] || { log "source package download failed"; exit 1; }
+}
 # Check every file against the SHA-256 sums the .dsc lists. apt-get checks the
 # .dsc's signature chain; this guards the cached copies on later runs too.
-log "verifying source checksums against $DSC"
-awk '/^Checksums-Sha256:/{f=1;next} /^[^ ]/{f=0} f&&NF==3{print $1"  "$3}' "$DSC" >"$SRC/SHA256SUMS"
-[ -s "$SRC/SHA256SUMS" ] || { log "no Checksums-Sha256 in $DSC"; exit 1; }
-(cd "$SRC" && sha256sum --quiet -c SHA256SUMS)
+verify() {
+  log "verifying source checksums against $DSC"
+  awk '/^Checksums-Sha256:/{f=1;next} /^[^ ]/{f=0} f&&NF==3{print $1"  "$3}' "$DSC" >"$SRC/SHA256SUMS"
+  [ -s "$SRC/SHA256SUMS" ] || { log "no Checksums-Sha256 in $DSC"; return 1; }
+  (cd "$SRC" && sha256sum --quiet -c SHA256SUMS)
+}
+[ -f "$DSC" ] || download
+if ! verify; then
+  # A download cut short (or a damaged cache) is fetched again once, from scratch.
+  log "the cached sources do not match their checksums; downloading them again"
+  rm -rf "${SRC:?}"/*
+  download
+  verify || { log "the downloaded sources do not match the checksums in $DSC"; exit 1; }
+fi
 
 ORIG=$(ls "$SRC"/kubernetes_"${UPSTREAM}".orig.tar.* | head -n1)
 BUILD="$CACHE/kubernetes/build"

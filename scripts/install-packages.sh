@@ -9,4 +9,5 @@ apt_install \
   golang-go golang-github-modern-go-reflect2-dev rsync jq make dpkg-dev \
   ipmitool \
   genisoimage \
+  python3 python3-venv \
   ca-certificates curl

@@ -49,7 +49,8 @@ down)
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid"
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    # Whatever is left of the lab's session goes too.
+    # A lab that did not stop in time is killed; every server it started dies with it
+    # (each runs in its own process group with PR_SET_PDEATHSIG).
     kill -KILL -- "-$pid" 2>/dev/null || true
   fi
   rm -f "$STATE/pid" "$STATE/ready"

@@ -8,7 +8,14 @@ log() { printf '[ferrometal] %s\n' "$*" >&2; }
 
 # Run a command as root: directly when we are root, through sudo otherwise.
 as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    log "need root for: $* (run as root, or install sudo)"
+    return 1
+  fi
 }
 
 # Install Debian packages that are not installed yet. `apt-get update` runs at
@@ -28,13 +35,16 @@ apt_install() {
   log "installing Debian packages: ${missing[*]}"
   # policy-rc.d may be absent on a fresh machine: keep services (mariadb) from
   # starting as system daemons; tests start their own private servers.
-  local prc=/usr/sbin/policy-rc.d created=0
+  local prc=/usr/sbin/policy-rc.d created=0 rc=0
   if [ ! -e "$prc" ]; then
     printf '#!/bin/sh\nexit 101\n' | as_root tee "$prc" >/dev/null
     as_root chmod +x "$prc"
     created=1
   fi
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  [ "$created" -eq 1 ] && as_root rm -f "$prc"
-  return 0
+  # env, not a prefix assignment: sudo's env_reset would drop DEBIAN_FRONTEND.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" || rc=$?
+  # Removed whether or not the install worked: left behind, it would keep every service
+  # on the machine from starting.
+  if [ "$created" -eq 1 ]; then as_root rm -f "$prc"; fi
+  return "$rc"
 }

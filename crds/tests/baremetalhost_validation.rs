@@ -154,6 +154,22 @@ fn rejected_cases() -> Vec<Case> {
             "is required by BMC type libvirt",
         ),
         (
+            "virtual media needs a boot MAC",
+            bmo,
+            json!({"spec": {"bmc": {"address": "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/1"},
+                "bootMACAddress": null}}),
+            "spec.bootMACAddress",
+            "is required by BMC type redfish-virtualmedia",
+        ),
+        (
+            "UEFI HTTP boot needs a boot MAC",
+            bmo,
+            json!({"spec": {"bmc": {"address": "redfish-uefihttp://192.0.2.1/redfish/v1/Systems/1"},
+                "bootMACAddress": null}}),
+            "spec.bootMACAddress",
+            "is required by BMC type redfish-uefihttp",
+        ),
+        (
             "no power off means online",
             full,
             json!({"spec": {"online": false}}),

@@ -491,14 +491,21 @@ fn rejected_cases() -> Vec<Case> {
             full,
             json!({"tls": {"bmcCAName": "other"}}),
             "spec.tls.bmcCAName",
-            "must name the same ConfigMap as bmcCA",
+            "must name the same Secret as bmcCA when both are set",
+        ),
+        (
+            "bmcCAName is a Secret",
+            full,
+            json!({"tls": {"bmcCA": {"kind": "ConfigMap"}}}),
+            "spec.tls.bmcCAName",
+            "must name the same Secret as bmcCA",
         ),
         (
             "trustedCAName agrees with trustedCA",
             full,
             json!({"tls": {"trustedCA": {"kind": "Secret"}}}),
             "spec.tls.trustedCAName",
-            "must name the same ConfigMap as trustedCA",
+            "must name the same ConfigMap as trustedCA when both are set",
         ),
         (
             "mode Secret needs certificateName",

@@ -99,6 +99,11 @@ impl IronicClient {
         self.inner.transport.send(request, self.inner.version).await
     }
 
+    /// Sends `request` and tells whether it was sent again after its connection broke.
+    pub(crate) async fn send_tracked(&self, request: Request) -> crate::transport::Sent {
+        self.inner.transport.send_tracked(request, self.inner.version).await
+    }
+
     pub(crate) async fn send_json<T: DeserializeOwned>(&self, request: Request) -> Result<T> {
         self.send(request).await?.json()
     }

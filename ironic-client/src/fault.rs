@@ -72,13 +72,23 @@ pub(crate) fn classify(operation: Operation, status: StatusCode, message: String
         StatusCode::NOT_FOUND => Error::NotFound(api),
         // NodeLocked: "Node X is locked by host Y, please retry after ..."
         StatusCode::CONFLICT if lower.contains("is locked by host") => Error::NodeLocked(api),
+        // Duplicates (name, UUID, MAC): "A node with name X already exists." Matched
+        // before the state rule: a name may itself contain "state".
+        StatusCode::CONFLICT if lower.contains("already exists") => Error::Conflict(api),
         // Every other 409 that mentions a state is an InvalidState subclass;
-        // the rest are duplicates (name, UUID, MAC) and friends.
+        // the rest are conflicts of other kinds.
         StatusCode::CONFLICT if lower.contains("state") => Error::InvalidState(api),
         StatusCode::CONFLICT => Error::Conflict(api),
         // InvalidStateRequested: 'The requested action "x" can not be
-        // performed on node "y" while it is in state "z".'
-        StatusCode::BAD_REQUEST if lower.contains("can not be performed on node") => Error::InvalidState(api),
+        // performed on node "y" while it is in state "z".', and the refusal to
+        // delete a provisioned node: 'Can not delete node "x" while it is in
+        // provision state "active".'
+        StatusCode::BAD_REQUEST
+            if lower.contains("can not be performed on node")
+                || (lower.contains("can not delete node") && lower.contains("while it is in")) =>
+        {
+            Error::InvalidState(api)
+        }
         StatusCode::SERVICE_UNAVAILABLE if lower.contains("conductor workers") => Error::NoFreeConductorWorkers(api),
         StatusCode::SERVICE_UNAVAILABLE => Error::Unavailable(api),
         s if s.is_server_error() => Error::Server(api),
@@ -158,6 +168,14 @@ mod tests {
             Error::InvalidState(_)
         ));
         assert!(matches!(kind(409, "A node with name n1 already exists."), Error::Conflict(_)));
+        assert!(
+            matches!(kind(409, "A node with name metal3~statefulset-0 already exists."), Error::Conflict(_)),
+            "a name with \"state\" in it is still a duplicate"
+        );
+        assert!(matches!(
+            kind(400, "Can not delete node \"1\" while it is in provision state \"active\"."),
+            Error::InvalidState(_)
+        ));
         assert!(matches!(
             kind(
                 400,

@@ -18,12 +18,28 @@ use crate::version::ApiVersion;
 
 impl IronicClient {
     /// Creates a node (`POST /v1/nodes`); it starts in `enroll`.
+    ///
+    /// When the connection breaks, a named create is sent again, and if that meets a
+    /// conflict the node of that name is returned: the first attempt reached Ironic and
+    /// created it. A create without a name is not sent again after a reset, since a repeat
+    /// would make a second node; it fails with [`crate::Error::ConnectionReset`].
     pub async fn create_node(&self, node: &NodeCreate) -> Result<Node> {
         if node.disable_power_off.is_some() {
             self.require("disable_power_off", ApiVersion::DISABLE_POWER_OFF)?;
         }
-        let request = Request::new(Operation::CreateNode, Method::POST, &["nodes"]).json(node)?;
-        self.send_json(request).await
+        let mut request = Request::new(Operation::CreateNode, Method::POST, &["nodes"]).json(node)?;
+        let name = node.name.as_deref().filter(|n| !n.is_empty());
+        if name.is_none() {
+            request = request.once_if_reset();
+        }
+        let sent = self.send_tracked(request).await;
+        match (sent.result, name) {
+            (Err(crate::Error::Conflict(_)), Some(name)) if sent.resent_after_reset => {
+                tracing::debug!(name, "a create sent again after a reset conflicted; reading the node it made");
+                self.get_node(name).await
+            }
+            (result, _) => result?.json(),
+        }
     }
 
     /// A node by UUID or name, every field.

@@ -10,10 +10,20 @@ use crate::types::{Port, PortCreate};
 
 impl IronicClient {
     /// Creates a port. A MAC address already registered is a
-    /// [`crate::Error::Conflict`].
+    /// [`crate::Error::Conflict`], unless the create was sent again after its connection
+    /// broke and the port with that address is on this node: the first attempt made it.
     pub async fn create_port(&self, port: &PortCreate) -> Result<Port> {
         let request = Request::new(Operation::CreatePort, Method::POST, &["ports"]).json(port)?;
-        self.send_json(request).await
+        let sent = self.send_tracked(request).await;
+        match sent.result {
+            Err(err @ crate::Error::Conflict(_)) if sent.resent_after_reset => {
+                match self.find_port_by_address(&port.address).await? {
+                    Some(existing) if existing.node_uuid.as_deref() == Some(port.node_uuid.as_str()) => Ok(existing),
+                    _ => Err(err),
+                }
+            }
+            result => result?.json(),
+        }
     }
 
     /// Every port of a node (by UUID or name).

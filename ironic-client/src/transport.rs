@@ -32,6 +32,18 @@ pub(crate) struct Request {
     query: Vec<(&'static str, String)>,
     body: Option<Body>,
     pass_status: Option<StatusCode>,
+    /// Whether a call whose connection broke is sent again. A reset can come after Ironic
+    /// received and acted on the request; calls that cannot tell a repeat from the original
+    /// (a create without a name) are not repeated.
+    resend_after_reset: bool,
+}
+
+/// What became of a call, and whether it was sent again after its connection broke: then
+/// Ironic may have acted on an earlier attempt, and an error about a conflict or a state can
+/// be the trace of that attempt's success.
+pub(crate) struct Sent {
+    pub(crate) result: Result<Response>,
+    pub(crate) resent_after_reset: bool,
 }
 
 /// A serialised JSON body, kept with what it needs to stay secret.
@@ -54,7 +66,14 @@ impl Request {
             query: Vec::new(),
             body: None,
             pass_status: None,
+            resend_after_reset: true,
         }
+    }
+
+    /// Not sent again when its connection breaks (see `resend_after_reset`).
+    pub(crate) fn once_if_reset(mut self) -> Self {
+        self.resend_after_reset = false;
+        self
     }
 
     /// Adds query pairs.
@@ -130,24 +149,38 @@ impl Transport {
 
     /// Sends `req` with microversion `version`, retrying what is retryable.
     pub(crate) async fn send(&self, req: Request, version: ApiVersion) -> Result<Response> {
-        let url = self.url(&req)?;
+        self.send_tracked(req, version).await.result
+    }
+
+    /// [`Self::send`], also telling whether the call was sent again after its connection broke.
+    pub(crate) async fn send_tracked(&self, req: Request, version: ApiVersion) -> Sent {
+        let url = match self.url(&req) {
+            Ok(url) => url,
+            Err(err) => return Sent { result: Err(err), resent_after_reset: false },
+        };
         let version = version.to_string();
         let mut attempt = 1;
+        let mut resent_after_reset = false;
         loop {
             let result = self.attempt(&req, &url, &version, attempt).await;
             match result {
-                Err(err) if err.is_retryable() && self.retry.allows_another(attempt) => {
+                Err(err)
+                    if err.is_retryable()
+                        && self.retry.allows_another(attempt)
+                        && (req.resend_after_reset || !matches!(err, Error::ConnectionReset { .. })) =>
+                {
                     let delay = self.retry.delay(attempt);
                     tracing::debug!(operation = %req.op, attempt, ?delay, error = %err, "retrying Ironic call");
                     self.metrics.record_retry(req.op);
+                    resent_after_reset |= matches!(err, Error::ConnectionReset { .. });
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
                 Err(err) => {
                     self.metrics.record_failure(req.op);
-                    return Err(err);
+                    return Sent { result: Err(err), resent_after_reset };
                 }
-                Ok(resp) => return Ok(resp),
+                Ok(resp) => return Sent { result: Ok(resp), resent_after_reset },
             }
         }
     }
@@ -299,6 +332,32 @@ mod tests {
         assert!(matches!(err, Error::ConnectionReset { .. }), "{err:?}");
         assert!(err.is_retryable());
         assert_eq!(t.metrics.requests(Operation::GetNode), 4, "max_attempts bounds it");
+    }
+
+    #[tokio::test]
+    async fn a_call_sent_again_after_a_reset_says_so_and_one_marked_once_is_not_sent_again() {
+        let (_peer, url) = Peer::start(1, Duration::ZERO).await;
+        let t = transport(&url, 8);
+        let sent = t.send_tracked(get(), ApiVersion::MINIMUM).await;
+        assert!(sent.result.is_ok());
+        assert!(sent.resent_after_reset, "the first attempt's connection broke");
+
+        let (_peer, url) = Peer::start(1, Duration::ZERO).await;
+        let t = transport(&url, 8);
+        let create = Request::new(Operation::CreateNode, Method::POST, &["nodes"]).once_if_reset();
+        let sent = t.send_tracked(create, ApiVersion::MINIMUM).await;
+        assert!(matches!(sent.result, Err(Error::ConnectionReset { .. })), "not repeated");
+        assert!(!sent.resent_after_reset);
+        assert_eq!(t.metrics.requests(Operation::CreateNode), 1);
+    }
+
+    #[tokio::test]
+    async fn a_call_answered_at_once_was_not_sent_again() {
+        let (_peer, url) = Peer::start(0, Duration::ZERO).await;
+        let t = transport(&url, 8);
+        let sent = t.send_tracked(get(), ApiVersion::MINIMUM).await;
+        assert!(sent.result.is_ok());
+        assert!(!sent.resent_after_reset);
     }
 
     #[tokio::test]

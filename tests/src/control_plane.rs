@@ -45,6 +45,8 @@ pub struct ControlPlane {
     server: String,
     kubeconfig: PathBuf,
     ca_pem: String,
+    /// etcd's client and peer ports and the apiserver's.
+    ports: Vec<u16>,
     // Declared in stop order: fields drop top to bottom.
     controller_manager: Option<ManagedProcess>,
     apiserver: ManagedProcess,
@@ -157,6 +159,7 @@ impl ControlPlane {
             server,
             kubeconfig,
             ca_pem: pki.ca_pem,
+            ports: vec![etcd_port, peer_port, api_port],
             controller_manager,
             apiserver,
             etcd,
@@ -179,6 +182,21 @@ impl ControlPlane {
     /// The apiserver's URL.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The process ids of etcd, kube-apiserver and kube-controller-manager.
+    pub fn pids(&self) -> Vec<u32> {
+        [Some(&self.etcd), Some(&self.apiserver), self.controller_manager.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(ManagedProcess::pid)
+            .collect()
+    }
+
+    /// Every port the control plane listens on (etcd's client and peer ports, the
+    /// apiserver's; the controller manager serves none).
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
     }
 
     /// The CA that signed the apiserver's serving certificate.

@@ -157,7 +157,8 @@ collation-server = utf8mb3_general_ci
     /// in seconds instead of a minute of migrations.
     pub fn ironic_dbsync(&self, database: &str, user: &str, password: &str, command: &str) -> crate::Result<String> {
         let url = format!("mysql+pymysql://{user}:{password}@127.0.0.1:{}/{database}?charset=utf8", self.port);
-        let conf = self.dir.write(&format!("ironic-dbsync-{database}.conf"), format!("[database]\nconnection = {url}\n"))?;
+        let conf =
+            self.dir.write(&format!("ironic-dbsync-{database}.conf"), format!("[database]\nconnection = {url}\n"))?;
         let output = Command::new(env::venv_bin("ironic-dbsync")?)
             .arg("--config-file")
             .arg(&conf)

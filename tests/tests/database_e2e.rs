@@ -304,8 +304,90 @@ async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs a rendered Job's script the way its pod would, on this machine: bash, the real
+/// MariaDB client tools, the harness's server in place of the Service, `dir` in place of the
+/// backup volume. The pod simulator runs nothing, so this is how the script itself is proven.
+fn run_job_script(h: &Harness, job: &Job, dir: &std::path::Path, file: &str) -> anyhow::Result<String> {
+    let container = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|p| p.containers[0].clone());
+    let container = container.ok_or_else(|| anyhow::anyhow!("the Job has no container"))?;
+    let script = container.command.as_ref().and_then(|c| c.last()).cloned().unwrap_or_default();
+    let script = script.replace(operator::database::build::jobs::BACKUP_DIR, &dir.display().to_string());
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg("-c").arg(&script).env_clear().env("PATH", "/usr/bin:/bin");
+    for var in container.env.iter().flatten() {
+        if let Some(value) = &var.value {
+            cmd.env(&var.name, value);
+        }
+    }
+    cmd.env("DB_HOST", "127.0.0.1").env("DB_PORT", h.db.port().to_string());
+    cmd.env("DB_USER", ADMIN_USER).env("MYSQL_PWD", ADMIN_PASSWORD).env("BACKUP_FILE", file);
+    let output = cmd.output()?;
+    anyhow::ensure!(output.status.success(), "the script failed: {}", String::from_utf8_lossy(&output.stderr));
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 #[tokio::test]
-async fn a_failing_mariadb_upgrade_job_halts_with_degraded_and_a_retry_resumes() -> anyhow::Result<()> {
+async fn the_backup_jobs_script_dumps_the_real_server_and_keeps_the_newest_dumps() -> anyhow::Result<()> {
+    let h = Harness::start("db-backup-script", true).await?;
+    h.until_open().await?;
+    h.set_version("10.11").await?;
+    let backup_job = Names::new("ironic").backup_job(OLD_IMAGE, NEW_IMAGE, 1);
+    let job = reconcile_until_job(&h, &backup_job).await?;
+    let env_value = |name: &str| {
+        let container = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|p| p.containers[0].clone());
+        container.and_then(|c| c.env).into_iter().flatten().find(|v| v.name == name).and_then(|v| v.value)
+    };
+    assert_eq!(env_value("BACKUP_KEEP").as_deref(), Some("2"), "spec.database.managed.backup.keep");
+
+    let dir = tempfile::tempdir()?;
+    // A stale dump of another database, and three runs of this one, oldest first.
+    std::fs::write(dir.path().join("other-20260101T000000Z-10.6.sql.gz"), b"not ours")?;
+    let files = [
+        "ironic-mariadb-20261101T000000Z-10.11.9.sql.gz",
+        "ironic-mariadb-20261102T000000Z-10.11.9.sql.gz",
+        "ironic-mariadb-20261103T000000Z-10.11.9.sql.gz",
+    ];
+    for file in files {
+        let out = run_job_script(&h, &job, dir.path(), file)?;
+        assert!(out.contains(file), "{out}");
+    }
+    let mut left: Vec<String> =
+        std::fs::read_dir(dir.path())?.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "ironic-mariadb-20261102T000000Z-10.11.9.sql.gz",
+            "ironic-mariadb-20261103T000000Z-10.11.9.sql.gz",
+            "other-20260101T000000Z-10.6.sql.gz"
+        ],
+        "the newest two dumps are kept, nothing else of this database, no partial file, others untouched"
+    );
+    // A real, complete dump of the server: gzip, with Ironic's database in it.
+    let newest = std::process::Command::new("gzip").arg("-dc").arg(dir.path().join(files[2])).output()?;
+    assert!(newest.status.success(), "a valid gzip file");
+    let dump = String::from_utf8_lossy(&newest.stdout);
+    assert!(dump.contains("CREATE DATABASE") && dump.contains("`ironic`"), "the dump holds the ironic database");
+    assert!(dump.contains("-- Dump completed"), "mariadb-dump finished");
+    Ok(())
+}
+
+/// Reconciles until the Job `name` exists.
+async fn reconcile_until_job(h: &Harness, name: &str) -> anyhow::Result<Job> {
+    let jobs = api::<Job>(&h.env);
+    let deadline = Instant::now() + STEP;
+    loop {
+        database::reconcile(&h.ctx, &h.ironic().await?, &h.config).await?;
+        if let Some(job) = jobs.get_opt(name).await? {
+            return Ok(job);
+        }
+        anyhow::ensure!(Instant::now() < deadline, "Job {name} was not created");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+#[tokio::test]
+async fn a_failing_mariadb_upgrade_job_halts_the_sequence_and_a_retry_resumes() -> anyhow::Result<()> {
     let h = Harness::start("db-fail", false).await?;
     h.until_open().await?;
     let fate = PodFate::Failed { exit_code: 1, message: "mariadb-upgrade: Got error 1 from mariadb-check".into() };

@@ -49,8 +49,13 @@ async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> a
         .collect();
     println!("Ironic requests for 50 hosts: {} ({})", t.ironic_requests()?, calls.join(", "));
     println!("status writes: {}", metrics.status_write_count("host"));
+    let delayed = recorder.delayed();
+    println!("hosts that waited for a slot: {}", delayed.len());
     assert!(max <= LIMIT, "{max} hosts were busy at once, over the limit of {LIMIT}");
     assert!(max >= 2, "hosts were provisioned concurrently (at most {max} at once)");
+    // The limit bit: with ten times more hosts than slots, some hosts had to wait in
+    // `delayed` (how many depends on how registrations interleave).
+    assert!(!delayed.is_empty(), "no host ever waited for a slot: the limit was never reached");
     for name in &names {
         let states = recorder.states(name);
         assert!(states.iter().any(|s| s == "provisioning"), "{name}: {states:?}");

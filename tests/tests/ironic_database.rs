@@ -14,7 +14,7 @@ mod ironic_common;
 
 use common::{Env, POLL};
 use ferrometal_tests::mariadb::{ADMIN_PASSWORD, ADMIN_USER, MariaDb, MariaDbConfig};
-use ferrometal_tests::wait;
+use ferrometal_tests::{PodFate, wait};
 use ironic_common::*;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -134,5 +134,33 @@ async fn a_managed_database_is_run_checked_and_wired_into_ironic_and_its_schema_
         Ok(api::<Job>(&env).get_opt("ironic-pre-38.0-to-38.0").await?.map(|_| ()))
     })
     .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failing_mariadb_upgrade_job_degrades_the_ironic_and_leaves_ironic_running() -> anyhow::Result<()> {
+    let (env, server, _operator) = managed_env("ironic-db-upgrade").await?;
+    server.ironic_dbsync("ironic", "ironic", MANAGED_PASSWORD, "create_schema")?;
+    create_ironic(&env, ironic_with(json!({"managed": {"version": "10.6"}}))).await?;
+    wait_ready(&env, "ironic", "38.0").await?;
+    let before = deployment(&env, "ironic-service").await?;
+
+    let fate = PodFate::Failed { exit_code: 1, message: "mariadb-upgrade: Got error 1 from mariadb-check".into() };
+    env.sim.set_fate_by_prefix(&env.ns, "ironic-mariadb-upgrade-", fate);
+    let patch = json!({"spec": {"database": {"managed": {"version": "10.11"}}}});
+    ironics(&env).patch("ironic", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+
+    let halted = wait_condition(&env, "ironic", "Degraded", "True", "DatabaseUpgradeFailed").await?;
+    let degraded = condition_of(&halted, "Degraded").expect("Degraded").message;
+    assert!(degraded.contains("RunningMariadbUpgrade"), "the step that failed: {degraded}");
+    assert!(degraded.contains("Got error 1 from mariadb-check"), "why: {degraded}");
+    let db_ready = condition_of(&halted, "DatabaseReady").expect("DatabaseReady");
+    assert_eq!((db_ready.status.as_str(), db_ready.reason.as_str()), ("False", "DatabaseUpgradeFailed"));
+    wait_event(&env, "ironic", "DatabaseUpgradeFailed").await?;
+
+    // Ironic itself was not touched: the same Deployment, the same template.
+    let after = deployment(&env, "ironic-service").await?;
+    assert_eq!(after.metadata.generation, before.metadata.generation, "Ironic was not rolled");
+    assert_eq!(halted.status.and_then(|s| s.installed_version).as_deref(), Some("38.0"));
     Ok(())
 }

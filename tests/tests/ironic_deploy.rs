@@ -28,7 +28,19 @@ async fn a_minimal_irso_style_ironic_becomes_ready_keeps_its_spec_byte_for_byte_
             "spec": {"networking": {"interface": "em0", "ipAddress": "192.168.222.2"}}}),
     )
     .await?;
-    let spec_before = serde_json::to_string(&created.spec)?;
+    // The spec as the apiserver stored it (with the CRD's defaults), as raw JSON, not through
+    // our types: whatever the operator might add would show here.
+    let raw = |name: &str| {
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+            env.client(),
+            &env.ns,
+            &kube::api::ApiResource::erase::<crds::ironic::Ironic>(&()),
+        );
+        let name = name.to_string();
+        async move { anyhow::Ok(api.get(&name).await?) }
+    };
+    let spec_before = serde_json::to_string(&raw("ironic").await?.data["spec"])?;
+    assert_eq!(created.metadata.generation, Some(1));
 
     let ironic = wait_ready(&env, "ironic", "38.0").await?;
     let status = ironic.status.clone().expect("status");
@@ -38,8 +50,15 @@ async fn a_minimal_irso_style_ironic_becomes_ready_keeps_its_spec_byte_for_byte_
 
     // The generated credentials are named in status, never in spec.
     assert_eq!(status.api_credentials_secret_name.as_deref(), Some("ironic-api-credentials"));
-    assert_eq!(serde_json::to_string(&ironic.spec)?, spec_before, "the spec is byte-for-byte what the user wrote");
+    let stored = raw("ironic").await?;
+    assert_eq!(serde_json::to_string(&stored.data["spec"])?, spec_before, "the stored spec is byte-for-byte unchanged");
     assert_eq!(ironic.metadata.generation, Some(1), "nobody wrote the spec");
+    // And the operator's field manager owns nothing under spec: only its finalizer and status.
+    for entry in stored.metadata.managed_fields.iter().flatten().filter(|e| e.manager.as_deref() == Some("ferrometal"))
+    {
+        let fields = serde_json::to_string(&entry.fields_v1)?;
+        assert!(!fields.contains("\"f:spec\""), "the operator manages spec fields: {fields}");
+    }
     assert!(ironic.spec.api_credentials_name.is_none());
     assert!(ironic.metadata.finalizers.iter().flatten().any(|f| f == operator::ironic::names::FINALIZER));
 
@@ -107,11 +126,12 @@ async fn a_full_ironic_renders_every_container_and_variable_and_high_availabilit
     let database = external_database(&env, "ironic-db-credentials", true).await?;
     create_secret(&env, "ironic-tls", "kubernetes.io/tls", &[("tls.crt", &cert), ("tls.key", &key), ("ca.crt", &ca)])
         .await?;
-    for (name, key) in [("bmc-ca", "bmc.pem"), ("image-server-ca", "ca.crt")] {
-        let config_map: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": name}, "data": {key: ca.clone()}}))?;
-        api::<ConfigMap>(&env).create(&PostParams::default(), &config_map).await?;
-    }
+    // The BMC CA is a Secret (bmcCA kind Secret, and the deprecated bmcCAName names one), the
+    // image servers' CA a ConfigMap.
+    create_secret(&env, "bmc-ca", "Opaque", &[("bmc.pem", &ca)]).await?;
+    let config_map: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "image-server-ca"}, "data": {"ca.crt": ca.clone()}}))?;
+    api::<ConfigMap>(&env).create(&PostParams::default(), &config_map).await?;
     let _operator = start(&env).await?;
     let mut full = full_ironic(&env.ns)?;
     full["spec"]["database"] = database.spec();

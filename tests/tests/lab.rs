@@ -14,6 +14,8 @@ fn make(target: &str, state: &Path) -> std::process::Output {
         .arg(target)
         .current_dir(repo_root())
         .env("LAB_STATE_DIR", state)
+        // If the test runner kills this test, the background lab stops by itself.
+        .env("LAB_STOP_WITH_PID", std::process::id().to_string())
         .stdin(Stdio::null())
         .output()
         .expect("make runs")

@@ -73,9 +73,19 @@ impl BmcScheme {
         )
     }
 
-    /// Drivers that boot from the network and must know the boot NIC up front.
+    /// Drivers that must know the boot NIC up front (baremetal-operator's `NeedsMAC`):
+    /// libvirt boots from the network, and virtual media and UEFI HTTP boot need a port to
+    /// recognise the host's agent by. The webhook and the controller share this rule, so a
+    /// host that would fail registration is refused at admission.
     pub fn needs_boot_mac(self) -> bool {
-        matches!(self, Self::Libvirt)
+        matches!(
+            self,
+            Self::Libvirt
+                | Self::RedfishVirtualMedia
+                | Self::RedfishUefiHttp
+                | Self::IdracVirtualMedia
+                | Self::Ilo5VirtualMedia
+        )
     }
 
     /// Drivers that can configure hardware RAID.

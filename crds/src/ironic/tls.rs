@@ -25,8 +25,9 @@ pub struct Tls {
     /// CA bundle (ConfigMap or Secret) for verifying BMC certificates. Ironic 32.0 or newer.
     #[serde(default, rename = "bmcCA", skip_serializing_if = "Option::is_none")]
     pub bmc_ca: Option<ResourceReference>,
-    /// Deprecated: use bmcCA. Name of a ConfigMap with the BMC CA bundle; must agree with
-    /// bmcCA when both are set.
+    /// Deprecated: use bmcCA. Name of a Secret with the BMC CA bundle (as
+    /// ironic-standalone-operator reads it); when bmcCA is also set, it must name the same
+    /// Secret.
     #[serde(default, rename = "bmcCAName", skip_serializing_if = "Option::is_none")]
     pub bmc_ca_name: Option<String>,
     /// Our addition. cert-manager issues the serving certificate, for mode CertManager.

@@ -62,7 +62,8 @@ fn redfish_interfaces(boot: &str, firmware: bool) -> NodeInterfaces {
 
 /// The driver and interfaces of a BMC scheme, as baremetal-operator maps them.
 pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
-    let redfish_like = |driver: &'static str, ifaces: NodeInterfaces, needs_mac: bool| DriverSpec {
+    let needs_mac = scheme.needs_boot_mac();
+    let redfish_like = |driver: &'static str, ifaces: NodeInterfaces| DriverSpec {
         driver,
         interfaces: ifaces,
         needs_mac,
@@ -79,7 +80,7 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
                 i.boot_interface = some("ipxe");
                 i.raid_interface = some("no-raid");
             }),
-            needs_mac: scheme == BmcScheme::Libvirt,
+            needs_mac,
             // IPMI cannot inspect out of band; validation refuses `fast` for it.
             fast_inspect_interface: AGENT_INSPECT_INTERFACE,
             disk_deploy_interface: "direct",
@@ -87,11 +88,11 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
             custom_deploy_interface: "custom-agent",
             uses_deploy_ramdisk: true,
         },
-        BmcScheme::Redfish | BmcScheme::Ilo5Redfish => redfish_like("redfish", redfish_interfaces("ipxe", true), false),
+        BmcScheme::Redfish | BmcScheme::Ilo5Redfish => redfish_like("redfish", redfish_interfaces("ipxe", true)),
         BmcScheme::RedfishVirtualMedia | BmcScheme::Ilo5VirtualMedia => {
-            redfish_like("redfish", redfish_interfaces("redfish-virtual-media", false), true)
+            redfish_like("redfish", redfish_interfaces("redfish-virtual-media", false))
         }
-        BmcScheme::RedfishUefiHttp => redfish_like("redfish", redfish_interfaces("redfish-https", true), true),
+        BmcScheme::RedfishUefiHttp => redfish_like("redfish", redfish_interfaces("redfish-https", true)),
         BmcScheme::IdracRedfish | BmcScheme::IdracVirtualMedia => redfish_like(
             "idrac",
             interfaces(|i| {
@@ -105,7 +106,6 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
                 // The idrac type defaults to the WSMAN vendor interface.
                 i.vendor_interface = some("idrac-redfish");
             }),
-            scheme == BmcScheme::IdracVirtualMedia,
         ),
         BmcScheme::Fake => DriverSpec {
             driver: "fake-hardware",
@@ -116,7 +116,7 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
                 i.management_interface = some("fake");
                 i.power_interface = some("fake");
             }),
-            needs_mac: false,
+            needs_mac,
             fast_inspect_interface: "fake",
             disk_deploy_interface: "fake",
             live_iso_deploy_interface: "fake",

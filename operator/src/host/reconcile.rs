@@ -628,6 +628,12 @@ async fn run_act(
             if let Act::Power(target) = act {
                 ctx.memory.set_power_attempt(&draft.key, Some(target));
                 draft.normal("PowerChange", format!("asked Ironic to {}", target.as_str()));
+                if matches!(target, PowerTarget::Reboot | PowerTarget::SoftReboot) && facts.reboot_oneshot {
+                    // A host that may not be powered off (disablePowerOff) is rebooted in
+                    // place: the reboot Ironic accepted consumes the one-shot request. Left
+                    // in place, it would reboot the host again each time it settles.
+                    draft.remove_annotations.push(REBOOT_PREFIX);
+                }
             }
             match done {
                 Done::Called => {

@@ -7,8 +7,8 @@
 //! managed MariaDB's Service and generated Secrets. Either way the builders only ever see a
 //! [`DatabaseConnection`], and only once [`crate::database::reconcile`] has checked it.
 
-use crds::ironic::status::{DatabaseMode, DatabaseStatus};
 use crds::ironic::Database;
+use crds::ironic::status::{DatabaseMode, DatabaseStatus};
 
 /// Where Ironic finds its database and how it authenticates.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -109,22 +109,28 @@ pub struct CaReference {
 }
 
 /// A CA reference in its current form (`kind`, `name`, `key`), else in its deprecated form
-/// (the name of a ConfigMap).
+/// (the name of an object of `deprecated_kind`).
 fn ca_reference(
     current: Option<(Option<ReferenceKind>, Option<&String>, Option<&String>)>,
     deprecated: Option<&String>,
+    deprecated_kind: SourceKind,
 ) -> Option<CaReference> {
     let nonempty = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned();
     match current {
         Some((kind, name, key)) => Some(CaReference { kind: kind.into(), name: nonempty(name)?, key: nonempty(key) }),
-        None => Some(CaReference { kind: SourceKind::ConfigMap, name: nonempty(deprecated)?, key: None }),
+        None => Some(CaReference { kind: deprecated_kind, name: nonempty(deprecated)?, key: None }),
     }
 }
 
-/// `tls.bmcCA`, or the deprecated `tls.bmcCAName`.
+/// `tls.bmcCA`, or the deprecated `tls.bmcCAName` (a Secret, as ironic-standalone-operator
+/// reads it).
 pub fn bmc_ca(spec: &IronicSpec) -> Option<CaReference> {
     let tls = spec.tls.as_ref()?;
-    ca_reference(tls.bmc_ca.as_ref().map(|r| (r.kind, r.name.as_ref(), None)), tls.bmc_ca_name.as_ref())
+    ca_reference(
+        tls.bmc_ca.as_ref().map(|r| (r.kind, r.name.as_ref(), None)),
+        tls.bmc_ca_name.as_ref(),
+        SourceKind::Secret,
+    )
 }
 
 /// `tls.trustedCA`, or the deprecated `tls.trustedCAName`.
@@ -133,6 +139,7 @@ pub fn trusted_ca(spec: &IronicSpec) -> Option<CaReference> {
     ca_reference(
         tls.trusted_ca.as_ref().map(|r| (r.kind, r.name.as_ref(), r.key.as_ref())),
         tls.trusted_ca_name.as_ref(),
+        SourceKind::ConfigMap,
     )
 }
 
@@ -230,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn deprecated_ca_names_are_config_maps_and_new_forms_win() {
+    fn a_deprecated_bmc_ca_name_is_a_secret_a_trusted_ca_name_a_config_map_and_new_forms_win() {
         let spec = IronicSpec {
             tls: Some(Tls {
                 bmc_ca_name: Some("old-bmc".into()),
@@ -244,7 +251,15 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert_eq!(bmc_ca(&spec), Some(CaReference { kind: SourceKind::ConfigMap, name: "old-bmc".into(), key: None }));
+        assert_eq!(bmc_ca(&spec), Some(CaReference { kind: SourceKind::Secret, name: "old-bmc".into(), key: None }));
+        let deprecated_trusted = IronicSpec {
+            tls: Some(Tls { trusted_ca_name: Some("old-trusted".into()), ..Default::default() }),
+            ..Default::default()
+        };
+        assert_eq!(
+            trusted_ca(&deprecated_trusted),
+            Some(CaReference { kind: SourceKind::ConfigMap, name: "old-trusted".into(), key: None })
+        );
         assert_eq!(
             trusted_ca(&spec),
             Some(CaReference { kind: SourceKind::Secret, name: "trusted".into(), key: Some("bundle.pem".into()) })

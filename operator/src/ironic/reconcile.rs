@@ -97,9 +97,11 @@ pub async fn apply(cached: &Ironic, ctx: &Ctx) -> Result<Action, ReconcileError>
     };
     if matches!(outcome.verdict, Verdict::Failed { .. }) && ironic.spec.database.is_some() {
         // A refused database check or a halted step is looked at again sooner than resync.
-        outcome.requeue_after = Some(outcome.requeue_after.map_or(ctx.config.database.retry_interval, |r| {
-            r.min(ctx.config.database.retry_interval)
-        }));
+        outcome.requeue_after = Some(
+            outcome
+                .requeue_after
+                .map_or(ctx.config.database.retry_interval, |r| r.min(ctx.config.database.retry_interval)),
+        );
     }
     let now = Time(Timestamp::now());
     let status = status::finish(next, &outcome.verdict, ironic.metadata.generation, now);

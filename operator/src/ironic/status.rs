@@ -100,12 +100,7 @@ fn truncate(mut message: String) -> String {
 /// Completes `next` (the fields the reconcile learned, on top of the old status, with the
 /// conditions it already set, such as DatabaseReady) with the conditions of `verdict`,
 /// observedGeneration, and installedVersion once available.
-pub fn finish(
-    mut next: IronicStatus,
-    verdict: &Verdict,
-    generation: Option<i64>,
-    now: Time,
-) -> IronicStatus {
+pub fn finish(mut next: IronicStatus, verdict: &Verdict, generation: Option<i64>, now: Time) -> IronicStatus {
     let mut conditions = next.conditions.take().unwrap_or_default();
     let (ready, progressing, degraded) = match verdict {
         Verdict::Available => {
@@ -260,7 +255,8 @@ mod tests {
 
     #[test]
     fn transitions_name_what_happened() {
-        let progressing = finish(IronicStatus { requested_version: Some("37.0".into()), ..Default::default() },
+        let progressing = finish(
+            IronicStatus { requested_version: Some("37.0".into()), ..Default::default() },
             &Verdict::in_progress(reasons::DEPLOYING, "creating the Deployment"),
             Some(1),
             at(10),
@@ -270,15 +266,15 @@ mod tests {
         let ready = finish(progressing.clone(), &Verdict::Available, Some(1), at(20));
         let reasons: Vec<_> = transitions(&progressing, &ready).into_iter().map(|n| n.reason).collect();
         assert_eq!(reasons, ["IronicReady"]);
-        let upgrading = finish(IronicStatus { requested_version: Some("38.0".into()), ..ready.clone() },
+        let upgrading = finish(
+            IronicStatus { requested_version: Some("38.0".into()), ..ready.clone() },
             &Verdict::in_progress(reasons::UPGRADING_DATABASE_SCHEMA, "pre-upgrade Job runs"),
             Some(2),
             at(30),
         );
         let reasons: Vec<_> = transitions(&ready, &upgrading).into_iter().map(|n| n.reason).collect();
         assert_eq!(reasons, ["VersionChange", "UpgradingDatabaseSchema", "IronicNotReady"]);
-        let refused =
-            finish(ready.clone(), &Verdict::failed(reasons::DOWNGRADE_REJECTED, "no"), Some(3), at(40));
+        let refused = finish(ready.clone(), &Verdict::failed(reasons::DOWNGRADE_REJECTED, "no"), Some(3), at(40));
         let recovered = finish(refused.clone(), &Verdict::Available, Some(4), at(50));
         let reasons: Vec<_> = transitions(&refused, &recovered).into_iter().map(|n| n.reason).collect();
         assert_eq!(reasons, ["Recovered", "IronicReady"]);

@@ -201,7 +201,10 @@ mod tests {
             VersionPlan::Deploy { jobs } => jobs,
             VersionPlan::DowngradeRefused { .. } => None,
         };
-        assert_eq!(with_schema(jobs(), Some(&SchemaPlan::Create), Some("38.0"), v("38.0")), Some(versions(Some("38.0"), "38.0")));
+        assert_eq!(
+            with_schema(jobs(), Some(&SchemaPlan::Create), Some("38.0"), v("38.0")),
+            Some(versions(Some("38.0"), "38.0"))
+        );
         let up_to_date = SchemaPlan::UpToDate { revision: "4dbec778866e".into() };
         assert_eq!(with_schema(jobs(), Some(&up_to_date), Some("38.0"), v("38.0")), None);
         assert_eq!(with_schema(jobs(), None, Some("38.0"), v("38.0")), None, "an unread schema changes nothing");

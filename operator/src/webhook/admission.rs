@@ -86,6 +86,16 @@ pub fn review(kind: Kind, review: AdmissionReview<DynamicObject>) -> AdmissionRe
 fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>) -> Result<Vec<FieldError>, String> {
     let Some(object) = &request.object else { return Ok(Vec::new()) };
     let old = request.old_object.as_ref();
+    if let Some(old) = old
+        && (object.metadata.deletion_timestamp.is_some() || object.data.get("spec") == old.data.get("spec"))
+    {
+        // An update that leaves the spec as it was (a finalizer, labels, annotations) or that
+        // finishes a deletion is allowed. Refusing it would leave an object that got in while
+        // the webhook was down, or whose rules tightened since, unable to take the
+        // controller's finalizer or to go away; the controller reports its spec's problems
+        // as conditions instead.
+        return Ok(Vec::new());
+    }
     Ok(match kind {
         Kind::Ironic => {
             let (new, old) = typed::<Ironic>(object, old)?;
@@ -159,6 +169,44 @@ mod tests {
         let response = out.response.expect("response");
         assert!(!response.allowed);
         assert!(response.result.message.contains("spec.database"), "{}", response.result.message);
+    }
+
+    fn update_of(object: serde_json::Value, old: serde_json::Value) -> AdmissionReview<DynamicObject> {
+        let mut review = serde_json::to_value(review_of(object)).expect("serializes");
+        review["request"]["operation"] = json!("UPDATE");
+        review["request"]["oldObject"] = old;
+        serde_json::from_value(review).expect("review parses")
+    }
+
+    fn invalid_ironic(metadata: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": metadata,
+            "spec": {"highAvailability": true}})
+    }
+
+    #[test]
+    fn an_update_that_leaves_an_invalid_spec_unchanged_is_allowed_but_one_that_changes_it_is_not() {
+        let old = invalid_ironic(json!({"name": "ironic", "namespace": "default"}));
+        let finalized = invalid_ironic(json!({"name": "ironic", "namespace": "default",
+            "finalizers": ["ironic.metal3.io/ferrometal"]}));
+        let allowed = review(Kind::Ironic, update_of(finalized, old.clone())).response.expect("response");
+        assert!(allowed.allowed, "a finalizer on an invalid Ironic: {:?}", allowed.result);
+
+        let mut changed = invalid_ironic(json!({"name": "ironic", "namespace": "default"}));
+        changed["spec"]["version"] = json!("38.0");
+        let denied = review(Kind::Ironic, update_of(changed, old)).response.expect("response");
+        assert!(!denied.allowed);
+        assert!(denied.result.message.contains("spec.database"), "{}", denied.result.message);
+    }
+
+    #[test]
+    fn an_update_that_finishes_a_deletion_is_allowed() {
+        let old = invalid_ironic(json!({"name": "ironic", "namespace": "default",
+            "finalizers": ["ironic.metal3.io/ferrometal"], "deletionTimestamp": "2026-12-01T10:00:00Z"}));
+        let mut gone = invalid_ironic(json!({"name": "ironic", "namespace": "default",
+            "deletionTimestamp": "2026-12-01T10:00:00Z"}));
+        gone["spec"]["version"] = json!("1.0");
+        let response = review(Kind::Ironic, update_of(gone, old)).response.expect("response");
+        assert!(response.allowed, "{:?}", response.result);
     }
 
     #[test]

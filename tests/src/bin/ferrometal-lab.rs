@@ -2,7 +2,8 @@
 //! `scripts/lab.sh` runs it for `make lab`, `make lab-up` and `make lab-down`.
 //!
 //! Flags: `--state-dir DIR` (default `.lab`), `--bmcs N` (default 4, or
-//! `LAB_BMCS`), `--timeout-secs S` (default 900).
+//! `LAB_BMCS`), `--timeout-secs S` (default 900). With `LAB_STOP_WITH_PID`, the lab
+//! also stops when that process exits.
 
 use ferrometal_tests::lab::{self, LabOptions};
 use std::io::IsTerminal;
@@ -11,6 +12,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 fn main() -> ExitCode {
+    // The project's one rustls crypto provider, before anything can make a TLS connection.
+    ferrometal_tests::init();
     let options = match parse(std::env::args().skip(1)) {
         Ok(options) => options,
         Err(message) => {
@@ -37,7 +40,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(lab::run(options, stop_signal())) {
+    let lab = async {
+        // The handlers are installed before anything starts, so that Ctrl-C or SIGTERM at
+        // any moment, start-up included, stops the lab cleanly instead of killing it.
+        let stop = stop_signal()?;
+        lab::run(options, stop).await
+    };
+    match runtime.block_on(lab) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("ferrometal-lab: {err:#}");
@@ -88,13 +97,28 @@ fn prepare(state: &std::path::Path) -> std::io::Result<()> {
     std::fs::create_dir_all(&run)
 }
 
-async fn stop_signal() {
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM (`make lab-down`). The handlers are in place as
+/// soon as this returns, not only once the future is first polled.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let watched = std::env::var("LAB_STOP_WITH_PID").ok().and_then(|p| p.parse::<u32>().ok());
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+            () = gone(watched) => eprintln!("ferrometal-lab: process {} is gone; stopping", watched.unwrap_or_default()),
+        }
+    })
+}
+
+/// Resolves once process `pid` has exited; never without one. `LAB_STOP_WITH_PID` ties a
+/// background lab to whoever started it (the lab's test), so that a test runner that kills
+/// its test does not leave a lab running.
+async fn gone(pid: Option<u32>) {
+    let Some(pid) = pid else { return std::future::pending().await };
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

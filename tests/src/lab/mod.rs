@@ -48,20 +48,51 @@ pub struct LabState {
     pub ports: Vec<u16>,
 }
 
-/// Runs the lab until `stop` resolves.
+/// What runs while the lab is up. Dropping it stops every process: each server's handle
+/// kills its whole process group.
+struct Running {
+    operator: ManagedProcess,
+    _bmcs: Sushy,
+    _ironic: IronicServer,
+    _simulator: PodSimulator,
+    _cp: ControlPlane,
+}
+
+/// Runs the lab until `stop` resolves. A stop that comes while the lab is still starting
+/// drops whatever was started so far, so Ctrl-C works at any moment.
 pub async fn run(options: LabOptions, stop: impl std::future::Future<Output = ()>) -> crate::Result<()> {
     crate::init();
+    tokio::pin!(stop);
+    let mut running = tokio::select! {
+        running = start(&options) => running?,
+        () = &mut stop => {
+            say(&options, "stopping the lab before it was ready");
+            return Ok(());
+        }
+    };
+    tokio::select! {
+        () = stop => {}
+        died = watch_process(&mut running.operator) => return died,
+    }
+    say(&options, "stopping the lab");
+    running.operator.stop(Duration::from_secs(20)).await?;
+    Ok(())
+}
+
+/// Starts everything, applies the samples, waits until every sample host is provisioned, and
+/// writes `env`, `state.json`, `summary.txt` and `ready`.
+async fn start(options: &LabOptions) -> crate::Result<Running> {
     let state = &options.state_dir;
-    say(&options, "starting Kubernetes (etcd, kube-apiserver, kube-controller-manager) and the pod simulator");
+    say(options, "starting Kubernetes (etcd, kube-apiserver, kube-controller-manager) and the pod simulator");
     let mut cp = ControlPlane::start().await?;
-    let _simulator = PodSimulator::start(cp.client()).await?;
+    let simulator = PodSimulator::start(cp.client()).await?;
     cp.install_crds(&crds::all_crds()).await?;
     cp.create_namespace(samples::NAMESPACE).await?;
     cp.create_namespace("ferrometal-system").await?;
     let kubeconfig = state.join("kubeconfig");
     std::fs::copy(cp.kubeconfig(), &kubeconfig)?;
 
-    say(&options, &format!("starting Ironic and sushy-tools with {} emulated BMCs", options.bmcs));
+    say(options, &format!("starting Ironic and sushy-tools with {} emulated BMCs", options.bmcs));
     let ironic_password = format!("lab-{:016x}", rand::random::<u64>());
     let (ironic, bmcs) = tokio::try_join!(
         IronicServer::start(IronicConfig {
@@ -80,12 +111,12 @@ pub async fn run(options: LabOptions, stop: impl std::future::Future<Output = ()
     std::fs::write(auth_dir.join("username"), "lab")?;
     std::fs::write(auth_dir.join("password"), &ironic_password)?;
 
-    say(&options, "starting the ferrometal operator");
+    say(options, "starting the ferrometal operator");
     let (health_port, webhook_port) = (ports::free_port()?, ports::free_port()?);
-    let mut operator = start_operator(&options, &kubeconfig, &ironic, &auth_dir, health_port, webhook_port)?;
+    let mut operator = start_operator(options, &kubeconfig, &ironic, &auth_dir, health_port, webhook_port)?;
     wait_operator_ready(&mut operator, health_port).await?;
 
-    say(&options, "applying the samples: an Ironic and BareMetalHosts with live-iso images");
+    say(options, "applying the samples: an Ironic and BareMetalHosts with live-iso images");
     let client = cp.client();
     let (sample_bmcs, spare) = bmcs.systems().split_at(options.bmcs.saturating_sub(1));
     apply(&client, samples::ironic()).await?;
@@ -104,48 +135,47 @@ pub async fn run(options: LabOptions, stop: impl std::future::Future<Output = ()
     wait_provisioned(&client, &names, &mut progress, &mut operator, options.timeout).await?;
 
     let spare = spare.first().context("the lab needs at least two BMCs (one is left spare)")?;
+    let spare_address = bmcs.bmc_address("redfish-virtualmedia", spare);
     let mut env = String::new();
     writeln!(env, "KUBECONFIG={}", kubeconfig.display())?;
     writeln!(env, "IRONIC_ENDPOINT={}", ironic.endpoint())?;
     writeln!(env, "IRONIC_USERNAME=lab")?;
     writeln!(env, "IRONIC_PASSWORD={ironic_password}")?;
-    writeln!(env, "SPARE_BMC_ADDRESS={}", bmcs.bmc_address("redfish-virtualmedia", spare))?;
+    writeln!(env, "SPARE_BMC_ADDRESS={spare_address}")?;
     writeln!(env, "SPARE_BMC_CREDENTIALS={}/{SPARE_CREDENTIALS}", samples::NAMESPACE)?;
     writeln!(env, "SPARE_BMC_MAC={}", spare.mac)?;
     writeln!(env, "LAB_IMAGE_URL={image_url}")?;
     std::fs::write(state.join("env"), env)?;
+    // Every process and port of the lab, the lab itself included, for `make lab-down` (and
+    // its test) to check that nothing is left.
     let lab_state = LabState {
-        pids: [operator.pid(), ironic.pid().unwrap_or_default(), ironic.image_server().pid(), bmcs.pid()]
+        pids: [std::process::id(), operator.pid(), ironic.pid().unwrap_or_default(), ironic.image_server().pid()]
             .into_iter()
+            .chain([bmcs.pid()])
+            .chain(cp.pids())
             .filter(|p| *p != 0)
             .collect(),
-        ports: [ironic.endpoint(), bmcs.endpoint(), ironic.image_server().url(), cp.server()]
+        ports: [ironic.endpoint(), bmcs.endpoint(), ironic.image_server().url()]
             .into_iter()
             .filter_map(port_of)
+            .chain(cp.ports().iter().copied())
             .chain([health_port, webhook_port])
             .collect(),
     };
     std::fs::write(state.join("state.json"), serde_json::to_vec_pretty(&lab_state)?)?;
-    let summary = summary(
-        &names,
-        &kubeconfig,
-        &ironic,
-        &ironic_password,
-        &bmcs.bmc_address("redfish-virtualmedia", spare),
-        &spare.mac,
-        &image_url,
-    );
+    let summary = summary(&Summary {
+        names: &names,
+        state,
+        ironic_endpoint: ironic.endpoint(),
+        ironic_password: &ironic_password,
+        spare_address: &spare_address,
+        spare_mac: &spare.mac,
+        image_url: &image_url,
+    });
     std::fs::write(state.join("summary.txt"), &summary)?;
     std::fs::write(state.join("ready"), "")?;
     println!("\n{summary}");
-
-    tokio::select! {
-        () = stop => {}
-        died = watch_process(&mut operator) => return died,
-    }
-    say(&options, "stopping the lab");
-    operator.stop(Duration::from_secs(20)).await?;
-    Ok(())
+    Ok(Running { operator, _bmcs: bmcs, _ironic: ironic, _simulator: simulator, _cp: cp })
 }
 
 fn say(options: &LabOptions, message: &str) {
@@ -287,15 +317,20 @@ fn ready_text(ironic: &Value) -> String {
     }
 }
 
-fn summary(
-    names: &[String],
-    state: &Path,
-    ironic: &IronicServer,
-    ironic_password: &str,
-    spare_address: &str,
-    spare_mac: &str,
-    image_url: &str,
-) -> String {
+/// What the summary tells.
+struct Summary<'a> {
+    names: &'a [String],
+    /// The state directory (`.lab`), where `kubeconfig` and `env` are.
+    state: &'a Path,
+    ironic_endpoint: &'a str,
+    ironic_password: &'a str,
+    spare_address: &'a str,
+    spare_mac: &'a str,
+    image_url: &'a str,
+}
+
+fn summary(s: &Summary<'_>) -> String {
+    let Summary { names, state, ironic_endpoint, ironic_password, spare_address, spare_mac, image_url } = *s;
     let kubectl = crate::env::kube_bin("kubectl").map(|p| p.display().to_string()).unwrap_or_else(|_| "kubectl".into());
     let ns = samples::NAMESPACE;
     format!(
@@ -330,7 +365,31 @@ The same values are in {env}. Stop the lab with Ctrl-C (make lab) or make lab-do
         list = names.join(", "),
         kubeconfig = state.join("kubeconfig").display(),
         env = state.join("env").display(),
-        endpoint = ironic.endpoint(),
+        endpoint = ironic_endpoint,
         first = names.first().map(String::as_str).unwrap_or("host-0"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_points_at_the_state_directory_and_names_every_host() {
+        let names = vec!["host-0".to_string(), "host-1".to_string()];
+        let text = summary(&Summary {
+            names: &names,
+            state: Path::new("/work/.lab"),
+            ironic_endpoint: "http://127.0.0.1:26385",
+            ironic_password: "secret",
+            spare_address: "redfish-virtualmedia+http://127.0.0.1:28000/redfish/v1/Systems/x",
+            spare_mac: "52:54:00:00:00:03",
+            image_url: "http://127.0.0.1:28080/images/live.iso",
+        });
+        assert!(text.contains("export KUBECONFIG=/work/.lab/kubeconfig\n"), "{text}");
+        assert!(text.contains("The same values are in /work/.lab/env."), "{text}");
+        assert!(text.contains("2 hosts provisioned on emulated BMCs (host-0, host-1)"), "{text}");
+        assert!(text.contains("bootMACAddress: \"52:54:00:00:00:03\""), "{text}");
+        assert!(text.contains("http://127.0.0.1:26385/v1/nodes/lab~host-0"), "{text}");
+    }
 }

@@ -346,6 +346,8 @@ struct Recording {
     history: HashMap<String, Vec<String>>,
     current: HashMap<String, String>,
     max_busy: usize,
+    /// Hosts seen with operationalStatus `delayed` (waiting for a provisioning slot).
+    delayed: std::collections::BTreeSet<String>,
 }
 
 /// Watches the hosts of a namespace and records every state each passes
@@ -372,6 +374,12 @@ impl Recorder {
                         if history.last() != Some(&state) {
                             history.push(state.clone());
                         }
+                        if host.status.as_ref().is_some_and(|s| {
+                            serde_json::to_value(&s.operational_status).ok().and_then(|v| v.as_str().map(str::to_owned))
+                                == Some("delayed".to_string())
+                        }) {
+                            rec.delayed.insert(name.clone());
+                        }
                         rec.current.insert(name, state);
                     }
                     Event::Delete(host) => {
@@ -392,6 +400,11 @@ impl Recorder {
     pub fn states(&self, host: &str) -> Vec<String> {
         let rec = self.recording.lock().unwrap_or_else(|e| e.into_inner());
         rec.history.get(host).cloned().unwrap_or_default()
+    }
+
+    /// The hosts seen waiting for a provisioning slot.
+    pub fn delayed(&self) -> Vec<String> {
+        self.recording.lock().unwrap_or_else(|e| e.into_inner()).delayed.iter().cloned().collect()
     }
 
     /// The most hosts seen in a busy state at the same time.

@@ -14,11 +14,19 @@ pub(super) fn validate_tls(errors: &mut Errors, spec: &IronicSpec) {
 }
 
 fn validate_ca_references(errors: &mut Errors, tls: &Tls) {
+    // The deprecated names are of a Secret (bmcCAName) and of a ConfigMap (trustedCAName), as
+    // ironic-standalone-operator reads them; with the new form beside them, both must agree.
     let references = [
-        ("bmcCA", "bmcCAName", tls.bmc_ca.as_ref().map(|r| (&r.name, r.kind)), &tls.bmc_ca_name),
-        ("trustedCA", "trustedCAName", tls.trusted_ca.as_ref().map(|r| (&r.name, r.kind)), &tls.trusted_ca_name),
+        ("bmcCA", "bmcCAName", tls.bmc_ca.as_ref().map(|r| (&r.name, r.kind)), &tls.bmc_ca_name, ReferenceKind::Secret),
+        (
+            "trustedCA",
+            "trustedCAName",
+            tls.trusted_ca.as_ref().map(|r| (&r.name, r.kind)),
+            &tls.trusted_ca_name,
+            ReferenceKind::ConfigMap,
+        ),
     ];
-    for (field, deprecated, reference, deprecated_name) in references {
+    for (field, deprecated, reference, deprecated_name, deprecated_kind) in references {
         let Some((name, kind)) = reference else {
             continue;
         };
@@ -27,12 +35,15 @@ fn validate_ca_references(errors: &mut Errors, tls: &Tls) {
             continue;
         }
         if let Some(old_name) = deprecated_name.as_deref()
-            && (Some(old_name) != name.as_deref()
-                || kind.unwrap_or(ReferenceKind::ConfigMap) != ReferenceKind::ConfigMap)
+            && (Some(old_name) != name.as_deref() || kind.unwrap_or(ReferenceKind::ConfigMap) != deprecated_kind)
         {
+            let object = match deprecated_kind {
+                ReferenceKind::Secret => "Secret",
+                ReferenceKind::ConfigMap => "ConfigMap",
+            };
             errors.push(
                 format!("spec.tls.{deprecated}"),
-                format!("must name the same ConfigMap as {field} when both are set"),
+                format!("must name the same {object} as {field} when both are set; use {field} only"),
             );
         }
     }

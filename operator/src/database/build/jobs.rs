@@ -149,6 +149,9 @@ fn render(
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         resources: inputs.managed.resources.clone(),
         security_context: Some(container_security()),
+        // mariadb-upgrade and mariadb-dump write no termination message: the log's tail is
+        // what the Degraded condition can quote.
+        termination_message_policy: Some("FallbackToLogsOnError".to_string()),
         ..Default::default()
     };
     Job {

@@ -224,5 +224,8 @@ pub fn upgrade_job(script: &str, image: &str, env: Vec<EnvVar>, mounts: Vec<Volu
     if let Some(security) = container.security_context.as_mut() {
         security.read_only_root_filesystem = Some(true);
     }
+    // ironic-image's scripts write no termination message; without this the kubelet reports
+    // only "Error", and Degraded could not quote why the schema upgrade failed.
+    container.termination_message_policy = Some("FallbackToLogsOnError".to_string());
     container
 }
