@@ -17,7 +17,9 @@ install:
 build: install
 	$(CARGO) build --workspace --all-targets --locked
 
+# The servers' logs of the previous run (kept for failed tests) go first.
 test: build
+	rm -rf "$${TMPDIR:-/tmp}/ferrometal-tests"
 	scripts/check-crypto-provider.sh
 	$(CARGO) nextest run --workspace --all-targets --profile ci --locked
 	$(CARGO) test --workspace --doc --locked

@@ -10,8 +10,10 @@ here="$(dirname "$0")"
 "$here/install-packages.sh"
 "$here/build-kubernetes.sh"
 "$here/python-venv.sh"
+# The test runner; a pinned release, built once (a few minutes) when the machine has none.
+NEXTEST_VERSION=0.9.143
 command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {
-  log "installing cargo-nextest"
-  cargo install --locked cargo-nextest
+  log "installing cargo-nextest $NEXTEST_VERSION"
+  cargo install --locked cargo-nextest --version "$NEXTEST_VERSION"
 }
 log "test environment ready (cache: $CACHE)"

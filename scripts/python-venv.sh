@@ -20,7 +20,7 @@ PY="${FERROMETAL_PYTHON:-python3}"
 log "creating python virtualenv in $VENV"
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
-"$VENV/bin/pip" install -q --disable-pip-version-check --upgrade pip
+"$VENV/bin/pip" install -q --disable-pip-version-check pip==26.3
 "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQ" -c "$(dirname "$REQ")/constraints.txt"
 "$VENV/bin/pip" check >/dev/null
 echo "$want" >"$STAMP"

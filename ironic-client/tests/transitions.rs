@@ -4,7 +4,10 @@
 mod common;
 
 use ferrometal_tests::ironic::IronicConfig;
-use ironic_client::{DeployRequest, DeployStep, Error, PatchOperation, ProvisionState, ProvisionTarget, Secret, Step};
+use ironic_client::{
+    DeployRequest, DeployStep, Error, NodeCreate, PatchOperation, PowerState, PowerTarget, ProvisionState,
+    ProvisionTarget, Secret, Step,
+};
 
 #[tokio::test]
 async fn every_transition_reaches_its_state() -> anyhow::Result<()> {
@@ -45,9 +48,9 @@ async fn every_transition_reaches_its_state() -> anyhow::Result<()> {
     let refused = client.provide(&id).await;
     assert!(matches!(refused, Err(Error::InvalidState(_))), "{refused:?}");
 
-    // A service step that parks the node in `service wait`, then abort
-    // (through the generic entry point). Ironic accepts the abort and applies
-    // it once the running step allows.
+    // A service step that parks the node in `service wait`. Its abort (through the generic
+    // entry point) is accepted, but Ironic defers it until the step allows, which this fake
+    // step never does; the abort that takes effect is shown below, in `wait call-back`.
     client.service(&id, vec![Step::new("vendor", "trigger_servicewait")]).await?;
     wait(ProvisionState::ServiceWait).await?;
     client.set_provision_state(&id, &ProvisionTarget::Abort).await?;
@@ -78,5 +81,66 @@ async fn a_failed_deployment_is_reported_with_ironics_last_error() -> anyhow::Re
     };
     assert_eq!(state, ProvisionState::DeployFailed);
     assert!(last_error.is_some_and(|e| e.contains("No deploy steps")));
+    Ok(())
+}
+
+#[tokio::test]
+async fn every_power_target_is_accepted_and_ends_in_its_power_state() -> anyhow::Result<()> {
+    let (_ironic, client) = common::start(IronicConfig::default()).await?;
+    let id = common::fake_node(&client, "power-0").await?.uuid;
+    let power = |target, timeout, wanted| {
+        let client = client.clone();
+        let id = id.clone();
+        async move {
+            client.set_power_state(&id, target, timeout).await?;
+            let node = client.wait_for_power_state(&id, wanted, common::fast()).await?;
+            anyhow::ensure!(node.target_power_state.is_none(), "{target:?} settled");
+            anyhow::Ok(())
+        }
+    };
+    let timeout = Some(std::time::Duration::from_secs(30));
+    power(PowerTarget::On, None, PowerState::On).await?;
+    power(PowerTarget::Reboot, None, PowerState::On).await?;
+    power(PowerTarget::SoftOff, timeout, PowerState::Off).await?;
+    power(PowerTarget::On, None, PowerState::On).await?;
+    power(PowerTarget::SoftReboot, timeout, PowerState::On).await?;
+    power(PowerTarget::Off, None, PowerState::Off).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_abort_ends_a_deployment_waiting_for_its_agent_in_deploy_failed() -> anyhow::Result<()> {
+    let (ironic, client) = common::start(IronicConfig::default()).await?;
+    // The agent deploy (`direct`) on fake hardware: the fake boot "boots" the ramdisk, and
+    // the deployment waits for an agent that never calls back.
+    let images = ironic.image_server();
+    std::fs::write(images.root().join("disk.img"), b"a disk image")?;
+    let mut create = NodeCreate::new("fake-hardware").name("abort-0");
+    create.interfaces.deploy_interface = Some("direct".into());
+    let id = client.create_node(&create).await?.uuid;
+    client.manage(&id).await?;
+    client.wait_for_provision_state(&id, ProvisionState::Manageable, common::fast()).await?;
+    client.provide(&id).await?;
+    client.wait_for_provision_state(&id, ProvisionState::Available, common::fast()).await?;
+    let image = format!("{}/disk.img", images.url());
+    client
+        .update_node(
+            &id,
+            &[
+                PatchOperation::add("/instance_info/image_source", image.as_str()),
+                PatchOperation::add("/instance_info/image_os_hash_algo", "sha256"),
+                PatchOperation::add("/instance_info/image_os_hash_value", "5".repeat(64).as_str()),
+            ],
+        )
+        .await?;
+    client.deploy(&id, DeployRequest::default()).await?;
+    client.wait_for_provision_state(&id, ProvisionState::DeployWait, common::fast()).await?;
+
+    client.abort(&id).await?;
+    let aborted = client.wait_for_provision_state(&id, ProvisionState::Active, common::fast()).await;
+    assert!(
+        matches!(aborted, Err(Error::ProvisionFailed { state: ProvisionState::DeployFailed, .. })),
+        "the abort ends the deployment: {aborted:?}"
+    );
     Ok(())
 }

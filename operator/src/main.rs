@@ -23,7 +23,13 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => {
             operator::telemetry::init(args.log_format);
-            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            // Reconcile futures nest deeply (an Ironic's pipeline around its database's
+            // version change); 8 MiB worker stacks leave a wide margin over tokio's 2 MiB.
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_stack_size(8 * 1024 * 1024)
+                .build()
+            {
                 Ok(runtime) => runtime,
                 Err(err) => {
                     eprintln!("error: cannot start the async runtime: {err}");

@@ -14,7 +14,13 @@ use serde_json::json;
 
 #[tokio::test]
 async fn bad_bmc_credentials_give_a_registration_error_until_the_secret_is_fixed() -> anyhow::Result<()> {
-    let t = HostEnv::with_operator("host-creds", Options { sushy_systems: Some(1), ..Options::default() }).await?;
+    let mut t = HostEnv::start("host-creds", Options { sushy_systems: Some(1), ..Options::default() }).await?;
+    // A backoff far longer than this test: only the watch on the Secret can bring the host
+    // back in time.
+    let mut config = t.host_config();
+    config.error_backoff_base = std::time::Duration::from_secs(900);
+    config.error_backoff_max = std::time::Duration::from_secs(900);
+    t.start_operator(config).await?;
     t.credentials_secret("bmc", BMC_USER, "wrong-password").await?;
     t.create_host("rf-0", t.redfish_spec(0, "bmc")?, json!({})).await?;
 
@@ -37,7 +43,7 @@ async fn bad_bmc_credentials_give_a_registration_error_until_the_secret_is_fixed
     // Secrets hosts refer to), whatever the backoff.
     let fixed = t.credentials_secret("bmc", BMC_USER, BMC_PASSWORD).await?;
     let recovered = t
-        .wait_for("rf-0", "registered with the fixed credentials", secs(90), |h| {
+        .wait_for("rf-0", "registered with the fixed credentials", secs(60), |h| {
             h.status.as_ref().is_some_and(|s| {
                 s.error_type.is_none()
                     && matches!(s.provisioning.state.as_str(), "inspecting" | "preparing" | "available")

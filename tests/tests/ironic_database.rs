@@ -85,6 +85,8 @@ async fn managed_env(prefix: &str) -> anyhow::Result<(Env, MariaDb, operator::Op
     ironic.database.address_override = Some(Address { host: "127.0.0.1".into(), port: server.port() });
     ironic.database.progress_interval = std::time::Duration::from_secs(2);
     ironic.database.retry_interval = std::time::Duration::from_secs(2);
+    // A failed Job pod fails its Job at once, as the Ironic upgrade Jobs do in these tests.
+    ironic.database.job_backoff_limit = 0;
     config.ironic = Some(ironic);
     let operator = env.start_operator(config).await?;
     Ok((env, server, operator))

@@ -263,7 +263,9 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
     };
     let mut driver =
         Driver { inputs: inputs.clone(), admin: &admin_target, live_image: sts.as_ref().map(|_| image.clone()) };
-    let progress = upgrade::run(run, &mut driver, &request, &mut db).await?;
+    // Boxed: the version change is a large state machine, and unboxed its future would
+    // swell every reconcile future that awaits it (and the stack of the thread polling it).
+    let progress = Box::pin(upgrade::run(run, &mut driver, &request, &mut db)).await?;
 
     // Condition and gate.
     let (gate, condition) = match progress {

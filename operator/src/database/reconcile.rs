@@ -239,8 +239,9 @@ pub async fn reconcile(ctx: &Context, ironic: &Ironic, config: &Config) -> Resul
         };
         let mut outcome = match connection::resolve(ironic, &config.cluster_domain) {
             Ok(None) => DatabaseOutcome::sqlite(),
-            Ok(Some(connection)) if connection.managed => managed::reconcile(&mut run, connection).await?,
-            Ok(Some(connection)) => external::reconcile(&mut run, connection).await?,
+            // Boxed, as large futures: see `upgrade::run` in `managed`.
+            Ok(Some(connection)) if connection.managed => Box::pin(managed::reconcile(&mut run, connection)).await?,
+            Ok(Some(connection)) => Box::pin(external::reconcile(&mut run, connection)).await?,
             Err(incomplete) => {
                 let gate = Gate::halted(reasons::INVALID_SPEC, incomplete.to_string());
                 DatabaseOutcome {

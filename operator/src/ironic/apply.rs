@@ -34,6 +34,13 @@ impl Error {
     /// does not exist) rather than failing to answer.
     pub fn refusal(&self) -> Option<(u16, String)> {
         match self {
+            Self::Apply { kind, name, source: kube::Error::Api(status) } if status.code == 403 => Some((
+                status.code,
+                format!(
+                    "the operator may not write {kind} {name}: {}; grant its service account that permission (RBAC)",
+                    status.message
+                ),
+            )),
             Self::Apply { kind, name, source: kube::Error::Api(status) } if matches!(status.code, 400 | 404 | 422) => {
                 Some((status.code, format!("the apiserver refused {kind} {name}: {}", status.message)))
             }

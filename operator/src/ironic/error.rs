@@ -44,7 +44,9 @@ impl ReconcileError {
                 validate::Error::Missing { .. } | validate::Error::InvalidLinked(_) => {
                     Some(Verdict::failed(reasons::INVALID_LINKED_RESOURCE, err.to_string()))
                 }
-                validate::Error::Kube { .. } => None,
+                validate::Error::Kube { kind, name, source } => {
+                    forbidden(source).map(|message| forbidden_verdict(&format!("read the {kind:?} {name}"), message))
+                }
             },
             Self::Credentials(err @ credentials::Error::Conflict { .. }) => {
                 Some(Verdict::failed(reasons::RESOURCE_CONFLICT, err.to_string()))
@@ -69,8 +71,16 @@ impl ReconcileError {
                     format!("the apiserver refused {kind} {name}: {}", status.message),
                 ))
             }
+            Self::Observe { what, source } => {
+                forbidden(source).map(|message| forbidden_verdict(&format!("read {what}"), message))
+            }
+            Self::Database(
+                crate::database::Error::Read { kind, name, source } | crate::database::Error::Apply { kind, name, source },
+            ) => forbidden(source).map(|message| forbidden_verdict(&format!("write {kind} {name}"), message)),
             Self::Apply(err) => err.refusal().map(|(code, message)| {
-                if code == 404 && err.kind() == "Certificate" {
+                if code == 403 {
+                    Verdict::failed(reasons::FORBIDDEN, message)
+                } else if code == 404 && err.kind() == "Certificate" {
                     Verdict::failed(
                         reasons::CERT_MANAGER_MISSING,
                         "cert-manager's Certificate API (cert-manager.io/v1) is not installed; install cert-manager or choose another TLS mode",
@@ -96,5 +106,53 @@ impl ReconcileError {
             Self::NoNamespace => "no_namespace",
             Self::Finalizer(_) => "finalizer",
         }
+    }
+}
+
+/// The apiserver's message when it refused the operator access (403): missing RBAC, which
+/// only an administrator can grant, so it belongs in status rather than in endless retries.
+fn forbidden(err: &kube::Error) -> Option<&str> {
+    match err {
+        kube::Error::Api(status) if status.code == 403 => Some(status.message.as_str()),
+        _ => None,
+    }
+}
+
+fn forbidden_verdict(action: &str, message: &str) -> Verdict {
+    Verdict::failed(
+        reasons::FORBIDDEN,
+        format!("the operator may not {action}: {message}; grant its service account that permission (RBAC)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        let status: kube::core::Status =
+            serde_json::from_value(serde_json::json!({"code": code, "message": message})).expect("a Status");
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn a_refusal_for_lack_of_rbac_is_a_condition_and_other_api_failures_are_retried() {
+        let forbidden = ReconcileError::Observe {
+            what: "Job ironic-pre-none-to-38.0".into(),
+            source: api_error(403, "jobs.batch is forbidden: User cannot get resource jobs"),
+        };
+        let Some(Verdict::Failed { reason, message }) = forbidden.verdict() else { panic!("a verdict") };
+        assert_eq!(reason, reasons::FORBIDDEN);
+        assert!(message.contains("jobs.batch is forbidden") && message.contains("RBAC"), "{message}");
+
+        let unavailable =
+            ReconcileError::Observe { what: "Job x".into(), source: api_error(503, "the server is shutting down") };
+        assert_eq!(unavailable.verdict(), None, "worth retrying");
+        let conflict = ReconcileError::Database(crate::database::Error::Apply {
+            kind: "StatefulSet",
+            name: "ironic-mariadb".into(),
+            source: api_error(409, "the object has been modified"),
+        });
+        assert_eq!(conflict.verdict(), None, "worth retrying");
     }
 }

@@ -88,7 +88,8 @@ pub async fn apply(cached: &Ironic, ctx: &Ctx) -> Result<Action, ReconcileError>
     let ironic = &fresh;
     let old = ironic.status.clone().unwrap_or_default();
     let mut next = old.clone();
-    let mut outcome = match pipeline(ironic, ctx, &namespace, &old, &mut next).await {
+    // Boxed: the pipeline's future is large, and a reconcile runs on a runtime worker's stack.
+    let mut outcome = match Box::pin(pipeline(ironic, ctx, &namespace, &old, &mut next)).await {
         Ok(outcome) => outcome,
         Err(err) => match err.verdict() {
             Some(verdict) => verdict.into(),
@@ -164,7 +165,8 @@ async fn pipeline(
     // The database, before anything of Ironic's relies on it: a managed MariaDB is applied
     // (and a version change of it sequenced), an external one is checked with sqlx. Its gate
     // says whether Ironic may run its schema Job and roll out now.
-    let database = crate::database::reconcile(&ctx.shared, ironic, &config.database).await?;
+    // Boxed: the database's reconcile is a large future of its own.
+    let database = Box::pin(crate::database::reconcile(&ctx.shared, ironic, &config.database)).await?;
     next.database = database.status.clone();
     record_database_condition(next, database.condition.clone());
     let database_wait = match &database.gate {

@@ -19,6 +19,7 @@ pub mod reasons {
     pub const UPGRADE_JOB_FAILED: &str = "UpgradeJobFailed";
     pub const ROLLOUT_FAILED: &str = "RolloutFailed";
     pub const APPLY_REJECTED: &str = "ApplyRejected";
+    pub const FORBIDDEN: &str = "Forbidden";
     pub const CERT_MANAGER_MISSING: &str = "CertManagerMissing";
     pub const CERTIFICATE_FAILED: &str = "CertificateFailed";
     pub const AS_EXPECTED: &str = "AsExpected";

@@ -74,8 +74,17 @@ pub async fn load(client: &kube::Client, config: &Config) -> Result<(Arc<Resolve
 }
 
 /// Keeps the certificate fresh: re-reads mounted files, or renews the
-/// operator-managed serving certificate at two-thirds of its lifetime.
-pub fn spawn_renewal(client: kube::Client, config: Config, resolver: Arc<Resolver>, shutdown: CancellationToken) {
+/// operator-managed serving certificate at two-thirds of its lifetime. When the
+/// operator-managed CA itself changed (its Secret was deleted or replaced), the new CA is
+/// published in the ValidatingWebhookConfiguration's caBundle at once: otherwise the
+/// apiserver would refuse every certificate the webhook serves from then on.
+pub fn spawn_renewal(
+    client: kube::Client,
+    config: Config,
+    resolver: Arc<Resolver>,
+    mut published_ca: Option<String>,
+    shutdown: CancellationToken,
+) {
     tokio::spawn(async move {
         let period = match config.certificates {
             Certificates::Files { .. } => Duration::from_secs(30),
@@ -98,11 +107,25 @@ pub fn spawn_renewal(client: kube::Client, config: Config, resolver: Arc<Resolve
                 },
                 Certificates::SelfManaged { secret_namespace } => {
                     let names = config.register.as_ref().map(|c| c.subject_alt_names()).unwrap_or_default();
-                    match &config.register {
-                        Some(_) => stored_bundle(&client, secret_namespace, &names).await,
-                        None => continue,
+                    let Some(register) = &config.register else { continue };
+                    match stored_bundle(&client, secret_namespace, &names).await {
+                        Ok(bundle) => {
+                            if published_ca.as_deref() != Some(bundle.ca_cert.as_str()) {
+                                match super::registration::apply(&client, register, Some(&bundle.ca_cert)).await {
+                                    Ok(()) => {
+                                        tracing::info!("published the webhook's new CA in its caBundle");
+                                        published_ca = Some(bundle.ca_cert.clone());
+                                    }
+                                    Err(err) => tracing::warn!(
+                                        error = %crate::error::chain(&err),
+                                        "cannot publish the webhook's new CA; retrying"
+                                    ),
+                                }
+                            }
+                            certified_key(&bundle.cert, &bundle.key)
+                        }
+                        Err(err) => Err(err),
                     }
-                    .and_then(|bundle| certified_key(&bundle.cert, &bundle.key))
                 }
             };
             match refreshed {
@@ -148,7 +171,13 @@ async fn stored_bundle(client: &kube::Client, namespace: &str, names: &[String])
     let bundle = make_bundle(stored.as_ref().map(|b| (b.ca_cert.as_str(), b.ca_key.as_str())), names)?;
     let secret = bundle_secret(&bundle, namespace);
     match existing {
-        None => match secrets.create(&PostParams::default(), &secret).await {
+        None => match secrets
+            .create(
+                &PostParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..Default::default() },
+                &secret,
+            )
+            .await
+        {
             Ok(_) => Ok(bundle),
             // Another replica made one first: serve theirs, so every replica
             // presents a certificate from the CA that was published.

@@ -137,6 +137,6 @@ pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToke
     if let Some(client) = &config.register {
         registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(Error::Register)?;
     }
-    certs::spawn_renewal(ctx.client.clone(), config, resolver, shutdown);
+    certs::spawn_renewal(ctx.client.clone(), config, resolver, ca_pem, shutdown);
     Ok(Webhook { addr })
 }
