@@ -361,38 +361,38 @@ impl Recorder {
     fn start(hosts: Api<BareMetalHost>) -> Self {
         let recording = Arc::new(Mutex::new(Recording::default()));
         let sink = recording.clone();
-        let task = tokio::spawn(async move {
-            let mut events = watcher::watcher(hosts, watcher::Config::default()).boxed();
-            while let Some(event) = events.next().await {
-                let Ok(event) = event else { continue };
-                let mut rec = sink.lock().unwrap_or_else(|e| e.into_inner());
-                match event {
-                    Event::Apply(host) | Event::InitApply(host) => {
-                        let name = host.name_any();
-                        let state = state_of(&host).to_string();
-                        let history = rec.history.entry(name.clone()).or_default();
-                        if history.last() != Some(&state) {
-                            history.push(state.clone());
+        let task =
+            tokio::spawn(async move {
+                let mut events = watcher::watcher(hosts, watcher::Config::default()).boxed();
+                while let Some(event) = events.next().await {
+                    let Ok(event) = event else { continue };
+                    let mut rec = sink.lock().unwrap_or_else(|e| e.into_inner());
+                    match event {
+                        Event::Apply(host) | Event::InitApply(host) => {
+                            let name = host.name_any();
+                            let state = state_of(&host).to_string();
+                            let history = rec.history.entry(name.clone()).or_default();
+                            if history.last() != Some(&state) {
+                                history.push(state.clone());
+                            }
+                            if host.status.as_ref().is_some_and(|s| {
+                                s.operational_status == crds::baremetalhost::OperationalStatus::Delayed
+                            }) {
+                                rec.delayed.insert(name.clone());
+                            }
+                            rec.current.insert(name, state);
                         }
-                        if host.status.as_ref().is_some_and(|s| {
-                            serde_json::to_value(&s.operational_status).ok().and_then(|v| v.as_str().map(str::to_owned))
-                                == Some("delayed".to_string())
-                        }) {
-                            rec.delayed.insert(name.clone());
+                        Event::Delete(host) => {
+                            let name = host.name_any();
+                            rec.history.entry(name.clone()).or_default().push("<deleted>".into());
+                            rec.current.remove(&name);
                         }
-                        rec.current.insert(name, state);
+                        Event::Init | Event::InitDone => {}
                     }
-                    Event::Delete(host) => {
-                        let name = host.name_any();
-                        rec.history.entry(name.clone()).or_default().push("<deleted>".into());
-                        rec.current.remove(&name);
-                    }
-                    Event::Init | Event::InitDone => {}
+                    let busy = rec.current.values().filter(|s| BUSY_STATES.contains(&s.as_str())).count();
+                    rec.max_busy = rec.max_busy.max(busy);
                 }
-                let busy = rec.current.values().filter(|s| BUSY_STATES.contains(&s.as_str())).count();
-                rec.max_busy = rec.max_busy.max(busy);
-            }
-        });
+            });
         Self { recording, task }
     }
 
