@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 pub const INVENTORY_PATH: &str = "/var/run/ferrometal/inventory.json";
 /// Environment variable holding [`INVENTORY_PATH`].
 pub const INVENTORY_ENV: &str = "FERROMETAL_INVENTORY";
+/// Environment variables the operator sets in every service Job (the inventory's path, the
+/// NodeSet's name, the service's name); a Job template may not set them itself.
+pub const RESERVED_ENV: [&str; 3] = [INVENTORY_ENV, "FERROMETAL_NODESET", "FERROMETAL_SERVICE"];
 /// Default retries of a service Job.
 pub const DEFAULT_BACKOFF_LIMIT: i32 = 2;
 
@@ -126,8 +129,8 @@ pub fn validate_nodeset_service(spec: &NodeSetServiceSpec) -> Vec<FieldError> {
     for (i, env) in spec.job.env.iter().flatten().enumerate() {
         if env.name.is_empty() || env.name.contains('=') {
             errors.push(format!("{path}.env[{i}].name"), "must be non-empty and must not contain '='");
-        } else if env.name == INVENTORY_ENV {
-            errors.push(format!("{path}.env[{i}].name"), format!("{INVENTORY_ENV} is set by the operator"));
+        } else if RESERVED_ENV.contains(&env.name.as_str()) {
+            errors.push(format!("{path}.env[{i}].name"), format!("{} is set by the operator", env.name));
         }
     }
     errors.into_vec()

@@ -268,6 +268,20 @@ fn rejected_cases() -> Vec<Case> {
             "hardware RAID is not supported by BMC type ipmi",
         ),
         (
+            "hardware RAID volume names",
+            full,
+            json!({"spec": {"raid": {"hardwareRAIDVolumes": [{"level": "1", "name": "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"}]}}}),
+            "spec.raid.hardwareRAIDVolumes[0].name",
+            "must be at most 64 characters",
+        ),
+        (
+            "a BMC address with credentials",
+            bmo,
+            json!({"spec": {"bmc": {"address": ""}}}),
+            "spec.bmc.address",
+            "is required when credentialsName is set",
+        ),
+        (
             "hardware RAID disk count",
             full,
             json!({"spec": {"raid": {"hardwareRAIDVolumes": [{"level": "1", "numberOfPhysicalDisks": 0}]}}}),

@@ -224,3 +224,29 @@ fn conditions_are_list_maps_keyed_by_type() {
         assert_eq!(conditions["x-kubernetes-list-map-keys"], serde_json::json!(["type"]), "{kind}");
     }
 }
+
+/// The selectors the NodeSet's CEL locks compare are bounded everywhere: a CEL-evaluating
+/// apiserver estimates a rule's cost from these bounds (an unbounded list counts as a whole
+/// request) and refuses a CRD whose rules could cost too much.
+#[test]
+fn the_selectors_the_cel_locks_compare_are_bounded() {
+    let spec = &schema(&crd("NodeSet"))["properties"]["spec"]["properties"];
+    let selectors = [
+        &spec["baremetalSetTemplate"]["properties"]["bmhLabelSelector"],
+        &spec["nodes"]["additionalProperties"]["properties"]["bmhLabelSelector"],
+    ];
+    for selector in selectors {
+        let properties = &selector["properties"];
+        assert_eq!(properties["matchLabels"]["maxProperties"], 32, "{selector}");
+        assert_eq!(properties["matchLabels"]["additionalProperties"]["maxLength"], 63);
+        let expressions = &properties["matchExpressions"];
+        assert_eq!(expressions["maxItems"], 16);
+        let requirement = &expressions["items"]["properties"];
+        assert_eq!(requirement["key"]["maxLength"], 317);
+        assert_eq!(requirement["values"]["maxItems"], 64);
+        assert_eq!(requirement["values"]["items"]["maxLength"], 63);
+        assert_eq!(requirement["operator"]["enum"], serde_json::json!(["In", "NotIn", "Exists", "DoesNotExist"]));
+    }
+    assert_eq!(spec["baremetalSetTemplate"]["properties"]["bmhNamespace"]["maxLength"], 63);
+    assert_eq!(spec["nodes"]["maxProperties"], 1000, "hosts per NodeSet are bounded too");
+}

@@ -200,6 +200,14 @@ fn rejected_cases() -> Vec<Case> {
             "keepalived is not supported with highAvailability",
         ),
         (
+            "ha excludes keepalived in its deprecated form",
+            ha,
+            json!({"networking": {"keepalived": null, "ipAddressManager": "keepalived", "ipAddress": "192.0.2.2",
+                "interface": "eno1"}}),
+            "spec.networking.keepalived",
+            "keepalived is not supported with highAvailability",
+        ),
+        (
             "ha needs the service monitor disabled",
             full,
             json!({"highAvailability": true}),
@@ -415,6 +423,13 @@ fn rejected_cases() -> Vec<Case> {
             json!({"overrides": {"tolerations": [{"key": "k", "operator": "In"}]}}),
             "spec.overrides.tolerations[0].operator",
             "must be Equal or Exists",
+        ),
+        (
+            "a toleration without a key matches every key",
+            full,
+            json!({"overrides": {"tolerations": [{"operator": "Equal", "value": "v"}]}}),
+            "spec.overrides.tolerations[0].operator",
+            "must be Exists when key is empty",
         ),
         (
             "toleration effects",

@@ -211,6 +211,13 @@ fn rejected_cases() -> Vec<Case> {
             "is not a network of host compute-0",
         ),
         (
+            "the management network is a template network when there are no hosts yet",
+            full,
+            json!({"spec": {"nodes": null, "nodeTemplate": {"managementNetwork": "tenant"}}}),
+            "spec.nodeTemplate.managementNetwork",
+            "is not one of nodeTemplate.networks",
+        ),
+        (
             "services are names",
             full,
             json!({"spec": {"services": ["Bad Name"]}}),
@@ -438,7 +445,17 @@ fn nodeset_service_rules() {
         (
             json!({"spec": {"job": {"env": [{"name": "FERROMETAL_INVENTORY", "value": "/x"}]}}}),
             "spec.job.env[0].name",
-            "is set by the operator",
+            "FERROMETAL_INVENTORY is set by the operator",
+        ),
+        (
+            json!({"spec": {"job": {"env": [{"name": "FERROMETAL_NODESET", "value": "x"}]}}}),
+            "spec.job.env[0].name",
+            "FERROMETAL_NODESET is set by the operator",
+        ),
+        (
+            json!({"spec": {"job": {"env": [{"name": "FERROMETAL_SERVICE", "value": "x"}]}}}),
+            "spec.job.env[0].name",
+            "FERROMETAL_SERVICE is set by the operator",
         ),
     ];
     for (patch, path, fragment) in cases {

@@ -104,6 +104,7 @@ pub struct NodeSection {
     /// Locked once this host is claimed: extra labels its BareMetalHost must carry, on top of
     /// the template's selector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::selector::bounded_label_selector")]
     pub bmh_label_selector: Option<LabelSelector>,
     /// Provisioning only: first-boot network data Secret for this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,6 +5,7 @@
 mod cel;
 pub mod config;
 pub mod hash;
+pub mod selector;
 pub mod status;
 pub mod template;
 mod validation;

@@ -17,10 +17,12 @@ pub struct BaremetalSetTemplate {
     pub automated_cleaning_mode: Option<AutomatedCleaningMode>,
     /// Locked once a host is claimed: labels a BareMetalHost must carry to be claimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::selector::bounded_label_selector")]
     pub bmh_label_selector: Option<LabelSelector>,
     /// Locked once a host is claimed: namespace of the BareMetalHosts; the NodeSet's own when
     /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
     pub bmh_namespace: Option<String>,
     /// Provisioning only: boot mode of provisioned hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

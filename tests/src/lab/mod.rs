@@ -360,7 +360,8 @@ See a host's Ironic node (the BareMetalHost controller drives this Ironic; the
 pods of the Ironic resource above come from the pod simulator and run nothing):
   curl -s -u lab:{ironic_password} -H 'X-OpenStack-Ironic-API-Version: 1.115' {endpoint}/v1/nodes/{ns}~{first}
 
-The same values are in {env}. Stop the lab with Ctrl-C (make lab) or make lab-down.",
+The same values are in {env}. Stop the lab with Ctrl-C (make lab) or make lab-down.
+",
         count = names.len(),
         list = names.join(", "),
         kubeconfig = state.join("kubeconfig").display(),
