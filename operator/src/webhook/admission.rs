@@ -87,13 +87,16 @@ fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>) -> Result<Vec
     let Some(object) = &request.object else { return Ok(Vec::new()) };
     let old = request.old_object.as_ref();
     if let Some(old) = old
-        && (object.metadata.deletion_timestamp.is_some() || object.data.get("spec") == old.data.get("spec"))
+        && (object.metadata.deletion_timestamp.is_some()
+            || (object.data.get("spec") == old.data.get("spec")
+                && object.metadata.annotations == old.metadata.annotations))
     {
-        // An update that leaves the spec as it was (a finalizer, labels, annotations) or that
-        // finishes a deletion is allowed. Refusing it would leave an object that got in while
-        // the webhook was down, or whose rules tightened since, unable to take the
-        // controller's finalizer or to go away; the controller reports its spec's problems
-        // as conditions instead.
+        // An update that leaves what the rules look at as it was (the spec, and the
+        // annotations some kinds' rules read), such as a finalizer, labels or owner
+        // references, or one that finishes a deletion, is allowed. Refusing it would leave an
+        // object that got in while the webhook was down, or whose rules tightened since,
+        // unable to take the controller's finalizer or to go away; the controller reports its
+        // problems as conditions instead.
         return Ok(Vec::new());
     }
     Ok(match kind {
@@ -196,6 +199,24 @@ mod tests {
         let denied = review(Kind::Ironic, update_of(changed, old)).response.expect("response");
         assert!(!denied.allowed);
         assert!(denied.result.message.contains("spec.database"), "{}", denied.result.message);
+    }
+
+    #[test]
+    fn an_update_of_annotations_alone_is_still_validated() {
+        let host = |annotations: serde_json::Value| {
+            json!({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+                "metadata": {"name": "host-0", "namespace": "default", "annotations": annotations},
+                "spec": {"online": true, "bootMACAddress": "52:54:00:00:00:01",
+                    "bmc": {"address": "ipmi://192.0.2.1", "credentialsName": "bmc"}}})
+        };
+        let mut review =
+            serde_json::to_value(update_of(host(json!({"reboot.metal3.io": "{not json"})), host(json!({}))))
+                .expect("serializes");
+        review["request"]["kind"] = json!({"group": "metal3.io", "version": "v1alpha1", "kind": "BareMetalHost"});
+        let review: AdmissionReview<DynamicObject> = serde_json::from_value(review).expect("parses");
+        let response = super::review(Kind::BareMetalHost, review).response.expect("response");
+        assert!(!response.allowed, "a malformed reboot annotation is refused");
+        assert!(response.result.message.contains("reboot.metal3.io"), "{}", response.result.message);
     }
 
     #[test]
