@@ -206,6 +206,9 @@ async fn a_full_ironic_renders_every_container_and_variable_and_high_availabilit
         assert_eq!(job.status.and_then(|s| s.succeeded), Some(1), "{name}");
     }
     assert!(api::<Ingress>(&env).get("ironic").await.is_ok());
+    // The sample's networkingService is accepted but not deployed, and the user is told so.
+    let note = wait_event(&env, "ironic", "NotSupported").await?;
+    assert!(note.contains("networkingService") || note.contains("ServiceMonitor"), "{note}");
 
     // highAvailability: a DaemonSet replaces the Deployment.
     let patch = json!({"spec": {"highAvailability": true,

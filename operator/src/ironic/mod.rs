@@ -30,6 +30,7 @@ pub mod observe;
 pub mod reconcile;
 pub mod status;
 pub mod tls;
+pub mod unsupported;
 pub mod upgrade;
 pub mod validate;
 pub mod version;

@@ -161,6 +161,11 @@ async fn pipeline(
     let version = validate::spec(spec, &config.validation, &config.images)?;
     next.requested_version = Some(version.version.to_string());
     next.images = Some(version.status_images());
+    if old.observed_generation != ironic.metadata.generation {
+        for note in super::unsupported::notices(spec) {
+            ctx.publish(ironic, &Notice::warning("NotSupported", note)).await;
+        }
+    }
 
     // The database, before anything of Ironic's relies on it: a managed MariaDB is applied
     // (and a version change of it sequenced), an external one is checked with sqlx. Its gate
