@@ -60,6 +60,10 @@ async fn a_fake_hardware_host_goes_through_the_whole_lifecycle() -> anyhow::Resu
     t.wait_gone("fake-0", secs(60)).await?;
     assert!(t.node("fake-0").await?.is_none(), "the Ironic node is deleted with the host");
     assert_in_order(&recorder.states("fake-0"), &FULL_CYCLE);
+    // Every state change was announced in an Event.
+    let expected =
+        ["Registering", "Inspecting", "Available", "Provisioning", "Provisioned", "Deprovisioning", "PowerChange"];
+    t.wait_events("fake-0", &expected).await?;
     Ok(())
 }
 

@@ -315,6 +315,29 @@ impl HostEnv {
             .collect())
     }
 
+    /// The reasons of the Events about `host`, in the order they were first emitted.
+    pub async fn event_reasons(&self, host: &str) -> anyhow::Result<Vec<String>> {
+        let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.env.client(), self.ns());
+        let mut about: Vec<_> = events
+            .list(&Default::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(host))
+            .collect();
+        about.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        Ok(about.into_iter().filter_map(|e| e.reason).collect())
+    }
+
+    /// Waits until the Events about `host` include every reason of `expected`.
+    pub async fn wait_events(&self, host: &str, expected: &[&str]) -> anyhow::Result<Vec<String>> {
+        wait::until_ok(&format!("events {expected:?} about {host}"), secs(30), Duration::from_millis(200), || async {
+            let reasons = self.event_reasons(host).await?;
+            Ok(expected.iter().all(|r| reasons.iter().any(|seen| seen == r)).then_some(reasons))
+        })
+        .await
+    }
+
     /// Ironic requests the operator made, over every operation.
     pub fn ironic_requests(&self) -> anyhow::Result<u64> {
         let metrics = self.operator()?.metrics();
