@@ -13,8 +13,7 @@ use ironic_client::{IronicClient, NodeCreate, Operation, STATUS_FIELDS};
 
 const ROUNDS: usize = 3;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     // `cargo test --all-targets` and nextest run bench binaries too; only
     // `cargo bench` passes --bench, and only then is it worth creating a
     // thousand nodes. Test runners get no output at all: nextest reads the
@@ -25,6 +24,13 @@ async fn main() -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    // The figures are the output: the harness's log tails of Ironic would bury them.
+    // SAFETY: no other thread exists yet; the runtime starts below.
+    unsafe { std::env::set_var("FERROMETAL_LOG_TAILS", "0") };
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(bench())
+}
+
+async fn bench() -> anyhow::Result<()> {
     ferrometal_tests::init();
     let nodes: usize = std::env::var("FERROMETAL_BENCH_NODES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
 

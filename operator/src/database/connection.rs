@@ -6,7 +6,7 @@
 //! always `tls.crt`, where ironic-image reads it).
 
 use super::names::Names;
-use crate::ironic::database::{DatabaseConnection, ResolvedDatabase, resolve_external};
+use crate::ironic::database::{DatabaseConnection, resolve_external};
 use crds::ironic::Ironic;
 use kube::ResourceExt;
 
@@ -115,11 +115,7 @@ pub fn resolve(ironic: &Ironic, cluster_domain: &str) -> Result<Option<Connectio
                 managed: true,
             }))
         }
-        None => match resolve_external(db) {
-            ResolvedDatabase::Ready { connection, .. } => Ok(Some(Connection::from(&connection))),
-            ResolvedDatabase::NotReady { message, .. } => Err(Incomplete(message)),
-            ResolvedDatabase::Sqlite => Ok(None),
-        },
+        None => resolve_external(db).map(|connection| Some(Connection::from(&connection))).map_err(Incomplete),
     }
 }
 

@@ -34,17 +34,8 @@ impl Error {
     /// does not exist) rather than failing to answer.
     pub fn refusal(&self) -> Option<(u16, String)> {
         match self {
-            Self::Apply { kind, name, source: kube::Error::Api(status) } if status.code == 403 => Some((
-                status.code,
-                format!(
-                    "the operator may not write {kind} {name}: {}; grant its service account that permission (RBAC)",
-                    status.message
-                ),
-            )),
-            Self::Apply { kind, name, source: kube::Error::Api(status) } if matches!(status.code, 400 | 404 | 422) => {
-                Some((status.code, format!("the apiserver refused {kind} {name}: {}", status.message)))
-            }
-            _ => None,
+            Self::Apply { kind, name, source } => refusal(kind, name, source),
+            Self::Delete { .. } => None,
         }
     }
 
@@ -53,6 +44,31 @@ impl Error {
         match self {
             Self::Apply { kind, .. } | Self::Delete { kind, .. } => kind,
         }
+    }
+
+    /// The name of the object involved.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Apply { name, .. } | Self::Delete { name, .. } => name,
+        }
+    }
+
+    /// What the apiserver answered.
+    pub fn cause(&self) -> &kube::Error {
+        match self {
+            Self::Apply { source, .. } | Self::Delete { source, .. } => source,
+        }
+    }
+}
+
+/// The apiserver's refusal of an applied object (invalid: 400 or 422; an API that does not
+/// exist: 404), as its code and a message naming the object; `None` for any other failure.
+pub fn refusal(kind: &str, name: &str, source: &kube::Error) -> Option<(u16, String)> {
+    match source {
+        kube::Error::Api(status) if matches!(status.code, 400 | 404 | 422) => {
+            Some((status.code, format!("the apiserver refused {kind} {name}: {}", status.message)))
+        }
+        _ => None,
     }
 }
 

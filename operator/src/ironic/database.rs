@@ -8,7 +8,6 @@
 //! [`DatabaseConnection`], and only once [`crate::database::reconcile`] has checked it.
 
 use crds::ironic::Database;
-use crds::ironic::status::{DatabaseMode, DatabaseStatus};
 
 /// Where Ironic finds its database and how it authenticates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,63 +36,23 @@ impl DatabaseConnection {
     }
 }
 
-/// The outcome of resolving `spec.database`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ResolvedDatabase {
-    /// No database: Ironic uses SQLite inside the pod and loses its state on restart.
-    Sqlite,
-    /// A database Ironic can use, and what status.database reports about it.
-    Ready { connection: DatabaseConnection, status: DatabaseStatus },
-    /// spec.database is incomplete; the message says what is missing.
-    NotReady { message: String, status: DatabaseStatus },
-}
-
-impl ResolvedDatabase {
-    /// The connection, when there is one.
-    pub fn connection(&self) -> Option<&DatabaseConnection> {
-        match self {
-            Self::Ready { connection, .. } => Some(connection),
-            _ => None,
-        }
-    }
-
-    /// What status.database says.
-    pub fn status(&self) -> Option<DatabaseStatus> {
-        match self {
-            Self::Sqlite => None,
-            Self::Ready { status, .. } | Self::NotReady { status, .. } => Some(status.clone()),
-        }
-    }
-}
-
-/// Resolves the external form. Validation guarantees the three required fields; an empty one
-/// still yields `NotReady` rather than a broken pod.
-pub fn resolve_external(db: &Database) -> ResolvedDatabase {
-    let status = DatabaseStatus {
-        credentials_secret_name: db.credentials_name.clone(),
-        host: db.host.clone(),
-        mode: Some(DatabaseMode::External),
-        ..Default::default()
-    };
+/// Resolves the external form to a connection. Validation guarantees the three required
+/// fields; an empty one still yields an error (the message says what is missing) rather than a
+/// broken pod.
+pub fn resolve_external(db: &Database) -> Result<DatabaseConnection, String> {
     let (Some(host), Some(name), Some(credentials)) =
         (nonempty(&db.host), nonempty(&db.name), nonempty(&db.credentials_name))
     else {
-        return ResolvedDatabase::NotReady {
-            message: "spec.database needs credentialsName, host and name".to_string(),
-            status,
-        };
+        return Err("spec.database needs credentialsName, host and name".to_string());
     };
     let (host, port) = split_port(host);
-    ResolvedDatabase::Ready {
-        connection: DatabaseConnection {
-            host,
-            port,
-            name: name.to_string(),
-            credentials_secret: credentials.to_string(),
-            ca_secret: nonempty(&db.tls_certificate_name).map(str::to_string),
-        },
-        status,
-    }
+    Ok(DatabaseConnection {
+        host,
+        port,
+        name: name.to_string(),
+        credentials_secret: credentials.to_string(),
+        ca_secret: nonempty(&db.tls_certificate_name).map(str::to_string),
+    })
 }
 
 fn nonempty(value: &Option<String>) -> Option<&str> {
@@ -133,17 +92,17 @@ mod tests {
 
     #[test]
     fn the_external_form_resolves_to_a_connection() {
-        let resolved = resolve_external(&external("mariadb.metal3.svc"));
-        let connection = resolved.connection().expect("ready");
+        let connection = resolve_external(&external("mariadb.metal3.svc")).expect("complete");
         assert_eq!(connection.host_with_port(), "mariadb.metal3.svc");
         assert_eq!(connection.credentials_secret, "db-creds");
         assert_eq!(connection.ca_secret.as_deref(), Some("db-ca"));
-        assert_eq!(resolved.status().and_then(|s| s.mode), Some(DatabaseMode::External));
+        let incomplete = Database { host: None, ..external("x") };
+        assert!(resolve_external(&incomplete).is_err_and(|e| e.contains("host")));
     }
 
     #[test]
     fn ports_survive_in_every_host_form() {
-        let host = |h: &str| resolve_external(&external(h)).connection().map(DatabaseConnection::host_with_port);
+        let host = |h: &str| resolve_external(&external(h)).ok().map(|c| c.host_with_port());
         assert_eq!(host("db:3307"), Some("db:3307".into()));
         assert_eq!(host("192.0.2.5:3307"), Some("192.0.2.5:3307".into()));
         assert_eq!(host("[2001:db8::5]:3307"), Some("[2001:db8::5]:3307".into()));

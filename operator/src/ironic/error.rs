@@ -54,7 +54,9 @@ impl ReconcileError {
             Self::Credentials(err @ credentials::Error::NotText { .. }) => {
                 Some(Verdict::failed(reasons::INVALID_LINKED_RESOURCE, err.to_string()))
             }
-            Self::Tls(err @ tls::Error::Conflict { .. }) => Some(Verdict::failed(reasons::RESOURCE_CONFLICT, err.to_string())),
+            Self::Tls(err @ tls::Error::Conflict { .. }) => {
+                Some(Verdict::failed(reasons::RESOURCE_CONFLICT, err.to_string()))
+            }
             Self::Tls(tls::Error::Generate(err)) => Some(Verdict::failed(
                 reasons::CERTIFICATE_FAILED,
                 format!("cannot make the serving certificate: {}", crate::error::chain(err)),
@@ -63,24 +65,23 @@ impl ReconcileError {
                 reasons::CERTIFICATE_FAILED,
                 format!("cannot make the managed database's certificates: {}", crate::error::chain(err)),
             )),
-            Self::Database(crate::database::Error::Apply { kind, name, source: kube::Error::Api(status) })
-                if matches!(status.code, 400 | 404 | 422) =>
-            {
-                Some(Verdict::failed(
-                    reasons::APPLY_REJECTED,
-                    format!("the apiserver refused {kind} {name}: {}", status.message),
-                ))
-            }
             Self::Observe { what, source } => {
                 forbidden(source).map(|message| forbidden_verdict(&format!("read {what}"), message))
             }
-            Self::Database(
-                crate::database::Error::Read { kind, name, source } | crate::database::Error::Apply { kind, name, source },
-            ) => forbidden(source).map(|message| forbidden_verdict(&format!("write {kind} {name}"), message)),
-            Self::Apply(err) => err.refusal().map(|(code, message)| {
-                if code == 403 {
-                    Verdict::failed(reasons::FORBIDDEN, message)
-                } else if code == 404 && err.kind() == "Certificate" {
+            Self::Database(crate::database::Error::Read { kind, name, source }) => {
+                forbidden(source).map(|message| forbidden_verdict(&format!("read {kind} {name}"), message))
+            }
+            Self::Database(crate::database::Error::Apply { kind, name, source }) => {
+                forbidden(source).map(|message| forbidden_verdict(&format!("write {kind} {name}"), message)).or_else(
+                    || apply::refusal(kind, name, source).map(|(_, m)| Verdict::failed(reasons::APPLY_REJECTED, m)),
+                )
+            }
+            Self::Apply(err) => {
+                if let Some(message) = forbidden(err.cause()) {
+                    return Some(forbidden_verdict(&format!("write {} {}", err.kind(), err.name()), message));
+                }
+                err.refusal().map(|(code, message)| {
+                if code == 404 && err.kind() == "Certificate" {
                     Verdict::failed(
                         reasons::CERT_MANAGER_MISSING,
                         "cert-manager's Certificate API (cert-manager.io/v1) is not installed; install cert-manager or choose another TLS mode",
@@ -88,7 +89,8 @@ impl ReconcileError {
                 } else {
                     Verdict::failed(reasons::APPLY_REJECTED, message)
                 }
-            }),
+                })
+            }
             _ => None,
         }
     }
@@ -154,5 +156,22 @@ mod tests {
             source: api_error(409, "the object has been modified"),
         });
         assert_eq!(conflict.verdict(), None, "worth retrying");
+
+        let write = |code, message: &str| {
+            ReconcileError::Apply(apply::Error::Apply {
+                kind: "Deployment".into(),
+                name: "ironic-service".into(),
+                source: api_error(code, message),
+            })
+        };
+        let Some(Verdict::Failed { reason, message }) = write(403, "deployments.apps is forbidden").verdict() else {
+            panic!("a verdict")
+        };
+        assert_eq!(reason, reasons::FORBIDDEN);
+        assert!(message.contains("may not write Deployment ironic-service"), "{message}");
+        let Some(Verdict::Failed { reason, .. }) = write(422, "spec.template: Invalid value").verdict() else {
+            panic!("a verdict")
+        };
+        assert_eq!(reason, reasons::APPLY_REJECTED);
     }
 }

@@ -187,7 +187,7 @@ pub fn references(spec: &IronicSpec, database: Option<&DatabaseConnection>) -> V
 /// the Secret cert-manager writes for it. The controller's watches map these back to it.
 pub fn watched(spec: &IronicSpec, names: &Names) -> Vec<(SourceKind, String)> {
     let database = match &spec.database {
-        Some(db) if !db.is_managed() => super::database::resolve_external(db).connection().cloned(),
+        Some(db) if !db.is_managed() => super::database::resolve_external(db).ok(),
         _ => None,
     };
     let mut out: Vec<(SourceKind, String)> =

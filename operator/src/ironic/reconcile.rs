@@ -89,21 +89,13 @@ pub async fn apply(cached: &Ironic, ctx: &Ctx) -> Result<Action, ReconcileError>
     let old = ironic.status.clone().unwrap_or_default();
     let mut next = old.clone();
     // Boxed: the pipeline's future is large, and a reconcile runs on a runtime worker's stack.
-    let mut outcome = match Box::pin(pipeline(ironic, ctx, &namespace, &old, &mut next)).await {
+    let outcome = match Box::pin(pipeline(ironic, ctx, &namespace, &old, &mut next)).await {
         Ok(outcome) => outcome,
         Err(err) => match err.verdict() {
             Some(verdict) => verdict.into(),
             None => return Err(err),
         },
     };
-    if matches!(outcome.verdict, Verdict::Failed { .. }) && ironic.spec.database.is_some() {
-        // A refused database check or a halted step is looked at again sooner than resync.
-        outcome.requeue_after = Some(
-            outcome
-                .requeue_after
-                .map_or(ctx.config.database.retry_interval, |r| r.min(ctx.config.database.retry_interval)),
-        );
-    }
     let now = Time(Timestamp::now());
     let status = status::finish(next, &outcome.verdict, ironic.metadata.generation, now);
     if status != old {

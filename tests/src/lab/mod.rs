@@ -149,12 +149,17 @@ async fn start(options: &LabOptions) -> crate::Result<Running> {
     // Every process and port of the lab, the lab itself included, for `make lab-down` (and
     // its test) to check that nothing is left.
     let lab_state = LabState {
-        pids: [std::process::id(), operator.pid(), ironic.pid().unwrap_or_default(), ironic.image_server().pid()]
-            .into_iter()
-            .chain([bmcs.pid()])
-            .chain(cp.pids())
-            .filter(|p| *p != 0)
-            .collect(),
+        pids: [
+            std::process::id(),
+            operator.pid(),
+            ironic.pid().unwrap_or_default(),
+            ironic.image_server().pid(),
+            bmcs.pid(),
+        ]
+        .into_iter()
+        .chain(cp.pids())
+        .filter(|p| *p != 0)
+        .collect(),
         ports: [ironic.endpoint(), bmcs.endpoint(), ironic.image_server().url()]
             .into_iter()
             .filter_map(port_of)

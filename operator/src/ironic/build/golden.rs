@@ -122,7 +122,7 @@ fn render_case(yaml: &str, upgrade_from: Option<&str>) -> String {
     let credentials = credentials(&ironic);
     let tls = tls_plan(&ironic);
     let db = match &ironic.spec.database {
-        Some(db) => database::resolve_external(db).connection().cloned(),
+        Some(db) => database::resolve_external(db).ok(),
         None => None,
     };
     let trusted_ca = linked::trusted_ca(&ironic.spec).map(|ca| {
