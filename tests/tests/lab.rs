@@ -10,7 +10,18 @@ fn repo_root() -> PathBuf {
 }
 
 fn make(target: &str, state: &Path) -> std::process::Output {
-    Command::new("make")
+    let mut command = Command::new("make");
+    // `make lab-up` runs `cargo build` as a user's shell would. The test runner gives this
+    // process the variables cargo sets for a test (CARGO_MANIFEST_DIR, CARGO_PKG_*, …); build
+    // scripts that watch them (ring's watches CARGO_MANIFEST_DIR) would see a change, and the
+    // nested build would rebuild and relink the very test binaries the runner is executing.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_") && !matches!(key.as_ref(), "CARGO_HOME" | "CARGO_TARGET_DIR") {
+            command.env_remove(key.as_ref());
+        }
+    }
+    command
         .arg(target)
         .current_dir(repo_root())
         .env("LAB_STATE_DIR", state)
