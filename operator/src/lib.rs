@@ -2,19 +2,20 @@
 //! friends, their validating webhooks, and the runtime that hosts them
 //! (leader election, health probes, metrics).
 //!
-//! Each resource module is a pipeline: validate → build the desired objects
-//! (pure functions) → apply them with server-side apply → compute status.
+//! Each controller is a pipeline of named steps (dereference → validate → build, pure → apply
+//! → status) on the shared controller kit ([`kube`]); dependencies point one way: controllers
+//! → kit → `crds` and `ironic-client`. `design/architecture.md` draws the modules.
 
 pub mod apply;
 pub mod cli;
 pub mod config;
-pub mod context;
 pub mod database;
-pub mod error;
 pub mod events;
 pub mod host;
 pub mod ironic;
+pub mod kube;
 pub mod metrics;
+pub mod pki;
 pub mod runtime;
 pub mod telemetry;
 pub mod webhook;

@@ -39,7 +39,7 @@ fn main() -> ExitCode {
             match runtime.block_on(operator::runtime::run_until_signal(*args)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    tracing::error!(error = %operator::error::chain(&err), "ferrometal stopped");
+                    tracing::error!(error = %operator::kube::error::chain(&err), "ferrometal stopped");
                     ExitCode::FAILURE
                 }
             }

@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use operator::ironic::tls::auto;
+use operator::pki as auto;
 use serde_json::json;
 
 fn secret_text(secret: &Secret, key: &str) -> String {

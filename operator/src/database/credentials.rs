@@ -3,7 +3,7 @@
 //! lost Secret cannot be generated anew: the data would be locked behind the old passwords.
 
 use super::connection::{PASSWORD_KEY, USERNAME_KEY};
-use crate::ironic::credentials::generate_password;
+use crate::pki::generate_password;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;

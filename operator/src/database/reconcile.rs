@@ -7,8 +7,8 @@ use super::schema::{self, SchemaPlan, SchemaRevision};
 use super::status::{self, Gate, reasons};
 use super::{Config, external, managed};
 use crate::FIELD_MANAGER;
-use crate::context::Context;
 use crate::events::Events;
+use crate::kube::Context;
 use crds::condition::{Condition, TRUE};
 use crds::ironic::Ironic;
 use crds::ironic::status::{DATABASE_READY, DatabaseStatus};
@@ -55,7 +55,7 @@ pub enum Error {
         source: kube::Error,
     },
     #[error("cannot make the managed database's certificates")]
-    Certificates(#[source] crate::ironic::tls::auto::Error),
+    Certificates(#[source] crate::pki::certificate::Error),
 }
 
 /// An object the reconcile applied.

@@ -6,8 +6,7 @@
 use super::connection::CA_KEY;
 use super::names::Names;
 use crate::ironic::linked::Source;
-use crate::ironic::tls::auto::{self, CertifiedPem, Decision};
-use crate::ironic::tls::{CA_CERT_KEY, CA_KEY_KEY, SubjectAltNames};
+use crate::pki::{self as auto, CA_CERT_KEY, CA_KEY_KEY, CertifiedPem, Decision, SubjectAltNames};
 use crds::ironic::ManagedDatabase;
 use crds::ironic::tls::{DEFAULT_AUTO_CA_VALIDITY_DAYS, DEFAULT_AUTO_CERTIFICATE_VALIDITY_DAYS};
 use k8s_openapi::ByteString;
@@ -86,7 +85,7 @@ pub enum TlsError {
     )]
     MissingKey { name: String, key: &'static str },
     #[error("cannot make the managed database's certificates")]
-    Generate(#[from] auto::Error),
+    Generate(#[from] auto::certificate::Error),
 }
 
 fn digest(parts: &[&str]) -> String {

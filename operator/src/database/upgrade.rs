@@ -9,7 +9,7 @@ use super::observe::{self, Rollout};
 use super::reconcile::{Error, Run};
 use super::sequence::{self, Facts, Plan, Report, Work};
 use super::version::{parse_major_minor, verify_after_change};
-use crate::ironic::observe::JobState;
+use crate::kube::observe::JobState;
 use crds::ironic::status::{DatabaseBackupStatus, DatabaseStatus, DatabaseUpgradeStep as Step};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -61,9 +61,9 @@ impl Driver<'_> {
         if run.kube.get::<Job>(name).await?.is_none() {
             run.kube.apply(&render()).await?;
         }
-        let (_, state) = crate::ironic::observe::job(&run.kube.api(), &run.kube.api(), name)
+        let (_, state) = crate::kube::observe::job(&run.kube.api(), &run.kube.api(), name)
             .await
-            .map_err(|source| Error::Read { kind: "Job", name: name.to_string(), source })?;
+            .map_err(|err| Error::Read { kind: "Job", name: name.to_string(), source: err.source })?;
         Ok(state)
     }
 

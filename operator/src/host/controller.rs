@@ -3,7 +3,6 @@
 //! Secrets hosts refer to, and by the bulk poller's wake-ups; and the poller
 //! itself, shared by all of them.
 
-use crate::context::Context;
 use crate::host::Error;
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
@@ -13,6 +12,7 @@ use crate::host::poller::Poller;
 use crate::host::reconcile::{HostContext, Memory, error_policy, reconcile};
 use crate::host::secrets;
 use crate::host::wake::Wakeups;
+use crate::kube::Context;
 use crds::baremetalhost::BareMetalHost;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -86,7 +86,9 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
                     // Reconcile failures are logged and counted by the error policy.
                     controller::Error::ReconcilerFailed(..) => {}
                     controller::Error::ObjectNotFound(obj) => tracing::debug!(%obj, "woken host is gone"),
-                    other => tracing::warn!(scope = %scope, error = %crate::error::chain(&other), "host controller"),
+                    other => {
+                        tracing::warn!(scope = %scope, error = %crate::kube::error::chain(&other), "host controller")
+                    }
                 }
             }
             std::future::ready(())

@@ -17,7 +17,6 @@
 //! - `controller`: the kube-runtime controllers and the poller task.
 
 mod actions;
-mod backoff;
 mod capacity;
 pub mod config;
 mod configdrive;

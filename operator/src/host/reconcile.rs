@@ -6,7 +6,6 @@
 
 use crate::events::Events;
 use crate::host::actions::{self, ActError, ActInput, Done};
-use crate::host::backoff::{error_backoff, spread};
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
 use crate::host::connection::{Provisioner, ProvisionerError};
@@ -17,6 +16,7 @@ use crate::host::poller::Poller;
 use crate::host::secrets::{self, Credentials};
 use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED, error_reason, state_reason};
 use crate::host::wake::HostKey;
+use crate::kube::backoff::{exponential as error_backoff, spread};
 use crate::metrics::Metrics;
 use crds::baremetalhost::annotations::{
     DETACHED, DetachedAnnotation, INSPECT, INSPECT_DISABLED, PAUSED, REBOOT_PREFIX, RebootAnnotation, RebootMode,
@@ -158,7 +158,7 @@ pub async fn reconcile(host: Arc<BareMetalHost>, ctx: Arc<HostContext>) -> Resul
 /// Retries a failed reconcile after a short, jittered delay.
 pub fn error_policy(host: Arc<BareMetalHost>, err: &ReconcileError, ctx: Arc<HostContext>) -> Action {
     ctx.metrics.reconcile_failed("host", err.label());
-    tracing::warn!(host = %HostKey::of(&host), error = %crate::error::chain(err), "reconcile failed");
+    tracing::warn!(host = %HostKey::of(&host), error = %crate::kube::error::chain(err), "reconcile failed");
     Action::requeue(spread(ctx.config.fast_poll_interval.max(Duration::from_secs(1))))
 }
 

@@ -85,7 +85,7 @@ pub async fn run_scope(ctx: Arc<Ctx>, namespace: Option<String>, shutdown: Cance
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(err) = result {
-                tracing::debug!(error = %crate::error::chain(&err), "ironic controller event");
+                tracing::debug!(error = %crate::kube::error::chain(&err), "ironic controller event");
             }
         })
         .await;
@@ -124,7 +124,7 @@ fn error_policy(ironic: Arc<Ironic>, err: &ReconcileError, ctx: Arc<Ctx>) -> Act
     tracing::warn!(
         namespace = ?ironic.namespace(),
         name = %ironic.name_any(),
-        error = %crate::error::chain(inner),
+        error = %crate::kube::error::chain(inner),
         "ironic reconcile failed; retrying"
     );
     ctx.shared.metrics.reconcile_failed("ironic", inner.metric_label());

@@ -8,16 +8,13 @@
 
 use super::linked::{Linked, Source, SourceKind, fields};
 use super::names::{Names, controlled_by};
+use crate::pki::generate_password;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::Api;
-use rand::seq::IndexedRandom;
 use sha2::{Digest, Sha256};
 
 /// bcrypt cost of the htpasswd; what ironic-standalone-operator uses.
 pub const BCRYPT_COST: u32 = 10;
-/// Length of generated passwords.
-const PASSWORD_LENGTH: usize = 32;
-const PASSWORD_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
 /// Key of the htpasswd line in the htpasswd Secret (ironic-standalone-operator's key).
 pub const HTPASSWD_KEY: &str = "htpasswd";
 /// Key of the digest of the credentials the htpasswd was made from.
@@ -70,12 +67,6 @@ pub fn digest(username: &str, password: &str) -> String {
     hasher.update([0]);
     hasher.update(password.as_bytes());
     hex::encode(hasher.finalize())
-}
-
-/// A random password from ironic-standalone-operator's alphabet.
-pub fn generate_password() -> String {
-    let mut rng = rand::rng();
-    (0..PASSWORD_LENGTH).filter_map(|_| PASSWORD_ALPHABET.choose(&mut rng).map(|b| *b as char)).collect()
 }
 
 /// `username:$2y$...`, the form `htpasswd -B` writes and both httpd and Ironic read.
@@ -167,14 +158,6 @@ mod tests {
     use super::*;
     use k8s_openapi::ByteString;
     use kube::api::ObjectMeta;
-
-    #[test]
-    fn generated_passwords_are_long_and_from_the_alphabet() {
-        let password = generate_password();
-        assert_eq!(password.len(), PASSWORD_LENGTH);
-        assert!(password.bytes().all(|b| PASSWORD_ALPHABET.contains(&b)));
-        assert_ne!(password, generate_password());
-    }
 
     #[test]
     fn the_htpasswd_line_verifies_and_uses_the_2y_prefix() {

@@ -59,11 +59,11 @@ impl ReconcileError {
             }
             Self::Tls(tls::Error::Generate(err)) => Some(Verdict::failed(
                 reasons::CERTIFICATE_FAILED,
-                format!("cannot make the serving certificate: {}", crate::error::chain(err)),
+                format!("cannot make the serving certificate: {}", crate::kube::error::chain(err)),
             )),
             Self::Database(crate::database::Error::Certificates(err)) => Some(Verdict::failed(
                 reasons::CERTIFICATE_FAILED,
-                format!("cannot make the managed database's certificates: {}", crate::error::chain(err)),
+                format!("cannot make the managed database's certificates: {}", crate::kube::error::chain(err)),
             )),
             Self::Observe { what, source } => {
                 forbidden(source).map(|message| forbidden_verdict(&format!("read {what}"), message))

@@ -26,7 +26,6 @@ pub mod hash;
 pub mod linked;
 pub mod names;
 pub mod nodes;
-pub mod observe;
 pub mod reconcile;
 pub mod status;
 pub mod tls;
@@ -35,7 +34,7 @@ pub mod upgrade;
 pub mod validate;
 pub mod version;
 
-use crate::context::Context;
+use crate::kube::Context;
 use crds::ironic::IronicValidationOptions;
 use std::sync::Arc;
 use std::time::Duration;

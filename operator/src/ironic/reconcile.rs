@@ -10,14 +10,15 @@ use super::build::{self, Desired, Inputs, Phase, UpgradeVersions, Workload};
 use super::error::ReconcileError;
 use super::linked::{self, fields};
 use super::names::{IRONIC_LABEL, Names, UPGRADE_PHASE_LABEL};
-use super::observe::{self, Rollout};
 use super::status::{self, Notice, Severity, Verdict, reasons};
 use super::tls::{self, TlsPlan, sans};
 use super::upgrade::{self, Gate, VersionPlan};
 use super::{Config, credentials, hash, nodes, validate};
-use crate::context::Context;
 use crate::database::Gate as DatabaseGate;
 use crate::events::Events;
+use crate::kube::Context;
+use crate::kube::Progress;
+use crate::kube::observe;
 use crds::condition::{self, Condition};
 use crds::ironic::status::{DATABASE_READY, IronicStatus, UpgradePhase, WorkloadStatus};
 use crds::ironic::{Ironic, ReferenceKind, ResourceReferenceWithKey, TlsMode};
@@ -273,8 +274,8 @@ async fn pipeline(
         return Ok(stop.into());
     }
     match roll_out(ctx, ironic, &desired.workload).await? {
-        Rollout::Complete => {}
-        Rollout::InProgress(message) => {
+        Progress::Done => {}
+        Progress::Waiting { message, .. } => {
             let reason = match &versions {
                 Some(v) => {
                     next.upgrade = Some(sequence.status(v, UpgradePhase::RollingOut, None));
@@ -289,7 +290,7 @@ async fn pipeline(
                 Verdict::in_progress(reason, format!("waiting for the {}: {message}", desired.workload.kind())).into()
             );
         }
-        Rollout::Failed(message) => return Ok(Verdict::failed(reasons::ROLLOUT_FAILED, message).into()),
+        Progress::Failed { reason, message } => return Ok(Verdict::failed(reason, message).into()),
     }
     if let Some(stop) = sequence.job(Phase::Post, desired.post_upgrade_job.as_ref(), next).await? {
         return Ok(stop.into());
@@ -400,7 +401,7 @@ fn certificate_time(certificate: &DynamicObject, field: &str) -> Option<Time> {
 
 /// Applies the workload, removes the other kind (highAvailability flipped) and reads how the
 /// rollout goes.
-async fn roll_out(ctx: &Ctx, ironic: &Ironic, workload: &Workload) -> Result<Rollout, ReconcileError> {
+async fn roll_out(ctx: &Ctx, ironic: &Ironic, workload: &Workload) -> Result<Progress, ReconcileError> {
     let (namespace, names, uid) = identity(ironic)?;
     let (namespace, names, uid) = (namespace.as_str(), &names, uid.as_str());
     let client = &ctx.shared.client;
@@ -470,7 +471,7 @@ impl Sequence<'_> {
         let name = job.name_any();
         let (_, state) = observe::job(self.jobs, self.pods, &name)
             .await
-            .map_err(|source| ReconcileError::Observe { what: format!("Job {name}"), source })?;
+            .map_err(|err| ReconcileError::Observe { what: format!("Job {name}"), source: err.source })?;
         let done_before = match phase {
             Phase::Pre if self.schema_missing => false,
             Phase::Pre => upgrade::pre_done(self.old.upgrade.as_ref(), versions),

@@ -5,8 +5,8 @@
 //! Going back to an older version is refused: Ironic's migrations only go forward.
 
 use super::build::UpgradeVersions;
-use super::observe::JobState;
 use crate::database::SchemaPlan;
+use crate::kube::observe::JobState;
 use crds::ironic::status::{UpgradePhase, UpgradeStatus};
 use crds::ironic::versions::IronicVersion;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

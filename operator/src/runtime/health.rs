@@ -22,13 +22,13 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     ready: Arc<AtomicBool>,
     shutdown: CancellationToken,
-) -> Result<SocketAddr, crate::error::Error> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| crate::error::Error::Bind {
+) -> Result<SocketAddr, crate::runtime::error::Error> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| crate::runtime::error::Error::Bind {
         what: "the health server",
         addr,
         source,
     })?;
-    let bound = listener.local_addr().map_err(|source| crate::error::Error::Bind {
+    let bound = listener.local_addr().map_err(|source| crate::runtime::error::Error::Bind {
         what: "the health server",
         addr,
         source,

@@ -1,14 +1,15 @@
 //! The runtime: probes, metrics, webhooks, leader election, and the
 //! controllers, started and stopped together.
 
+pub mod error;
 pub mod health;
 pub mod leader;
 
 use crate::cli::RunArgs;
 use crate::config::OperatorConfig;
-use crate::context::Context;
-use crate::error::Error;
+use crate::kube::Context;
 use crate::metrics::Metrics;
+use crate::runtime::error::Error;
 use kube::Client;
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -117,7 +117,7 @@ pub fn spawn_renewal(
                                         published_ca = Some(bundle.ca_cert.clone());
                                     }
                                     Err(err) => tracing::warn!(
-                                        error = %crate::error::chain(&err),
+                                        error = %crate::kube::error::chain(&err),
                                         "cannot publish the webhook's new CA; retrying"
                                     ),
                                 }
@@ -131,7 +131,7 @@ pub fn spawn_renewal(
             match refreshed {
                 Ok(key) => resolver.replace(key),
                 Err(err) => {
-                    tracing::warn!(error = %crate::error::chain(&err), "cannot refresh the webhook certificate")
+                    tracing::warn!(error = %crate::kube::error::chain(&err), "cannot refresh the webhook certificate")
                 }
             }
         }

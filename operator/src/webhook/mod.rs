@@ -20,7 +20,7 @@ mod server;
 pub use admission::{Kind, review};
 pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
 
-use crate::context::Context;
+use crate::kube::Context;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -7,7 +7,7 @@ use super::{ClaimSettings, Inputs, jobs, service, stateful_set, storage};
 use crate::database::credentials::{self, Credentials, Password};
 use crate::database::names::Names;
 use crate::database::tls::{self, Generated, Material};
-use crate::ironic::tls::CertifiedPem;
+use crate::pki::CertifiedPem;
 use crds::ironic::{Ironic, ManagedDatabase};
 use serde_json::Value;
 use std::path::PathBuf;

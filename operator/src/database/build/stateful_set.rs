@@ -7,7 +7,7 @@ use super::{
 };
 use crate::database::connection::{MANAGED_DATABASE_NAME, MARIADB_PORT, PASSWORD_KEY, USERNAME_KEY};
 use crate::database::names::{DATA_VOLUME, TLS_HASH_ANNOTATION};
-use crate::ironic::tls::CA_CERT_KEY;
+use crate::pki::CA_CERT_KEY;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, ExecAction, Lifecycle, LifecycleHandler, PersistentVolumeClaim,

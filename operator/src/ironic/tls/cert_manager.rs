@@ -5,7 +5,7 @@
 //! defaults moved between cert-manager releases) and an explicit private key rotation policy
 //! (its default flipped in v1.18).
 
-use super::sans::SubjectAltNames;
+use crate::pki::SubjectAltNames;
 use crds::ironic::{CertManagerTls, IssuerKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ObjectMeta};

@@ -1,6 +1,6 @@
 //! TLS for the API and the image server, in three modes:
 //! - `Secret`: the user's Secret (`tls.certificateName`);
-//! - `Auto`: a CA and serving certificate the operator makes and renews ([`auto`]);
+//! - `Auto`: a CA and serving certificate the operator makes and renews ([`crate::pki`]);
 //! - `CertManager`: a cert-manager Certificate ([`cert_manager`]); the operator waits for the
 //!   Secret cert-manager writes.
 //!
@@ -8,25 +8,20 @@
 //! when known); its content is part of the pod template's content hash, so every rotation
 //! rolls the pods.
 
-pub mod auto;
 pub mod cert_manager;
 pub mod sans;
 
 use super::linked::{Linked, Source, SourceKind, fields};
 use super::names::{Names, controlled_by};
+use crate::pki as auto;
 use crds::ironic::status::TlsStatus;
 use crds::ironic::{IronicSpec, TlsMode};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::Api;
 
-pub use auto::CertifiedPem;
+pub use crate::pki::{CA_CERT_KEY, CA_KEY_KEY, CertifiedPem, SubjectAltNames};
 pub use cert_manager::CertificateRequest;
-pub use sans::SubjectAltNames;
-
-/// Keys of the operator-managed CA Secret.
-pub const CA_CERT_KEY: &str = "ca.crt";
-pub const CA_KEY_KEY: &str = "ca.key";
 
 /// Why TLS could not be resolved.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +35,7 @@ pub enum Error {
     #[error("Secret {name} exists but is not managed by this Ironic; delete it or choose another TLS mode")]
     Conflict { name: String },
     #[error("cannot make the Auto TLS certificates")]
-    Generate(#[from] auto::Error),
+    Generate(#[from] crate::pki::certificate::Error),
 }
 
 /// The serving certificate the pods mount.
@@ -104,7 +99,7 @@ impl TlsPlan {
 
 /// The material in a Secret holding a serving certificate.
 fn material(source: Source, with_renewal: bool) -> TlsMaterial {
-    let info = source.text("tls.crt").and_then(auto::inspect);
+    let info = source.text("tls.crt").and_then(crate::pki::inspect);
     TlsMaterial {
         secret_name: source.name.clone(),
         ca_pem: source.text(CA_CERT_KEY).filter(|c| !c.trim().is_empty()).map(str::to_string),

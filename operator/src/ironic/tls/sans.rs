@@ -1,40 +1,9 @@
 //! Subject alternative names of the serving certificate: the Service's DNS names, and every
 //! address clients and hosts use to reach Ironic.
 
+use crate::pki::SubjectAltNames;
 use crds::ironic::IronicSpec;
 use std::net::IpAddr;
-
-/// The names a serving certificate must cover, sorted and without duplicates, so that the
-/// same inputs always give the same certificate request (cert-manager reissues on any change).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SubjectAltNames {
-    pub dns: Vec<String>,
-    pub ips: Vec<IpAddr>,
-}
-
-impl SubjectAltNames {
-    /// Everything, as text: DNS names first, then addresses.
-    pub fn all(&self) -> Vec<String> {
-        self.dns.iter().cloned().chain(self.ips.iter().map(IpAddr::to_string)).collect()
-    }
-
-    fn push_host(&mut self, host: &str) {
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        match host.parse::<IpAddr>() {
-            Ok(ip) => self.ips.push(ip),
-            Err(_) if !host.is_empty() => self.dns.push(host.to_ascii_lowercase()),
-            Err(_) => {}
-        }
-    }
-
-    fn normalize(mut self) -> Self {
-        self.dns.sort();
-        self.dns.dedup();
-        self.ips.sort();
-        self.ips.dedup();
-        self
-    }
-}
 
 /// The names for the Ironic `service` in `namespace`.
 ///

@@ -1,4 +1,4 @@
-//! Errors of the runtime, and a helper to print an error with its causes.
+//! Why the operator's runtime could not start or had to stop.
 
 use std::error::Error as StdError;
 
@@ -30,16 +30,4 @@ pub enum Error {
     },
     #[error("cannot wait for a shutdown signal")]
     Signal(#[source] std::io::Error),
-}
-
-/// `error: cause: cause` on one line, for logs.
-pub fn chain(err: &dyn StdError) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
 }

@@ -1,12 +1,14 @@
-//! Reading what Kubernetes reports: how an upgrade Job ended (quoting the failed container),
-//! and whether the workload finished rolling out.
+//! Reading what Kubernetes reports, for every controller: how a Job ended (quoting the failed
+//! container), and whether a Deployment or DaemonSet finished rolling out.
 
+use super::error::{KubeError, Verb};
+use super::progress::Progress;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
-/// Where an upgrade Job stands.
+/// Where a Job stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobState {
     Absent,
@@ -67,11 +69,15 @@ pub fn failure_message(job: &Job, pods: &[Pod]) -> String {
 }
 
 /// Reads a Job and, when it failed, its pods.
-pub async fn job(jobs: &Api<Job>, pods: &Api<Pod>, name: &str) -> Result<(Option<Job>, JobState), kube::Error> {
-    let job = jobs.get_opt(name).await?;
+pub async fn job(jobs: &Api<Job>, pods: &Api<Pod>, name: &str) -> Result<(Option<Job>, JobState), KubeError> {
+    let job = jobs.get_opt(name).await.map_err(KubeError::of::<Job>(Verb::Get, name))?;
     let failed = job.as_ref().is_some_and(|j| has_condition(j, "Failed"));
     let job_pods = if failed {
-        pods.list(&ListParams::default().labels(&format!("job-name={name}"))).await?.items
+        let selector = format!("job-name={name}");
+        pods.list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(KubeError::of::<Pod>(Verb::List, &selector))?
+            .items
     } else {
         Vec::new()
     };
@@ -79,12 +85,13 @@ pub async fn job(jobs: &Api<Job>, pods: &Api<Pod>, name: &str) -> Result<(Option
     Ok((job, state))
 }
 
-/// Whether the workload runs what was last applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Rollout {
-    Complete,
-    InProgress(String),
-    Failed(String),
+/// Progressing's reason while a workload rolls out.
+pub const ROLLING_OUT: &str = "RollingOut";
+/// Degraded's reason when a workload's rollout is stuck.
+pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+
+fn rolling(message: impl Into<String>) -> Progress {
+    Progress::waiting(ROLLING_OUT, message)
 }
 
 fn generation_seen(generation: Option<i64>, observed: Option<i64>) -> bool {
@@ -95,45 +102,50 @@ fn generation_seen(generation: Option<i64>, observed: Option<i64>) -> bool {
     }
 }
 
-pub fn deployment_rollout(deployment: &Deployment) -> Rollout {
+/// Whether a Deployment runs what was last applied.
+pub fn deployment_rollout(deployment: &Deployment) -> Progress {
     let status = deployment.status.clone().unwrap_or_default();
     if !generation_seen(deployment.metadata.generation, status.observed_generation) {
-        return Rollout::InProgress("the Deployment controller has not seen the new template yet".to_string());
+        return rolling("the Deployment controller has not seen the new template yet");
     }
     if let Some(stuck) = status.conditions.iter().flatten().find(|c| {
         c.type_ == "Progressing" && c.status == "False" && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
     }) {
-        return Rollout::Failed(format!(
-            "the Deployment made no progress: {}",
-            stuck.message.as_deref().unwrap_or("progress deadline exceeded")
-        ));
+        return Progress::failed(
+            ROLLOUT_FAILED,
+            format!(
+                "the Deployment made no progress: {}",
+                stuck.message.as_deref().unwrap_or("progress deadline exceeded")
+            ),
+        );
     }
     let wanted = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
     let updated = status.updated_replicas.unwrap_or(0);
     let available = status.available_replicas.unwrap_or(0);
     let total = status.replicas.unwrap_or(0);
     if updated >= wanted && available >= wanted && total == updated {
-        Rollout::Complete
+        Progress::Done
     } else {
-        Rollout::InProgress(format!("{available} of {wanted} pods available, {updated} updated, {total} running"))
+        rolling(format!("{available} of {wanted} pods available, {updated} updated, {total} running"))
     }
 }
 
-pub fn daemonset_rollout(daemonset: &DaemonSet) -> Rollout {
+/// Whether a DaemonSet runs what was last applied.
+pub fn daemonset_rollout(daemonset: &DaemonSet) -> Progress {
     let status = daemonset.status.clone().unwrap_or_default();
     if !generation_seen(daemonset.metadata.generation, status.observed_generation) {
-        return Rollout::InProgress("the DaemonSet controller has not seen the new template yet".to_string());
+        return rolling("the DaemonSet controller has not seen the new template yet");
     }
     let desired = status.desired_number_scheduled;
     if desired == 0 {
-        return Rollout::InProgress("no node matches spec.nodeSelector yet".to_string());
+        return rolling("no node matches spec.nodeSelector yet");
     }
     let updated = status.updated_number_scheduled.unwrap_or(0);
     let available = status.number_available.unwrap_or(0);
     if updated >= desired && available >= desired {
-        Rollout::Complete
+        Progress::Done
     } else {
-        Rollout::InProgress(format!("{available} of {desired} pods available, {updated} updated"))
+        rolling(format!("{available} of {desired} pods available, {updated} updated"))
     }
 }
 
@@ -233,10 +245,10 @@ mod tests {
                 ..Default::default()
             }),
         };
-        assert!(matches!(deployment_rollout(&deployment(1, 1, 1, 1, false)), Rollout::InProgress(_)));
-        assert!(matches!(deployment_rollout(&deployment(2, 1, 0, 1, false)), Rollout::InProgress(_)));
-        assert!(matches!(deployment_rollout(&deployment(2, 1, 1, 2, false)), Rollout::InProgress(_)));
-        assert_eq!(deployment_rollout(&deployment(2, 1, 1, 1, false)), Rollout::Complete);
-        assert!(matches!(deployment_rollout(&deployment(2, 0, 0, 1, true)), Rollout::Failed(_)));
+        assert!(matches!(deployment_rollout(&deployment(1, 1, 1, 1, false)), Progress::Waiting { .. }));
+        assert!(matches!(deployment_rollout(&deployment(2, 1, 0, 1, false)), Progress::Waiting { .. }));
+        assert!(matches!(deployment_rollout(&deployment(2, 1, 1, 2, false)), Progress::Waiting { .. }));
+        assert_eq!(deployment_rollout(&deployment(2, 1, 1, 1, false)), Progress::Done);
+        assert!(matches!(deployment_rollout(&deployment(2, 0, 0, 1, true)), Progress::Failed { .. }));
     }
 }

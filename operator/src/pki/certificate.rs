@@ -1,10 +1,13 @@
-//! TLS mode Auto: a CA and a serving certificate made with rcgen, and when to renew.
+//! Operator-made certificates: a CA and serving certificates made with rcgen, what a
+//! certificate says about itself, and when to renew (an Ironic's Auto TLS, the managed
+//! database's TLS).
 //!
-//! The CA lives as long as `tls.auto.caValidityDays` and is replaced only when it expired or
-//! is unusable, because clients trust it. The serving certificate is reissued at two thirds
-//! of its lifetime, when the names it must cover change, or when the CA changed.
+//! A CA lives as long as it was made for and is replaced only when it expired or is unusable,
+//! because clients trust it. A serving certificate is reissued at two thirds of its lifetime,
+//! when the names it must cover change, or when the CA changed. Times are Unix seconds and
+//! their arithmetic saturates: validity days come from specs.
 
-use super::sans::SubjectAltNames;
+use super::SubjectAltNames;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
     SanType, SerialNumber,
@@ -13,11 +16,17 @@ use std::net::IpAddr;
 use time::OffsetDateTime;
 use x509_parser::extensions::GeneralName;
 
-/// A certificate and its private key, PEM.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A certificate and its private key, PEM. Its `Debug` never shows the key.
+#[derive(Clone, PartialEq, Eq)]
 pub struct CertifiedPem {
     pub cert: String,
     pub key: String,
+}
+
+impl std::fmt::Debug for CertifiedPem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertifiedPem").field("cert", &self.cert).field("key", &"<redacted>").finish()
+    }
 }
 
 /// What a certificate says about itself.
@@ -38,7 +47,8 @@ pub struct CertInfo {
 impl CertInfo {
     /// When to renew: two thirds into the lifetime.
     pub fn renewal_at(&self) -> i64 {
-        self.not_before + (self.not_after - self.not_before) * 2 / 3
+        let lifetime = self.not_after.saturating_sub(self.not_before);
+        self.not_before.saturating_add(lifetime / 3 * 2)
     }
 }
 
@@ -144,8 +154,8 @@ pub fn new_ca(common_name: &str, days: i64, now: i64) -> Result<CertifiedPem, Er
     params.distinguished_name.push(DnType::CommonName, format!("{common_name} {now}"));
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    params.not_before = at(now - 300)?;
-    params.not_after = at(now + days * 86_400)?;
+    params.not_before = at(now.saturating_sub(300))?;
+    params.not_after = at(now.saturating_add(days.saturating_mul(86_400)))?;
     params.serial_number = Some(random_serial());
     let key = KeyPair::generate()?;
     let cert = params.self_signed(&key)?;
@@ -168,8 +178,8 @@ pub fn issue_serving(ca: &CertifiedPem, sans: &SubjectAltNames, days: i64, now: 
         .collect::<Result<_, rcgen::Error>>()?;
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
-    params.not_before = at(now - 300)?;
-    params.not_after = at((now + days * 86_400).min(ca_not_after))?;
+    params.not_before = at(now.saturating_sub(300))?;
+    params.not_after = at(now.saturating_add(days.saturating_mul(86_400)).min(ca_not_after))?;
     params.serial_number = Some(random_serial());
     let key = KeyPair::generate()?;
     let cert = params.signed_by(&key, &issuer)?;
@@ -242,5 +252,31 @@ mod tests {
             Decision::NewCa { reason: "the CA expired" }
         );
         assert!(matches!(decide(Some(&serving), None, &names, now), Decision::NewCa { .. }), "not a CA");
+    }
+
+    #[test]
+    fn absurd_validities_are_refused_instead_of_overflowing() {
+        assert!(matches!(new_ca("x", i64::MAX, now()), Err(Error::Time(_))));
+        let info = CertInfo { not_before: i64::MIN, not_after: i64::MAX, ..inspect_fixture() };
+        assert!(info.renewal_at() > 0);
+    }
+
+    #[test]
+    fn debug_never_shows_the_private_key() {
+        let ca = new_ca("x", 1, now()).expect("ca");
+        let shown = format!("{ca:?}");
+        assert!(!shown.contains("PRIVATE KEY") && shown.contains("<redacted>"), "{shown}");
+    }
+
+    fn inspect_fixture() -> CertInfo {
+        CertInfo {
+            not_before: 0,
+            not_after: 0,
+            dns: vec![],
+            ips: vec![],
+            issuer: vec![],
+            subject: vec![],
+            is_ca: false,
+        }
     }
 }

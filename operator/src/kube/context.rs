@@ -1,0 +1,81 @@
+//! What every controller shares: the client, the watched namespaces, the metrics, and the
+//! identity it reports Events under; and the one fan-out over the watched namespaces.
+
+use super::events::Publisher;
+use crate::metrics::Metrics;
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::Api;
+use kube::{Client, Resource};
+use std::fmt;
+use std::sync::Arc;
+
+/// Shared by every controller of one operator process.
+#[derive(Clone)]
+pub struct Context {
+    pub client: Client,
+    pub metrics: Arc<Metrics>,
+    /// Namespaces to watch; empty means all.
+    pub namespaces: Vec<String>,
+    /// This replica's identity.
+    pub identity: String,
+}
+
+impl Context {
+    /// One scope per watched namespace, or one for the whole cluster.
+    pub fn scopes(&self) -> Vec<Scope> {
+        if self.namespaces.is_empty() {
+            vec![Scope { client: self.client.clone(), namespace: None }]
+        } else {
+            self.namespaces
+                .iter()
+                .map(|ns| Scope { client: self.client.clone(), namespace: Some(ns.clone()) })
+                .collect()
+        }
+    }
+
+    /// The old per-controller Event publisher, until every controller publishes through
+    /// [`Publisher`].
+    pub fn events(&self, controller: &str) -> crate::events::Events {
+        crate::events::Events::new(self.client.clone(), controller, &self.identity)
+    }
+
+    /// An Event publisher reporting as `controller`.
+    pub fn publisher(&self, controller: &str) -> Publisher {
+        Publisher::new(self.client.clone(), controller, &self.identity)
+    }
+
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+}
+
+/// What one controller instance watches: a namespace, or every namespace.
+#[derive(Clone)]
+pub struct Scope {
+    client: Client,
+    namespace: Option<String>,
+}
+
+impl Scope {
+    /// The namespace, `None` for the whole cluster.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// An Api over this scope.
+    pub fn api<K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>>(&self) -> Api<K> {
+        match &self.namespace {
+            Some(namespace) => Api::namespaced(self.client.clone(), namespace),
+            None => Api::all(self.client.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "namespace {namespace}"),
+            None => f.write_str("all namespaces"),
+        }
+    }
+}

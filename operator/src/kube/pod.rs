@@ -1,0 +1,27 @@
+//! Small constructors of pod parts that every controller's Jobs and workloads use.
+
+use k8s_openapi::api::core::v1::{EmptyDirVolumeSource, SecretVolumeSource, Volume, VolumeMount};
+
+/// A mount of `volume` at `path`.
+pub fn mount(volume: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: volume.to_string(),
+        mount_path: path.to_string(),
+        read_only: read_only.then_some(true),
+        ..Default::default()
+    }
+}
+
+/// An `emptyDir` volume.
+pub fn empty_dir(name: &str) -> Volume {
+    Volume { name: name.to_string(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() }
+}
+
+/// A volume of the Secret `secret`.
+pub fn secret_volume(name: &str, secret: &str) -> Volume {
+    Volume {
+        name: name.to_string(),
+        secret: Some(SecretVolumeSource { secret_name: Some(secret.to_string()), ..Default::default() }),
+        ..Default::default()
+    }
+}

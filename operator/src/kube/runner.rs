@@ -1,0 +1,123 @@
+//! Running a controller: one kube-runtime `Controller` per watched scope, each reconcile in
+//! its own tracing span, timed and counted, failures logged with their causes, counted by a
+//! metric label per error variant, and retried with a per-object exponential backoff.
+
+use super::backoff::Backoff;
+use super::context::Scope;
+use super::error::chain;
+use crate::metrics::Metrics;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use kube::runtime::controller::{Action, Controller, Error as ControllerError};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use std::error::Error as StdError;
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// An error with a short, stable label for the failure metric: one per variant.
+pub trait MetricLabel {
+    fn metric_label(&self) -> &'static str;
+}
+
+/// What the runner needs to instrument a controller's reconciles.
+pub struct Runner {
+    /// The controller's name: the metric label, the span's field, the log's.
+    pub controller: &'static str,
+    pub metrics: Arc<Metrics>,
+    pub backoff: Backoff,
+}
+
+/// A controller's reconcile, as the runner calls it.
+pub trait Reconcile: Send + Sync + Sized + 'static {
+    type Object: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static;
+    type Error: StdError + MetricLabel + Send + Sync + 'static;
+
+    fn runner(&self) -> &Runner;
+
+    /// Reconciles one object. Errors are worth retrying; what a user must fix is status.
+    fn reconcile(self: Arc<Self>, object: Arc<Self::Object>) -> BoxFuture<'static, Result<Action, Self::Error>>;
+}
+
+fn key<K: Resource>(object: &K) -> String {
+    format!("{}/{}", object.namespace().unwrap_or_default(), object.name_any())
+}
+
+async fn instrumented<R: Reconcile>(object: Arc<R::Object>, ctx: Arc<R>) -> Result<Action, R::Error> {
+    let runner = ctx.runner();
+    let (controller, metrics) = (runner.controller, runner.metrics.clone());
+    let _timer = metrics.reconcile(controller);
+    let key = key(object.as_ref());
+    let span = tracing::info_span!(
+        "reconcile",
+        controller,
+        namespace = %object.namespace().unwrap_or_default(),
+        name = %object.name_any()
+    );
+    let result = ctx.clone().reconcile(object).instrument(span).await;
+    if result.is_ok() {
+        ctx.runner().backoff.succeeded(&key);
+    }
+    result
+}
+
+fn error_policy<R: Reconcile>(object: Arc<R::Object>, err: &R::Error, ctx: Arc<R>) -> Action {
+    let runner = ctx.runner();
+    let key = key(object.as_ref());
+    let delay = runner.backoff.failed(&key);
+    runner.metrics.reconcile_failed(runner.controller, err.metric_label());
+    tracing::warn!(
+        controller = runner.controller,
+        object = %key,
+        error = %chain(err),
+        retry_in = ?delay,
+        "reconcile failed; retrying"
+    );
+    Action::requeue(delay)
+}
+
+/// Runs `controller` with `ctx`'s reconcile until `shutdown`.
+pub async fn drive<R: Reconcile>(controller: Controller<R::Object>, ctx: Arc<R>, shutdown: CancellationToken)
+where
+    R::Object: Resource<DynamicType = ()>,
+    <R::Object as Resource>::DynamicType: Hash + Eq + Clone + Debug + Unpin,
+{
+    let name = ctx.runner().controller;
+    controller
+        .graceful_shutdown_on(shutdown.cancelled_owned())
+        .run(instrumented::<R>, error_policy::<R>, ctx)
+        .for_each(move |result| async move {
+            match result {
+                Ok(_) => {}
+                // Logged and counted by the error policy.
+                Err(ControllerError::ReconcilerFailed(..)) => {}
+                Err(ControllerError::ObjectNotFound(object)) => {
+                    tracing::debug!(controller = name, %object, "the object to reconcile is gone")
+                }
+                Err(other) => tracing::warn!(controller = name, error = %chain(&other), "controller"),
+            }
+        })
+        .await;
+}
+
+/// Runs `run(scope)` for every scope and waits for all of them; a task that panicked is an
+/// error, so that the runtime stops the process instead of running half a controller.
+pub async fn fan_out<F, Fut>(scopes: Vec<Scope>, run: F) -> Result<(), tokio::task::JoinError>
+where
+    F: Fn(Scope) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let mut tasks = JoinSet::new();
+    for scope in scopes {
+        tasks.spawn(run(scope));
+    }
+    while let Some(done) = tasks.join_next().await {
+        done?;
+    }
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! Status writes, only through the status subresource and under the one field manager.
+
+use super::error::{KubeError, Verb};
+use super::ledger::apply_params;
+use crate::FIELD_MANAGER;
+use kube::Resource;
+use kube::api::{Api, Patch, PatchParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::fmt::Debug;
+
+/// Applies the whole `status` of `name` with server-side apply: every status field is the
+/// operator's, so what it leaves out is removed.
+pub async fn apply<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<K, KubeError>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
+    S: Serialize,
+{
+    let body = json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api.patch_status(name, &apply_params(), &Patch::Apply(&body))
+        .await
+        .map_err(KubeError::of::<K>(Verb::WriteStatus, name))
+}
+
+/// Merges `body` (`{"status": {...}}`) into the status of `name`: for a part of status that
+/// must be recorded at once, whatever else the reconcile writes later.
+pub async fn merge<K>(api: &Api<K>, name: &str, body: &Value) -> Result<K, KubeError>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
+{
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_string()), ..Default::default() };
+    api.patch_status(name, &params, &Patch::Merge(body)).await.map_err(KubeError::of::<K>(Verb::WriteStatus, name))
+}

@@ -1,0 +1,49 @@
+//! Credential material the controllers make themselves: certificates ([`certificate`]) and
+//! passwords ([`password`]). Shared by the Ironic controller (Auto TLS, API credentials) and
+//! the database module (MariaDB's TLS and credentials); it knows nothing of either.
+
+pub mod certificate;
+pub mod password;
+
+pub use certificate::{CertInfo, CertifiedPem, Decision, decide, inspect, issue_serving, new_ca};
+pub use password::generate_password;
+
+use std::net::IpAddr;
+
+/// Keys of an operator-managed CA Secret.
+pub const CA_CERT_KEY: &str = "ca.crt";
+pub const CA_KEY_KEY: &str = "ca.key";
+
+/// The names a serving certificate must cover, sorted and without duplicates, so that the
+/// same inputs always give the same certificate request (cert-manager reissues on any change).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubjectAltNames {
+    pub dns: Vec<String>,
+    pub ips: Vec<IpAddr>,
+}
+
+impl SubjectAltNames {
+    /// Everything, as text: DNS names first, then addresses.
+    pub fn all(&self) -> Vec<String> {
+        self.dns.iter().cloned().chain(self.ips.iter().map(IpAddr::to_string)).collect()
+    }
+
+    /// Adds a host: an address (bracketed IPv6 too) or a DNS name, lowercased.
+    pub fn push_host(&mut self, host: &str) {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match host.parse::<IpAddr>() {
+            Ok(ip) => self.ips.push(ip),
+            Err(_) if !host.is_empty() => self.dns.push(host.to_ascii_lowercase()),
+            Err(_) => {}
+        }
+    }
+
+    /// Sorted and deduplicated.
+    pub fn normalize(mut self) -> Self {
+        self.dns.sort();
+        self.dns.dedup();
+        self.ips.sort();
+        self.ips.dedup();
+        self
+    }
+}
