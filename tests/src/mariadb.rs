@@ -42,9 +42,15 @@ impl MariaDb {
         let port = ports::free_port()?;
         let data = dir.subdir("data")?;
         let run = dir.subdir("run")?;
+        // A private tmpdir: MariaDB removes the `#sql*` temporary files it finds in its tmpdir,
+        // so servers sharing /tmp delete each other's temporary tables (seen as
+        // mariadb-install-db failing with "Unknown table 'mysql.tmp_user_nopasswd'" while
+        // another test's server started).
+        let tmp = dir.subdir("tmp")?;
         let mut cnf = format!(
             "[mysqld]
 datadir = {data}
+tmpdir = {tmp}
 socket = {socket}
 pid-file = {run}/mysqld.pid
 bind-address = 127.0.0.1
@@ -60,6 +66,7 @@ character-set-server = utf8mb3
 collation-server = utf8mb3_general_ci
 ",
             data = data.display(),
+            tmp = tmp.display(),
             socket = run.join("mysqld.sock").display(),
             run = run.display(),
             log = dir.path().join("mariadb-error.log").display(),
