@@ -143,6 +143,16 @@ impl PodView {
         }
     }
 
+    /// Every container waits to start, as a kubelet reports it: init
+    /// containers and, behind them, the containers for `PodInitializing`, or
+    /// the containers for `ContainerCreating` when there is no init container.
+    pub(super) fn reset_waiting(&mut self) {
+        let reason = if self.init.is_empty() { "ContainerCreating" } else { "PodInitializing" };
+        for container in self.init.iter_mut().chain(self.containers.iter_mut()) {
+            container.state = State::Waiting { reason: reason.into(), message: None };
+        }
+    }
+
     pub(super) fn json(&self) -> Value {
         let now = Time(jiff::Timestamp::now());
         let initialized = self.init.iter().all(|c| c.state.exited() == Some(0));
@@ -176,5 +186,53 @@ impl PodView {
 fn insert_some(fields: &mut Map<String, Value>, key: &str, value: &Option<String>) {
     if let Some(value) = value {
         fields.insert(key.into(), json!(value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job_pod() -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {
+            "initContainers": [{"name": "init", "image": "i"}],
+            "containers": [{"name": "main", "image": "m"}, {"name": "side", "image": "s"}]}}))
+        .expect("a pod")
+    }
+
+    #[test]
+    fn a_failed_fate_fails_the_first_container_with_its_code_and_message() {
+        let fate = PodFate::Failed { exit_code: 3, message: "boom".into() };
+        let status = PodView::for_fate(&job_pod(), &fate, "10.244.0.2").json();
+        assert_eq!(status["phase"], "Failed");
+        let main = &status["containerStatuses"][0];
+        assert_eq!(main["state"]["terminated"]["exitCode"], 3);
+        assert_eq!(main["state"]["terminated"]["message"], "boom");
+        assert_eq!((main["ready"].clone(), main["started"].clone()), (json!(false), json!(false)));
+        assert_eq!(status["containerStatuses"][1]["state"]["terminated"]["reason"], "Completed");
+        assert!(status["containerStatuses"][1]["state"]["terminated"].get("message").is_none());
+        let init = &status["initContainerStatuses"][0];
+        assert_eq!((init["ready"].clone(), init.get("started")), (json!(true), None));
+        assert_eq!(status["podIP"], "10.244.0.2");
+        assert!(status.get("reason").is_none());
+    }
+
+    #[test]
+    fn a_ready_fate_runs_every_container_and_sets_the_conditions() {
+        let status = PodView::for_fate(&job_pod(), &PodFate::Ready, "10.244.0.3").json();
+        assert_eq!(status["phase"], "Running");
+        for container in status["containerStatuses"].as_array().expect("statuses") {
+            assert!(container["state"]["running"]["startedAt"].is_string());
+            assert_eq!((container["ready"].clone(), container["started"].clone()), (json!(true), json!(true)));
+        }
+        let conditions: Vec<(String, String)> = status["conditions"]
+            .as_array()
+            .expect("conditions")
+            .iter()
+            .map(|c| (c["type"].as_str().unwrap_or_default().into(), c["status"].as_str().unwrap_or_default().into()))
+            .collect();
+        let expected =
+            [("PodScheduled", "True"), ("Initialized", "True"), ("ContainersReady", "True"), ("Ready", "True")];
+        assert_eq!(conditions, expected.map(|(t, s)| (t.to_string(), s.to_string())));
     }
 }

@@ -58,6 +58,7 @@ impl PodRun {
                 }
             }
         };
+        report.update(PodView::reset_waiting);
         for (index, container) in plan.init.iter().enumerate() {
             let (ok, late) = self.container(&report, Slot::Init(index), container, deadline).await;
             if !ok {
@@ -131,8 +132,8 @@ struct Reporter {
 impl Reporter {
     fn new(client: &Client, pod: &Pod, ip: &str) -> Self {
         let spec = pod.spec.clone().unwrap_or_default();
-        let waiting = |reason: &str| State::Waiting { reason: reason.into(), message: None };
-        let view = PodView {
+        let waiting = State::Waiting { reason: String::new(), message: None };
+        let mut view = PodView {
             phase: "Pending",
             reason: None,
             message: None,
@@ -142,14 +143,11 @@ impl Reporter {
                 .init_containers
                 .iter()
                 .flatten()
-                .map(|c| ContainerView::new(c, waiting("PodInitializing"), false))
+                .map(|c| ContainerView::new(c, waiting.clone(), false))
                 .collect(),
-            containers: spec
-                .containers
-                .iter()
-                .map(|c| ContainerView::new(c, waiting("ContainerCreating"), false))
-                .collect(),
+            containers: spec.containers.iter().map(|c| ContainerView::new(c, waiting.clone(), false)).collect(),
         };
+        view.reset_waiting();
         Self {
             api: Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default()),
             name: pod.name_any(),
