@@ -3,7 +3,8 @@
 //! Every test in the workspace stands on real servers started here on
 //! loopback: etcd, kube-apiserver and kube-controller-manager
 //! ([`control_plane`]), a pod simulator standing in for the kubelet that
-//! cannot run on our machines ([`pod_simulator`]), Ironic ([`ironic`]),
+//! cannot run on our machines, which runs Job pods of one test image as
+//! local processes when asked to ([`pod_simulator`]), Ironic ([`ironic`]),
 //! sushy-tools Redfish BMCs ([`sushy`]) and MariaDB ([`mariadb`]).
 //!
 //! Servers bind 127.0.0.1 on ports that no other test holds, stop when
@@ -25,7 +26,7 @@ pub mod wait;
 pub mod workdir;
 
 pub use control_plane::{ControlPlane, ControlPlaneConfig};
-pub use pod_simulator::{PodFate, PodSimulator};
+pub use pod_simulator::{LOCAL_EXEC_IMAGE, LocalRun, PodFate, PodSimulator};
 
 use std::sync::Once;
 
