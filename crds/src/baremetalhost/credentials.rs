@@ -44,14 +44,17 @@ pub fn validate_bmc_credentials(data: &BTreeMap<String, ByteString>) -> Result<(
 mod tests {
     use super::*;
 
-    fn data(pairs: &[(&str, &[u8])]) -> BTreeMap<String, ByteString> {
+    /// A Secret's keys and values.
+    type Pairs<'a> = &'a [(&'a str, &'a [u8])];
+
+    fn data(pairs: Pairs<'_>) -> BTreeMap<String, ByteString> {
         pairs.iter().map(|(k, v)| (k.to_string(), ByteString(v.to_vec()))).collect()
     }
 
     #[test]
     fn credentials_need_a_user_name_and_a_non_empty_password() {
         use BmcCredentialsError::*;
-        let cases: [(&str, &[(&str, &[u8])], Result<(), BmcCredentialsError>); 8] = [
+        let cases: [(&str, Pairs<'_>, Result<(), BmcCredentialsError>); 8] = [
             ("both set", &[("username", b"admin"), ("password", b"pw")], Ok(())),
             ("a password of spaces is a password", &[("username", b"admin"), ("password", b"  ")], Ok(())),
             ("empty password", &[("username", b"admin"), ("password", b"")], Err(Empty("password"))),
