@@ -30,10 +30,11 @@ pub enum CrdRenderError {
 }
 
 /// Every CRD ferrometal serves, in a fixed order: Ironic, BareMetalHost, HardwareData,
-/// NodeSet, NodeSetService.
+/// NodeSet, NodeSetService. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
+/// adjusted ([`crate::ironic::crd`]).
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
     vec![
-        crate::ironic::Ironic::crd(),
+        crate::ironic::crd(),
         crate::baremetalhost::BareMetalHost::crd(),
         crate::hardwaredata::HardwareData::crd(),
         crate::nodeset::NodeSet::crd(),

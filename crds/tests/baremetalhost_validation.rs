@@ -2,9 +2,12 @@
 
 mod common;
 
-use common::{Case, assert_cases, assert_rejects, patched, yaml};
+use common::{
+    Case, assert_accepted, assert_cases, assert_cel_accepts, assert_cel_rejects, assert_rejects, patched, validate_as,
+    yaml,
+};
 use crds::baremetalhost::bmc::{BmcAddressError, BmcScheme, Transport, parse_bmc_address};
-use crds::baremetalhost::{BareMetalHost, validate_baremetalhost};
+use crds::baremetalhost::validate_baremetalhost;
 use serde_json::{Value, json};
 
 fn full() -> Value {
@@ -15,13 +18,12 @@ fn bmo() -> Value {
     yaml(include_str!("../samples/baremetalhost-bmo.yaml"))
 }
 
-fn host(value: &Value) -> BareMetalHost {
-    serde_json::from_value(value.clone()).expect("host parses")
+fn minimal() -> Value {
+    yaml(include_str!("../samples/baremetalhost-minimal.yaml"))
 }
 
 fn errors(value: &Value, old: Option<&Value>) -> Vec<crds::FieldError> {
-    let old = old.map(host);
-    validate_baremetalhost(&host(value), old.as_ref())
+    validate_as(value, old, validate_baremetalhost)
 }
 
 #[test]
@@ -65,6 +67,19 @@ fn every_bmc_scheme_parses_with_its_driver() {
         ("ilo5-redfish://10.0.0.1/redfish/v1/Systems/1", BmcScheme::Ilo5Redfish, None, "10.0.0.1", None),
         ("ilo5-virtualmedia://10.0.0.1/redfish/v1/Systems/1", BmcScheme::Ilo5VirtualMedia, None, "10.0.0.1", None),
         ("fake://node-17", BmcScheme::Fake, None, "node-17", None),
+        // Without `//`, as baremetal-operator reads them.
+        ("ipmi:192.0.2.1", BmcScheme::Ipmi, None, "192.0.2.1", None),
+        ("ipmi:bmc-1.example.com:6230", BmcScheme::Ipmi, None, "bmc-1.example.com", Some(6230)),
+        ("redfish:bmc.example.com", BmcScheme::Redfish, None, "bmc.example.com", None),
+        (
+            "redfish+http:10.0.0.1:8000/redfish/v1/Systems/1",
+            BmcScheme::Redfish,
+            Some(Transport::Http),
+            "10.0.0.1",
+            Some(8000),
+        ),
+        ("bmc-1.example.com:623", BmcScheme::Ipmi, None, "bmc-1.example.com", Some(623)),
+        ("IPMI://BMC-1.Example.com", BmcScheme::Ipmi, None, "BMC-1.Example.com", None),
     ];
     for (address, scheme, transport, host, port) in cases {
         let parsed = parse_bmc_address(address).unwrap_or_else(|e| panic!("{address}: {e}"));
@@ -93,6 +108,30 @@ fn bad_bmc_addresses_say_why() {
         parse_bmc_address("redfish:///redfish/v1"),
         Err(BmcAddressError::MissingHost(..)) | Err(BmcAddressError::Malformed(..))
     ));
+}
+
+#[test]
+fn bmc_host_names_are_checked_as_baremetal_operator_checks_them() {
+    for address in
+        ["ipmi://my-.example.com", "ipmi://-host", "ipmi://host+1", "redfish://bmc_1/redfish/v1", "-host:623"]
+    {
+        assert!(matches!(parse_bmc_address(address), Err(BmcAddressError::InvalidHost(..))), "{address}");
+    }
+    let message = parse_bmc_address("redfish://host+1/redfish/v1/Systems/1").expect_err("invalid").to_string();
+    assert!(message.contains("invalid host \"host+1\""), "{message}");
+}
+
+#[test]
+fn an_unknown_scheme_is_named_even_without_slashes() {
+    for (address, scheme) in [("foo:10.0.0.1", "foo"), ("redfsh:bmc.example.com", "redfsh"), ("foo://10.0.0.1", "foo")]
+    {
+        let err = parse_bmc_address(address).expect_err(address);
+        assert!(matches!(&err, BmcAddressError::Unknown(s, _) if s == scheme), "{address}: {err:?}");
+        let message = err.to_string();
+        assert!(message.starts_with(&format!("unknown BMC scheme \"{scheme}\"")), "{message}");
+        assert!(!message.contains("invalid port"), "{message}");
+    }
+    assert_eq!(parse_bmc_address("irmc:10.0.0.1"), Err(BmcAddressError::Removed("irmc".into())));
 }
 
 fn rejected_cases() -> Vec<Case> {
@@ -154,20 +193,55 @@ fn rejected_cases() -> Vec<Case> {
             "is required by BMC type libvirt",
         ),
         (
-            "virtual media needs a boot MAC",
+            "virtual media needs a boot MAC without inspection",
             bmo,
             json!({"spec": {"bmc": {"address": "redfish-virtualmedia://192.0.2.1/redfish/v1/Systems/1"},
-                "bootMACAddress": null}}),
+                "bootMACAddress": null, "inspectionMode": "disabled"}}),
             "spec.bootMACAddress",
-            "is required by BMC type redfish-virtualmedia",
+            "is required when inspection is disabled",
         ),
         (
-            "UEFI HTTP boot needs a boot MAC",
+            "UEFI HTTP boot needs a boot MAC without inspection",
             bmo,
             json!({"spec": {"bmc": {"address": "redfish-uefihttp://192.0.2.1/redfish/v1/Systems/1"},
-                "bootMACAddress": null}}),
+                "bootMACAddress": null, "inspectionMode": "disabled"}}),
             "spec.bootMACAddress",
-            "is required by BMC type redfish-uefihttp",
+            "is required when inspection is disabled",
+        ),
+        (
+            "any driver needs a boot MAC without inspection",
+            bmo,
+            json!({"spec": {"bootMACAddress": null, "inspectionMode": "disabled"}}),
+            "spec.bootMACAddress",
+            "is required when inspection is disabled",
+        ),
+        (
+            "the deprecated inspect annotation disables inspection too",
+            bmo,
+            json!({"metadata": {"annotations": {"inspect.metal3.io": "disabled"}}, "spec": {"bootMACAddress": null}}),
+            "spec.bootMACAddress",
+            "is required when inspection is disabled",
+        ),
+        (
+            "BMC host names are DNS names",
+            bmo,
+            json!({"spec": {"bmc": {"address": "ipmi://my-.example.com"}}}),
+            "spec.bmc.address",
+            "has an invalid host \"my-.example.com\"",
+        ),
+        (
+            "an unknown scheme without slashes is named",
+            bmo,
+            json!({"spec": {"bmc": {"address": "foo:10.0.0.1"}}}),
+            "spec.bmc.address",
+            "unknown BMC scheme \"foo\"",
+        ),
+        (
+            "IPMI privilege levels are Ironic's",
+            bmo,
+            json!({"spec": {"bmc": {"address": "ipmi://192.168.111.1:6230?privilegelevel=admin"}}}),
+            "spec.bmc.address",
+            "privilegelevel \"admin\" is not one Ironic accepts",
         ),
         (
             "no power off means online",
@@ -219,6 +293,27 @@ fn rejected_cases() -> Vec<Case> {
             "must be an md5, sha256 or sha512 digest",
         ),
         (
+            "an OCI image has no checksum",
+            bmo,
+            json!({"spec": {"image": {"url": "oci://quay.io/os/image:1", "checksumType": null}}}),
+            "spec.image.checksum",
+            "must be empty for oci:// images",
+        ),
+        (
+            "a live ISO from OCI has no checksum either",
+            bmo,
+            json!({"spec": {"image": {"url": "oci://quay.io/os/image:1", "format": "live-iso"}}}),
+            "spec.image.checksum",
+            "must be empty for oci:// images",
+        ),
+        (
+            "image URLs carry no control characters",
+            bmo,
+            json!({"spec": {"image": {"url": "http://172.22.0.1/images/x.img\u{0}"}}}),
+            "spec.image.url",
+            "control character",
+        ),
+        (
             "checksum URL must be a URL",
             bmo,
             json!({"spec": {"image": {"checksum": "gopher://x/sum"}}}),
@@ -231,6 +326,20 @@ fn rejected_cases() -> Vec<Case> {
             json!({"spec": {"rootDeviceHints": {"deviceName": "sda"}}}),
             "spec.rootDeviceHints.deviceName",
             "must be a device path starting with /dev/",
+        ),
+        (
+            "device hints by UUID are refused",
+            bmo,
+            json!({"spec": {"rootDeviceHints": {"deviceName": "/dev/disk/by-uuid/8d3e1f9a-6b1c-4f0e-9a37-2c1d5e7b9f10"}}}),
+            "spec.rootDeviceHints.deviceName",
+            "must be a device in /dev/ or a link in /dev/disk/by-path/",
+        ),
+        (
+            "device hints by ID are refused",
+            bmo,
+            json!({"spec": {"rootDeviceHints": {"deviceName": "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"}}}),
+            "spec.rootDeviceHints.deviceName",
+            "must be a device in /dev/ or a link in /dev/disk/by-path/",
         ),
         (
             "hctl format",
@@ -294,6 +403,28 @@ fn rejected_cases() -> Vec<Case> {
             json!({"spec": {"raid": {"hardwareRAIDVolumes": [{"level": "1", "sizeGibibytes": -5}]}}}),
             "spec.raid.hardwareRAIDVolumes[0].sizeGibibytes",
             "must not be negative",
+        ),
+        (
+            "physical disks need their controller",
+            full,
+            json!({"spec": {"raid": {"hardwareRAIDVolumes": [{"level": "1", "physicalDisks": ["Disk.Bay.0", "Disk.Bay.1"]}]}}}),
+            "spec.raid.hardwareRAIDVolumes[0].controller",
+            "is required when physicalDisks is set",
+        ),
+        (
+            "the disk count matches the disks",
+            full,
+            json!({"spec": {"raid": {"hardwareRAIDVolumes": [{"level": "1", "controller": "RAID.Integrated.1-1",
+                "numberOfPhysicalDisks": 3, "physicalDisks": ["Disk.Bay.0", "Disk.Bay.1"]}]}}}),
+            "spec.raid.hardwareRAIDVolumes[0].numberOfPhysicalDisks",
+            "is 3 but physicalDisks names 2 disks",
+        ),
+        (
+            "one software RAID root volume",
+            bmo,
+            json!({"spec": {"raid": {"softwareRAIDVolumes": [{"level": "1", "rootVolume": true}, {"level": "0", "rootVolume": true}]}}}),
+            "spec.raid.softwareRAIDVolumes",
+            "at most one volume can be the rootVolume",
         ),
         (
             "software RAID starts with RAID-1",
@@ -366,6 +497,20 @@ fn rejected_cases() -> Vec<Case> {
             "is not a valid MAC address",
         ),
         (
+            "NIC names are unique",
+            full,
+            json!({"spec": {"networkInterfaces": [{"name": "eno1"}, {"name": "eno2"}, {"name": "eno1"}]}}),
+            "spec.networkInterfaces[2].name",
+            "\"eno1\" is already used by networkInterfaces[0]",
+        ),
+        (
+            "NIC MACs are unique whatever their case",
+            full,
+            json!({"spec": {"networkInterfaces": [{"macAddress": "b4:96:91:00:00:03"}, {"macAddress": "B4:96:91:00:00:03"}]}}),
+            "spec.networkInterfaces[1].macAddress",
+            "is already used by networkInterfaces[0]",
+        ),
+        (
             "switch ports need both IDs",
             full,
             json!({"spec": {"networkInterfaces": [{"name": "eno1", "switchPort": {"switchID": "leaf-1", "portID": ""}}]}}),
@@ -394,6 +539,20 @@ fn rejected_cases() -> Vec<Case> {
             "must be empty (inspect again) or \"disabled\"",
         ),
         (
+            "the inspect annotation agrees with inspectionMode",
+            bmo,
+            json!({"metadata": {"annotations": {"inspect.metal3.io": "disabled"}}, "spec": {"inspectionMode": "agent"}}),
+            "metadata.annotations[inspect.metal3.io]",
+            "conflicts with spec.inspectionMode: agent",
+        ),
+        (
+            "no inspection request while inspection is disabled",
+            bmo,
+            json!({"metadata": {"annotations": {"inspect.metal3.io": ""}}, "spec": {"inspectionMode": "disabled"}}),
+            "metadata.annotations[inspect.metal3.io]",
+            "requests inspection, which spec.inspectionMode: disabled turns off",
+        ),
+        (
             "hardware details need inspection disabled",
             bmo,
             json!({"metadata": {"annotations": {"inspect.metal3.io/hardwaredetails": "{}"}}}),
@@ -408,11 +567,25 @@ fn rejected_cases() -> Vec<Case> {
             "is not valid JSON",
         ),
         (
+            "hardware details have no unknown fields",
+            bmo,
+            json!({"metadata": {"annotations": {"inspect.metal3.io": "disabled", "inspect.metal3.io/hardwaredetails": "{\"cpu\":{\"arch\":\"x86_64\",\"cores\":8}}"}}}),
+            "metadata.annotations[inspect.metal3.io/hardwaredetails]",
+            "has an unknown field \"cpu.cores\"",
+        ),
+        (
             "status annotation JSON",
             bmo,
-            json!({"metadata": {"annotations": {"baremetalhost.metal3.io/status": "{}"}}}),
+            json!({"metadata": {"annotations": {"baremetalhost.metal3.io/status": "{\"operationalStatus\":\"fine\"}"}}}),
             "metadata.annotations[baremetalhost.metal3.io/status]",
             "is not valid JSON",
+        ),
+        (
+            "status annotation fields are known",
+            bmo,
+            json!({"metadata": {"annotations": {"baremetalhost.metal3.io/status": "{\"operationalStatus\":\"OK\",\"poweredon\":true}"}}}),
+            "metadata.annotations[baremetalhost.metal3.io/status]",
+            "has an unknown field \"poweredon\"",
         ),
     ]
 }
@@ -428,7 +601,7 @@ fn good_input_for_each_rule_is_accepted() {
         ("full", full()),
         ("bmo", bmo()),
         ("fake", yaml(include_str!("../samples/baremetalhost-fake.yaml"))),
-        ("minimal", yaml(include_str!("../samples/baremetalhost-minimal.yaml"))),
+        ("minimal", minimal()),
         (
             "live iso without checksum",
             patched(
@@ -454,7 +627,22 @@ fn good_input_for_each_rule_is_accepted() {
             "software RAID 1 then 0",
             patched(&bmo(), &json!({"spec": {"raid": {"softwareRAIDVolumes": [{"level": "1"}, {"level": "0"}]}}})),
         ),
+        (
+            "one software RAID root volume",
+            patched(
+                &bmo(),
+                &json!({"spec": {"raid": {"softwareRAIDVolumes": [{"level": "1"}, {"level": "0", "rootVolume": true}]}}}),
+            ),
+        ),
         ("empty hardware RAID clears", patched(&bmo(), &json!({"spec": {"raid": {"hardwareRAIDVolumes": []}}}))),
+        (
+            "physical disks with their controller and count",
+            patched(
+                &full(),
+                &json!({"spec": {"raid": {"hardwareRAIDVolumes": [{"level": "1", "controller": "RAID.Integrated.1-1",
+                    "numberOfPhysicalDisks": 2, "physicalDisks": ["Disk.Bay.0", "Disk.Bay.1"]}]}}}),
+            ),
+        ),
         ("one-shot reboot", patched(&bmo(), &json!({"metadata": {"annotations": {"reboot.metal3.io": ""}}}))),
         (
             "detached with delay",
@@ -471,14 +659,55 @@ fn good_input_for_each_rule_is_accepted() {
             ),
         ),
         (
+            "a partial status annotation",
+            patched(
+                &bmo(),
+                &json!({"metadata": {"annotations": {"baremetalhost.metal3.io/status": "{\"operationalStatus\":\"OK\"}"}}}),
+            ),
+        ),
+        (
+            "the deprecated annotation agrees with inspectionMode",
+            patched(
+                &bmo(),
+                &json!({"metadata": {"annotations": {"inspect.metal3.io": "disabled"}}, "spec": {"inspectionMode": "disabled"}}),
+            ),
+        ),
+        (
             "bmc without address (unmanaged)",
             patched(&bmo(), &json!({"spec": {"bmc": {"address": "", "credentialsName": ""}}})),
         ),
+        (
+            "virtual media finds its boot MAC by inspection",
+            patched(&minimal(), &json!({"spec": {"bootMACAddress": null}})),
+        ),
+        (
+            "UEFI HTTP boot finds its boot MAC by inspection",
+            patched(
+                &minimal(),
+                &json!({"spec": {"bootMACAddress": null, "bmc": {"address": "redfish-uefihttp://10.0.0.21/redfish/v1/Systems/1"}}}),
+            ),
+        ),
+        ("ipmi with inspection needs no boot MAC", patched(&bmo(), &json!({"spec": {"bootMACAddress": null}}))),
+        (
+            "fake hosts need no boot MAC, even without inspection",
+            patched(
+                &yaml(include_str!("../samples/baremetalhost-fake.yaml")),
+                &json!({"spec": {"bootMACAddress": null, "inspectionMode": "disabled"}}),
+            ),
+        ),
+        (
+            "addresses without slashes",
+            patched(&bmo(), &json!({"spec": {"bmc": {"address": "ipmi:192.168.111.1:6230"}}})),
+        ),
+        (
+            "an IPMI privilege level",
+            patched(
+                &bmo(),
+                &json!({"spec": {"bmc": {"address": "ipmi://192.168.111.1:6230?privilegelevel=OPERATOR"}}}),
+            ),
+        ),
     ];
-    for (case, value) in good {
-        let errs = errors(&value, None);
-        assert!(errs.is_empty(), "{case}: {errs:#?}");
-    }
+    assert_accepted(good.map(|(case, value)| (case, value, None)), errors);
 }
 
 fn with_state(value: &Value, state: &str) -> Value {
@@ -497,6 +726,41 @@ fn boot_mac_is_immutable_once_set() {
     assert_rejects(&errors(&unset, Some(&old)), "spec.bootMACAddress", "can not be changed", "mac removal");
     let first = patched(&old, &json!({"spec": {"bootMACAddress": null}}));
     assert!(errors(&old, Some(&first)).is_empty(), "setting it the first time is fine");
+    let upper = patched(&old, &json!({"spec": {"bootMACAddress": "00:5C:52:31:3A:9C"}}));
+    assert!(errors(&upper, Some(&old)).is_empty(), "the same MAC in upper case is no change");
+}
+
+#[test]
+fn externally_provisioned_turns_on_only_while_available() {
+    let on = json!({"spec": {"externallyProvisioned": true}});
+    let refused = [("provisioned", "provisioned"), ("inspecting", "inspecting"), ("registering", "registering")];
+    for (case, state) in refused {
+        let old = with_state(&bmo(), state);
+        assert_rejects(
+            &errors(&patched(&old, &on), Some(&old)),
+            "spec.externallyProvisioned",
+            &format!("can only be turned on when the host is created or while it is available; it is {state}"),
+            case,
+        );
+    }
+    assert_rejects(
+        &errors(&patched(&bmo(), &on), Some(&bmo())),
+        "spec.externallyProvisioned",
+        "it is not registered yet",
+        "no status yet",
+    );
+    let available = with_state(&bmo(), "available");
+    let provisioned_externally = with_state(&patched(&bmo(), &on), "externally provisioned");
+    let off = json!({"spec": {"externallyProvisioned": false}});
+    assert_accepted(
+        [
+            ("available", patched(&available, &on), Some(available.clone())),
+            ("at creation", patched(&bmo(), &on), None),
+            ("turned off again", patched(&provisioned_externally, &off), Some(provisioned_externally.clone())),
+            ("left on", provisioned_externally.clone(), Some(provisioned_externally)),
+        ],
+        errors,
+    );
 }
 
 #[test]
@@ -520,19 +784,31 @@ fn bmc_address_changes_only_while_registering_or_detached() {
 mod cel {
     use super::*;
 
-    fn check(new: &Value, old: Option<&Value>) -> Result<(), String> {
-        common::cel_check("BareMetalHost", new, old)
-    }
+    const KIND: &str = "BareMetalHost";
 
     #[test]
     fn boot_mac_immutability_and_power_off_rule_in_cel() {
         let old = bmo();
-        let err = check(&patched(&old, &json!({"spec": {"bootMACAddress": "00:5c:52:31:3a:9d"}})), Some(&old))
-            .expect_err("mac change");
-        assert!(err.contains("bootMACAddress can not be changed once it is set"), "{err}");
-        check(&patched(&old, &json!({"spec": {"online": false}})), Some(&old)).expect("power change ok");
-        let err = check(&patched(&full(), &json!({"spec": {"online": false}})), None).expect_err("power off");
-        assert!(err.contains("online cannot be false when disablePowerOff is true"), "{err}");
-        check(&full(), None).expect("full passes");
+        let changed = patched(&old, &json!({"spec": {"bootMACAddress": "00:5c:52:31:3a:9d"}}));
+        assert_cel_rejects(
+            KIND,
+            &changed,
+            Some(&old),
+            "bootMACAddress can not be changed once it is set",
+            "mac change",
+        );
+        assert_cel_accepts(KIND, &patched(&old, &json!({"spec": {"online": false}})), Some(&old), "power change");
+        let off = patched(&full(), &json!({"spec": {"online": false}}));
+        assert_cel_rejects(KIND, &off, None, "online cannot be false when disablePowerOff is true", "power off");
+        assert_cel_accepts(KIND, &full(), None, "full");
+    }
+
+    #[test]
+    fn a_case_only_boot_mac_change_passes_cel() {
+        let old = bmo();
+        let upper = patched(&old, &json!({"spec": {"bootMACAddress": "00:5C:52:31:3A:9C"}}));
+        assert_cel_accepts(KIND, &upper, Some(&old), "upper case");
+        let removed = patched(&old, &json!({"spec": {"bootMACAddress": null}}));
+        assert_cel_rejects(KIND, &removed, Some(&old), "can not be changed once it is set", "removal");
     }
 }

@@ -1,25 +1,15 @@
 //! The generated CRDs: checked-in YAML is current, schemas are structural for Kubernetes 1.20,
 //! names and printer columns are those users know from metal3.
 
+mod common;
+
+use common::{crd_of as crd, openapi_schema as schema};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 use std::path::PathBuf;
 
 fn generated_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("generated")
-}
-
-fn schema(crd: &CustomResourceDefinition) -> Value {
-    let schema = crd.spec.versions[0]
-        .schema
-        .as_ref()
-        .and_then(|s| s.open_api_v3_schema.as_ref())
-        .expect("every CRD has a schema");
-    serde_json::to_value(schema).expect("schema to JSON")
-}
-
-fn crd(kind: &str) -> CustomResourceDefinition {
-    crds::all_crds().into_iter().find(|c| c.spec.names.kind == kind).expect("kind exists")
 }
 
 #[test]

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{Case, assert_cases, assert_rejects, patched, yaml};
+use common::{
+    Case, assert_accepted, assert_cases, assert_cel_accepts, assert_cel_rejects, assert_rejects, assert_update_cases,
+    patched, typed, validate_as, yaml,
+};
 use crds::ironic::{Ironic, IronicSpec, IronicValidationOptions, validate_ironic};
 use serde_json::{Value, json};
 
@@ -20,12 +23,11 @@ fn ha() -> Value {
 }
 
 fn spec(value: &Value) -> IronicSpec {
-    serde_json::from_value(value.clone()).expect("spec parses")
+    typed(value)
 }
 
 fn errors(value: &Value, old: Option<&Value>) -> Vec<crds::FieldError> {
-    let old = old.map(spec);
-    validate_ironic(&spec(value), old.as_ref(), &IronicValidationOptions::default())
+    validate_as(value, old, |new, old| validate_ironic(new, old, &IronicValidationOptions::default()))
 }
 
 fn rejected_cases() -> Vec<Case> {
@@ -376,6 +378,20 @@ fn rejected_cases() -> Vec<Case> {
             "not supported for IPv6",
         ),
         (
+            "a range's gateway is inside its network",
+            full,
+            json!({"networking": {"dhcp": {"extraRanges": [{"networkCIDR": "198.51.100.0/24", "rangeBegin": "198.51.100.10", "rangeEnd": "198.51.100.20", "gatewayAddress": "203.0.113.1"}]}}}),
+            "spec.networking.dhcp.extraRanges[0].gatewayAddress",
+            "203.0.113.1 is not inside 198.51.100.0/24",
+        ),
+        (
+            "a range's network has a prefix",
+            full,
+            json!({"networking": {"dhcp": {"extraRanges": [{"networkCIDR": "0.0.0.0/0", "rangeBegin": "198.51.100.10", "rangeEnd": "198.51.100.20"}]}}}),
+            "spec.networking.dhcp.extraRanges[0].networkCIDR",
+            "0.0.0.0/0 must have a non-zero prefix length",
+        ),
+        (
             "extra ranges need Ironic 37.0",
             full,
             json!({"version": "35.0"}),
@@ -402,6 +418,34 @@ fn rejected_cases() -> Vec<Case> {
             json!({"overrides": {"agentImages": [{"kernel": "ftp://k", "initramfs": "http://i"}]}}),
             "spec.overrides.agentImages[0].kernel",
             "expected one of file, http, https, oci",
+        ),
+        (
+            "agent image file URLs are absolute",
+            full,
+            json!({"overrides": {"agentImages": [{"kernel": "file:ipa.kernel", "initramfs": "http://i"}]}}),
+            "spec.overrides.agentImages[0].kernel",
+            "needs an absolute path",
+        ),
+        (
+            "agent image URLs name a host",
+            full,
+            json!({"overrides": {"agentImages": [{"kernel": "http://k", "initramfs": "http:///ipa.initramfs"}]}}),
+            "spec.overrides.agentImages[0].initramfs",
+            "has no host",
+        ),
+        (
+            "agent image URLs carry no control characters",
+            full,
+            json!({"overrides": {"agentImages": [{"kernel": "http://k/ipa.kernel\u{0}", "initramfs": "http://i"}]}}),
+            "spec.overrides.agentImages[0].kernel",
+            "control character",
+        ),
+        (
+            "external URLs name a host",
+            full,
+            json!({"networking": {"externalCallbackURL": "https:///callback"}}),
+            "spec.networking.externalCallbackURL",
+            "has no host",
         ),
         (
             "agent image architectures are unique",
@@ -463,6 +507,13 @@ fn rejected_cases() -> Vec<Case> {
             "access ports take no tagged VLANs",
             full,
             json!({"networkingService": {"providerNetworks": [{"type": "idle", "mode": "access", "allowedVLANs": ["10"]}]}}),
+            "spec.networkingService.providerNetworks[0].allowedVLANs",
+            "must be empty for access ports",
+        ),
+        (
+            "access, the default mode, takes no allowed VLANs",
+            full,
+            json!({"networkingService": {"providerNetworks": [{"type": "idle", "allowedVLANs": ["10"]}]}}),
             "spec.networkingService.providerNetworks[0].allowedVLANs",
             "must be empty for access ports",
         ),
@@ -702,11 +753,23 @@ fn good_input_for_each_rule_is_accepted() {
             Some(ha()),
         ),
         ("adding a database to a SQLite Ironic", full(), Some(patched(&full(), &json!({"database": null})))),
+        (
+            "provider networks default to access",
+            patched(&full(), &json!({"networkingService": {"providerNetworks": [{"type": "idle", "nativeVLAN": 10}]}})),
+            None,
+        ),
+        (
+            "agent images from files, the web and registries",
+            patched(
+                &full(),
+                &json!({"overrides": {"agentImages": [
+                    {"kernel": "file:///shared/html/images/ipa.kernel", "initramfs": "https://images.example.com/ipa.initramfs"},
+                    {"architecture": "aarch64", "kernel": "oci://quay.io/metal3/ipa:arm64", "initramfs": "file:/images/ipa-arm64.initramfs"}]}}),
+            ),
+            None,
+        ),
     ];
-    for (case, value, old) in good {
-        let errors = errors(&value, old.as_ref());
-        assert!(errors.is_empty(), "{case}: {errors:#?}");
-    }
+    assert_accepted(good, errors);
 }
 
 #[test]
@@ -721,15 +784,11 @@ fn update_rules_reject_replacing_or_removing_the_database() {
             json!({"database": {"credentialsName": null, "host": null, "name": null, "tlsCertificateName": null, "managed": {}}}),
         ),
     ];
-    for (case, patch) in cases {
-        let new = patched(&old, &patch);
-        assert_rejects(
-            &errors(&new, Some(&old)),
-            "spec.database",
-            "cannot change to a new database or remove it",
-            case,
-        );
-    }
+    assert_update_cases(
+        &old,
+        cases.map(|(_, patch)| (patch, "spec.database", "cannot change to a new database or remove it")),
+        errors,
+    );
 }
 
 #[test]
@@ -757,10 +816,7 @@ fn update_rules_protect_the_managed_database() {
             "storageClassName is immutable",
         ),
     ];
-    for (patch, path, fragment) in cases {
-        let new = patched(&old, &patch);
-        assert_rejects(&errors(&new, Some(&old)), path, fragment, path);
-    }
+    assert_update_cases(&old, cases, errors);
 }
 
 #[test]
@@ -777,45 +833,44 @@ fn feature_switches_reject_ha_and_overrides_when_turned_off() {
 mod cel {
     use super::*;
 
-    /// Wraps a spec into an Ironic object and checks it.
-    fn check(new: &Value, old: Option<&Value>) -> Result<(), String> {
-        let wrap = |spec: &Value| json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": {"name": "i"}, "spec": spec});
-        common::cel_check("Ironic", &wrap(new), old.map(wrap).as_ref())
+    /// An Ironic object around a spec.
+    fn ironic(spec: &Value) -> Value {
+        json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": {"name": "i"}, "spec": spec})
+    }
+
+    fn rejects(new: &Value, old: Option<&Value>, fragment: &str, case: &str) {
+        assert_cel_rejects("Ironic", &ironic(new), old.map(ironic).as_ref(), fragment, case);
+    }
+
+    fn accepts(new: &Value, old: Option<&Value>, case: &str) {
+        assert_cel_accepts("Ironic", &ironic(new), old.map(ironic).as_ref(), case);
     }
 
     #[test]
     fn database_replacement_is_refused_by_cel() {
         let old = full();
-        let err = check(&patched(&old, &json!({"database": {"host": "elsewhere"}})), Some(&old))
-            .expect_err("host change refused");
-        assert!(err.contains("cannot change to a new database or remove it"), "{err}");
-        let err = check(&patched(&old, &json!({"database": null})), Some(&old)).expect_err("removal refused");
-        assert!(err.contains("cannot change to a new database"), "{err}");
-        check(&patched(&old, &json!({"database": {"credentialsName": "rotated"}})), Some(&old))
-            .expect("credential rotation allowed");
+        let moved = patched(&old, &json!({"database": {"host": "elsewhere"}}));
+        rejects(&moved, Some(&old), "cannot change to a new database or remove it", "host change refused");
+        rejects(&patched(&old, &json!({"database": null})), Some(&old), "cannot change to a new database", "removal");
+        let rotated = patched(&old, &json!({"database": {"credentialsName": "rotated"}}));
+        accepts(&rotated, Some(&old), "credential rotation allowed");
     }
 
     #[test]
     fn database_forms_and_ha_are_checked_by_cel() {
-        let err = check(&json!({"database": {"managed": {}, "host": "h"}}), None).expect_err("both forms");
-        assert!(err.contains("not both"), "{err}");
-        let err = check(&json!({"highAvailability": true}), None).expect_err("ha without db");
-        assert!(err.contains("highAvailability requires a database"), "{err}");
-        check(&ha(), None).expect("ha sample passes");
-        check(&full(), None).expect("full sample passes");
+        rejects(&json!({"database": {"managed": {}, "host": "h"}}), None, "not both", "both forms");
+        rejects(&json!({"highAvailability": true}), None, "highAvailability requires a database", "ha without db");
+        accepts(&ha(), None, "ha sample passes");
+        accepts(&full(), None, "full sample passes");
     }
 
     #[test]
     fn storage_class_is_immutable_in_cel() {
         let old = ha();
-        let err = check(
-            &patched(&old, &json!({"database": {"managed": {"storage": {"storageClassName": "slow"}}}})),
-            Some(&old),
-        )
-        .expect_err("class change refused");
-        assert!(err.contains("storageClassName is immutable"), "{err}");
-        check(&patched(&old, &json!({"database": {"managed": {"storage": {"size": "30Gi"}}}})), Some(&old))
-            .expect("growing allowed");
+        let class = patched(&old, &json!({"database": {"managed": {"storage": {"storageClassName": "slow"}}}}));
+        rejects(&class, Some(&old), "storageClassName is immutable", "class change refused");
+        let grown = patched(&old, &json!({"database": {"managed": {"storage": {"size": "30Gi"}}}}));
+        accepts(&grown, Some(&old), "growing allowed");
     }
 }
 
@@ -823,4 +878,30 @@ mod cel {
 fn parsed_ironic_objects_validate_through_the_root_type() {
     let ironic: Ironic = serde_json::from_value(yaml(include_str!("../samples/ironic-full.yaml"))).expect("ironic");
     assert!(validate_ironic(&ironic.spec, None, &IronicValidationOptions::default()).is_empty());
+}
+
+#[test]
+fn an_empty_spec_is_not_required_and_defaults_to_an_empty_object() {
+    // ironic-standalone-operator's own sample has `spec:` and nothing under it: the apiserver
+    // receives null, prunes it, then applies the default.
+    let schema = common::schema_of("Ironic");
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    assert!(!required.contains(&json!("spec")), "spec is optional: {required:?}");
+    assert_eq!(schema["properties"]["spec"]["default"], json!({}));
+    assert!(validate_ironic(&spec(&json!({})), None, &IronicValidationOptions::default()).is_empty());
+    let ironic: Ironic = typed(&json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+        "metadata": {"name": "ironic"}, "spec": schema["properties"]["spec"]["default"]}));
+    assert_eq!(ironic.spec, IronicSpec::default());
+}
+
+#[test]
+fn provider_network_mode_defaults_to_access_in_the_schema() {
+    let schema = common::schema_of("Ironic");
+    let network =
+        &schema["properties"]["spec"]["properties"]["networkingService"]["properties"]["providerNetworks"]["items"];
+    assert_eq!(network["properties"]["mode"]["default"], "access");
+    let required = network["required"].as_array().cloned().unwrap_or_default();
+    assert!(!required.contains(&json!("mode")), "mode is optional: {required:?}");
+    let parsed: crds::ironic::ProviderNetwork = typed(&json!({"type": "idle"}));
+    assert_eq!(parsed.mode(), crds::ironic::SwitchPortMode::Access);
 }

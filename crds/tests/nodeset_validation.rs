@@ -3,8 +3,11 @@
 
 mod common;
 
-use common::{Case, assert_cases, assert_rejects, patched, yaml};
-use crds::nodeset::{NodeSet, validate_nodeset};
+use common::{
+    Case, assert_accepted, assert_cases, assert_cel_accepts, assert_cel_rejects, assert_rejects, assert_update_cases,
+    patched, typed, validate_as, yaml,
+};
+use crds::nodeset::validate_nodeset;
 use crds::nodesetservice::{NodeSetService, service_hash, validate_nodeset_service};
 use serde_json::{Value, json};
 
@@ -16,13 +19,8 @@ fn preprovisioned() -> Value {
     yaml(include_str!("../samples/nodeset-preprovisioned.yaml"))
 }
 
-fn nodeset(value: &Value) -> NodeSet {
-    serde_json::from_value(value.clone()).expect("nodeset parses")
-}
-
 fn errors(value: &Value, old: Option<&Value>) -> Vec<crds::FieldError> {
-    let old = old.map(nodeset);
-    validate_nodeset(&nodeset(value), old.as_ref())
+    validate_as(value, old, validate_nodeset)
 }
 
 /// The full sample with compute-0 claimed, as the controller reports it.
@@ -272,10 +270,7 @@ fn good_input_for_each_create_rule_is_accepted() {
             ),
         ),
     ];
-    for (case, value) in good {
-        let errs = errors(&value, None);
-        assert!(errs.is_empty(), "{case}: {errs:#?}");
-    }
+    assert_accepted(good.map(|(case, value)| (case, value, None)), errors);
 }
 
 #[test]
@@ -295,10 +290,7 @@ fn class_c_fields_lock_once_a_host_is_claimed() {
             "spec.baremetalSetTemplate.hardwareReqs",
         ),
     ];
-    for (patch, path) in cases {
-        let new = patched(&old, &patch);
-        assert_rejects(&errors(&new, Some(&old)), path, "cannot change once hosts are claimed", path);
-    }
+    assert_update_cases(&old, cases.map(|(patch, path)| (patch, path, "cannot change once hosts are claimed")), errors);
     let selector = patched(
         &old,
         &json!({"spec": {"nodes": {"compute-0": {"bmhLabelSelector": {"matchLabels": {"serial": "XYZ"}}}}}}),
@@ -355,71 +347,73 @@ fn class_a_and_b_fields_stay_editable_on_claimed_nodesets() {
         ),
         ("reprovision request", json!({"spec": {"nodes": {"compute-0": {"reprovisionToken": "2026-09-01"}}}})),
     ];
-    for (case, patch) in edits {
-        let errs = errors(&patched(&old, &patch), Some(&old));
-        assert!(errs.is_empty(), "{case}: {errs:#?}");
-    }
+    assert_accepted(edits.map(|(case, patch)| (case, patched(&old, &patch), Some(old.clone()))), errors);
     let unclaimed = full();
     let selector = patched(
         &unclaimed,
         &json!({"spec": {"baremetalSetTemplate": {"bmhLabelSelector": {"matchLabels": {"rack": "r9"}}}}}),
     );
-    assert!(errors(&selector, Some(&unclaimed)).is_empty(), "nothing claimed yet");
+    assert_accepted([("nothing claimed yet", selector, Some(unclaimed))], errors);
 }
 
 mod cel {
     use super::*;
 
-    fn check(new: &Value, old: Option<&Value>) -> Result<(), String> {
-        common::cel_check("NodeSet", new, old)
-    }
+    const KIND: &str = "NodeSet";
 
     #[test]
     fn selection_locks_in_cel_follow_the_claims_in_status() {
         let old = claimed();
         let changed =
             patched(&old, &json!({"spec": {"baremetalSetTemplate": {"hardwareReqs": {"minMemoryGiB": 128}}}}));
-        let err = check(&changed, Some(&old)).expect_err("locked");
-        assert!(err.contains("cannot change once hosts are claimed"), "{err}");
-        check(
+        assert_cel_rejects(KIND, &changed, Some(&old), "cannot change once hosts are claimed", "locked");
+        assert_cel_accepts(
+            KIND,
             &patched(&full(), &json!({"spec": {"baremetalSetTemplate": {"hardwareReqs": {"minMemoryGiB": 128}}}})),
             Some(&full()),
-        )
-        .expect("unclaimed set may change");
+            "unclaimed set may change",
+        );
         let host = patched(
             &old,
             &json!({"spec": {"nodes": {"compute-0": {"bmhLabelSelector": {"matchLabels": {"serial": "XYZ"}}}}}}),
         );
-        let err = check(&host, Some(&old)).expect_err("host locked");
-        assert!(err.contains("cannot change once this host is claimed"), "{err}");
-        check(
+        assert_cel_rejects(KIND, &host, Some(&old), "cannot change once this host is claimed", "host locked");
+        assert_cel_accepts(
+            KIND,
             &patched(
                 &old,
                 &json!({"spec": {"nodes": {"compute-1": {"bmhLabelSelector": {"matchLabels": {"serial": "NEW"}}}}}}),
             ),
             Some(&old),
-        )
-        .expect("unclaimed host may change");
-        check(
+            "unclaimed host may change",
+        );
+        assert_cel_accepts(
+            KIND,
             &patched(&old, &json!({"spec": {"nodeTemplate": {"networks": [{"name": "ctlplane", "mtu": 9000}]}}})),
             Some(&old),
-        )
-        .expect("day-2 edits pass");
+            "day-2 edits pass",
+        );
     }
 
     #[test]
     fn pre_provisioned_and_template_rules_in_cel() {
         let old = full();
-        let err = check(&patched(&old, &json!({"spec": {"preProvisioned": true}})), Some(&old)).expect_err("immutable");
-        assert!(err.contains("preProvisioned is immutable"), "{err}");
-        let err = check(&patched(&old, &json!({"spec": {"baremetalSetTemplate": null}})), None).expect_err("template");
-        assert!(err.contains("baremetalSetTemplate is required unless preProvisioned"), "{err}");
-        check(&preprovisioned(), None).expect("preprovisioned sample");
+        let flipped = patched(&old, &json!({"spec": {"preProvisioned": true}}));
+        assert_cel_rejects(KIND, &flipped, Some(&old), "preProvisioned is immutable", "immutable");
+        let untemplated = patched(&old, &json!({"spec": {"baremetalSetTemplate": null}}));
+        assert_cel_rejects(
+            KIND,
+            &untemplated,
+            None,
+            "baremetalSetTemplate is required unless preProvisioned",
+            "template",
+        );
+        assert_cel_accepts(KIND, &preprovisioned(), None, "preprovisioned sample");
     }
 }
 
 fn service(value: Value) -> NodeSetService {
-    serde_json::from_value(value).expect("service parses")
+    typed(&value)
 }
 
 fn full_service() -> Value {

@@ -86,5 +86,13 @@ async fn the_webhooks_reject_invalid_objects_with_the_field_path() -> anyhow::Re
             .await,
     );
     assert!(message.contains("spec.bootMACAddress"), "{message}");
+    // The same MAC in upper case is no change.
+    hosts
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"bootMACAddress": "52:54:00:12:34:56".to_uppercase()}})),
+        )
+        .await?;
     Ok(())
 }

@@ -1,6 +1,14 @@
 //! Annotations baremetal-operator users put on BareMetalHosts, and the JSON some carry.
 
+use super::hardware::HardwareDetails;
+use super::status::BareMetalHostStatus;
+use crate::validation::structural::conform;
+use kube::CustomResourceExt;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::LazyLock;
+use thiserror::Error;
 
 /// Finalizer that blocks deletion until the host is deprovisioned or detached.
 pub const FINALIZER: &str = "baremetalhost.metal3.io";
@@ -73,6 +81,49 @@ pub enum DetachedDeleteAction {
     Delete,
 }
 
+/// Why the JSON of an annotation was refused.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum AnnotationJsonError {
+    /// Not JSON, or a value of the wrong type.
+    #[error("is not valid JSON for this annotation: {0}")]
+    Invalid(String),
+    /// A field the type does not have (a typing mistake would otherwise be dropped silently).
+    #[error("has an unknown field {0:?}")]
+    UnknownField(String),
+}
+
+/// The status schema of the BareMetalHost CRD, as the apiserver reads it.
+static STATUS_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
+    let crd = super::BareMetalHost::crd();
+    let schema = crd.spec.versions.first().and_then(|v| v.schema.as_ref()).and_then(|s| s.open_api_v3_schema.as_ref());
+    schema
+        .and_then(|s| serde_json::to_value(s).ok())
+        .and_then(|mut s| s.pointer_mut("/properties/status").map(Value::take))
+        .unwrap_or_default()
+});
+
+/// Reads the value of [`STATUS`] as baremetal-operator does: a partial status is accepted
+/// (`{"operationalStatus":"OK"}`; every missing field takes its zero value or default), an
+/// unknown field is refused.
+pub fn parse_status_annotation(value: &str) -> Result<BareMetalHostStatus, AnnotationJsonError> {
+    parse_strict(value, &STATUS_SCHEMA)
+}
+
+/// Reads the value of [`HARDWARE_DETAILS`] the same way: partial details are accepted, an
+/// unknown field is refused.
+pub fn parse_hardware_details_annotation(value: &str) -> Result<HardwareDetails, AnnotationJsonError> {
+    parse_strict(value, &STATUS_SCHEMA["properties"]["hardware"])
+}
+
+fn parse_strict<T: DeserializeOwned>(text: &str, schema: &Value) -> Result<T, AnnotationJsonError> {
+    let mut value: Value = serde_json::from_str(text).map_err(|e| AnnotationJsonError::Invalid(e.to_string()))?;
+    if !value.is_object() {
+        return Err(AnnotationJsonError::Invalid("expected a JSON object".into()));
+    }
+    conform(&mut value, schema, "").map_err(AnnotationJsonError::UnknownField)?;
+    serde_json::from_value(value).map_err(|e| AnnotationJsonError::Invalid(e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +143,49 @@ mod tests {
         let d: DetachedAnnotation = serde_json::from_str(r#"{"deleteAction":"delay"}"#).expect("detached");
         assert_eq!(d.delete_action, Some(DetachedDeleteAction::Delay));
         assert!(serde_json::from_str::<RebootAnnotation>(r#"{"mode":"gentle"}"#).is_err());
+    }
+
+    #[test]
+    fn partial_status_annotations_are_accepted_with_defaults() {
+        use crate::baremetalhost::status::{OperationalStatus, ProvisioningState};
+        let status = parse_status_annotation(r#"{"operationalStatus":"OK"}"#).expect("partial");
+        assert_eq!(status.operational_status, OperationalStatus::Ok);
+        assert_eq!((status.error_count, status.error_message.as_str(), status.powered_on), (0, "", false));
+        assert_eq!(status.provisioning.state, ProvisioningState::None);
+        let status = parse_status_annotation(r#"{"provisioning":{"state":"provisioned","image":{"checksum":"abc"}}}"#)
+            .expect("nested partial");
+        assert_eq!(status.provisioning.state, ProvisioningState::Provisioned);
+        assert_eq!(status.provisioning.image.map(|i| i.url), Some(String::new()), "a missing url is empty, as in Go");
+        assert!(parse_status_annotation("{}").is_ok());
+    }
+
+    #[test]
+    fn status_annotations_refuse_unknown_fields_and_wrong_values() {
+        let cases = [
+            (r#"{"operationalStatus":"OK","poweredon":true}"#, AnnotationJsonError::UnknownField("poweredon".into())),
+            (r#"{"provisioning":{"stat":"ready"}}"#, AnnotationJsonError::UnknownField("provisioning.stat".into())),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_status_annotation(text), Err(expected), "{text}");
+        }
+        for text in [r#"{"operationalStatus":"fine"}"#, "not json", "[]", r#"{"errorCount":"many"}"#] {
+            assert!(matches!(parse_status_annotation(text), Err(AnnotationJsonError::Invalid(_))), "{text}");
+        }
+        let message = parse_status_annotation(r#"{"poweredon":true}"#).expect_err("unknown").to_string();
+        assert_eq!(message, r#"has an unknown field "poweredon""#);
+    }
+
+    #[test]
+    fn hardware_details_refuse_unknown_fields() {
+        let details =
+            parse_hardware_details_annotation(r#"{"ramMebibytes":4096,"nics":[{"mac":"52:54:00:00:00:01"}]}"#)
+                .expect("partial details");
+        assert_eq!(details.ram_mebibytes, Some(4096));
+        assert_eq!(
+            parse_hardware_details_annotation(r#"{"cpu":{"arch":"x86_64","cores":8}}"#),
+            Err(AnnotationJsonError::UnknownField("cpu.cores".into()))
+        );
+        let lldp = r#"{"nics":[{"lldp":{"switchID":"leaf-1","vendorTLV":"x"}}]}"#;
+        assert!(parse_hardware_details_annotation(lldp).is_ok(), "LLDP keeps what switches report");
     }
 }

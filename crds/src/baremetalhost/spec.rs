@@ -78,7 +78,8 @@ pub const POWER_OFF_DISABLED_MESSAGE: &str = "online cannot be false when disabl
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!has(oldSelf.bootMACAddress) || oldSelf.bootMACAddress == '' || (has(self.bootMACAddress) && self.bootMACAddress == oldSelf.bootMACAddress)").message(BOOT_MAC_IMMUTABLE_MESSAGE))]
+// MACs compare case-insensitively: 00:5C:... and 00:5c:... are the same NIC.
+#[x_kube(validation = Rule::new("!has(oldSelf.bootMACAddress) || oldSelf.bootMACAddress == '' || (has(self.bootMACAddress) && self.bootMACAddress.lowerAscii() == oldSelf.bootMACAddress.lowerAscii())").message(BOOT_MAC_IMMUTABLE_MESSAGE))]
 #[x_kube(validation = Rule::new("!has(self.disablePowerOff) || !self.disablePowerOff || self.online").message(POWER_OFF_DISABLED_MESSAGE))]
 pub struct BareMetalHostSpec {
     /// CPU architecture, e.g. x86_64 or aarch64; filled by inspection when unset.
@@ -115,7 +116,7 @@ pub struct BareMetalHostSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_power_off: Option<bool>,
     /// The host was provisioned by something else: only power is managed, no provisioning and
-    /// no inspection.
+    /// no inspection. Can be set when the host is created or, later, while it is available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub externally_provisioned: Option<bool>,
     /// Deprecated and rejected: use a HostFirmwareSettings resource.
@@ -214,7 +215,9 @@ pub struct CustomDeploy {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RootDeviceHints {
-    /// Device name such as /dev/vda or a /dev/disk/by-path link; exact match.
+    /// Device name such as /dev/vda or a /dev/disk/by-path link; exact match. Other
+    /// /dev/disk links (by-id, by-uuid...) are refused, as baremetal-operator refuses them:
+    /// the agent matches this hint against device names and by-path links only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_name: Option<String>,
     /// SCSI address such as 0:0:0:0; exact match.
@@ -295,6 +298,10 @@ pub struct HardwareRaidVolume {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SoftwareRaidVolume {
+    /// Install onto this volume (the root device); at most one volume may set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
+    pub root_volume: Option<bool>,
     /// RAID level: 0, 1 or 1+0.
     pub level: RaidLevel,
     /// Hints selecting the member disks; at least two.

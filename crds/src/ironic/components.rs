@@ -131,8 +131,11 @@ pub struct ProviderNetwork {
     /// provisioning.
     #[serde(rename = "type")]
     pub type_: ProviderNetworkType,
-    /// Port mode: access (one untagged VLAN), trunk (tagged VLANs) or hybrid (both).
-    pub mode: SwitchPortMode,
+    /// Port mode: access (one untagged VLAN, the default), trunk (tagged VLANs) or hybrid
+    /// (both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "access"))]
+    pub mode: Option<SwitchPortMode>,
     /// Untagged VLAN, 1-4094.
     #[serde(default, rename = "nativeVLAN", skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 4094))]
@@ -145,6 +148,13 @@ pub struct ProviderNetwork {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1280, max = 9216))]
     pub mtu: Option<i32>,
+}
+
+impl ProviderNetwork {
+    /// The port mode, defaulted as the schema defaults it.
+    pub fn mode(&self) -> SwitchPortMode {
+        self.mode.unwrap_or_default()
+    }
 }
 
 /// Provisioning phase of a provider network. Values: idle, inspection, cleaning, rescuing,
@@ -167,12 +177,13 @@ pub enum ProviderNetworkType {
     Provisioning,
 }
 
-/// Switch port mode. Values: access, trunk, hybrid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// Switch port mode. Values: access (the default), trunk, hybrid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[schemars(transform = crate::schema_util::drop_description)]
 pub enum SwitchPortMode {
     /// One untagged VLAN.
+    #[default]
     Access,
     /// Tagged VLANs.
     Trunk,

@@ -28,7 +28,8 @@ pub use tls::{
 };
 pub use validation::{IronicValidationOptions, validate_ironic};
 
-use kube::{CustomResource, KubeSchema};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{CustomResourceDefinition, JSON};
+use kube::{CustomResource, CustomResourceExt, KubeSchema};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -118,6 +119,26 @@ pub struct IronicSpec {
     /// 35.0); 38.0 when unset. With a database, downgrades are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+}
+
+/// The Ironic CRD as [`crate::all_crds`] serves it. Unlike the derived `Ironic::crd()`, `spec`
+/// is optional and defaults to `{}`: ironic-standalone-operator's own sample has an empty
+/// `spec:`, which the apiserver receives as null, prunes and then defaults, so the stored object
+/// (and what the webhook and the controller read) always has a spec.
+pub fn crd() -> CustomResourceDefinition {
+    let mut crd = Ironic::crd();
+    let schemas = crd.spec.versions.iter_mut().filter_map(|v| v.schema.as_mut()?.open_api_v3_schema.as_mut());
+    for schema in schemas {
+        schema.required = schema
+            .required
+            .take()
+            .map(|required| required.into_iter().filter(|field| field != "spec").collect::<Vec<_>>())
+            .filter(|required| !required.is_empty());
+        if let Some(spec) = schema.properties.as_mut().and_then(|p| p.get_mut("spec")) {
+            spec.default = Some(JSON(serde_json::json!({})));
+        }
+    }
+    crd
 }
 
 impl IronicSpec {

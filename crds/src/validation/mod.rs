@@ -9,6 +9,7 @@ mod duration;
 mod names;
 pub(crate) mod net;
 mod quantity;
+pub(crate) mod structural;
 
 pub use duration::{GoDurationError, parse_go_duration};
 pub use names::{is_dns1123_label, is_dns1123_subdomain, is_uuid};

@@ -77,13 +77,44 @@ pub fn is_mac_address(s: &str) -> bool {
 }
 
 /// Parses an absolute URL whose scheme is one of `schemes`; the error says why not.
+///
+/// Stricter than the WHATWG parser, which repairs text that Ironic, Go and the shell would
+/// read differently: control characters (NUL, tab, newline; WHATWG drops some silently) are
+/// refused; `http`/`https` need a host written after `//` (`http:///path` has none, although
+/// WHATWG takes `path` for one); `file` needs an absolute path (`file:///images/ipa.kernel`,
+/// not `file:ipa.kernel` or `file://ipa.kernel`).
 pub fn valid_url(s: &str, schemes: &[&str]) -> Result<url::Url, String> {
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!("{s:?} contains the control character {:?}", c));
+    }
     let parsed = url::Url::parse(s).map_err(|e| format!("{s:?} is not a valid URL: {e}"))?;
     if !schemes.contains(&parsed.scheme()) {
         return Err(format!("{s:?} has scheme {:?}; expected one of {}", parsed.scheme(), schemes.join(", ")));
     }
-    if parsed.scheme() != "file" && parsed.host_str().is_none_or(str::is_empty) {
-        return Err(format!("{s:?} has no host"));
+    // What follows `scheme:` as written, before any repair.
+    let written = s.trim_start().split_once(':').map_or("", |(_, rest)| rest);
+    match parsed.scheme() {
+        "file" => {
+            let path = match written.strip_prefix("//") {
+                Some(authority_and_path) => authority_and_path.find('/').map_or("", |i| &authority_and_path[i..]),
+                None => written,
+            };
+            if !path.starts_with('/') {
+                return Err(format!("{s:?} needs an absolute path, such as file:///images/image.qcow2"));
+            }
+        }
+        "http" | "https" => {
+            let authority = written.strip_prefix("//").map_or("", |rest| {
+                let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+                &rest[..end]
+            });
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            if host.is_empty() || host.starts_with(':') {
+                return Err(format!("{s:?} has no host"));
+            }
+        }
+        _ if parsed.host_str().is_none_or(str::is_empty) => return Err(format!("{s:?} has no host")),
+        _ => {}
     }
     Ok(parsed)
 }
@@ -119,6 +150,40 @@ mod tests {
         assert!(!is_mac_address("52-54-00-ab-cd-ef"));
         assert!(!is_mac_address("52:54:00:ab:cd"));
         assert!(!is_mac_address("52:54:00:ab:cd:eg"));
+    }
+
+    #[test]
+    fn urls_are_read_as_written_not_repaired() {
+        let all = ["http", "https", "file", "oci"];
+        let refused = [
+            ("http:///path", "has no host"),
+            ("https:example.com/x", "has no host"),
+            // WHATWG refuses these itself ("empty host").
+            ("http://@/x", "host"),
+            ("http://:8080/x", "host"),
+            ("file:images/x.qcow2", "needs an absolute path"),
+            ("file://images", "needs an absolute path"),
+            ("http://example.com/a\u{0}b", "control character"),
+            ("http://exa\nmple.com/x", "control character"),
+            ("http://example.com/\tx", "control character"),
+            ("oci:///x", "has no host"),
+        ];
+        for (url, fragment) in refused {
+            let err = valid_url(url, &all).expect_err(url);
+            assert!(err.contains(fragment), "{url}: {err}");
+        }
+        let accepted = [
+            "file:///images/x.qcow2",
+            "file:/images/x.qcow2",
+            "file://localhost/images/x.qcow2",
+            "http://user:pw@example.com:8080/x",
+            "https://[fd00::1]/x",
+            "HTTPS://Example.com/x",
+            "oci://quay.io/org/image:1",
+        ];
+        for url in accepted {
+            assert!(valid_url(url, &all).is_ok(), "{url}: {:?}", valid_url(url, &all));
+        }
     }
 
     #[test]

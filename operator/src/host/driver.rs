@@ -226,12 +226,13 @@ mod tests {
             ("10.0.0.1:6230", "ipmi", Some("ipxe"), false),
             ("libvirt://10.0.0.1", "ipmi", Some("ipxe"), true),
             ("redfish://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("ipxe"), false),
-            ("redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-virtual-media"), true),
-            ("redfish-uefihttp+https://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-https"), true),
+            // Virtual media and UEFI HTTP boot learn the MAC by inspection (baremetal-operator 0.14).
+            ("redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-virtual-media"), false),
+            ("redfish-uefihttp+https://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-https"), false),
             ("idrac-redfish://10.0.0.1/redfish/v1/Systems/1", "idrac", Some("ipxe"), false),
-            ("idrac-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "idrac", Some("idrac-redfish-virtual-media"), true),
+            ("idrac-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "idrac", Some("idrac-redfish-virtual-media"), false),
             ("ilo5-redfish://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("ipxe"), false),
-            ("ilo5-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-virtual-media"), true),
+            ("ilo5-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-virtual-media"), false),
             ("fake://anything", "fake-hardware", Some("fake"), false),
         ];
         for (address, driver, boot, needs_mac) in cases {

@@ -1,12 +1,12 @@
-//! Annotation values that must parse, and inspection data that needs inspection disabled.
+//! Annotation values that must parse (the JSON ones strictly, as baremetal-operator reads
+//! them), inspection data that needs inspection disabled, and an inspect annotation that
+//! agrees with spec.inspectionMode.
 
 use crate::baremetalhost::annotations::{
     DETACHED, DetachedAnnotation, HARDWARE_DETAILS, INSPECT, INSPECT_DISABLED, RebootAnnotation, STATUS,
-    is_reboot_annotation,
+    is_reboot_annotation, parse_hardware_details_annotation, parse_status_annotation,
 };
-use crate::baremetalhost::hardware::HardwareDetails;
 use crate::baremetalhost::spec::{BareMetalHostSpec, InspectionMode};
-use crate::baremetalhost::status::BareMetalHostStatus;
 use crate::validation::Errors;
 use std::collections::BTreeMap;
 
@@ -26,24 +26,39 @@ pub(super) fn validate_annotations(
         } else if key == DETACHED {
             parse_optional::<DetachedAnnotation>(value)
         } else if key == INSPECT {
-            (!value.is_empty() && value != INSPECT_DISABLED)
-                .then(|| format!("must be empty (inspect again) or {INSPECT_DISABLED:?}"))
+            inspect_problem(value, spec.inspection_mode)
         } else if key == HARDWARE_DETAILS {
             let inspection_disabled = annotations.get(INSPECT).map(|v| v.trim()) == Some(INSPECT_DISABLED)
                 || spec.inspection_mode == Some(InspectionMode::Disabled);
             if inspection_disabled {
-                parse_required::<HardwareDetails>(value)
+                parse_hardware_details_annotation(value).err().map(|e| e.to_string())
             } else {
                 Some("requires inspection to be disabled (spec.inspectionMode: disabled)".into())
             }
         } else if key == STATUS {
-            parse_required::<BareMetalHostStatus>(value)
+            parse_status_annotation(value).err().map(|e| e.to_string())
         } else {
             None
         };
         if let Some(message) = problem {
             errors.push(path, message);
         }
+    }
+}
+
+/// `inspect.metal3.io` is empty (inspect again) or `disabled` (deprecated), and must not
+/// contradict `spec.inspectionMode`: either way one of the two would be ignored.
+fn inspect_problem(value: &str, mode: Option<InspectionMode>) -> Option<String> {
+    match (value, mode) {
+        (INSPECT_DISABLED, Some(mode @ (InspectionMode::Agent | InspectionMode::Fast))) => Some(format!(
+            "{INSPECT_DISABLED:?} conflicts with spec.inspectionMode: {}; remove the annotation (deprecated) or set inspectionMode: disabled",
+            if mode == InspectionMode::Agent { "agent" } else { "fast" }
+        )),
+        ("", Some(InspectionMode::Disabled)) => {
+            Some("requests inspection, which spec.inspectionMode: disabled turns off".into())
+        }
+        ("" | INSPECT_DISABLED, _) => None,
+        _ => Some(format!("must be empty (inspect again) or {INSPECT_DISABLED:?}")),
     }
 }
 

@@ -14,8 +14,16 @@ pub(crate) fn validate_image(errors: &mut Errors, path: &str, image: &Image) {
     };
     let oci = url.as_ref().is_some_and(|u| u.scheme() == "oci");
     let checksum = image.checksum.as_deref().unwrap_or_default().trim();
-    if image.is_live_iso() || oci {
-        // Live ISOs are booted as they are and OCI images carry their own digest.
+    if oci {
+        // An OCI image is verified by its registry digest; a second checksum could only
+        // disagree with it (checked before live-iso, which does not lift this rule).
+        if !checksum.is_empty() {
+            errors.push(format!("{path}.checksum"), "must be empty for oci:// images, which carry their own digest");
+        }
+        return;
+    }
+    if image.is_live_iso() {
+        // Live ISOs are booted as they are.
         return;
     }
     if checksum.is_empty() {
@@ -50,12 +58,21 @@ pub(crate) fn validate_image(errors: &mut Errors, path: &str, image: &Image) {
     }
 }
 
-/// Checks root device hints: device names under /dev, SCSI addresses, sizes.
+/// Checks root device hints: device names in /dev or /dev/disk/by-path (as baremetal-operator
+/// checks them), SCSI addresses, sizes.
 pub(crate) fn validate_root_device_hints(errors: &mut Errors, path: &str, hints: &RootDeviceHints) {
-    if let Some(name) = hints.device_name.as_deref()
-        && !name.starts_with("/dev/")
-    {
-        errors.push(format!("{path}.deviceName"), format!("{name:?} must be a device path starting with /dev/"));
+    if let Some(name) = hints.device_name.as_deref() {
+        match name.strip_prefix("/dev/") {
+            None => errors
+                .push(format!("{path}.deviceName"), format!("{name:?} must be a device path starting with /dev/")),
+            Some(rest) if rest.strip_prefix("disk/by-path/").unwrap_or(rest).contains('/') => errors.push(
+                format!("{path}.deviceName"),
+                format!(
+                    "{name:?} must be a device in /dev/ or a link in /dev/disk/by-path/; other links (by-id, by-uuid...) are not matched"
+                ),
+            ),
+            Some(_) => {}
+        }
     }
     if let Some(hctl) = hints.hctl.as_deref() {
         let parts: Vec<&str> = hctl.split(':').collect();

@@ -9,15 +9,24 @@ pub(crate) use image::{validate_image, validate_root_device_hints};
 
 use super::BareMetalHost;
 use super::annotations::DETACHED;
+use super::rules::boot_mac_requirement;
 use super::spec::{BOOT_MAC_IMMUTABLE_MESSAGE, BareMetalHostSpec};
 use super::status::{OperationalStatus, ProvisioningState};
-use crate::validation::{Errors, FieldError, is_uuid};
+use crate::validation::{Errors, FieldError, is_set, is_uuid};
 
 /// Validates a host on create (`old` is `None`) or update. Returns every violation.
+///
+/// Rules that need another object are the controller's: the content of the BMC credentials
+/// Secret is checked by [`crate::baremetalhost::validate_bmc_credentials`].
 pub fn validate_baremetalhost(host: &BareMetalHost, old: Option<&BareMetalHost>) -> Vec<FieldError> {
     let mut errors = Errors::default();
     validate_name(&mut errors, host.metadata.name.as_deref());
     spec::validate_spec(&mut errors, &host.spec, host.metadata.namespace.as_deref());
+    if let Some(requirement) = boot_mac_requirement(host)
+        && !is_set(&host.spec.boot_mac_address)
+    {
+        errors.push("spec.bootMACAddress", requirement.to_string());
+    }
     annotations::validate_annotations(&mut errors, host.metadata.annotations.as_ref(), &host.spec);
     if let Some(old) = old {
         validate_update(&mut errors, host, old);
@@ -39,8 +48,23 @@ fn validate_name(errors: &mut Errors, name: Option<&str>) {
 
 fn validate_update(errors: &mut Errors, new: &BareMetalHost, old: &BareMetalHost) {
     let old_mac = old.spec.boot_mac_address.as_deref().unwrap_or_default();
-    if !old_mac.is_empty() && new.spec.boot_mac_address.as_deref() != Some(old_mac) {
+    // The same MAC in another case is the same NIC (as the CEL twin compares it).
+    if !old_mac.is_empty() && !new.spec.boot_mac_address.as_deref().is_some_and(|m| m.eq_ignore_ascii_case(old_mac)) {
         errors.push("spec.bootMACAddress", BOOT_MAC_IMMUTABLE_MESSAGE);
+    }
+    let externally_provisioned = |h: &BareMetalHost| h.spec.externally_provisioned.unwrap_or(false);
+    let state = old.status.as_ref().map_or(ProvisioningState::None, |s| s.provisioning.state);
+    if externally_provisioned(new) && !externally_provisioned(old) && state != ProvisioningState::Available {
+        // As in baremetal-operator: only an available host can be handed over (after
+        // inspection, before anything is provisioned). The state is the stored one: a status
+        // sent with a spec update is ignored by the apiserver.
+        errors.push(
+            "spec.externallyProvisioned",
+            format!(
+                "can only be turned on when the host is created or while it is available; it is {}",
+                if state == ProvisioningState::None { "not registered yet" } else { state.as_str() }
+            ),
+        );
     }
     if bmc_address(&new.spec) != bmc_address(&old.spec) && !bmc_address_may_change(old) {
         errors.push("spec.bmc.address", "can only be changed while the host is registering or detached");

@@ -1,9 +1,9 @@
 //! Rules on `BareMetalHost.spec` alone.
 
 use super::image::{validate_image, validate_root_device_hints};
-use crate::baremetalhost::bmc::{BmcScheme, parse_bmc_address};
+use crate::baremetalhost::bmc::{BmcAddress, BmcScheme, parse_bmc_address};
 use crate::baremetalhost::spec::{
-    BareMetalHostSpec, BootMode, InspectionMode, POWER_OFF_DISABLED_MESSAGE, RaidConfig, RaidLevel,
+    BareMetalHostSpec, BootMode, InspectionMode, NetworkInterface, POWER_OFF_DISABLED_MESSAGE, RaidConfig, RaidLevel,
 };
 use crate::validation::{Errors, is_mac_address, is_set};
 
@@ -14,12 +14,6 @@ pub(super) fn validate_spec(errors: &mut Errors, spec: &BareMetalHostSpec, names
         && !is_mac_address(mac)
     {
         errors.push("spec.bootMACAddress", format!("{mac:?} is not a valid MAC address"));
-    }
-    if let Some(scheme) = scheme
-        && scheme.needs_boot_mac()
-        && !is_set(&spec.boot_mac_address)
-    {
-        errors.push("spec.bootMACAddress", format!("is required by BMC type {scheme}"));
     }
     if spec.disable_power_off.unwrap_or(false) && !spec.online {
         errors.push("spec.online", POWER_OFF_DISABLED_MESSAGE);
@@ -68,7 +62,22 @@ fn validate_bmc(errors: &mut Errors, spec: &BareMetalHostSpec) -> Option<BmcSche
         errors.push("spec.bmc.credentialsName", "is required when the BMC address is set");
     }
     match parse_bmc_address(&bmc.address) {
-        Ok(parsed) => Some(parsed.scheme),
+        Ok(parsed) => {
+            if let Some(level) = parsed.privilege_level.as_deref()
+                && !BmcAddress::IPMI_PRIVILEGE_LEVELS.contains(&level)
+            {
+                // baremetal-operator passes any value on and Ironic refuses it at registration;
+                // refusing it here says so before anything is registered.
+                errors.push(
+                    "spec.bmc.address",
+                    format!(
+                        "privilegelevel {level:?} is not one Ironic accepts ({})",
+                        BmcAddress::IPMI_PRIVILEGE_LEVELS.join(", ")
+                    ),
+                );
+            }
+            Some(parsed.scheme)
+        }
         Err(e) => {
             errors.push("spec.bmc.address", e.to_string());
             None
@@ -99,9 +108,28 @@ fn validate_raid(errors: &mut Errors, raid: &RaidConfig, scheme: Option<BmcSchem
         if volume.name.as_ref().is_some_and(|n| n.len() > 64) {
             errors.push(format!("{path}.name"), "must be at most 64 characters");
         }
+        let disks = volume.physical_disks.as_deref().unwrap_or_default();
+        if !disks.is_empty() && !is_set(&volume.controller) {
+            errors.push(
+                format!("{path}.controller"),
+                "is required when physicalDisks is set: disk names are per controller",
+            );
+        }
+        if let Some(count) = volume.number_of_physical_disks
+            && !disks.is_empty()
+            && usize::try_from(count).ok() != Some(disks.len())
+        {
+            errors.push(
+                format!("{path}.numberOfPhysicalDisks"),
+                format!("is {count} but physicalDisks names {} disks", disks.len()),
+            );
+        }
     }
     if software.len() > 2 {
         errors.push("spec.raid.softwareRAIDVolumes", "at most two software RAID volumes are supported");
+    }
+    if software.iter().filter(|v| v.root_volume == Some(true)).count() > 1 {
+        errors.push("spec.raid.softwareRAIDVolumes", "at most one volume can be the rootVolume");
     }
     for (i, volume) in software.iter().enumerate() {
         let path = format!("spec.raid.softwareRAIDVolumes[{i}]");
@@ -149,8 +177,21 @@ fn validate_secret_namespaces(errors: &mut Errors, spec: &BareMetalHostSpec, nam
 }
 
 fn validate_network_interfaces(errors: &mut Errors, spec: &BareMetalHostSpec) {
-    for (i, nic) in spec.network_interfaces.iter().flatten().enumerate() {
+    let nics = spec.network_interfaces.as_deref().unwrap_or_default();
+    for (i, nic) in nics.iter().enumerate() {
         let path = format!("spec.networkInterfaces[{i}]");
+        // One entry per NIC: two entries would configure the same switch port twice.
+        let earlier = |same: &dyn Fn(&NetworkInterface) -> bool| nics[..i].iter().position(same);
+        if let Some(name) = nic.name.as_deref().filter(|n| !n.trim().is_empty())
+            && let Some(j) = earlier(&|other| other.name.as_deref() == Some(name))
+        {
+            errors.push(format!("{path}.name"), format!("{name:?} is already used by networkInterfaces[{j}]"));
+        }
+        if let Some(mac) = nic.mac_address.as_deref().filter(|m| !m.trim().is_empty())
+            && let Some(j) = earlier(&|other| other.mac_address.as_deref().is_some_and(|m| m.eq_ignore_ascii_case(mac)))
+        {
+            errors.push(format!("{path}.macAddress"), format!("{mac:?} is already used by networkInterfaces[{j}]"));
+        }
         if is_set(&nic.name) == is_set(&nic.mac_address) {
             errors.push(path.clone(), "exactly one of name and macAddress is required");
         }

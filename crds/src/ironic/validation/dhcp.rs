@@ -1,5 +1,5 @@
-//! `spec.networking.dhcp`: pools inside their networks, no overlaps, and the version gate of
-//! extraRanges.
+//! `spec.networking.dhcp`: pools inside their networks, no overlaps, extra ranges with a real
+//! prefix and a gateway inside their network, and the version gate of extraRanges.
 
 use crate::ironic::IronicSpec;
 use crate::ironic::versions::{self, IronicVersion};
@@ -76,6 +76,13 @@ pub(super) fn validate_dhcp(errors: &mut Errors, spec: &IronicSpec) {
         ) {
             pools.push(pool);
         }
+        let cidr = range.network_cidr.as_deref().unwrap_or_default();
+        let net = parse_ip_net(cidr);
+        if net.is_some_and(|n| n.prefix == 0) {
+            // A /0 range would hand out every address of the family: never a provisioning
+            // network.
+            errors.push(format!("{rpath}.networkCIDR"), format!("{cidr} must have a non-zero prefix length"));
+        }
         if let Some(gateway) = range.gateway_address.as_deref() {
             match parse_ip(gateway) {
                 None => {
@@ -84,6 +91,10 @@ pub(super) fn validate_dhcp(errors: &mut Errors, spec: &IronicSpec) {
                 Some(IpAddr::V6(_)) => {
                     errors.push(format!("{rpath}.gatewayAddress"), "per-range gateways are not supported for IPv6")
                 }
+                Some(ip @ IpAddr::V4(_)) if net.is_some_and(|n| !n.contains(ip)) => errors.push(
+                    format!("{rpath}.gatewayAddress"),
+                    format!("{gateway} is not inside {cidr}: hosts in this range could not reach it"),
+                ),
                 Some(IpAddr::V4(_)) => {}
             }
         }

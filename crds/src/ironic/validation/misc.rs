@@ -121,7 +121,7 @@ pub(super) fn validate_networking_service(errors: &mut Errors, spec: &IronicSpec
             errors.push(format!("{path}.mtu"), format!("{mtu} is outside 1280-9216"));
         }
         let vlans = network.allowed_vlans.as_deref().unwrap_or_default();
-        match network.mode {
+        match network.mode() {
             SwitchPortMode::Access if !vlans.is_empty() => {
                 errors.push(format!("{path}.allowedVLANs"), "must be empty for access ports")
             }
