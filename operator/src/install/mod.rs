@@ -12,6 +12,8 @@
 //! `design/install.md` explains the choices.
 
 pub mod bundle;
+#[cfg(test)]
+mod checked_in;
 pub mod manifests;
 pub mod rbac;
 mod yaml;

@@ -228,13 +228,15 @@ impl Ledger {
         Ok(deleted)
     }
 
-    /// [`Ledger::prune`] for an API the operator has no type for. An API that is not
-    /// installed has nothing to prune.
+    /// [`Ledger::prune`] for an API the operator has no type for (an optional one, such as
+    /// cert-manager's). An API that is not installed has nothing to prune, and neither has one
+    /// the operator may not list: its permission comes with the optional feature that writes
+    /// such objects, so none was written without it.
     pub async fn prune_dynamic(&self, resource: &ApiResource) -> Result<Vec<String>, KubeError> {
         let api = self.dynamic_api(resource);
         let listed = match api.list_metadata(&ListParams::default().labels(&self.selector())).await {
             Ok(listed) => listed,
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Vec::new()),
+            Err(kube::Error::Api(status)) if status.code == 404 || status.code == 403 => return Ok(Vec::new()),
             Err(source) => return Err(KubeError::new(Verb::List, resource.kind.clone(), self.selector(), source)),
         };
         let mut deleted = Vec::new();

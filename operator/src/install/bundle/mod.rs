@@ -5,6 +5,8 @@
 pub mod args;
 pub mod csv;
 mod descriptors;
+#[cfg(test)]
+mod validation;
 
 use super::manifests::workload;
 use super::{Error, File, Layout, to_yaml};

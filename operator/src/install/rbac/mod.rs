@@ -8,6 +8,8 @@
 //! assertion is evaluated at compile time, so code that watches or writes a resource the
 //! table does not grant does not build.
 
+#[cfg(test)]
+mod audit;
 pub mod kinds;
 pub mod render;
 pub mod table;
