@@ -99,12 +99,24 @@ impl OperatorProcess {
 
     /// Waits until `/readyz` passes; fails at once if the process died, with its log.
     pub async fn wait_ready(&mut self, timeout: Duration) -> crate::Result<String> {
+        self.wait_ready_and(timeout, |_| true).await
+    }
+
+    /// Waits until `/readyz` passes leading: a replica standing by is ready too, but runs no
+    /// controllers.
+    pub async fn wait_leading(&mut self, timeout: Duration) -> crate::Result<String> {
+        self.wait_ready_and(timeout, |report| report.contains("leader election: leading")).await
+    }
+
+    async fn wait_ready_and(&mut self, timeout: Duration, accept: impl Fn(&str) -> bool) -> crate::Result<String> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut last = None;
         loop {
             self.process.ensure_running()?;
             let answer = self.readyz().await;
-            if let Some((200, body)) = &answer {
+            if let Some((200, body)) = &answer
+                && accept(body)
+            {
                 return Ok(body.clone());
             }
             if answer.is_some() {

@@ -19,7 +19,6 @@ use ferrometal_tests::{ControlPlane, PodSimulator, ports};
 use install_common::workloads;
 use install_common::*;
 use operator::install::{DEFAULT_NAMESPACE, NAME};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -45,10 +44,14 @@ impl Cluster {
     async fn install(&self, objects: Vec<Value>) -> anyhow::Result<Value> {
         let (crds, rest): (Vec<Value>, Vec<Value>) =
             objects.into_iter().partition(|o| kind_of(o) == "CustomResourceDefinition");
-        // Compared as CRDs: kustomize writes a schema's `minimum: 0.0` as `0`.
-        let rendered: Vec<CustomResourceDefinition> =
-            crds.into_iter().map(serde_json::from_value).collect::<Result<_, _>>()?;
-        anyhow::ensure!(rendered == crds::all_crds(), "the manifests' CRDs are the crates' CRDs");
+        let mut crds = crds;
+        crds.sort_by(|a, b| name_of(a).cmp(name_of(b)));
+        let mut expected: Vec<Value> = crds::all_crds().iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect();
+        // kustomize orders its output by kind and name.
+        expected.sort_by(|a, b| name_of(a).cmp(name_of(b)));
+        if let Some(difference) = first_difference(&Value::from(crds), &Value::from(expected), "crds") {
+            anyhow::bail!("the manifests' CRDs are not the crates' CRDs: {difference}");
+        }
         self.cp.install_crds(&crds::all_crds()).await?;
         let (deployments, rest): (Vec<Value>, Vec<Value>) = rest.into_iter().partition(|o| kind_of(o) == "Deployment");
         anyhow::ensure!(deployments.len() == 1, "one Deployment");
@@ -68,8 +71,8 @@ impl Cluster {
             ("HOST_SLOW_POLL_INTERVAL".to_string(), "2s".to_string()),
         ]);
         let mut operator = OperatorProcess::start("ferrometal", &kubeconfig, &args, &env)?;
-        let report = operator.wait_ready(Duration::from_secs(120)).await?;
-        anyhow::ensure!(report.contains("leader election: leading"), "{report}");
+        let report = operator.wait_leading(Duration::from_secs(120)).await?;
+        anyhow::ensure!(report.contains("[+]watch baremetalhosts.metal3.io"), "the watches are listed: {report}");
         Ok(operator)
     }
 

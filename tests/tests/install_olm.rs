@@ -128,7 +128,7 @@ async fn an_olm_install_from_the_csv_takes_every_alm_example_to_its_steady_state
     ]);
     let kubeconfig = cp.service_account_kubeconfig(OPERATOR_NAMESPACE, &account).await?;
     let mut operator = OperatorProcess::start("ferrometal-olm", &kubeconfig, &args, &env)?;
-    operator.wait_ready(Duration::from_secs(120)).await?;
+    operator.wait_leading(Duration::from_secs(120)).await?;
 
     let admin = cp.client();
     let examples: Vec<Value> = serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;

@@ -215,3 +215,31 @@ pub async fn assert_access(client: &kube::Client, allowed: &[Ask<'_>], denied: &
     anyhow::ensure!(wrong.is_empty(), "{}", wrong.join("\n"));
     Ok(())
 }
+
+/// Where `a` and `b` first differ, as a path and both values; numbers compare by value
+/// (kustomize writes a schema's `minimum: 0.0` as `0`).
+pub fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                let (l, r) = (x.get(key).unwrap_or(&Value::Null), y.get(key).unwrap_or(&Value::Null));
+                if let Some(d) = first_difference(l, r, &format!("{path}.{key}")) {
+                    return Some(d);
+                }
+            }
+            None
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (l, r))| first_difference(l, r, &format!("{path}[{i}]")))
+        }
+        (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => None,
+        _ if a == b => None,
+        _ => Some(format!("{path}: {} != {}", truncated(a), truncated(b))),
+    }
+}
+
+fn truncated(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 200 { format!("{}...", text.chars().take(200).collect::<String>()) } else { text }
+}

@@ -120,11 +120,18 @@ pub async fn ironic_ready(
     wait_steady(client, operator, namespace, &ironic, "ironic", "Ready", ready).await
 }
 
+/// A MAC of its own for each host name (Ironic refuses a MAC another node has).
+fn mac(name: &str) -> String {
+    let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let [a, b, c, _] = hash.to_be_bytes();
+    format!("52:54:00:{a:02x}:{b:02x}:{c:02x}")
+}
+
 /// A fake-hardware host spec.
 pub fn fake_host(name: &str, online: bool, image: Option<&str>, labels: Value) -> Value {
     let mut host = json!({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
         "metadata": {"name": name, "labels": labels},
-        "spec": {"online": online, "bootMACAddress": "52:54:00:00:10:01",
+        "spec": {"online": online, "bootMACAddress": mac(name),
             "bmc": {"address": format!("fake://{name}"), "credentialsName": "fake-bmc"}}});
     if let Some(url) = image {
         host["spec"]["image"] = json!({"url": url, "format": "live-iso"});
