@@ -2,9 +2,9 @@
 //! builds, run with a kubeconfig of its choosing (a ServiceAccount's token, as in a cluster),
 //! its log kept like every server's, and its `/readyz` read over HTTP.
 
+use crate::ports;
 use crate::process::ManagedProcess;
 use crate::workdir::WorkDir;
-use crate::ports;
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;

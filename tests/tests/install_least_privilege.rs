@@ -46,7 +46,8 @@ impl Cluster {
             objects.into_iter().partition(|o| kind_of(o) == "CustomResourceDefinition");
         let mut crds = crds;
         crds.sort_by(|a, b| name_of(a).cmp(name_of(b)));
-        let mut expected: Vec<Value> = crds::all_crds().iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect();
+        let mut expected: Vec<Value> =
+            crds::all_crds().iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect();
         // kustomize orders its output by kind and name.
         expected.sort_by(|a, b| name_of(a).cmp(name_of(b)));
         if let Some(difference) = first_difference(&Value::from(crds), &Value::from(expected), "crds") {
@@ -139,7 +140,10 @@ async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> 
     let mut denied = never(&ns);
     denied.extend([
         // Its own webhook configuration only.
-        Ask { name: Some("someone-elses-webhooks"), ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None) },
+        Ask {
+            name: Some("someone-elses-webhooks"),
+            ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
+        },
         // Its Lease and certificate Secret names only, in its namespace.
         Ask { name: Some("another-lease"), ..ask("patch", "coordination.k8s.io", "leases", Some(DEFAULT_NAMESPACE)) },
         ask("get", "coordination.k8s.io", "leases", Some(&ns)),
@@ -147,7 +151,10 @@ async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> 
     let allowed = [
         ask("watch", "ironic.metal3.io", "ironics", None),
         ask("watch", "", "secrets", None),
-        Ask { name: Some(operator::webhook::CONFIGURATION_NAME), ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None) },
+        Ask {
+            name: Some(operator::webhook::CONFIGURATION_NAME),
+            ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
+        },
     ];
     assert_access(&identity, &allowed, &denied).await?;
     let log = operator.log();
@@ -172,7 +179,7 @@ async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_now
     anyhow::ensure!(status.success(), "ferrometal manifests failed");
     let mut objects = render(tree.path(), "default")?;
     let cluster_wide: Vec<&str> =
-        objects.iter().filter(|o| kind_of(o).starts_with("ClusterRole")).map(|o| name_of(o)).collect();
+        objects.iter().filter(|o| kind_of(o).starts_with("ClusterRole")).map(name_of).collect();
     assert!(cluster_wide.is_empty(), "Roles only: {cluster_wide:?}");
 
     // What cert-manager would do: issue the serving certificate, and its cainjector sets the
@@ -216,7 +223,10 @@ async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_now
         ask("list", "metal3.io", "baremetalhosts", None),
         ask("watch", "ironic.metal3.io", "ironics", Some(&unwatched)),
         ask("patch", "metal3.io", "baremetalhosts", Some(&unwatched)),
-        Ask { name: Some(operator::webhook::CONFIGURATION_NAME), ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None) },
+        Ask {
+            name: Some(operator::webhook::CONFIGURATION_NAME),
+            ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
+        },
         // cert-manager provides the certificate: no certificate Secret of its own.
         ask("create", "", "secrets", Some(DEFAULT_NAMESPACE)),
     ]);

@@ -40,7 +40,10 @@ fn config_default_renders_the_cluster_wide_install_with_operator_managed_certifi
     ferrometal_tests::init();
     let layout = Layout::default();
     let objects = render(&config_dir(), "default").expect("kustomize renders config/default");
-    assert_eq!(find(&objects, "Deployment", "ferrometal"), &value(&workload::deployment(&layout, WebhookCertificates::SelfManaged)));
+    assert_eq!(
+        find(&objects, "Deployment", "ferrometal"),
+        &value(&workload::deployment(&layout, WebhookCertificates::SelfManaged))
+    );
     assert_eq!(
         find(&objects, "ValidatingWebhookConfiguration", operator::webhook::CONFIGURATION_NAME),
         &value(&webhook::configuration(&layout, false))

@@ -131,7 +131,8 @@ async fn an_olm_install_from_the_csv_takes_every_alm_example_to_its_steady_state
     operator.wait_leading(Duration::from_secs(120)).await?;
 
     let admin = cp.client();
-    let examples: Vec<Value> = serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;
+    let examples: Vec<Value> =
+        serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;
     for example in &examples {
         let kind = kind_of(example);
         if kind == "NodeSet" && !workloads::nodeset_controller_exists() {
@@ -139,8 +140,12 @@ async fn an_olm_install_from_the_csv_takes_every_alm_example_to_its_steady_state
         }
         if kind == "BareMetalHost" {
             let credentials = example["spec"]["bmc"]["credentialsName"].as_str().unwrap_or_default();
-            workloads::apply(&admin, &target, json!({"apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": credentials}, "stringData": {"username": "admin", "password": "example"}}))
+            workloads::apply(
+                &admin,
+                &target,
+                json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": credentials}, "stringData": {"username": "admin", "password": "example"}}),
+            )
             .await?;
         }
         workloads::apply(&admin, &target, localized(example)).await?;
@@ -148,14 +153,23 @@ async fn an_olm_install_from_the_csv_takes_every_alm_example_to_its_steady_state
         let api = resource(group, kind);
         let name = name_of(example);
         match kind {
-            "Ironic" | "NodeSet" => wait_steady(&admin, &mut operator, &target, &api, name, "Ready", workloads::ready).await?,
+            "Ironic" | "NodeSet" => {
+                wait_steady(&admin, &mut operator, &target, &api, name, "Ready", workloads::ready).await?
+            }
             "BareMetalHost" => {
                 // online: false and no image: registered, inspected, and then available.
-                wait_steady(&admin, &mut operator, &target, &api, name, "available", |h| workloads::host_state(h) == "available")
-                    .await?
+                wait_steady(&admin, &mut operator, &target, &api, name, "available", |h| {
+                    workloads::host_state(h) == "available"
+                })
+                .await?
             }
             // A NodeSetService is a definition NodeSets run; admitted and stored is its steady state.
-            _ => wait_steady(&admin, &mut operator, &target, &api, name, "stored", |o| contains(&o["spec"], &example["spec"])).await?,
+            _ => {
+                wait_steady(&admin, &mut operator, &target, &api, name, "stored", |o| {
+                    contains(&o["spec"], &example["spec"])
+                })
+                .await?
+            }
         };
     }
 
@@ -197,7 +211,8 @@ async fn every_alm_example_is_accepted_by_a_server_side_dry_run() -> anyhow::Res
     });
     let _operator = operator::Operator::start(cp.client(), config).await?;
     let csv = objects.iter().find(|o| kind_of(o) == "ClusterServiceVersion").cloned().expect("one CSV");
-    let examples: Vec<Value> = serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;
+    let examples: Vec<Value> =
+        serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;
     assert_eq!(examples.len(), operator::install::bundle::csv::EXAMPLES.len());
     for example in &examples {
         let group_version = example["apiVersion"].as_str().unwrap_or_default();
@@ -209,7 +224,8 @@ async fn every_alm_example_is_accepted_by_a_server_side_dry_run() -> anyhow::Res
         );
         let object: kube::api::DynamicObject = serde_json::from_value(example.clone())?;
         let params = kube::api::PostParams { dry_run: true, ..Default::default() };
-        let stored = api.create(&params, &object).await.map_err(|e| anyhow::anyhow!("{} refused: {e}", kind_of(example)))?;
+        let stored =
+            api.create(&params, &object).await.map_err(|e| anyhow::anyhow!("{} refused: {e}", kind_of(example)))?;
         // Kubernetes 1.20 prunes fields its schema does not know without a word: every field
         // of the example must come back.
         let stored = serde_json::to_value(stored)?;

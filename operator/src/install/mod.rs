@@ -133,7 +133,7 @@ pub enum Error {
     Sample {
         file: String,
         #[source]
-        source: serde_saphyr::Error,
+        source: Box<serde_saphyr::Error>,
     },
     #[error("no sample {0} in crds/samples")]
     MissingSample(String),

@@ -1,12 +1,12 @@
 //! Probes and metrics: /healthz (alive), /readyz (ready: see [`super::readiness`]), /metrics.
 
+use super::readiness::Readiness;
 use crate::metrics::Metrics;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use std::net::SocketAddr;
-use super::readiness::Readiness;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

@@ -12,8 +12,8 @@ use crate::kube::Context;
 use crate::metrics::Metrics;
 use crate::runtime::error::Error;
 use kube::Client;
-use std::net::SocketAddr;
 use readiness::Readiness;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -50,7 +50,8 @@ impl Operator {
         let webhook_addr = match config.webhook.clone() {
             Some(webhook) => {
                 ready.webhook_starting();
-                let addr = crate::webhook::start(ctx.clone(), webhook, shutdown.clone()).await.map_err(Error::Webhook)?.addr;
+                let addr =
+                    crate::webhook::start(ctx.clone(), webhook, shutdown.clone()).await.map_err(Error::Webhook)?.addr;
                 ready.webhook_serving();
                 Some(addr)
             }

@@ -84,7 +84,8 @@ pub fn render(tree: &Path, overlay: &str) -> anyhow::Result<Vec<Value>> {
     copy_tree(tree, copy.path())?;
     for_kustomize_2(copy.path())?;
     // Any kubeconfig: kustomize reads none.
-    let rendered = kubectl(Path::new("/dev/null"), &["kustomize", &copy.path().join(overlay).display().to_string()], None)?;
+    let rendered =
+        kubectl(Path::new("/dev/null"), &["kustomize", &copy.path().join(overlay).display().to_string()], None)?;
     Ok(serde_saphyr::from_multiple::<Value>(&rendered)?.into_iter().filter(|o| !o.is_null()).collect())
 }
 
@@ -110,6 +111,9 @@ pub fn apply(cp: &ControlPlane, objects: &[Value]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Environment variables, in order.
+pub type Env = Vec<(String, String)>;
+
 /// What a pod of `deployment` would run: the container's arguments and its environment, with
 /// the downward API's fields resolved for a pod `pod_name` in `namespace` annotated
 /// `annotations`.
@@ -118,7 +122,7 @@ pub fn pod_command(
     namespace: &str,
     pod_name: &str,
     annotations: &[(&str, &str)],
-) -> anyhow::Result<(Vec<String>, Vec<(String, String)>)> {
+) -> anyhow::Result<(Vec<String>, Env)> {
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     let args = container["args"]
         .as_array()

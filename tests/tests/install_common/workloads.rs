@@ -46,7 +46,9 @@ pub async fn apply(client: &kube::Client, namespace: &str, object: Value) -> any
     }
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &kind));
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-    api.patch(&name, &params, &Patch::Apply(&object)).await.with_context(|| format!("applying {kind} {namespace}/{name}"))?;
+    api.patch(&name, &params, &Patch::Apply(&object))
+        .await
+        .with_context(|| format!("applying {kind} {namespace}/{name}"))?;
     Ok(())
 }
 
@@ -73,7 +75,10 @@ pub async fn wait_steady(
         }
         if tokio::time::Instant::now() >= deadline {
             let status = object.map(|o| o["status"].clone()).unwrap_or_default();
-            anyhow::bail!("{} {namespace}/{name} is not {what} after {STEADY:?}; its status: {status:#}", resource.kind);
+            anyhow::bail!(
+                "{} {namespace}/{name} is not {what} after {STEADY:?}; its status: {status:#}",
+                resource.kind
+            );
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -108,13 +113,21 @@ pub async fn ironic_ready(
     namespace: &str,
     database: &MariaDb,
 ) -> anyhow::Result<Value> {
-    apply(client, namespace, json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ironic-db"},
-        "stringData": {"username": "ironic", "password": DATABASE_PASSWORD}}))
+    apply(
+        client,
+        namespace,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ironic-db"},
+        "stringData": {"username": "ironic", "password": DATABASE_PASSWORD}}),
+    )
     .await?;
-    apply(client, namespace, json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+    apply(
+        client,
+        namespace,
+        json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
         "metadata": {"name": "ironic"},
         "spec": {"version": "38.0", "database": {"credentialsName": "ironic-db",
-            "host": format!("127.0.0.1:{}", database.port()), "name": "ironic"}}}))
+            "host": format!("127.0.0.1:{}", database.port()), "name": "ironic"}}}),
+    )
     .await?;
     let ironic = resource("ironic.metal3.io", "Ironic");
     wait_steady(client, operator, namespace, &ironic, "ironic", "Ready", ready).await
@@ -174,11 +187,15 @@ pub async fn nodeset_steady(
     apply(client, namespace, fake_host("pool-0", false, None, json!({"pool": "install-e2e"}))).await?;
     let hosts = resource("metal3.io", "BareMetalHost");
     wait_steady(client, operator, namespace, &hosts, "pool-0", "available", |h| host_state(h) == "available").await?;
-    apply(client, namespace, json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
+    apply(
+        client,
+        namespace,
+        json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
         "metadata": {"name": "computes"},
         "spec": {"baremetalSetTemplate": {"bmhLabelSelector": {"matchLabels": {"pool": "install-e2e"}},
             "image": {"url": iso, "format": "live-iso"}},
-            "nodes": {"compute-0": {}}}}))
+            "nodes": {"compute-0": {}}}}),
+    )
     .await?;
     let nodesets = resource("ferrometal.io", "NodeSet");
     wait_steady(client, operator, namespace, &nodesets, "computes", "Ready", ready).await?;

@@ -38,11 +38,7 @@ Ironics with `spec.tls.mode: CertManager` need cert-manager and the roles in `co
 pub fn check_version(version: &str) -> Result<(), Error> {
     let parts: Vec<&str> = version.split('.').collect();
     let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-    if parts.len() == 3 && parts.iter().all(numeric) {
-        Ok(())
-    } else {
-        Err(Error::Version(version.to_string()))
-    }
+    if parts.len() == 3 && parts.iter().all(numeric) { Ok(()) } else { Err(Error::Version(version.to_string())) }
 }
 
 /// The examples, without namespace: the console creates them where the user is.
@@ -55,7 +51,7 @@ pub fn examples() -> Result<Vec<Value>, Error> {
                 .find(|s| s.file == *file)
                 .ok_or_else(|| Error::MissingSample(file.to_string()))?;
             let mut object: Value = serde_saphyr::from_str(sample.yaml)
-                .map_err(|source| Error::Sample { file: file.to_string(), source })?;
+                .map_err(|source| Error::Sample { file: file.to_string(), source: Box::new(source) })?;
             if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                 metadata.remove("namespace");
             }

@@ -43,7 +43,9 @@ fn documents(path_suffix: &str) -> Vec<Value> {
 #[test]
 fn csv_rule_mandatory_fields_are_present() {
     let csv = the_csv();
-    for pointer in ["/metadata/name", "/spec/displayName", "/spec/version", "/spec/install/strategy", "/spec/description"] {
+    for pointer in
+        ["/metadata/name", "/spec/displayName", "/spec/version", "/spec/install/strategy", "/spec/description"]
+    {
         assert!(!text(&csv, pointer).is_empty(), "{pointer}");
     }
     assert_eq!(text(&csv, "/spec/install/strategy"), "deployment");
@@ -109,7 +111,8 @@ fn install_modes_match_how_the_operator_reads_olms_target_namespaces() {
 #[test]
 fn csv_rule_alm_examples_parse_and_each_is_a_provided_api() {
     let csv = the_csv();
-    let examples: Vec<Value> = serde_json::from_str(text(&csv, "/metadata/annotations/alm-examples")).expect("JSON list");
+    let examples: Vec<Value> =
+        serde_json::from_str(text(&csv, "/metadata/annotations/alm-examples")).expect("JSON list");
     let owned: BTreeSet<(String, String)> = csv
         .pointer("/spec/customresourcedefinitions/owned")
         .and_then(Value::as_array)
@@ -117,7 +120,10 @@ fn csv_rule_alm_examples_parse_and_each_is_a_provided_api() {
         .flatten()
         .map(|o| {
             let group = o["name"].as_str().unwrap_or_default().split_once('.').map(|(_, g)| g).unwrap_or_default();
-            (format!("{group}/{}", o["version"].as_str().unwrap_or_default()), o["kind"].as_str().unwrap_or_default().into())
+            (
+                format!("{group}/{}", o["version"].as_str().unwrap_or_default()),
+                o["kind"].as_str().unwrap_or_default().into(),
+            )
         })
         .collect();
     assert!(!examples.is_empty());
@@ -153,7 +159,10 @@ fn bundle_rule_every_owned_crd_is_in_the_bundle_and_matches_its_file_and_every_c
                 .unwrap_or_else(|| panic!("{name} {} is not owned", version.name));
             assert_eq!(entry["kind"], crd.spec.names.kind.as_str());
             assert_eq!(name, format!("{}.{}", crd.spec.names.plural, crd.spec.group));
-            assert!(seen.insert((crd.spec.group.clone(), version.name.clone(), crd.spec.names.kind.clone())), "duplicate GVK");
+            assert!(
+                seen.insert((crd.spec.group.clone(), version.name.clone(), crd.spec.names.kind.clone())),
+                "duplicate GVK"
+            );
         }
     }
     assert_eq!(owned.len(), seen.len(), "every owned entry names a CRD of the bundle");
@@ -161,13 +170,29 @@ fn bundle_rule_every_owned_crd_is_in_the_bundle_and_matches_its_file_and_every_c
 
 #[test]
 fn bundle_rule_exactly_one_csv_and_only_kinds_a_bundle_may_carry() {
-    let supported = ["ClusterServiceVersion", "CustomResourceDefinition", "Service", "ConfigMap", "Secret",
-        "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "PrometheusRule", "ServiceMonitor",
-        "PodDisruptionBudget", "PriorityClass", "VerticalPodAutoscaler", "ConsoleYAMLSample"];
+    let supported = [
+        "ClusterServiceVersion",
+        "CustomResourceDefinition",
+        "Service",
+        "ConfigMap",
+        "Secret",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "PrometheusRule",
+        "ServiceMonitor",
+        "PodDisruptionBudget",
+        "PriorityClass",
+        "VerticalPodAutoscaler",
+        "ConsoleYAMLSample",
+    ];
     let files = files(VERSION).expect("bundle");
     let mut csvs = 0;
     for file in files.iter().filter(|f| f.path.starts_with("bundle/manifests")) {
-        for object in serde_saphyr::from_multiple::<Value>(&file.content).expect("yaml").iter().filter(|v| !v.is_null()) {
+        for object in serde_saphyr::from_multiple::<Value>(&file.content).expect("yaml").iter().filter(|v| !v.is_null())
+        {
             let kind = object["kind"].as_str().unwrap_or_default();
             assert!(supported.contains(&kind), "{kind} in {}", file.path.display());
             csvs += usize::from(kind == "ClusterServiceVersion");
@@ -194,7 +219,10 @@ fn bundle_rule_annotations_have_the_registry_keys_and_equal_the_dockerfile_label
         .map(|(k, v)| (k.to_string(), Value::from(v)))
         .collect();
     assert_eq!(&labels, on_disk, "the Dockerfile's labels are the annotations");
-    assert!(dockerfile.contains("COPY bundle/manifests /manifests/") && dockerfile.contains("COPY bundle/metadata /metadata/"));
+    assert!(
+        dockerfile.contains("COPY bundle/manifests /manifests/")
+            && dockerfile.contains("COPY bundle/metadata /metadata/")
+    );
 }
 
 #[test]
@@ -208,7 +236,10 @@ fn webhook_rule_definitions_name_the_deployment_and_intercept_only_owned_apis() 
         for rule in webhook["rules"].as_array().expect("rules") {
             for group in rule["apiGroups"].as_array().expect("groups") {
                 let group = group.as_str().unwrap_or_default();
-                assert!(groups.contains(group), "intercepts {group}: not all groups, operators.coreos.com or webhook configurations");
+                assert!(
+                    groups.contains(group),
+                    "intercepts {group}: not all groups, operators.coreos.com or webhook configurations"
+                );
             }
         }
     }
@@ -229,9 +260,22 @@ fn operatorhub_rule_listing_fields_are_valid() {
     }
     let capabilities = ["Basic Install", "Seamless Upgrades", "Full Lifecycle", "Deep Insights", "Auto Pilot"];
     assert!(capabilities.contains(&text(&csv, "/metadata/annotations/capabilities")));
-    let categories = ["AI/Machine Learning", "Application Runtime", "Big Data", "Cloud Provider", "Developer Tools",
-        "Database", "Integration & Delivery", "Logging & Tracing", "Monitoring", "Networking", "OpenShift Optional",
-        "Security", "Storage", "Streaming & Messaging"];
+    let categories = [
+        "AI/Machine Learning",
+        "Application Runtime",
+        "Big Data",
+        "Cloud Provider",
+        "Developer Tools",
+        "Database",
+        "Integration & Delivery",
+        "Logging & Tracing",
+        "Monitoring",
+        "Networking",
+        "OpenShift Optional",
+        "Security",
+        "Storage",
+        "Streaming & Messaging",
+    ];
     for category in text(&csv, "/metadata/annotations/categories").split(',') {
         assert!(categories.contains(&category.trim()), "{category}");
     }
@@ -247,7 +291,8 @@ fn operatorhub_rule_listing_fields_are_valid() {
 fn descriptors_name_fields_of_their_crds() {
     let csv = the_csv();
     for owned in csv.pointer("/spec/customresourcedefinitions/owned").and_then(Value::as_array).expect("owned") {
-        let crd = crds::all_crds().into_iter().find(|c| c.metadata.name.as_deref() == owned["name"].as_str()).expect("crd");
+        let crd =
+            crds::all_crds().into_iter().find(|c| c.metadata.name.as_deref() == owned["name"].as_str()).expect("crd");
         let schema = serde_json::to_value(&crd.spec.versions[0].schema).expect("schema");
         for (list, root) in [("specDescriptors", "spec"), ("statusDescriptors", "status")] {
             for descriptor in owned[list].as_array().into_iter().flatten() {
@@ -266,9 +311,13 @@ fn the_csv_installs_the_deployment_and_rbac_of_config() {
     let csv = the_csv();
     let layout = Layout { image: crate::install::image(VERSION), ..Layout::default() };
     let olm = workload::deployment(&layout, WebhookCertificates::Olm);
-    assert_eq!(csv.pointer("/spec/install/spec/deployments/0/spec"), Some(&serde_json::to_value(&olm.spec).expect("spec")));
+    assert_eq!(
+        csv.pointer("/spec/install/spec/deployments/0/spec"),
+        Some(&serde_json::to_value(&olm.spec).expect("spec"))
+    );
     // The same Deployment as config/ but for where the certificate and the namespaces come from.
-    let mut config = serde_json::to_value(workload::deployment(&layout, WebhookCertificates::SelfManaged).spec).expect("spec");
+    let mut config =
+        serde_json::to_value(workload::deployment(&layout, WebhookCertificates::SelfManaged).spec).expect("spec");
     let mut olm = serde_json::to_value(olm.spec).expect("spec");
     for spec in [&mut config, &mut olm] {
         let container = &mut spec["template"]["spec"]["containers"][0];

@@ -26,7 +26,12 @@ impl ManifestsArgs {
     pub fn layout(&self) -> Layout {
         Layout {
             namespace: self.namespace.clone(),
-            watch_namespaces: self.watch_namespaces.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
+            watch_namespaces: self
+                .watch_namespaces
+                .iter()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect(),
             image: self.image.clone().unwrap_or_else(|| image(env!("CARGO_PKG_VERSION"))),
         }
     }

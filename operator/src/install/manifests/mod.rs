@@ -86,8 +86,11 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
     )?);
 
     let service = value(&webhook::service(layout));
-    files.push(file("certmanager/service.yaml", &[service.clone()])?);
-    files.push(file("certmanager/validating_webhook_configuration.yaml", &[value(&webhook::configuration(layout, true))])?);
+    files.push(file("certmanager/service.yaml", std::slice::from_ref(&service))?);
+    files.push(file(
+        "certmanager/validating_webhook_configuration.yaml",
+        &[value(&webhook::configuration(layout, true))],
+    )?);
     files.push(file("certmanager/certificate.yaml", &webhook::cert_manager_objects(layout))?);
     files.push(kustomization(
         "certmanager",
@@ -98,7 +101,10 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
 
     if layout.cluster_wide() {
         files.push(file("webhook/service.yaml", &[service])?);
-        files.push(file("webhook/validating_webhook_configuration.yaml", &[value(&webhook::configuration(layout, false))])?);
+        files.push(file(
+            "webhook/validating_webhook_configuration.yaml",
+            &[value(&webhook::configuration(layout, false))],
+        )?);
         files.push(file("webhook/roles.yaml", &render::objects(&grantee, Feature::WebhookSelfManaged))?);
         files.push(kustomization(
             "webhook",

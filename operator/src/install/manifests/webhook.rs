@@ -98,7 +98,10 @@ mod tests {
         let layout = Layout::default();
         let configuration = configuration(&layout, true);
         let annotations = configuration.metadata.annotations.clone().unwrap_or_default();
-        assert_eq!(annotations.get(INJECT_CA_FROM).map(String::as_str), Some("ferrometal-system/ferrometal-serving-cert"));
+        assert_eq!(
+            annotations.get(INJECT_CA_FROM).map(String::as_str),
+            Some("ferrometal-system/ferrometal-serving-cert")
+        );
         for webhook in configuration.webhooks.iter().flatten() {
             let service = webhook.client_config.service.as_ref().expect("a Service");
             assert_eq!((service.name.as_str(), service.port), (WEBHOOK_SERVICE, Some(443)));

@@ -130,7 +130,8 @@ fn quantities(cpu: &str, memory: &str) -> BTreeMap<String, Quantity> {
 
 /// The operator's container.
 pub fn container(layout: &Layout, certificates: WebhookCertificates) -> Container {
-    let mut mounts = vec![VolumeMount { name: "tmp".to_string(), mount_path: "/tmp".to_string(), ..Default::default() }];
+    let mut mounts =
+        vec![VolumeMount { name: "tmp".to_string(), mount_path: "/tmp".to_string(), ..Default::default() }];
     if certificates == WebhookCertificates::CertManager {
         mounts.push(VolumeMount {
             name: "webhook-certificate".to_string(),
@@ -181,8 +182,11 @@ pub fn container(layout: &Layout, certificates: WebhookCertificates) -> Containe
 /// The Deployment: leader election on, probes, requests and limits, non-root with a read-only
 /// root filesystem, no capabilities and the runtime's default seccomp profile.
 pub fn deployment(layout: &Layout, certificates: WebhookCertificates) -> Deployment {
-    let mut volumes =
-        vec![Volume { name: "tmp".to_string(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() }];
+    let mut volumes = vec![Volume {
+        name: "tmp".to_string(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    }];
     if certificates == WebhookCertificates::CertManager {
         volumes.push(Volume {
             name: "webhook-certificate".to_string(),
@@ -204,7 +208,9 @@ pub fn deployment(layout: &Layout, certificates: WebhookCertificates) -> Deploym
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(template_labels),
-                    annotations: Some([("kubectl.kubernetes.io/default-container".to_string(), CONTAINER.to_string())].into()),
+                    annotations: Some(
+                        [("kubectl.kubernetes.io/default-container".to_string(), CONTAINER.to_string())].into(),
+                    ),
                     ..Default::default()
                 }),
                 spec: Some(PodSpec {
@@ -213,7 +219,10 @@ pub fn deployment(layout: &Layout, certificates: WebhookCertificates) -> Deploym
                         run_as_non_root: Some(true),
                         run_as_user: Some(RUN_AS),
                         run_as_group: Some(RUN_AS),
-                        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".to_string(), localhost_profile: None }),
+                        seccomp_profile: Some(SeccompProfile {
+                            type_: "RuntimeDefault".to_string(),
+                            localhost_profile: None,
+                        }),
                         ..Default::default()
                     }),
                     // Spread the replicas, so that one node going away leaves a webhook server.
@@ -274,9 +283,10 @@ mod tests {
     #[test]
     fn each_certificate_source_gets_its_flags() {
         let layout = Layout::default();
-        assert!(args(&layout, WebhookCertificates::SelfManaged).contains(&format!(
-            "--webhook-service=ferrometal-system/{WEBHOOK_SERVICE}:443"
-        )));
+        assert!(
+            args(&layout, WebhookCertificates::SelfManaged)
+                .contains(&format!("--webhook-service=ferrometal-system/{WEBHOOK_SERVICE}:443"))
+        );
         let cert_manager = args(&layout, WebhookCertificates::CertManager);
         assert!(cert_manager.iter().any(|a| a.starts_with("--webhook-cert-file=/tmp/k8s-webhook-server/")));
         assert!(!cert_manager.iter().any(|a| a.starts_with("--webhook-service")), "nothing to register");

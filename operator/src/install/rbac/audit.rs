@@ -10,7 +10,8 @@ use super::{Component, Resource};
 use std::path::{Path, PathBuf};
 
 /// Which directory of `operator/src` belongs to which part of the table.
-const MODULES: [(&str, &Component); 4] = [("ironic", &IRONIC), ("database", &DATABASE), ("host", &HOST), ("nodeset", &NODESET)];
+const MODULES: [(&str, &Component); 4] =
+    [("ironic", &IRONIC), ("database", &DATABASE), ("host", &HOST), ("nodeset", &NODESET)];
 
 /// Patterns that name the kind an API call is about, each followed by the kind's name.
 const PATTERNS: [&str; 8] =
@@ -66,7 +67,10 @@ fn every_kind_a_controller_names_in_an_api_call_is_in_its_part_of_the_table() {
                     continue; // a type parameter, DynamicObject, or a kind of no API call
                 }
                 seen += 1;
-                let granted = resources.iter().any(|r| component.access.iter().any(|a| a.resource == *r));
+                // Any access to the kind counts, its subresources' too (`Api<Ironic>` writes status).
+                let granted = resources.iter().any(|r| {
+                    component.access.iter().any(|a| a.resource.group == r.group && a.resource.plural == r.plural)
+                });
                 if !granted {
                     missing.push(format!("{}: {kind} (in {})", component.name, file.display()));
                 }
@@ -81,7 +85,7 @@ fn every_kind_a_controller_names_in_an_api_call_is_in_its_part_of_the_table() {
 fn the_scan_finds_the_kinds_of_api_calls() {
     let source = "let a: Api<Secret> = x; let b: Api<PartialObjectMeta<k8s::ConfigMap>>; ledger.prune::<Job>(); \
                   run.kube.get::<StatefulSet>(n); fn api<K>() {}";
-    assert_eq!(named_kinds(source), ["ConfigMap", "Job", "K", "PartialObjectMeta", "Secret", "StatefulSet"]);
+    assert_eq!(named_kinds(source), ["ConfigMap", "Job", "PartialObjectMeta", "Secret", "StatefulSet"]);
     assert_eq!(resources_named("Secret"), [Resource::new("", "secrets")]);
     assert_eq!(resources_named("Event").len(), 2, "core and events.k8s.io");
 }

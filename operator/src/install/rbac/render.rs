@@ -91,7 +91,8 @@ pub fn objects(grantee: &Grantee, feature: Feature) -> Vec<serde_json::Value> {
             _ => grantee.watch_namespaces.clone(),
         };
         for namespace in namespaces {
-            roles.push(to_value(&Role { metadata: meta(&name, Some(&namespace), grantee), rules: Some(rules.clone()) }));
+            roles
+                .push(to_value(&Role { metadata: meta(&name, Some(&namespace), grantee), rules: Some(rules.clone()) }));
             bindings.push(to_value(&RoleBinding {
                 metadata: meta(&name, Some(&namespace), grantee),
                 role_ref: role_ref("Role", &name),

@@ -48,18 +48,39 @@ pub const IRONIC: Component = Component {
     access: &[
         access(IRONICS, &[Get, List, Watch, Patch], "reconcile Ironics; add and remove the finalizer"),
         access(IRONICS.status(), &[Patch], "write status"),
-        access(DEPLOYMENTS, &[Get, List, Watch, Create, Patch, Delete], "Ironic's Deployment (removed when HA turns on)"),
-        access(DAEMONSETS, &[Get, List, Watch, Create, Patch, Delete], "Ironic's DaemonSet for HA (removed when HA turns off)"),
+        access(
+            DEPLOYMENTS,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "Ironic's Deployment (removed when HA turns on)",
+        ),
+        access(
+            DAEMONSETS,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "Ironic's DaemonSet for HA (removed when HA turns off)",
+        ),
         access(SERVICES, &[Get, List, Watch, Create, Patch], "Ironic's Service"),
-        access(INGRESSES, &[Get, List, Watch, Create, Patch, Delete], "Ironic's Ingress, removed when the spec drops it"),
+        access(
+            INGRESSES,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "Ironic's Ingress, removed when the spec drops it",
+        ),
         access(JOBS, &[Get, List, Watch, Create, Delete], "upgrade Jobs, created once; earlier ones deleted"),
+        access(STATEFULSETS, &[List, Watch], "the managed database's StatefulSet: its pod becoming ready moves on"),
         access(PODS, &[Get, List], "why a Job's pod failed"),
-        access(SECRETS, &[Get, List, Watch, Create, Patch, Delete], "generated credentials and certificates; the user's Secrets"),
+        access(
+            SECRETS,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "generated credentials and certificates; the user's Secrets",
+        ),
         access(CONFIGMAPS, &[Get, List, Watch, Create, Patch, Delete], "the CA bundle; the user's ConfigMaps"),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
         Access {
             feature: Feature::CertManagerTls,
-            ..access(CERT_MANAGER_CERTIFICATES, &[Get, List, Create, Patch, Delete], "the Certificate of tls.mode CertManager")
+            ..access(
+                CERT_MANAGER_CERTIFICATES,
+                &[Get, List, Create, Patch, Delete],
+                "the Certificate of tls.mode CertManager",
+            )
         },
         Access {
             reach: Reach::Cluster,
@@ -75,7 +96,7 @@ pub const DATABASE: Component = Component {
     name: "database",
     access: &[
         access(IRONICS.status(), &[Patch], "persist the database's progress mid-sequence"),
-        access(STATEFULSETS, &[Get, List, Watch, Create, Patch], "the managed MariaDB"),
+        access(STATEFULSETS, &[Get, Create, Patch], "the managed MariaDB"),
         access(SERVICES, &[Get, Create, Patch], "the managed MariaDB's Service"),
         access(SECRETS, &[Get, Create, Patch], "the database's credentials and certificates"),
         access(PVCS, &[Get, Create, Patch], "the backup volume; growing the data volume"),
