@@ -64,12 +64,15 @@ fn webhook_configuration(csv: &Value, base: &str, ca_pem: &str) -> Value {
         "metadata": {"name": format!("{}-webhooks", name_of(csv))}, "webhooks": webhooks})
 }
 
-/// What an example becomes here: an example's BMC address names no machine reachable from
-/// here (and nothing may be sent to it), so the fake hardware stands in for it.
-fn localized(example: &Value) -> Value {
+/// What an example becomes here: its BMC address and image URLs name no machine reachable
+/// from here (and nothing may be sent to them), so the fake hardware and the harness's image
+/// server stand in for them.
+fn localized(example: &Value, image: &str) -> Value {
     let mut example = example.clone();
-    if kind_of(&example) == "BareMetalHost" {
-        example["spec"]["bmc"]["address"] = format!("fake://{}", name_of(&example)).into();
+    match kind_of(&example) {
+        "BareMetalHost" => example["spec"]["bmc"]["address"] = format!("fake://{}", name_of(&example)).into(),
+        "NodeSet" => example["spec"]["baremetalSetTemplate"]["image"] = json!({"url": image, "format": "live-iso"}),
+        _ => {}
     }
     example
 }
@@ -131,12 +134,23 @@ async fn an_olm_install_from_the_csv_takes_every_alm_example_to_its_steady_state
     operator.wait_leading(Duration::from_secs(120)).await?;
 
     let admin = cp.client();
+    let image = ironic_server.image_server().write_live_iso("olm/live.iso")?;
     let examples: Vec<Value> =
         serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;
     for example in &examples {
         let kind = kind_of(example);
         if kind == "NodeSet" && !workloads::nodeset_controller_exists() {
             continue; // its steady state needs the NodeSet controller
+        }
+        if kind == "NodeSet" {
+            // Hosts for it to claim: one available fake host per hostname.
+            let hosts = resource("metal3.io", "BareMetalHost");
+            for (i, _) in example["spec"]["nodes"].as_object().into_iter().flatten().enumerate() {
+                let name = format!("nodeset-pool-{i}");
+                workloads::apply(&admin, &target, workloads::fake_host(&name, false, None, json!({}))).await?;
+                wait_steady(&admin, &mut operator, &target, &hosts, &name, "available", |h| workloads::host_state(h) == "available")
+                    .await?;
+            }
         }
         if kind == "BareMetalHost" {
             let credentials = example["spec"]["bmc"]["credentialsName"].as_str().unwrap_or_default();
@@ -148,7 +162,7 @@ async fn an_olm_install_from_the_csv_takes_every_alm_example_to_its_steady_state
             )
             .await?;
         }
-        workloads::apply(&admin, &target, localized(example)).await?;
+        workloads::apply(&admin, &target, localized(example, &image)).await?;
         let group = example["apiVersion"].as_str().unwrap_or_default().split('/').next().unwrap_or_default();
         let api = resource(group, kind);
         let name = name_of(example);

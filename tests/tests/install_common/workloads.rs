@@ -134,7 +134,7 @@ pub async fn ironic_ready(
 }
 
 /// A MAC of its own for each host name (Ironic refuses a MAC another node has).
-fn mac(name: &str) -> String {
+pub fn mac(name: &str) -> String {
     let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
     let [a, b, c, _] = hash.to_be_bytes();
     format!("52:54:00:{a:02x}:{b:02x}:{c:02x}")
