@@ -148,8 +148,10 @@ async fn an_olm_install_from_the_csv_takes_every_alm_example_to_its_steady_state
             for (i, _) in example["spec"]["nodes"].as_object().into_iter().flatten().enumerate() {
                 let name = format!("nodeset-pool-{i}");
                 workloads::apply(&admin, &target, workloads::fake_host(&name, false, None, json!({}))).await?;
-                wait_steady(&admin, &mut operator, &target, &hosts, &name, "available", |h| workloads::host_state(h) == "available")
-                    .await?;
+                wait_steady(&admin, &mut operator, &target, &hosts, &name, "available", |h| {
+                    workloads::host_state(h) == "available"
+                })
+                .await?;
             }
         }
         if kind == "BareMetalHost" {
