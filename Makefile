@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 CARGO ?= cargo
 
-.PHONY: help install build test test-unit lint lab lab-up lab-down crds
+.PHONY: help install build test test-unit lint lab lab-up lab-down crds manifests bundle release
 
 help:
 	@echo "make lab    start the local lab (foreground; Ctrl-C stops it)"
@@ -42,3 +42,16 @@ lab-up: build
 
 lab-down:
 	scripts/lab.sh down
+
+# The generated install files (checked in; unit tests fail when they are stale).
+VERSION ?= $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' Cargo.toml | head -n1)
+
+manifests:
+	$(CARGO) run --quiet --locked -p operator --bin ferrometal -- manifests --out config
+
+bundle:
+	$(CARGO) run --quiet --locked -p operator --bin ferrometal -- bundle --version $(VERSION)
+
+# The release binary in dist/, as the operator image builds it.
+release:
+	scripts/build-release.sh dist

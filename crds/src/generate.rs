@@ -52,8 +52,14 @@ pub fn crd_file_name(crd: &CustomResourceDefinition) -> String {
 pub fn render_crd_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdRenderError> {
     let name = crd.metadata.name.clone().unwrap_or_default();
     let value = serde_json::to_value(crd).map_err(|source| CrdRenderError::Json { name: name.clone(), source })?;
-    let yaml = serde_saphyr::to_string(&Sorted(&value)).map_err(|source| CrdRenderError::Yaml { name, source })?;
+    let yaml = render_value_yaml(&value).map_err(|source| CrdRenderError::Yaml { name, source })?;
     Ok(format!("---\n{yaml}"))
+}
+
+/// Any JSON value as YAML with object keys sorted at every level: the deterministic form every
+/// generated manifest of the project uses (the CRDs here, the operator's install manifests).
+pub fn render_value_yaml(value: &Value) -> Result<String, serde_saphyr::SerializeError> {
+    serde_saphyr::to_string(&Sorted(value))
 }
 
 /// Every CRD as one multi-document YAML stream, in [`all_crds`] order.

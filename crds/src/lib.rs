@@ -22,5 +22,5 @@ pub mod samples;
 mod schema_util;
 pub mod validation;
 
-pub use generate::{CrdRenderError, all_crds, crd_file_name, render_crd_yaml, render_yaml};
+pub use generate::{CrdRenderError, all_crds, crd_file_name, render_crd_yaml, render_value_yaml, render_yaml};
 pub use validation::FieldError;

@@ -20,6 +20,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Print every CustomResourceDefinition as multi-document YAML.
     Crds,
+    /// Write the kustomize tree (`config/`): CRDs, RBAC, Deployment, webhook.
+    Manifests(crate::install::manifests::args::ManifestsArgs),
+    /// Write the OLM bundle (`bundle/`, `bundle.Dockerfile`) of a version.
+    Bundle(crate::install::bundle::args::BundleArgs),
 }
 
 /// A controller the operator can run.

@@ -12,6 +12,7 @@ pub mod config;
 pub mod database;
 pub mod events;
 pub mod host;
+pub mod install;
 pub mod ironic;
 pub mod kube;
 pub mod metrics;

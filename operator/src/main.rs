@@ -1,5 +1,6 @@
 //! The `ferrometal` binary: `ferrometal run` runs the controllers and
-//! webhooks; `ferrometal crds` prints the CustomResourceDefinitions.
+//! webhooks; `ferrometal crds` prints the CustomResourceDefinitions; `ferrometal manifests`
+//! and `ferrometal bundle` write the install manifests and the OLM bundle.
 
 use clap::Parser;
 use operator::cli::{Cli, Command};
@@ -21,6 +22,8 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Manifests(args) => written(args.run()),
+        Command::Bundle(args) => written(args.run()),
         Command::Run(args) => {
             operator::telemetry::init(args.log_format);
             // Reconcile futures nest deeply (an Ironic's pipeline around its database's
@@ -43,6 +46,16 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+fn written(result: Result<(), operator::install::Error>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", operator::kube::error::chain(&err));
+            ExitCode::FAILURE
         }
     }
 }

@@ -179,6 +179,38 @@ impl ControlPlane {
         &self.kubeconfig
     }
 
+    /// A kubeconfig file authenticating as the ServiceAccount `namespace/name` with its token
+    /// (waiting until the token controller made it), for a process that must run with that
+    /// identity's permissions only, never the admin's.
+    pub async fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> crate::Result<PathBuf> {
+        let token = service_account_token(&self.client, namespace, name).await?;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let kubeconfig = format!(
+            "apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+users:
+- name: {namespace}-{name}
+  user:
+    token: {token}
+contexts:
+- name: test
+  context:
+    cluster: test
+    user: {namespace}-{name}
+    namespace: {namespace}
+current-context: test
+",
+            server = self.server,
+            ca = b64(&self.ca_pem),
+        );
+        self.dir.write(&format!("sa-{namespace}-{name}.kubeconfig"), kubeconfig)
+    }
+
     /// The apiserver's URL.
     pub fn server(&self) -> &str {
         &self.server
@@ -297,6 +329,33 @@ async fn wait_for_service_account(client: &Client, namespace: &str, kcm: &mut Ma
                 alive?;
                 let sa = accounts.get_opt("default").await.ok().flatten();
                 Ok(sa.filter(|sa| sa.secrets.as_ref().is_some_and(|s| !s.is_empty())).map(|_| ()))
+            }
+        },
+    )
+    .await
+}
+
+/// The token of ServiceAccount `namespace/name`, from the Secret the token controller makes for
+/// it (Kubernetes 1.20 still makes one per account).
+async fn service_account_token(client: &Client, namespace: &str, name: &str) -> crate::Result<String> {
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), namespace);
+    wait::until_ok(
+        &format!("a token for service account {namespace}/{name}"),
+        Duration::from_secs(60),
+        Duration::from_millis(100),
+        || {
+            let (accounts, secrets) = (accounts.clone(), secrets.clone());
+            async move {
+                let Some(account) = accounts.get_opt(name).await? else { return Ok(None) };
+                for reference in account.secrets.iter().flatten() {
+                    let Some(secret_name) = &reference.name else { continue };
+                    let Some(secret) = secrets.get_opt(secret_name).await? else { continue };
+                    if let Some(token) = secret.data.as_ref().and_then(|d| d.get("token")) {
+                        return Ok(Some(String::from_utf8(token.0.clone())?));
+                    }
+                }
+                Ok(None)
             }
         },
     )

@@ -17,6 +17,7 @@ pub mod http_server;
 pub mod ironic;
 pub mod lab;
 pub mod mariadb;
+pub mod operator_process;
 pub mod pki;
 pub mod pod_simulator;
 pub mod ports;

@@ -133,12 +133,13 @@ where
 }
 
 /// Deletes the Certificate `name` if this Ironic controls it. A missing cert-manager API
-/// means there is nothing to delete.
+/// means there is nothing to delete, and so does a refusal to read it: the permission comes
+/// with the optional cert-manager TLS feature, without which no Certificate was written.
 pub async fn delete_owned_dynamic(api: &Api<DynamicObject>, name: &str, owner_uid: &str) -> Result<bool, Error> {
     let error = |source| Error::Delete { kind: "Certificate".into(), name: name.to_string(), source };
     let existing = match api.get_opt(name).await {
         Ok(existing) => existing,
-        Err(kube::Error::Api(status)) if status.code == 404 => None,
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 403 => None,
         Err(source) => return Err(error(source)),
     };
     match existing {

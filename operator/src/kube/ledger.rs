@@ -228,13 +228,15 @@ impl Ledger {
         Ok(deleted)
     }
 
-    /// [`Ledger::prune`] for an API the operator has no type for. An API that is not
-    /// installed has nothing to prune.
+    /// [`Ledger::prune`] for an API the operator has no type for (an optional one, such as
+    /// cert-manager's). An API that is not installed has nothing to prune, and neither has one
+    /// the operator may not list: its permission comes with the optional feature that writes
+    /// such objects, so none was written without it.
     pub async fn prune_dynamic(&self, resource: &ApiResource) -> Result<Vec<String>, KubeError> {
         let api = self.dynamic_api(resource);
         let listed = match api.list_metadata(&ListParams::default().labels(&self.selector())).await {
             Ok(listed) => listed,
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(Vec::new()),
+            Err(err) if nothing_to_prune(&err) => return Ok(Vec::new()),
             Err(source) => return Err(KubeError::new(Verb::List, resource.kind.clone(), self.selector(), source)),
         };
         let mut deleted = Vec::new();
@@ -252,6 +254,12 @@ impl Ledger {
         let name = meta.name.as_deref().unwrap_or_default();
         meta.deletion_timestamp.is_none() && controlled_by(meta, &self.owner.uid) && !self.was_written(kind, name)
     }
+}
+
+/// A list of an optional API that says there can be nothing to prune: the API is not
+/// installed (404), or the operator may not read it (403), so it wrote none.
+fn nothing_to_prune(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 404 || status.code == 403)
 }
 
 async fn delete<K>(api: &Api<K>, kind: &str, name: &str) -> Result<(), KubeError>
@@ -308,6 +316,19 @@ mod tests {
         let owners = meta.owner_references.expect("owners");
         assert_eq!(owners.len(), 1, "stamped once");
         assert_eq!((owners[0].uid.as_str(), owners[0].controller), ("uid-1", Some(true)));
+    }
+
+    #[test]
+    fn an_optional_api_that_is_missing_or_forbidden_has_nothing_to_prune() {
+        let status = |code: u16| {
+            let status: kube::core::Status =
+                serde_json::from_value(serde_json::json!({"code": code, "message": "x"})).expect("a Status");
+            kube::Error::Api(Box::new(status))
+        };
+        assert!(nothing_to_prune(&status(404)));
+        assert!(nothing_to_prune(&status(403)));
+        assert!(!nothing_to_prune(&status(500)), "a server error is worth retrying");
+        assert!(!nothing_to_prune(&status(409)));
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
-//! Probes and metrics: /healthz (alive), /readyz (serving), /metrics.
+//! Probes and metrics: /healthz (alive), /readyz (ready: see [`super::readiness`]), /metrics.
 
+use super::readiness::Readiness;
 use crate::metrics::Metrics;
 use axum::Router;
 use axum::extract::State;
@@ -7,20 +8,19 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Clone)]
 struct Health {
     metrics: Arc<Metrics>,
-    ready: Arc<AtomicBool>,
+    ready: Arc<Readiness>,
 }
 
 /// Binds `addr` and serves until `shutdown`; returns the bound address.
 pub async fn serve(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
-    ready: Arc<AtomicBool>,
+    ready: Arc<Readiness>,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, crate::runtime::error::Error> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| crate::runtime::error::Error::Bind {
@@ -48,12 +48,10 @@ pub async fn serve(
     Ok(bound)
 }
 
-async fn readyz(State(health): State<Health>) -> (StatusCode, &'static str) {
-    if health.ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "starting")
-    }
+async fn readyz(State(health): State<Health>) -> (StatusCode, String) {
+    let (ready, report) = health.ready.report();
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, format!("{report}readyz check {}\n", if ready { "passed" } else { "failed" }))
 }
 
 async fn metrics_text(State(health): State<Health>) -> ([(&'static str, &'static str); 1], String) {

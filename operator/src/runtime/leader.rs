@@ -38,12 +38,14 @@ const LEASE_SECONDS: u64 = 15;
 /// How long before expiry the holder renews.
 const GRACE_SECONDS: u64 = 5;
 
-/// Waits until this replica holds the lease. The returned receiver turns
-/// `false` if leadership is lost.
+/// Waits until this replica holds the lease; calls `standing_by` once the lease could be
+/// read, while another replica may hold it. The returned receiver turns `false` if
+/// leadership is lost.
 pub async fn acquire(
     client: kube::Client,
     config: &LeaderElection,
     identity: &str,
+    standing_by: impl FnOnce(),
 ) -> Result<watch::Receiver<bool>, LeaseManagerError> {
     let manager = LeaseManagerBuilder::new(client, &config.lease)
         .with_namespace(&config.namespace)
@@ -53,6 +55,7 @@ pub async fn acquire(
         .with_field_manager(crate::FIELD_MANAGER)
         .build()
         .await?;
+    standing_by();
     let (mut leading, _task) = manager.watch().await;
     tracing::info!(lease = %config.lease, namespace = %config.namespace, identity, "waiting for the leader lease");
     while !*leading.borrow_and_update() {

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod health;
 pub mod leader;
+pub mod readiness;
 
 use crate::cli::RunArgs;
 use crate::config::OperatorConfig;
@@ -11,9 +12,9 @@ use crate::kube::Context;
 use crate::metrics::Metrics;
 use crate::runtime::error::Error;
 use kube::Client;
+use readiness::Readiness;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +33,10 @@ impl Operator {
     pub async fn start(client: Client, config: OperatorConfig) -> Result<Self, Error> {
         let metrics = Arc::new(Metrics::new());
         let shutdown = CancellationToken::new();
-        let ready = Arc::new(AtomicBool::new(false));
+        let ready = Arc::new(Readiness::default());
+        // Every request of the controllers passes through the readiness check's observer,
+        // which records their watches as they sync.
+        let client = ready.observe(client);
         let ctx = Arc::new(Context {
             client: client.clone(),
             metrics: metrics.clone(),
@@ -45,13 +49,16 @@ impl Operator {
         };
         let webhook_addr = match config.webhook.clone() {
             Some(webhook) => {
-                Some(crate::webhook::start(ctx.clone(), webhook, shutdown.clone()).await.map_err(Error::Webhook)?.addr)
+                ready.webhook_starting();
+                let addr =
+                    crate::webhook::start(ctx.clone(), webhook, shutdown.clone()).await.map_err(Error::Webhook)?.addr;
+                ready.webhook_serving();
+                Some(addr)
             }
             None => None,
         };
         // Probes and webhooks serve on every replica, leader or not.
-        ready.store(true, Ordering::Relaxed);
-        let task = tokio::spawn(supervise(ctx, config, shutdown.clone()));
+        let task = tokio::spawn(supervise(ctx, config, ready, shutdown.clone()));
         Ok(Self { shutdown, task, metrics, health_addr, webhook_addr })
     }
 
@@ -117,16 +124,27 @@ async fn termination() -> std::io::Result<()> {
 
 /// Waits for leadership (when configured), runs the controllers, and stops
 /// them all when one fails, leadership is lost, or shutdown is asked for.
-async fn supervise(ctx: Arc<Context>, config: OperatorConfig, shutdown: CancellationToken) -> Result<(), Error> {
+async fn supervise(
+    ctx: Arc<Context>,
+    config: OperatorConfig,
+    ready: Arc<Readiness>,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
     let mut leading = match &config.leader_election {
         Some(election) => tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
-            acquired = leader::acquire(ctx.client.clone(), election, &config.identity) => {
+            acquired = leader::acquire(ctx.client.clone(), election, &config.identity, || ready.standing_by()) => {
                 Some(acquired.map_err(Error::LeaderElection)?)
             }
         },
         None => None,
     };
+    // Before any controller starts, so that every watch it syncs is expected.
+    let running: Vec<&str> = [config.ironic.is_some().then_some("ironic"), config.host.is_some().then_some("host")]
+        .into_iter()
+        .flatten()
+        .collect();
+    ready.leading(&running, &config.namespaces);
     let controllers = shutdown.child_token();
     let mut tasks: JoinSet<Result<(), Error>> = JoinSet::new();
     if let Some(ironic) = config.ironic.clone() {

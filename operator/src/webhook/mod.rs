@@ -18,6 +18,7 @@ mod registration;
 mod server;
 
 pub use admission::{Kind, review};
+pub use certs::SECRET_NAME;
 pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
 
 use crate::kube::Context;

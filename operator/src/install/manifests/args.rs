@@ -1,0 +1,44 @@
+//! Flags of `ferrometal manifests`.
+
+use crate::install::{DEFAULT_NAMESPACE, Layout, image};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Flags of `ferrometal manifests`.
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    /// Directory to write the tree to (its generated subdirectories are replaced).
+    #[arg(long, default_value = "config")]
+    pub out: PathBuf,
+    /// The operator's namespace.
+    #[arg(long, default_value = DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Namespaces to watch, comma-separated; none watches the whole cluster. With a list the
+    /// operator gets Roles only, one per namespace.
+    #[arg(long, value_delimiter = ',')]
+    pub watch_namespaces: Vec<String>,
+    /// The operator image (default: this version's release image).
+    #[arg(long)]
+    pub image: Option<String>,
+}
+
+impl ManifestsArgs {
+    pub fn layout(&self) -> Layout {
+        Layout {
+            namespace: self.namespace.clone(),
+            watch_namespaces: self
+                .watch_namespaces
+                .iter()
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect(),
+            image: self.image.clone().unwrap_or_else(|| image(env!("CARGO_PKG_VERSION"))),
+        }
+    }
+
+    /// Generates and writes the tree.
+    pub fn run(&self) -> Result<(), crate::install::Error> {
+        let files = super::tree(&self.layout())?;
+        crate::install::write(&self.out, super::OWNED_DIRS, &files)
+    }
+}

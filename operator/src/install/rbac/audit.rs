@@ -1,0 +1,91 @@
+//! The table agrees with the controllers' code: every Kubernetes kind a controller's module
+//! names in an API call is in that controller's part of the table. A kind added to a
+//! controller without its permission fails here; the verbs are checked where the code says
+//! [`require_access!`](crate::require_access), and by the end-to-end tests that run the
+//! operator with exactly the rendered roles.
+
+use super::kinds::{ALL, short_name};
+use super::table::{DATABASE, HOST, IRONIC, NODESET};
+use super::{Component, Resource};
+use std::path::{Path, PathBuf};
+
+/// Which directory of `operator/src` belongs to which part of the table.
+const MODULES: [(&str, &Component); 4] =
+    [("ironic", &IRONIC), ("database", &DATABASE), ("host", &HOST), ("nodeset", &NODESET)];
+
+/// Patterns that name the kind an API call is about, each followed by the kind's name.
+const PATTERNS: [&str; 8] =
+    ["Api<PartialObjectMeta<", "Api<", "api::<", "get::<", "prune::<", "create_once::<", "apply::<", "watch::<"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The kinds named after the patterns in `source`, by their short Rust name.
+fn named_kinds(source: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for pattern in PATTERNS {
+        for (index, _) in source.match_indices(pattern) {
+            let rest = &source[index + pattern.len()..];
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+            let name = short_name(&name).to_string();
+            if !name.is_empty() {
+                out.push(name);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn resources_named(kind: &str) -> Vec<Resource> {
+    ALL.iter().filter(|(path, _)| short_name(path) == kind).map(|(_, resource)| *resource).collect()
+}
+
+#[test]
+fn every_kind_a_controller_names_in_an_api_call_is_in_its_part_of_the_table() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for (module, component) in MODULES {
+        let mut files = Vec::new();
+        rust_files(&src.join(module), &mut files);
+        for file in files {
+            let source = std::fs::read_to_string(&file).unwrap_or_default();
+            for kind in named_kinds(&source) {
+                let resources = resources_named(&kind);
+                if resources.is_empty() {
+                    continue; // a type parameter, DynamicObject, or a kind of no API call
+                }
+                seen += 1;
+                // Any access to the kind counts, its subresources' too (`Api<Ironic>` writes status).
+                let granted = resources.iter().any(|r| {
+                    component.access.iter().any(|a| a.resource.group == r.group && a.resource.plural == r.plural)
+                });
+                if !granted {
+                    missing.push(format!("{}: {kind} (in {})", component.name, file.display()));
+                }
+            }
+        }
+    }
+    assert!(seen > 10, "the scan found the controllers' API calls ({seen})");
+    assert!(missing.is_empty(), "kinds used without a permission in the table:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn the_scan_finds_the_kinds_of_api_calls() {
+    let source = "let a: Api<Secret> = x; let b: Api<PartialObjectMeta<k8s::ConfigMap>>; ledger.prune::<Job>(); \
+                  run.kube.get::<StatefulSet>(n); fn api<K>() {}";
+    assert_eq!(named_kinds(source), ["ConfigMap", "Job", "PartialObjectMeta", "Secret", "StatefulSet"]);
+    assert_eq!(resources_named("Secret"), [Resource::new("", "secrets")]);
+    assert_eq!(resources_named("Event").len(), 2, "core and events.k8s.io");
+}

@@ -1,0 +1,241 @@
+//! The table: every resource and verb each part of the operator uses. The roles in
+//! `config/rbac/`, the bundle's CSV permissions and the readiness check of the watches are
+//! rendered from these constants; `design/install.md` explains the choices.
+//!
+//! Server-side apply of an object that does not exist yet creates it, which the apiserver
+//! authorizes as `create` as well as `patch`; hence `create` beside every applied kind.
+
+use super::kinds::CERT_MANAGER_CERTIFICATES;
+use super::{Access, Component, Feature, Reach, Resource, Verb};
+use Verb::{Create, Delete, Get, List, Patch, Watch};
+
+const fn access(resource: Resource, verbs: &'static [Verb], why: &'static str) -> Access {
+    Access { resource, verbs, names: &[], reach: Reach::Watched, feature: Feature::Always, why }
+}
+
+const IRONICS: Resource = Resource::new("ironic.metal3.io", "ironics");
+const BAREMETALHOSTS: Resource = Resource::new("metal3.io", "baremetalhosts");
+const HARDWAREDATA: Resource = Resource::new("metal3.io", "hardwaredata");
+const NODESETS: Resource = Resource::new("ferrometal.io", "nodesets");
+const NODESETSERVICES: Resource = Resource::new("ferrometal.io", "nodesetservices");
+const DEPLOYMENTS: Resource = Resource::new("apps", "deployments");
+const DAEMONSETS: Resource = Resource::new("apps", "daemonsets");
+const STATEFULSETS: Resource = Resource::new("apps", "statefulsets");
+const JOBS: Resource = Resource::new("batch", "jobs");
+const INGRESSES: Resource = Resource::new("networking.k8s.io", "ingresses");
+const SERVICES: Resource = Resource::new("", "services");
+const SECRETS: Resource = Resource::new("", "secrets");
+const CONFIGMAPS: Resource = Resource::new("", "configmaps");
+const PODS: Resource = Resource::new("", "pods");
+const PVCS: Resource = Resource::new("", "persistentvolumeclaims");
+const NODES: Resource = Resource::new("", "nodes");
+const EVENTS: Resource = Resource::new("events.k8s.io", "events");
+const LEASES: Resource = Resource::new("coordination.k8s.io", "leases");
+const VALIDATING_WEBHOOKS: Resource = Resource::new("admissionregistration.k8s.io", "validatingwebhookconfigurations");
+
+/// The name of the leader Lease (`--leader-election-lease`'s default).
+pub const LEADER_LEASE: &str = "ferrometal-leader";
+/// The Secret with the operator-managed webhook certificate.
+pub const WEBHOOK_SECRET: &str = crate::webhook::SECRET_NAME;
+/// The ValidatingWebhookConfiguration the operator publishes its CA in.
+pub const WEBHOOK_CONFIGURATION: &str = crate::webhook::CONFIGURATION_NAME;
+
+/// The `Ironic` controller (`operator/src/ironic`): Ironic's workload, Services, Ingress,
+/// Secrets, ConfigMaps, upgrade Jobs and cert-manager Certificate, with the user's Secrets and
+/// ConfigMaps an Ironic refers to.
+pub const IRONIC: Component = Component {
+    name: "ironic",
+    access: &[
+        access(IRONICS, &[Get, List, Watch, Patch], "reconcile Ironics; add and remove the finalizer"),
+        access(IRONICS.status(), &[Patch], "write status"),
+        access(
+            DEPLOYMENTS,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "Ironic's Deployment (removed when HA turns on)",
+        ),
+        access(
+            DAEMONSETS,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "Ironic's DaemonSet for HA (removed when HA turns off)",
+        ),
+        access(SERVICES, &[Get, List, Watch, Create, Patch], "Ironic's Service"),
+        access(
+            INGRESSES,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "Ironic's Ingress, removed when the spec drops it",
+        ),
+        access(JOBS, &[Get, List, Watch, Create, Delete], "upgrade Jobs, created once; earlier ones deleted"),
+        access(STATEFULSETS, &[List, Watch], "the managed database's StatefulSet: its pod becoming ready moves on"),
+        access(PODS, &[Get, List], "why a Job's pod failed"),
+        access(
+            SECRETS,
+            &[Get, List, Watch, Create, Patch, Delete],
+            "generated credentials and certificates; the user's Secrets",
+        ),
+        access(CONFIGMAPS, &[Get, List, Watch, Create, Patch, Delete], "the CA bundle; the user's ConfigMaps"),
+        access(EVENTS, &[Create, Patch], "Events on transitions"),
+        Access {
+            feature: Feature::CertManagerTls,
+            ..access(
+                CERT_MANAGER_CERTIFICATES,
+                &[Get, List, Create, Patch, Delete],
+                "the Certificate of tls.mode CertManager",
+            )
+        },
+        Access {
+            reach: Reach::Cluster,
+            feature: Feature::NodeAddresses,
+            ..access(NODES, &[List], "node addresses for the serving certificate of a host-network Ironic")
+        },
+    ],
+};
+
+/// The database module of the `Ironic` controller (`operator/src/database`): a managed
+/// MariaDB's StatefulSet, Service, Secrets, volumes and Jobs, or an external database's Secrets.
+pub const DATABASE: Component = Component {
+    name: "database",
+    access: &[
+        access(IRONICS.status(), &[Patch], "persist the database's progress mid-sequence"),
+        access(STATEFULSETS, &[Get, Create, Patch], "the managed MariaDB"),
+        access(SERVICES, &[Get, Create, Patch], "the managed MariaDB's Service"),
+        access(SECRETS, &[Get, Create, Patch], "the database's credentials and certificates"),
+        access(PVCS, &[Get, Create, Patch], "the backup volume; growing the data volume"),
+        access(PODS, &[Get, List], "the MariaDB pod's readiness; why a Job's pod failed"),
+        access(JOBS, &[Get, Create, Patch], "backup and upgrade Jobs"),
+        access(EVENTS, &[Create, Patch], "Events on transitions"),
+    ],
+};
+
+/// The `BareMetalHost` controller (`operator/src/host`): hosts, their HardwareData, the
+/// Secrets they name, and the `Ironic` it provisions through.
+pub const HOST: Component = Component {
+    name: "host",
+    access: &[
+        access(BAREMETALHOSTS, &[Get, List, Watch, Patch], "reconcile hosts; finalizer and consumed annotations"),
+        access(BAREMETALHOSTS.status(), &[Patch], "write status"),
+        access(HARDWAREDATA, &[Get, Create, Patch], "inspection results"),
+        access(SECRETS, &[Get, List, Watch], "BMC credentials, user data and network data"),
+        access(CONFIGMAPS, &[Get], "the CA of the Ironic it provisions through"),
+        access(IRONICS, &[Get], "the endpoint and credentials of --ironic-name"),
+        access(EVENTS, &[Create, Patch], "Events on transitions"),
+    ],
+};
+
+/// The `NodeSet` controller (`operator/src/nodeset`, `design/nodeset.md`): NodeSets and their
+/// services, the BareMetalHosts it claims (as their consumer), service Jobs and inventory
+/// Secrets.
+pub const NODESET: Component = Component {
+    name: "nodeset",
+    access: &[
+        access(NODESETS, &[Get, List, Watch, Patch], "reconcile NodeSets; add and remove the finalizer"),
+        access(NODESETS.status(), &[Patch], "write status"),
+        access(NODESETSERVICES, &[Get, List, Watch], "the services a NodeSet runs"),
+        access(BAREMETALHOSTS, &[Get, List, Watch, Patch], "claim, provision, release hosts as their consumer"),
+        access(HARDWAREDATA, &[Get, List, Watch], "match hosts to hardware requirements"),
+        access(JOBS, &[Get, List, Watch, Create, Delete], "service Jobs"),
+        access(PODS, &[Get, List], "why a Job's pod failed"),
+        access(SECRETS, &[Get, List, Watch, Create, Patch, Delete], "inventory Secrets; user and network data"),
+        access(EVENTS, &[Get, List, Watch, Create, Patch], "Events of the claimed hosts; its own Events"),
+    ],
+};
+
+/// The runtime: leader election in the operator's namespace.
+pub const RUNTIME: Component = Component {
+    name: "runtime",
+    access: &[
+        Access {
+            reach: Reach::OperatorNamespace,
+            ..access(LEASES, &[Create], "create the leader Lease (creation cannot be limited by name)")
+        },
+        Access {
+            names: &[LEADER_LEASE],
+            reach: Reach::OperatorNamespace,
+            ..access(LEASES, &[Get, Patch], "hold and renew the leader Lease")
+        },
+    ],
+};
+
+/// The webhook server: its operator-managed certificate and CA.
+pub const WEBHOOK: Component = Component {
+    name: "webhook",
+    access: &[
+        Access {
+            reach: Reach::OperatorNamespace,
+            feature: Feature::WebhookSelfManaged,
+            ..access(SECRETS, &[Create], "create the certificate Secret shared by the replicas")
+        },
+        Access {
+            names: &[WEBHOOK_SECRET],
+            reach: Reach::OperatorNamespace,
+            feature: Feature::WebhookSelfManaged,
+            ..access(SECRETS, &[Get, Patch], "read and renew the certificate Secret")
+        },
+        Access {
+            names: &[WEBHOOK_CONFIGURATION],
+            reach: Reach::Cluster,
+            feature: Feature::WebhookSelfManaged,
+            ..access(VALIDATING_WEBHOOKS, &[Get, Patch], "publish the CA in the caBundle of its own configuration")
+        },
+    ],
+};
+
+/// The controllers, in `--controllers` order. The NodeSet controller is listed before it
+/// exists so that every install already grants what it will use.
+pub const CONTROLLERS: [&Component; 4] = [&IRONIC, &DATABASE, &HOST, &NODESET];
+
+/// Everything: the controllers, the runtime and the webhook server.
+pub const ALL: [&Component; 6] = [&IRONIC, &DATABASE, &HOST, &NODESET, &RUNTIME, &WEBHOOK];
+
+/// The components that run with a controller the runtime starts: the database module runs
+/// inside the Ironic controller.
+pub fn of_controller(name: &str) -> Vec<&'static Component> {
+    match name {
+        "ironic" => vec![&IRONIC, &DATABASE],
+        "host" => vec![&HOST],
+        "nodeset" => vec![&NODESET],
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_limit_only_verbs_kubernetes_can_limit_by_name() {
+        for component in ALL {
+            for access in component.access {
+                if !access.names.is_empty() {
+                    for verb in access.verbs {
+                        assert!(
+                            !matches!(verb, Verb::Create | Verb::List | Verb::Watch),
+                            "{} {}: {verb:?} cannot be limited by name",
+                            component.name,
+                            access.resource.rule_name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_optional_features_reach_the_cluster() {
+        for component in ALL {
+            for access in component.access {
+                if access.reach == Reach::Cluster {
+                    assert_ne!(access.feature, Feature::Always, "{}: {}", component.name, access.why);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_watch_can_list_and_get() {
+        for component in ALL {
+            for access in component.access.iter().filter(|a| a.verbs.contains(&Verb::Watch)) {
+                assert!(access.verbs.contains(&Verb::List), "{} watches without list", component.name);
+            }
+        }
+    }
+}

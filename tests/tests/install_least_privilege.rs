@@ -1,0 +1,243 @@
+//! Least privilege, proven: the manifests of `config/` applied to a real apiserver (RBAC on) as
+//! a user applies them, and `ferrometal run` as its own process with the ServiceAccount's
+//! token (never the admin's identity) and the Deployment's own arguments and environment,
+//! taking an Ironic, BareMetalHosts and (with the NodeSet controller) a NodeSet to their
+//! steady state; access reviews show what the identity may not do. Both modes: cluster-wide
+//! (`config/default`, ClusterRoles) and namespaced (`--watch-namespaces`, Roles only).
+//!
+//! What stands in for the cluster: the Deployment's pod is the process (no kubelet runs
+//! here; the test resolves the downward API's fields); the webhooks are reached at a loopback
+//! URL instead of their Service (no kube-proxy); in the namespaced mode the test does what
+//! cert-manager would (the serving certificate in a file, the CA in the caBundle).
+
+mod install_common;
+
+use ferrometal_tests::ironic::{IronicConfig, IronicServer};
+use ferrometal_tests::operator_process::{OperatorProcess, binary};
+use ferrometal_tests::pki::{Authority, loopback};
+use ferrometal_tests::{ControlPlane, PodSimulator, ports};
+use install_common::workloads;
+use install_common::*;
+use operator::install::{DEFAULT_NAMESPACE, NAME};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The cluster, the servers behind it, and the manifests rendered for it.
+struct Cluster {
+    cp: ControlPlane,
+    _sim: PodSimulator,
+    ironic: IronicServer,
+    database: ferrometal_tests::mariadb::MariaDb,
+}
+
+impl Cluster {
+    async fn start() -> anyhow::Result<Self> {
+        let cp = ControlPlane::start().await?;
+        let sim = PodSimulator::start(cp.client()).await?;
+        let (ironic, database) = tokio::try_join!(IronicServer::start(IronicConfig::default()), workloads::database())?;
+        Ok(Self { cp, _sim: sim, ironic, database })
+    }
+
+    /// Installs what `objects` holds as an administrator would: the CRDs as the harness creates
+    /// them (what `kubectl create` does on 1.20), everything else with `kubectl apply`. The
+    /// Deployment is returned instead of applied: its pod is the operator process.
+    async fn install(&self, objects: Vec<Value>) -> anyhow::Result<Value> {
+        let (crds, rest): (Vec<Value>, Vec<Value>) =
+            objects.into_iter().partition(|o| kind_of(o) == "CustomResourceDefinition");
+        let mut crds = crds;
+        crds.sort_by(|a, b| name_of(a).cmp(name_of(b)));
+        let mut expected: Vec<Value> =
+            crds::all_crds().iter().map(|c| serde_json::to_value(c).unwrap_or_default()).collect();
+        // kustomize orders its output by kind and name.
+        expected.sort_by(|a, b| name_of(a).cmp(name_of(b)));
+        if let Some(difference) = first_difference(&Value::from(crds), &Value::from(expected), "crds") {
+            anyhow::bail!("the manifests' CRDs are not the crates' CRDs: {difference}");
+        }
+        self.cp.install_crds(&crds::all_crds()).await?;
+        let (deployments, rest): (Vec<Value>, Vec<Value>) = rest.into_iter().partition(|o| kind_of(o) == "Deployment");
+        anyhow::ensure!(deployments.len() == 1, "one Deployment");
+        apply(&self.cp, &rest)?;
+        Ok(deployments.into_iter().next().unwrap_or_default())
+    }
+
+    /// The operator process as the Deployment's pod, with the ServiceAccount's token; the
+    /// webhook server listens on `webhook_port`; the host controller uses the harness's Ironic.
+    async fn operator(&self, args: Vec<String>, env: Vec<(String, String)>) -> anyhow::Result<OperatorProcess> {
+        let kubeconfig = self.cp.service_account_kubeconfig(DEFAULT_NAMESPACE, NAME).await?;
+        let mut env = env;
+        env.extend([
+            ("CONTROLLERS".to_string(), workloads::controllers()),
+            ("IRONIC_ENDPOINT".to_string(), self.ironic.endpoint().to_string()),
+            ("HOST_FAST_POLL_INTERVAL".to_string(), "300ms".to_string()),
+            ("HOST_SLOW_POLL_INTERVAL".to_string(), "2s".to_string()),
+        ]);
+        let mut operator = OperatorProcess::start("ferrometal", &kubeconfig, &args, &env)?;
+        let report = operator.wait_leading(Duration::from_secs(120)).await?;
+        anyhow::ensure!(report.contains("[+]watch baremetalhosts.metal3.io"), "the watches are listed: {report}");
+        Ok(operator)
+    }
+
+    /// A client with the operator's identity, for access reviews.
+    async fn operator_client(&self) -> anyhow::Result<kube::Client> {
+        let kubeconfig = self.cp.service_account_kubeconfig(DEFAULT_NAMESPACE, NAME).await?;
+        ferrometal_tests::control_plane::client_from_kubeconfig(&kubeconfig).await
+    }
+}
+
+fn configuration(objects: &mut [Value]) -> anyhow::Result<&mut Value> {
+    objects
+        .iter_mut()
+        .find(|o| kind_of(o) == "ValidatingWebhookConfiguration")
+        .ok_or_else(|| anyhow::anyhow!("no ValidatingWebhookConfiguration"))
+}
+
+/// Accesses no install may grant: other API groups, RBAC, CRDs, namespaces, deleting hosts.
+fn never<'a>(namespace: &'a str) -> Vec<Ask<'a>> {
+    vec![
+        ask("create", "rbac.authorization.k8s.io", "clusterroles", None),
+        ask("create", "rbac.authorization.k8s.io", "rolebindings", Some(namespace)),
+        ask("create", "apiextensions.k8s.io", "customresourcedefinitions", None),
+        ask("delete", "", "namespaces", None),
+        ask("create", "apps", "replicasets", Some(namespace)),
+        ask("create", "", "pods", Some(namespace)),
+        ask("create", "networking.k8s.io", "networkpolicies", Some(namespace)),
+        ask("create", "policy", "poddisruptionbudgets", Some(namespace)),
+        ask("impersonate", "", "serviceaccounts", Some(namespace)),
+        // Hosts and machines are never the operator's to remove.
+        ask("delete", "metal3.io", "baremetalhosts", Some(namespace)),
+        ask("update", "metal3.io", "baremetalhosts", Some(namespace)),
+        ask("delete", "ironic.metal3.io", "ironics", Some(namespace)),
+        ask("create", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None),
+        ask("create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", None),
+        // Optional features' permissions are not granted by default.
+        ask("list", "", "nodes", None),
+        ask("create", "cert-manager.io", "certificates", Some(namespace)),
+    ]
+}
+
+#[tokio::test]
+async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> anyhow::Result<()> {
+    let mut cluster = Cluster::start().await?;
+    let mut objects = render(&config_dir(), "default")?;
+    let webhook_port = ports::free_port()?;
+    webhooks_at(configuration(&mut objects)?, &format!("https://127.0.0.1:{webhook_port}"), None);
+    let deployment = cluster.install(objects).await?;
+    let (mut args, env) = pod_command(&deployment, DEFAULT_NAMESPACE, "ferrometal-0", &[])?;
+    // The operator publishes its CA for the webhooks it serves, reached at the loopback URL.
+    args.retain(|a| !a.starts_with("--webhook-service="));
+    set_flag(&mut args, "webhook-url", &format!("https://127.0.0.1:{webhook_port}"));
+    set_flag(&mut args, "webhook-addr", &format!("127.0.0.1:{webhook_port}"));
+    let mut operator = cluster.operator(args, env).await?;
+
+    let admin = cluster.cp.client();
+    let ns = cluster.cp.namespace("install-cluster").await?;
+    let other = cluster.cp.namespace("install-other").await?;
+    workloads::ironic_ready(&admin, &mut operator, &ns, &cluster.database).await?;
+    workloads::hosts_steady(&admin, &mut operator, &other, &cluster.ironic).await?;
+    workloads::nodeset_steady(&admin, &mut operator, &other, &cluster.ironic).await?;
+
+    let identity = cluster.operator_client().await?;
+    let mut denied = never(&ns);
+    denied.extend([
+        // Its own webhook configuration only.
+        Ask {
+            name: Some("someone-elses-webhooks"),
+            ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
+        },
+        // Its Lease and certificate Secret names only, in its namespace.
+        Ask { name: Some("another-lease"), ..ask("patch", "coordination.k8s.io", "leases", Some(DEFAULT_NAMESPACE)) },
+        ask("get", "coordination.k8s.io", "leases", Some(&ns)),
+    ]);
+    let allowed = [
+        ask("watch", "ironic.metal3.io", "ironics", None),
+        ask("watch", "", "secrets", None),
+        Ask {
+            name: Some(operator::webhook::CONFIGURATION_NAME),
+            ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
+        },
+    ];
+    assert_access(&identity, &allowed, &denied).await?;
+    let log = operator.log();
+    assert!(!log.to_lowercase().contains("forbidden"), "the operator was refused something:\n{log}");
+    cluster.cp.ensure_running()?;
+    operator.stop(Duration::from_secs(20)).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_nowhere_else() -> anyhow::Result<()> {
+    let mut cluster = Cluster::start().await?;
+    let (first, second) = (cluster.cp.namespace("install-a").await?, cluster.cp.namespace("install-b").await?);
+    let unwatched = cluster.cp.namespace("install-unwatched").await?;
+
+    // The user's step: generate the manifests for these namespaces with the binary.
+    let tree = tempfile::tempdir()?;
+    let status = std::process::Command::new(binary()?)
+        .args(["manifests", "--out", &tree.path().display().to_string()])
+        .arg(format!("--watch-namespaces={first},{second}"))
+        .status()?;
+    anyhow::ensure!(status.success(), "ferrometal manifests failed");
+    let mut objects = render(tree.path(), "default")?;
+    let cluster_wide: Vec<&str> =
+        objects.iter().filter(|o| kind_of(o).starts_with("ClusterRole")).map(name_of).collect();
+    assert!(cluster_wide.is_empty(), "Roles only: {cluster_wide:?}");
+
+    // What cert-manager would do: issue the serving certificate, and its cainjector sets the
+    // caBundle. The apiserver reaches the webhooks at a loopback address, which it covers.
+    let ca = Authority::new("install-test-webhook-ca")?;
+    let serving = ca.server(&["localhost"], &[loopback()])?;
+    let certs = tempfile::tempdir()?;
+    std::fs::write(certs.path().join("tls.crt"), &serving.cert_pem)?;
+    std::fs::write(certs.path().join("tls.key"), &serving.key_pem)?;
+    let webhook_port = ports::free_port()?;
+    webhooks_at(configuration(&mut objects)?, &format!("https://127.0.0.1:{webhook_port}"), Some(ca.cert_pem()));
+    objects.retain(|o| !o["apiVersion"].as_str().unwrap_or_default().starts_with("cert-manager.io/"));
+    let deployment = cluster.install(objects).await?;
+    let (mut args, env) = pod_command(&deployment, DEFAULT_NAMESPACE, "ferrometal-0", &[])?;
+    // The kubelet would mount the Secret at the Deployment's path; here it is a directory.
+    for arg in &mut args {
+        *arg = arg.replace(operator::install::MOUNTED_CERT_DIR, &certs.path().display().to_string());
+    }
+    set_flag(&mut args, "webhook-addr", &format!("127.0.0.1:{webhook_port}"));
+    let watch = env.iter().find(|(k, _)| k == "WATCH_NAMESPACE").map(|(_, v)| v.clone());
+    assert_eq!(watch, Some(format!("{first},{second}")));
+    let mut operator = cluster.operator(args, env).await?;
+
+    let admin = cluster.cp.client();
+    workloads::ironic_ready(&admin, &mut operator, &first, &cluster.database).await?;
+    workloads::hosts_steady(&admin, &mut operator, &second, &cluster.ironic).await?;
+    workloads::nodeset_steady(&admin, &mut operator, &second, &cluster.ironic).await?;
+    // A host outside the watched namespaces is not the operator's: no status, ever.
+    workloads::apply(&admin, &unwatched, workloads::fake_host("elsewhere", false, None, serde_json::json!({}))).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let hosts: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(admin.clone(), &unwatched, &workloads::resource("metal3.io", "BareMetalHost"));
+    let elsewhere = serde_json::to_value(hosts.get("elsewhere").await?)?;
+    assert!(elsewhere["status"].is_null(), "not reconciled: {elsewhere}");
+
+    let identity = cluster.operator_client().await?;
+    let mut denied = never(&first);
+    denied.extend([
+        ask("get", "", "secrets", Some(&unwatched)),
+        ask("list", "", "secrets", None),
+        ask("list", "metal3.io", "baremetalhosts", None),
+        ask("watch", "ironic.metal3.io", "ironics", Some(&unwatched)),
+        ask("patch", "metal3.io", "baremetalhosts", Some(&unwatched)),
+        Ask {
+            name: Some(operator::webhook::CONFIGURATION_NAME),
+            ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
+        },
+        // cert-manager provides the certificate: no certificate Secret of its own.
+        ask("create", "", "secrets", Some(DEFAULT_NAMESPACE)),
+    ]);
+    let allowed = [
+        ask("watch", "", "secrets", Some(&first)),
+        ask("watch", "metal3.io", "baremetalhosts", Some(&second)),
+        ask("create", "coordination.k8s.io", "leases", Some(DEFAULT_NAMESPACE)),
+    ];
+    assert_access(&identity, &allowed, &denied).await?;
+    let log = operator.log();
+    assert!(!log.to_lowercase().contains("forbidden"), "the operator was refused something:\n{log}");
+    operator.stop(Duration::from_secs(20)).await?;
+    Ok(())
+}
