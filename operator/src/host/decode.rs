@@ -59,8 +59,8 @@ pub async fn gather(ctx: &HostContext, draft: &mut Draft, now: Timestamp) -> Res
     let credentials = secrets::credentials(&ctx.kube, &host, is_fake(&bmc)).await?;
     let node = ctx.poller.view(&draft.key);
     draft.observe(&node);
-    let power_attempt = ctx.memory.power_attempt(&draft.key);
-    let power_attempt = match power_attempt {
+    // A power change the node has reached is done with: only one still under way can fail.
+    let power_attempt = match ctx.memory.power_attempt(&draft.key) {
         Some(target) if reached(&node, target) => {
             ctx.memory.set_power_attempt(&draft.key, None);
             None
