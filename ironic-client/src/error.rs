@@ -185,6 +185,23 @@ impl Error {
         )
     }
 
+    /// Whether the failure is one of Ironic or of the way to it, not of the request or the
+    /// node: the caller should send the request again soon rather than report it as the
+    /// node's failure. That is every retryable error (the client gave up retrying it), and
+    /// what the client must not repeat on its own but a caller that looks again may:
+    /// a timeout or a broken exchange (the call may have been carried out: the caller looks at
+    /// the node before deciding again), a 500 (Ironic's own bug or a database hiccup), and a
+    /// conflict (someone created the same name, UUID or MAC address at the same moment:
+    /// looking it up again finds it).
+    ///
+    /// Everything else (invalid state, refused credentials, a bad request, a missing node, a
+    /// TLS failure, a failed wait) says something about the request or the node that sending
+    /// it again cannot change.
+    pub fn is_transient(&self) -> bool {
+        self.is_retryable()
+            || matches!(self, Error::Timeout { .. } | Error::Transport { .. } | Error::Server(_) | Error::Conflict(_))
+    }
+
     /// Whether this is a 404.
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound(_))
@@ -209,5 +226,70 @@ impl Error {
     /// The HTTP status, when the error is an API answer.
     pub fn status(&self) -> Option<u16> {
         self.api_error().map(|e| e.status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(status: u16) -> ApiError {
+        ApiError { operation: Operation::CreateNode, status, message: "m".into(), request_id: None }
+    }
+
+    fn io(operation: Operation) -> (Operation, String) {
+        (operation, "broken".to_string())
+    }
+
+    #[test]
+    fn retryable_errors_are_transient_and_so_are_timeouts_500s_and_conflicts() {
+        let (operation, message) = io(Operation::SetProvisionState);
+        let transient = [
+            Error::NodeLocked(api(409)),
+            Error::NoFreeConductorWorkers(api(503)),
+            Error::Unavailable(api(503)),
+            Error::Connect { operation, message: message.clone() },
+            Error::ConnectionReset { operation, message: message.clone() },
+            Error::Timeout { operation, message: message.clone() },
+            Error::Transport { operation, message: message.clone() },
+            Error::Server(api(500)),
+            Error::Conflict(api(409)),
+        ];
+        for err in transient {
+            assert!(err.is_transient(), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn failures_of_the_request_or_the_node_are_not_transient() {
+        let (operation, message) = io(Operation::SetProvisionState);
+        let lasting = [
+            Error::InvalidState(api(409)),
+            Error::Auth(api(401)),
+            Error::NotFound(api(404)),
+            Error::BadRequest(api(400)),
+            Error::Tls { operation, message: message.clone() },
+            Error::Decode { operation, message: message.clone() },
+            Error::Config("bad".into()),
+            Error::ProvisionFailed { node: "n".into(), state: ProvisionState::DeployFailed, last_error: None },
+            Error::WaitTimeout {
+                node: "n".into(),
+                wanted: "active".into(),
+                current: "deploying".into(),
+                waited: Duration::from_secs(1),
+            },
+        ];
+        for err in lasting {
+            assert!(!err.is_transient(), "{err:?}");
+            assert!(!err.is_retryable(), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn what_the_client_retries_itself_is_a_subset_of_what_is_transient() {
+        let (operation, message) = io(Operation::GetNode);
+        let timeout = Error::Timeout { operation, message };
+        assert!(timeout.is_transient() && !timeout.is_retryable(), "a timeout may have acted: never resent blindly");
+        assert!(Error::Conflict(api(409)).is_transient() && !Error::Conflict(api(409)).is_retryable());
     }
 }

@@ -5,6 +5,11 @@
 //! resets. Everything else (invalid state, conflicts, auth, 500s, timeouts)
 //! goes straight back to the caller, because sending it again cannot help or
 //! might do twice what the first attempt already did.
+//!
+//! Beside it, [`crate::Error::is_transient`] tells a caller which of the errors it gets back
+//! are worth sending again later itself (the retryable ones once the client gave up, and
+//! timeouts, 500s and conflicts, which only a caller that looks at the node first may repeat),
+//! and which say something about the request or the node.
 
 use std::time::Duration;
 

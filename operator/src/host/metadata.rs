@@ -4,6 +4,7 @@
 //! the apiserver refuses it (409) rather than overwrite a concurrent change;
 //! the next reconcile retries with fresh data.
 
+use crate::kube::{KubeError, Verb};
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::FINALIZER;
 use kube::api::{Api, Patch, PatchParams};
@@ -41,8 +42,11 @@ pub fn has_finalizer(host: &BareMetalHost) -> bool {
 }
 
 /// Applies a merge patch to a host's metadata.
-pub async fn patch(api: &Api<BareMetalHost>, host: &BareMetalHost, patch: Value) -> Result<BareMetalHost, kube::Error> {
-    api.patch(&host.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await
+pub async fn patch(api: &Api<BareMetalHost>, host: &BareMetalHost, patch: Value) -> Result<BareMetalHost, KubeError> {
+    let name = host.name_any();
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(KubeError::of::<BareMetalHost>(Verb::Patch, &name))
 }
 
 #[cfg(test)]

@@ -1,20 +1,28 @@
 //! The `BareMetalHost` controller: the whole host lifecycle through Ironic,
 //! compatible with metal3's baremetal-operator (see `design/hosts.md`).
 //!
-//! Each reconcile is a pipeline: metadata (paused, finalizer, restored
-//! status) → facts (spec, status, annotations, Secrets, the node as the last
-//! bulk poll saw it) → [`machine::plan`], a pure state machine → one Ironic
-//! call or one state change → status, written only when it changed.
+//! Each reconcile ([`reconcile`]) is a list of steps: admit (paused, finalizer) → restore a
+//! re-created host's status → gather (the host, its Secrets and the node as the last bulk
+//! poll saw it, decoded once into [`machine::Facts`] and a request) → [`machine::plan`], a
+//! pure state machine → execute at most one Ironic step → write (status only when it changed).
 //!
 //! - [`config`]: flags and configuration (how to find Ironic, limits, intervals);
-//! - `connection`: the Ironic client, from an `Ironic` resource or an endpoint;
-//! - `driver`: BMC scheme → Ironic driver, interfaces and `driver_info`;
+//! - `controller`: the kube-runtime controller per scope, run by the kit, and the poller task;
+//! - `reconcile`: the shared context and the list of steps; `error`: why a reconcile fails;
+//! - `memory`: the host as our last write returned it, and the last power change asked for;
+//! - `decode`: fact gathering (facts and request from one look at the host);
+//!   `request`: the request value, with the BMC address parsed once;
 //! - [`machine`]: the provisioning state machine;
+//! - `execute`: carrying out the plan into a draft; `actions`: the Ironic calls of each step,
+//!   from the request alone; `draft`: the status being drafted; `write`: every Kubernetes
+//!   write after deciding; `restore`: status restore from the status annotation;
+//! - `driver`, `instance`, `configdrive`, `hardware`: what Ironic is sent and what it returns;
+//! - `status`, `metadata`, `secrets`: the host's status, finalizer and annotations, and the
+//!   Secrets it names;
+//! - `connection`: the Ironic client, from an `Ironic` resource or an endpoint;
 //! - `poller`: one paginated bulk list of Ironic nodes per interval for all hosts;
-//! - `capacity`: the provisioning limit across hosts;
-//! - `actions`, `instance`, `configdrive`, `hardware`: what each Ironic step sends and reads;
-//! - `reconcile`, `status`, `metadata`, `secrets`: the pipeline around them;
-//! - `controller`: the kube-runtime controllers and the poller task.
+//!   `capacity`: the provisioning limit across hosts; `wake`: host keys and wake-ups;
+//!   `metrics`: the controller's own metrics.
 
 mod actions;
 mod capacity;
@@ -22,17 +30,25 @@ pub mod config;
 mod configdrive;
 mod connection;
 mod controller;
+mod decode;
+mod draft;
 mod driver;
+mod error;
+mod execute;
 mod hardware;
 mod instance;
 pub mod machine;
+mod memory;
 mod metadata;
 mod metrics;
 mod poller;
 mod reconcile;
+mod request;
+mod restore;
 mod secrets;
 mod status;
 mod wake;
+mod write;
 
 pub use config::{
     CaSource, Config, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs, IronicSource,
@@ -45,4 +61,7 @@ pub enum Error {
     /// The controller could not start.
     #[error("the host controller cannot start: {0}")]
     Start(String),
+    /// The controller of a scope stopped by panicking.
+    #[error("a host controller stopped unexpectedly")]
+    Stopped(#[source] tokio::task::JoinError),
 }

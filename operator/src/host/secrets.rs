@@ -5,7 +5,7 @@
 
 use crate::host::configdrive::{self, ConfigDriveError, HostConfigData};
 use crate::host::driver::BmcCredentials;
-use crds::baremetalhost::bmc::{BmcScheme, parse_bmc_address};
+use crate::kube::{KubeError, Verb};
 use crds::baremetalhost::{BareMetalHost, CredentialsStatus};
 use ironic_client::Secret as SecretValue;
 use k8s_openapi::api::core::v1::{Secret, SecretReference};
@@ -29,22 +29,19 @@ impl Credentials {
     }
 }
 
-/// Reads the BMC credentials Secret (`username`, `password`).
-pub async fn credentials(client: &Client, host: &BareMetalHost) -> Result<Credentials, kube::Error> {
-    let Some(bmc) = host.spec.bmc.as_ref() else {
+/// Reads the BMC credentials Secret (`username`, `password`); nothing for a `fake` BMC, which
+/// talks to no BMC.
+pub async fn credentials(client: &Client, host: &BareMetalHost, fake: bool) -> Result<Credentials, KubeError> {
+    let Some(bmc) = host.spec.bmc.as_ref().filter(|_| !fake) else {
         return Ok(Credentials::default());
     };
-    // fake-hardware talks to no BMC: nothing to read.
-    if parse_bmc_address(&bmc.address).is_ok_and(|a| a.scheme == BmcScheme::Fake) {
-        return Ok(Credentials::default());
-    }
     let name = bmc.credentials_name.trim();
     if name.is_empty() {
         return Ok(Credentials::default());
     }
     let namespace = host.namespace().unwrap_or_default();
     let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-    let Some(secret) = api.get_opt(name).await? else {
+    let Some(secret) = api.get_opt(name).await.map_err(KubeError::of::<Secret>(Verb::Get, name))? else {
         return Ok(Credentials {
             problem: Some(format!("the BMC credentials Secret {namespace}/{name} does not exist")),
             ..Credentials::default()
@@ -71,8 +68,8 @@ pub async fn credentials(client: &Client, host: &BareMetalHost) -> Result<Creden
 /// Why the config drive's data could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum HostDataError {
-    #[error("cannot read Secret {0}")]
-    Read(String, #[source] kube::Error),
+    #[error(transparent)]
+    Read(#[from] KubeError),
     #[error("Secret {0} does not exist")]
     Missing(String),
     #[error(transparent)]
@@ -92,7 +89,7 @@ async fn read(
         namespace.filter(|n| !n.is_empty()).map(str::to_string).unwrap_or_else(|| host.namespace().unwrap_or_default());
     let full = format!("{namespace}/{name}");
     let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-    let secret = api.get_opt(name).await.map_err(|e| HostDataError::Read(full.clone(), e))?;
+    let secret = api.get_opt(name).await.map_err(KubeError::of::<Secret>(Verb::Get, &full))?;
     let secret = secret.ok_or_else(|| HostDataError::Missing(full.clone()))?;
     let data = secret.data.unwrap_or_default();
     Ok(configdrive::secret_text(&full, &data, key)?.map(|text| (full, text)))

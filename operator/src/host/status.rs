@@ -2,10 +2,11 @@
 //! conditions, and when a write is warranted at all.
 
 use crate::host::machine::is_transitional;
+use crate::kube::condition::{AS_EXPECTED, Conditions, NOTHING_WRONG, set_all};
 use crds::baremetalhost::{
     BareMetalHost, BareMetalHostStatus, ErrorType, OperationMetric, OperationalStatus, ProvisioningState,
 };
-use crds::condition::{self, Condition, FALSE, TRUE};
+use crds::condition::{self, TRUE};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -153,24 +154,6 @@ pub fn operational_status(status: &BareMetalHostStatus, detached: bool, delayed:
     }
 }
 
-fn condition(
-    type_: &str,
-    status: &str,
-    reason: &str,
-    message: String,
-    generation: Option<i64>,
-    now: Timestamp,
-) -> Condition {
-    Condition {
-        type_: type_.to_string(),
-        status: status.to_string(),
-        reason: reason.to_string(),
-        message,
-        observed_generation: generation,
-        last_transition_time: time(now),
-    }
-}
-
 /// Sets Ready, Progressing and Degraded from the rest of the status.
 /// `problem` is a configuration problem of the controller itself (no
 /// provisioner), reported as Degraded. `failed_now` moves Degraded's
@@ -182,37 +165,36 @@ pub fn set_conditions(
     failed_now: bool,
     now: Timestamp,
 ) {
+    let make = Conditions::new(generation, time(now));
     let state = status.provisioning.state;
     let mut conditions = status.conditions.take().unwrap_or_default();
     let stable = matches!(state, S::Available | S::Ready | S::Provisioned | S::ExternallyProvisioned);
     let healthy = status.error_type.is_none() && problem.is_none();
-    let ready = if stable && healthy { TRUE } else { FALSE };
-    let (ready_reason, ready_message) = match (&problem, status.error_type) {
-        (Some((reason, message)), _) => (*reason, message.clone()),
-        (None, Some(error)) => (error_reason(error), status.error_message.clone()),
-        (None, None) => (state_reason(state), String::new()),
+    let failure = match (&problem, status.error_type) {
+        (Some((reason, message)), _) => Some((*reason, message.clone())),
+        (None, Some(error)) => Some((error_reason(error), status.error_message.clone())),
+        (None, None) => None,
     };
-    condition::set_condition(
-        &mut conditions,
-        condition(condition::READY, ready, ready_reason, ready_message, generation, now),
-    );
+    let (ready_reason, ready_message) = failure.clone().unwrap_or((state_reason(state), String::new()));
     let delayed = status.operational_status == OperationalStatus::Delayed;
-    let progressing = if (is_transitional(state) || delayed) && healthy { TRUE } else { FALSE };
-    let progressing_message =
-        if delayed { "waiting for a provisioning slot (--provisioning-limit)".to_string() } else { String::new() };
-    let progressing_reason = if delayed { "Delayed" } else { state_reason(state) };
-    condition::set_condition(
-        &mut conditions,
-        condition(condition::PROGRESSING, progressing, progressing_reason, progressing_message, generation, now),
-    );
-    let degraded = match (&problem, status.error_type) {
-        (Some((reason, message)), _) => condition(condition::DEGRADED, TRUE, reason, message.clone(), generation, now),
-        (None, Some(error)) => {
-            condition(condition::DEGRADED, TRUE, error_reason(error), status.error_message.clone(), generation, now)
-        }
-        (None, None) => condition(condition::DEGRADED, FALSE, "AsExpected", String::new(), generation, now),
+    let progressing = (is_transitional(state) || delayed) && healthy;
+    let (progressing_reason, progressing_message) = if delayed {
+        ("Delayed", "waiting for a provisioning slot (--provisioning-limit)")
+    } else {
+        (state_reason(state), "")
     };
-    condition::set_condition(&mut conditions, degraded);
+    let degraded = match failure {
+        Some((reason, message)) => make.make(condition::DEGRADED, true, reason, message),
+        None => make.make(condition::DEGRADED, false, AS_EXPECTED, NOTHING_WRONG),
+    };
+    set_all(
+        &mut conditions,
+        [
+            make.make(condition::READY, stable && healthy, ready_reason, ready_message),
+            make.make(condition::PROGRESSING, progressing, progressing_reason, progressing_message),
+            degraded,
+        ],
+    );
     if failed_now && let Some(c) = conditions.iter_mut().find(|c| c.type_ == condition::DEGRADED) {
         c.last_transition_time = time(now);
     }

@@ -107,17 +107,69 @@ where
 
 /// Runs `run(scope)` for every scope and waits for all of them; a task that panicked is an
 /// error, so that the runtime stops the process instead of running half a controller.
+///
+/// `run` is called for every scope before any of the futures it returns starts, so what it
+/// sets up synchronously per scope (a cache registered with shared state) is complete by the
+/// time the first reconcile of any scope runs.
 pub async fn fan_out<F, Fut>(scopes: Vec<Scope>, run: F) -> Result<(), tokio::task::JoinError>
 where
     F: Fn(Scope) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    let futures: Vec<Fut> = scopes.into_iter().map(run).collect();
     let mut tasks = JoinSet::new();
-    for scope in scopes {
-        tasks.spawn(run(scope));
+    for future in futures {
+        tasks.spawn(future);
     }
     while let Some(done) = tasks.join_next().await {
         done?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::Context;
+    use std::sync::Mutex;
+
+    async fn context(namespaces: &[&str]) -> Context {
+        // A client that is never called: only the scopes are used.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+        Context {
+            client: kube::Client::try_from(config).expect("client"),
+            metrics: Arc::new(Metrics::new()),
+            namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
+            identity: "test".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_scope_is_set_up_before_any_runs() {
+        let ctx = context(&["a", "b", "c"]).await;
+        let set_up = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        fan_out(ctx.scopes(), |scope| {
+            set_up.lock().expect("lock").push(scope.to_string());
+            let (set_up, seen) = (set_up.clone(), seen.clone());
+            async move {
+                let count = set_up.lock().expect("lock").len();
+                seen.lock().expect("lock").push(count);
+            }
+        })
+        .await
+        .expect("no task panicked");
+        assert_eq!(set_up.lock().expect("lock").len(), 3);
+        assert_eq!(*seen.lock().expect("lock"), [3, 3, 3], "each scope ran only once all were set up");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_scope_is_an_error() {
+        let ctx = context(&[]).await;
+        let result = fan_out(ctx.scopes(), |scope| async move {
+            assert!(scope.namespace().is_some(), "one scope for the whole cluster");
+        })
+        .await;
+        assert!(result.is_err_and(|e| e.is_panic()));
+    }
 }

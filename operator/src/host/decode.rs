@@ -1,0 +1,256 @@
+//! Fact gathering: the host, its Secrets and its node (as the last bulk poll saw it) decoded
+//! once into the [`Facts`] the state machine reads and the [`Request`] the Ironic calls are
+//! made of. Only the reads happen here; [`decode`] itself is a pure function.
+
+use crate::host::config::Config;
+use crate::host::configdrive::{self, HostIdentity};
+use crate::host::connection::ProvisionerError;
+use crate::host::draft::Draft;
+use crate::host::error::ReconcileError;
+use crate::host::machine::{Act, Facts, NodeView, Plan, PowerGoal};
+use crate::host::reconcile::HostContext;
+use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
+use crate::host::secrets::{self, Credentials, HostDataError};
+use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED};
+use crate::host::wake::HostKey;
+use crate::kube::backoff::exponential as error_backoff;
+use crds::baremetalhost::annotations::{
+    DETACHED, DetachedAnnotation, INSPECT, INSPECT_DISABLED, REBOOT_PREFIX, RebootAnnotation, RebootMode,
+    is_reboot_annotation,
+};
+use crds::baremetalhost::bmc::BmcAddress;
+use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ErrorType, InspectionMode, OperationalStatus};
+use ironic_client::PowerTarget;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::{Resource, ResourceExt};
+use std::time::Duration;
+
+/// What a reconcile decides from, and acts with.
+#[derive(Debug)]
+pub struct Decoded {
+    pub facts: Facts,
+    pub request: Request,
+    /// When a recorded error may be retried, while its backoff runs.
+    pub retry_in: Option<Duration>,
+    /// The time the reconcile decides at.
+    pub now: Timestamp,
+}
+
+/// What [`decode`] reads.
+pub struct Observed<'a> {
+    pub host: &'a BareMetalHost,
+    pub key: &'a HostKey,
+    /// The status drafted so far: the host's, with what the node tells.
+    pub status: &'a BareMetalHostStatus,
+    pub credentials: &'a Credentials,
+    /// The BMC address, parsed ([`parse_bmc`]).
+    pub bmc: Option<Result<BmcAddress, String>>,
+    pub node: NodeView,
+    /// The power change last asked for, while the node has not reached it.
+    pub power_attempt: Option<PowerTarget>,
+    pub now: Timestamp,
+}
+
+/// Reads the credentials Secret and the node as the poll saw it, drafts what the node tells
+/// into the status, and decodes the host.
+pub async fn gather(ctx: &HostContext, draft: &mut Draft, now: Timestamp) -> Result<Decoded, ReconcileError> {
+    let host = draft.host.clone();
+    let bmc = parse_bmc(&host.spec);
+    let credentials = secrets::credentials(&ctx.kube, &host, is_fake(&bmc)).await?;
+    let node = ctx.poller.view(&draft.key);
+    draft.observe(&node);
+    // A power change the node has reached is done with: only one still under way can fail.
+    let power_attempt = match ctx.memory.power_attempt(&draft.key) {
+        Some(target) if reached(&node, target) => {
+            ctx.memory.set_power_attempt(&draft.key, None);
+            None
+        }
+        other => other,
+    };
+    let observed = Observed {
+        host: &host,
+        key: &draft.key,
+        status: &draft.status,
+        credentials: &credentials,
+        bmc,
+        node,
+        power_attempt,
+        now,
+    };
+    let decoded = decode(&ctx.config, observed);
+    if decoded.facts.detach.is_none() && draft.detached {
+        // The detached annotation was removed: the host is registered again
+        // (and adopted) by the plan.
+        draft.detached = false;
+        draft.notices.normal("Reattached", "the detached annotation was removed; registering the host again");
+    }
+    if !ctx.provisioner.configured() {
+        draft.problem = Some((PROVISIONER_NOT_CONFIGURED, ProvisionerError::NotConfigured.to_string()));
+    }
+    Ok(decoded)
+}
+
+/// Completes the request for the plan: a deployment's config drive is read from the userData,
+/// networkData and metaData Secrets only when the plan deploys (and never for a live ISO).
+pub async fn prepare(
+    ctx: &HostContext,
+    decoded: &mut Decoded,
+    plan: &Plan,
+    host: &BareMetalHost,
+) -> Result<(), ReconcileError> {
+    if !needs_config_drive(plan, &decoded.request) {
+        return Ok(());
+    }
+    let data = match secrets::host_config_data(&ctx.kube, host).await {
+        Ok(data) => data,
+        Err(HostDataError::Read(err)) => return Err(err.into()),
+        Err(problem) => {
+            decoded.request.config_drive = ConfigDrive::Invalid(problem.to_string());
+            return Ok(());
+        }
+    };
+    let identity = HostIdentity {
+        uid: decoded.request.host_uid.clone(),
+        namespace: host.namespace().unwrap_or_default(),
+        name: host.name_any(),
+    };
+    decoded.request.config_drive = match configdrive::build(&identity, &data) {
+        Ok(drive) => ConfigDrive::Ready(drive),
+        Err(problem) => ConfigDrive::Invalid(problem.to_string()),
+    };
+    Ok(())
+}
+
+/// Whether the plan sends a config drive: a deployment of anything but a live ISO.
+fn needs_config_drive(plan: &Plan, request: &Request) -> bool {
+    matches!(plan, Plan::Act { act: Act::Deploy, .. }) && !request.boots_live_iso()
+}
+
+/// Whether the node settled in the power state `target` leads to.
+fn reached(node: &NodeView, target: PowerTarget) -> bool {
+    matches!(node, NodeView::Present(n)
+        if n.target_power_state.is_none() && n.power_state.as_ref() == Some(&target.settled_state()))
+}
+
+/// The facts the plan is made from and the request its Ironic calls need.
+pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
+    let Observed { host, key, status, credentials, bmc, node, power_attempt, now } = observed;
+    let spec = &host.spec;
+    let annotations = host.annotations();
+    let detach = annotations.get(DETACHED).map(|v| {
+        if v.trim().is_empty() { DetachedAnnotation::default() } else { serde_json::from_str(v).unwrap_or_default() }
+    });
+    let inspect = annotations.get(INSPECT).map(|v| v.trim());
+    let inspection_disabled =
+        spec.inspection_mode == Some(InspectionMode::Disabled) || inspect == Some(INSPECT_DISABLED);
+    let image_url = spec.image.as_ref().map(|i| i.url.as_str()).filter(|u| !u.is_empty());
+    let custom = spec.custom_deploy.as_ref().map(|c| c.method.as_str()).filter(|m| !m.is_empty());
+    let provisioned_url = status.provisioning.image.as_ref().map(|i| i.url.as_str()).filter(|u| !u.is_empty());
+    let provisioned_custom =
+        status.provisioning.custom_deploy.as_ref().map(|c| c.method.as_str()).filter(|m| !m.is_empty());
+    let attempted_url = status.last_attempted_image.as_ref().map(|i| i.url.as_str()).filter(|u| !u.is_empty());
+    let tried_version = status.tried_credentials.as_ref().and_then(|t| t.credentials_version.as_deref());
+    let credentials_changed = credentials.version().is_some() && credentials.version() != tried_version;
+    let inspection_started = status
+        .operation_history
+        .as_ref()
+        .and_then(|h| h.inspect.as_ref())
+        .is_some_and(|m| m.start.is_some() && m.end.is_none());
+    let uid = host.uid().unwrap_or_else(|| key.to_string());
+    let retry_in = backoff_remaining(config, host, status, credentials_changed, &uid, now);
+
+    let reboot = reboot_goal(host);
+    let disable_power_off = spec.disable_power_off == Some(true);
+    let power = match (reboot, disable_power_off) {
+        (Some((hard, true)), true) => PowerGoal::Reboot { hard },
+        (Some((hard, _)), false) => PowerGoal::Off { hard },
+        (_, true) => PowerGoal::On,
+        (None, false) if spec.online => PowerGoal::On,
+        (None, false) => PowerGoal::Off { hard: false },
+    };
+    let power_attempt_failed = match (&node, power_attempt) {
+        (NodeView::Present(n), Some(target)) => {
+            n.target_power_state.is_none()
+                && n.power_state.as_ref() != Some(&target.settled_state())
+                && n.last_error.is_some()
+        }
+        _ => false,
+    };
+    let node_uuid = match &node {
+        NodeView::Present(n) => Some(n.uuid.clone()),
+        _ => None,
+    };
+    let facts = Facts {
+        state: status.provisioning.state,
+        deleting: host.meta().deletion_timestamp.is_some(),
+        has_bmc: bmc.is_some(),
+        detach,
+        detached_status: status.operational_status == OperationalStatus::Detached,
+        externally_provisioned: spec.externally_provisioned == Some(true),
+        inspection_disabled,
+        inspect_requested: inspect == Some(""),
+        provision_requested: (image_url.is_some() || custom.is_some()) && spec.online,
+        image_changed: image_url != provisioned_url || custom != provisioned_custom,
+        provisioning_target_changed: (image_url.is_none() && custom.is_none())
+            || (image_url.is_some() && image_url != attempted_url),
+        inspection_started,
+        credentials_changed,
+        error_type: status.error_type,
+        in_backoff: retry_in.is_some(),
+        error_count: status.error_count,
+        power_attempt_failed,
+        power,
+        reboot_oneshot: reboot.is_some_and(|(_, oneshot)| oneshot),
+        disable_power_off,
+        node,
+    };
+    let request = Request::new(host, status, key, credentials, bmc, node_uuid, config);
+    Decoded { facts, request, retry_in, now }
+}
+
+/// How long the recorded error's backoff still runs: `None` when there is no error, when it
+/// expired, or when a change the user made (the spec, the credentials of a failed
+/// registration) retries at once.
+fn backoff_remaining(
+    config: &Config,
+    host: &BareMetalHost,
+    status: &BareMetalHostStatus,
+    credentials_changed: bool,
+    uid: &str,
+    now: Timestamp,
+) -> Option<Duration> {
+    let (Some(error), Some(at)) = (status.error_type, status::error_recorded_at(status)) else {
+        return None;
+    };
+    let reset_by_credentials = error == ErrorType::Registration && credentials_changed;
+    let reset_by_spec = status::error_generation(status).is_some_and(|g| Some(g) != host.meta().generation);
+    let delay = error_backoff(status.error_count, config.error_backoff_base, config.error_backoff_max, uid);
+    let due = at + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
+    let waiting = now < due && !reset_by_credentials && !reset_by_spec;
+    waiting.then(|| Duration::try_from(due - now).unwrap_or(delay).max(Duration::from_millis(100)))
+}
+
+/// The reboot annotations: whether any asks for a hard power off, and whether the one-shot
+/// `reboot.metal3.io` is among them; `None` without any.
+fn reboot_goal(host: &BareMetalHost) -> Option<(bool, bool)> {
+    let mut requested = false;
+    let mut hard = false;
+    let mut oneshot = false;
+    for (key, value) in host.annotations() {
+        if !is_reboot_annotation(key) {
+            continue;
+        }
+        requested = true;
+        oneshot |= key == REBOOT_PREFIX;
+        let parsed: RebootAnnotation = if value.trim().is_empty() {
+            RebootAnnotation::default()
+        } else {
+            serde_json::from_str(value).unwrap_or_default()
+        };
+        hard |= parsed.mode == Some(RebootMode::Hard);
+    }
+    requested.then_some((hard, oneshot))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! Execution: the one step the plan chose, carried out. State changes and failures go into
+//! the draft; Ironic calls go through `actions`, and what they learned goes into the draft
+//! too. Nothing here writes to Kubernetes: [`Next`] tells the write step what is left.
+
+use crate::host::actions::{self, Answer, Learned};
+use crate::host::connection::ProvisionerError;
+use crate::host::decode::Decoded;
+use crate::host::draft::Draft;
+use crate::host::error::ReconcileError;
+use crate::host::hardware;
+use crate::host::machine::{Act, NodeView, Plan, error_type_of, is_busy};
+use crate::host::reconcile::HostContext;
+use crate::host::request::Request;
+use crate::host::status::{self, error_reason, state_reason};
+use crate::kube::backoff::{exponential as error_backoff, spread};
+use crds::baremetalhost::annotations::{INSPECT, REBOOT_PREFIX};
+use crds::baremetalhost::{ErrorType, OperationMetric, ProvisioningState};
+use ironic_client::PowerTarget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use std::time::Duration;
+
+/// What is left after execution.
+#[derive(Debug)]
+pub enum Next {
+    /// Write the status (when it changed), then look again as `Action` says.
+    Requeue(Action),
+    /// Nothing is left in Ironic: remove the finalizer and let the host go.
+    Release,
+}
+
+impl Next {
+    /// Look again at once: the step changed something the next one decides on.
+    fn now() -> Self {
+        Self::Requeue(Action::requeue(Duration::ZERO))
+    }
+}
+
+/// How often a host waiting for a provisioning slot looks again by itself.
+const DELAYED_RECHECK: Duration = Duration::from_secs(30);
+
+/// Carries out `plan`.
+pub async fn execute(
+    ctx: &HostContext,
+    draft: &mut Draft,
+    decoded: &Decoded,
+    plan: Plan,
+) -> Result<Next, ReconcileError> {
+    tracing::debug!(state = draft.status.provisioning.state.as_str(), ?plan, "planned");
+    if !matches!(plan, Plan::Transition(to) if is_busy(to)) {
+        ctx.capacity.stop_waiting(&draft.key);
+    }
+    let resync = Next::Requeue(ctx.resync());
+    match plan {
+        Plan::Wait if decoded.facts.node == NodeView::Unknown && ctx.provisioner.configured() => {
+            // Nothing can be decided before the first poll: be woken by it.
+            ctx.poller.expect_change(&draft.key);
+            Ok(resync)
+        }
+        Plan::Idle | Plan::Wait => Ok(resync),
+        Plan::Backoff => Ok(Next::Requeue(Action::requeue(decoded.retry_in.unwrap_or(ctx.config.error_backoff_base)))),
+        Plan::Transition(to) => Ok(transition(ctx, draft, to, decoded.now)),
+        Plan::Fail { error, message, then } => {
+            if let Some(to) = then {
+                transition(ctx, draft, to, decoded.now);
+            }
+            Ok(fail(ctx, draft, error, message))
+        }
+        Plan::Act { act, retry } => run_act(ctx, draft, decoded, act, retry).await,
+        Plan::Detach => detach(ctx, draft, decoded).await,
+        Plan::ClearReboot => {
+            draft.remove_annotations.push(REBOOT_PREFIX);
+            draft.notices.normal("Rebooted", "the host is powered off; clearing the reboot request");
+            Ok(Next::now())
+        }
+        Plan::Release => Ok(Next::Release),
+    }
+}
+
+/// Moves the draft to `to`, once a busy state has a provisioning slot.
+fn transition(ctx: &HostContext, draft: &mut Draft, to: ProvisioningState, now: Timestamp) -> Next {
+    let from = draft.status.provisioning.state;
+    if is_busy(to) && !is_busy(from) && !ctx.capacity.try_acquire(&draft.key) {
+        if !draft.was_delayed() {
+            draft.notices.normal("Delayed", format!("waiting for a provisioning slot before {}", to.as_str()));
+        }
+        draft.delayed = true;
+        // Woken when a slot frees up; the requeue is a safety net.
+        return Next::Requeue(Action::requeue(spread(DELAYED_RECHECK.min(ctx.config.resync_interval))));
+    }
+    status::apply_transition(&mut draft.status, &draft.host, to, now);
+    if is_busy(from) && !is_busy(to) {
+        draft.release_slot = true;
+    }
+    if from == ProvisioningState::Available && to == ProvisioningState::Inspecting {
+        // A one-shot request: consumed by the inspection it started.
+        draft.remove_annotations.push(INSPECT);
+    }
+    let note = if from == ProvisioningState::None {
+        format!("provisioning state is now {}", to.as_str())
+    } else {
+        format!("provisioning state changed from {} to {}", from.as_str(), to.as_str())
+    };
+    draft.notices.normal(state_reason(to), note);
+    Next::now()
+}
+
+/// Records a failure. The plan never gets here again before the backoff
+/// expires (or the spec or credentials change), so every call is one more
+/// failed attempt.
+fn fail(ctx: &HostContext, draft: &mut Draft, error: ErrorType, message: String) -> Next {
+    status::record_failure(&mut draft.status, error, &message);
+    draft.failed_now = true;
+    draft.notices.warning(error_reason(error), message);
+    let delay = error_backoff(
+        draft.status.error_count,
+        ctx.config.error_backoff_base,
+        ctx.config.error_backoff_max,
+        &draft.host.uid().unwrap_or_else(|| draft.key.to_string()),
+    );
+    Next::Requeue(Action::requeue(delay))
+}
+
+/// Takes what a step learned into the draft.
+fn learn(draft: &mut Draft, request: &Request, learned: Learned, now: Timestamp) {
+    let status = &mut draft.status;
+    if let Some(id) = learned.node_id {
+        status.provisioning.id = id;
+    }
+    if learned.credentials_sent
+        && let Some(tried) = &request.credentials
+    {
+        status.tried_credentials = Some(tried.clone());
+    }
+    if learned.inspection_started {
+        let history = status.operation_history.get_or_insert_with(Default::default);
+        history.inspect = Some(OperationMetric { start: Some(Time(now)), end: None });
+    }
+    if let Some(inspected) = learned.inspected {
+        status.hardware = inspected.has_inventory.then(|| hardware::summary(&inspected.details));
+        let history = status.operation_history.get_or_insert_with(Default::default);
+        history.inspect.get_or_insert_with(Default::default).end = Some(Time(now));
+        draft.hardware_data = Some(inspected.details);
+    }
+}
+
+async fn run_act(
+    ctx: &HostContext,
+    draft: &mut Draft,
+    decoded: &Decoded,
+    act: Act,
+    retry: bool,
+) -> Result<Next, ReconcileError> {
+    let client = match ctx.provisioner.client().await {
+        Ok(client) => client,
+        Err(ProvisionerError::NotConfigured) => {
+            if decoded.facts.deleting && draft.status.provisioning.id.is_empty() {
+                // Never registered anywhere: nothing to clean up.
+                return Ok(Next::Release);
+            }
+            return Ok(Next::Requeue(ctx.resync()));
+        }
+        Err(source) => return Err(source.into()),
+    };
+    let report =
+        actions::run(&client, &decoded.request, act).await.map_err(|source| ReconcileError::Ironic { act, source })?;
+    learn(draft, &decoded.request, report.learned, decoded.now);
+    match report.answer {
+        Answer::Failed(message) => {
+            let error = match act {
+                Act::Power(_) => ErrorType::PowerManagement,
+                _ => error_type_of(draft.status.provisioning.state),
+            };
+            tracing::info!(?act, error = %message, "step failed");
+            Ok(fail(ctx, draft, error, message))
+        }
+        Answer::Called => {
+            accepted(ctx, draft, decoded, act, retry);
+            ctx.poller.expect_change(&draft.key);
+            Ok(Next::Requeue(ctx.resync()))
+        }
+        Answer::Nothing => {
+            accepted(ctx, draft, decoded, act, retry);
+            Ok(Next::now())
+        }
+        Answer::Transition(to) => {
+            accepted(ctx, draft, decoded, act, retry);
+            if to == ProvisioningState::Preparing {
+                draft.notices.normal("InspectionComplete", "hardware inspection completed");
+            }
+            Ok(transition(ctx, draft, to, decoded.now))
+        }
+        Answer::Release => {
+            accepted(ctx, draft, decoded, act, retry);
+            Ok(Next::Release)
+        }
+    }
+}
+
+/// Ironic took the request.
+fn accepted(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded, act: Act, retry: bool) {
+    // The host is trying again, not failing. The count stays, so the next failure backs
+    // off further.
+    if retry || draft.status.error_type.is_some() {
+        status::clear_error(&mut draft.status);
+    }
+    if let Act::Power(target) = act {
+        ctx.memory.set_power_attempt(&draft.key, Some(target));
+        draft.notices.normal("PowerChange", format!("asked Ironic to {}", target.as_str()));
+        if matches!(target, PowerTarget::Reboot | PowerTarget::SoftReboot) && decoded.facts.reboot_oneshot {
+            // A host that may not be powered off (disablePowerOff) is rebooted in
+            // place: the reboot Ironic accepted consumes the one-shot request. Left
+            // in place, it would reboot the host again each time it settles.
+            draft.remove_annotations.push(REBOOT_PREFIX);
+        }
+    }
+}
+
+/// Removes the node from Ironic without deprovisioning.
+async fn detach(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded) -> Result<Next, ReconcileError> {
+    let deleting = decoded.facts.deleting;
+    let client = match ctx.provisioner.client().await {
+        Ok(client) => client,
+        Err(ProvisionerError::NotConfigured) if deleting => return Ok(Next::Release),
+        Err(source) => return Err(source.into()),
+    };
+    let answer = actions::detach(&client, &decoded.request)
+        .await
+        .map_err(|source| ReconcileError::Ironic { act: Act::DeleteNode, source })?;
+    if let Answer::Failed(message) = answer {
+        return Ok(fail(ctx, draft, ErrorType::Detach, message));
+    }
+    if !draft.detached {
+        draft.notices.normal("Detached", "the host was removed from Ironic without deprovisioning");
+    }
+    draft.detached = true;
+    if draft.status.error_type == Some(ErrorType::Detach) {
+        status::clear_error(&mut draft.status);
+    }
+    if deleting {
+        return Ok(Next::Release);
+    }
+    ctx.poller.expect_change(&draft.key);
+    Ok(Next::Requeue(ctx.resync()))
+}

@@ -1,0 +1,211 @@
+//! The plan of a host whose node Ironic has: what the node's provision state asks for in
+//! each of the host's states, and power in the stable ones.
+
+use super::states::error_type_of;
+use super::{Act, Facts, NodeView, Plan, PowerGoal, act, retry};
+use crds::baremetalhost::{ErrorType, ProvisioningState};
+use ironic_client::{NodeStatusSummary, PowerState, PowerTarget, ProvisionState};
+
+use ProvisioningState as S;
+
+/// The state after registration.
+pub(super) fn after_registration(f: &Facts) -> ProvisioningState {
+    if f.externally_provisioned {
+        S::ExternallyProvisioned
+    } else if f.inspection_disabled {
+        S::Preparing
+    } else {
+        S::Inspecting
+    }
+}
+
+pub(super) fn last_error(node: &NodeStatusSummary, fallback: &str) -> String {
+    node.last_error.clone().filter(|e| !e.is_empty()).unwrap_or_else(|| fallback.to_string())
+}
+
+/// A failure Ironic reports: recorded first, retried with `recover` once the
+/// backoff expired (a recorded error with an expired backoff).
+fn failed(f: &Facts, error: ErrorType, message: String, recover: Act) -> Plan {
+    if f.error_type.is_some() { retry(recover) } else { Plan::Fail { error, message, then: None } }
+}
+
+pub(super) fn plan_registering(f: &Facts) -> Plan {
+    match &f.node {
+        NodeView::Unknown => Plan::Wait,
+        NodeView::Missing => act(Act::Register),
+        NodeView::Present(node) => {
+            let busy = node.target_provision_state.is_some();
+            match node.provision_state.as_ref() {
+                None => Plan::Wait,
+                Some(ProvisionState::Enroll) if busy => Plan::Wait,
+                Some(ProvisionState::Enroll) if node.last_error.is_some() && !f.credentials_changed => {
+                    failed(f, ErrorType::Registration, last_error(node, "registration failed"), Act::Register)
+                }
+                Some(ProvisionState::Enroll) => act(Act::Register),
+                Some(ProvisionState::Verifying) => Plan::Wait,
+                Some(_) if busy => Plan::Wait,
+                Some(_) if f.credentials_changed => act(Act::UpdateCredentials),
+                Some(_) => Plan::Transition(after_registration(f)),
+            }
+        }
+    }
+}
+
+pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeStatusSummary) -> Plan {
+    let busy = node.target_provision_state.is_some();
+    let Some(ps) = node.provision_state.clone() else {
+        return Plan::Wait;
+    };
+    if ps == ProvisionState::Enroll && !busy {
+        // A node registered again (or whose manage failed) must be managed
+        // before anything else.
+        if node.last_error.is_some() && !f.credentials_changed {
+            return failed(f, error_type_of(state), last_error(node, "registration failed"), Act::Register);
+        }
+        return act(Act::Register);
+    }
+    if ps == ProvisionState::Verifying {
+        return Plan::Wait;
+    }
+    if f.credentials_changed && !busy {
+        return act(Act::UpdateCredentials);
+    }
+    match state {
+        S::Inspecting => match ps {
+            _ if busy => Plan::Wait,
+            ProvisionState::Manageable if f.inspection_started => act(Act::FinishInspection),
+            ProvisionState::Manageable => act(Act::Inspect),
+            ProvisionState::Available => act(Act::Manage),
+            ProvisionState::InspectFailed => {
+                failed(f, ErrorType::Inspection, last_error(node, "inspection failed"), Act::Inspect)
+            }
+            _ => Plan::Wait,
+        },
+        S::Preparing | S::MatchProfile => match ps {
+            _ if busy => Plan::Wait,
+            ProvisionState::Manageable | ProvisionState::Available => Plan::Transition(S::Available),
+            ProvisionState::CleanFailed => {
+                failed(f, ErrorType::Preparation, last_error(node, "cleaning failed"), Act::Manage)
+            }
+            _ => Plan::Wait,
+        },
+        S::Available | S::Ready => {
+            if f.externally_provisioned {
+                return Plan::Transition(S::ExternallyProvisioned);
+            }
+            if f.inspect_requested && !f.inspection_disabled {
+                return Plan::Transition(S::Inspecting);
+            }
+            if f.provision_requested {
+                return Plan::Transition(S::Provisioning);
+            }
+            match ps {
+                _ if busy => Plan::Wait,
+                ProvisionState::Manageable | ProvisionState::Available => plan_power(f, node),
+                ProvisionState::CleanFailed => {
+                    failed(f, ErrorType::Preparation, last_error(node, "cleaning failed"), Act::Manage)
+                }
+                _ => Plan::Idle,
+            }
+        }
+        S::Provisioning => {
+            if f.provisioning_target_changed {
+                return Plan::Transition(S::Deprovisioning);
+            }
+            match ps {
+                _ if busy => Plan::Wait,
+                ProvisionState::Manageable => act(Act::Provide),
+                ProvisionState::Available => act(Act::Deploy),
+                ProvisionState::Active => Plan::Transition(S::Provisioned),
+                ProvisionState::DeployFailed => {
+                    if f.error_type.is_some() {
+                        // Retry from scratch: clean the failed attempt away first.
+                        Plan::Transition(S::Deprovisioning)
+                    } else {
+                        Plan::Fail {
+                            error: ErrorType::Provisioning,
+                            message: last_error(node, "deployment failed"),
+                            then: None,
+                        }
+                    }
+                }
+                ProvisionState::CleanFailed => {
+                    failed(f, ErrorType::Provisioning, last_error(node, "cleaning failed"), Act::Manage)
+                }
+                _ => Plan::Wait,
+            }
+        }
+        S::Provisioned | S::ExternallyProvisioned => {
+            if state == S::ExternallyProvisioned && !f.externally_provisioned {
+                return Plan::Transition(S::Provisioned);
+            }
+            if state == S::Provisioned && f.image_changed {
+                return Plan::Transition(S::Deprovisioning);
+            }
+            match ps {
+                _ if busy => Plan::Wait,
+                ProvisionState::Active => plan_power(f, node),
+                ProvisionState::Manageable => act(Act::Adopt),
+                // Adoption starts from manageable.
+                ProvisionState::Available => act(Act::Manage),
+                ProvisionState::AdoptFailed => {
+                    failed(f, ErrorType::ProvisionedRegistration, last_error(node, "adoption failed"), Act::Adopt)
+                }
+                _ => Plan::Idle,
+            }
+        }
+        S::Deprovisioning => match ps {
+            ProvisionState::Deploying | ProvisionState::Deleting | ProvisionState::Cleaning => Plan::Wait,
+            ProvisionState::CleanWait if busy => Plan::Wait,
+            // A deployment waiting for its agent can be torn down.
+            ProvisionState::Active | ProvisionState::DeployFailed | ProvisionState::DeployWait => act(Act::Undeploy),
+            _ if busy => Plan::Wait,
+            ProvisionState::Available | ProvisionState::Manageable => Plan::Transition(S::Available),
+            ProvisionState::Error => {
+                failed(f, ErrorType::Provisioning, last_error(node, "deprovisioning failed"), Act::Undeploy)
+            }
+            ProvisionState::CleanFailed => {
+                failed(f, ErrorType::Provisioning, last_error(node, "cleaning failed"), Act::Manage)
+            }
+            _ => Plan::Wait,
+        },
+        // Handled by plan_delete; reached only if deletion was cancelled,
+        // which Kubernetes does not allow.
+        S::PoweringOffBeforeDelete | S::Deleting => Plan::Idle,
+        S::None | S::Unmanaged | S::Registering => Plan::Idle,
+    }
+}
+
+/// Power in a stable state: follow `spec.online` and the reboot annotations.
+fn plan_power(f: &Facts, node: &NodeStatusSummary) -> Plan {
+    if node.target_power_state.is_some() {
+        return Plan::Wait;
+    }
+    let on = node.power_state == Some(PowerState::On);
+    let off = node.power_state == Some(PowerState::Off);
+    if f.power_attempt_failed && f.error_type.is_none() {
+        return Plan::Fail {
+            error: ErrorType::PowerManagement,
+            message: last_error(node, "the power state did not change"),
+            then: None,
+        };
+    }
+    // After a failed soft power off, power off hard.
+    let escalate = f.error_type == Some(ErrorType::PowerManagement);
+    let power = |target| Plan::Act { act: Act::Power(target), retry: escalate };
+    match f.power {
+        PowerGoal::On if on => Plan::Idle,
+        PowerGoal::On => power(PowerTarget::On),
+        PowerGoal::Off { .. } if off => {
+            if f.reboot_oneshot {
+                Plan::ClearReboot
+            } else {
+                Plan::Idle
+            }
+        }
+        PowerGoal::Off { hard } => power(if hard || escalate { PowerTarget::Off } else { PowerTarget::SoftOff }),
+        PowerGoal::Reboot { hard } => {
+            power(if hard || escalate { PowerTarget::Reboot } else { PowerTarget::SoftReboot })
+        }
+    }
+}

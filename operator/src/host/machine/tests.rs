@@ -1,0 +1,252 @@
+//! The state machine, state by state: every planned transition is one the machine allows.
+
+use super::*;
+use crds::baremetalhost::annotations::DetachedDeleteAction;
+use ironic_client::PowerState;
+
+fn node(state: &str, target: Option<&str>) -> NodeView {
+    NodeView::Present(Box::new(NodeStatusSummary {
+        uuid: "u".into(),
+        name: Some("ns~h".into()),
+        provision_state: Some(state.into()),
+        target_provision_state: target.map(Into::into),
+        power_state: Some(PowerState::On),
+        ..NodeStatusSummary::default()
+    }))
+}
+
+fn with_error(mut view: NodeView, error: &str) -> NodeView {
+    if let NodeView::Present(n) = &mut view {
+        n.last_error = Some(error.into());
+    }
+    view
+}
+
+fn powered(mut view: NodeView, power: PowerState) -> NodeView {
+    if let NodeView::Present(n) = &mut view {
+        n.power_state = Some(power);
+    }
+    view
+}
+
+fn facts(state: ProvisioningState, node: NodeView) -> Facts {
+    Facts { state, node, ..Facts::default() }
+}
+
+fn transition(f: &Facts) -> ProvisioningState {
+    match plan(f) {
+        Plan::Transition(to) => {
+            assert!(allowed(f.state, to), "{:?} -> {to:?} is not a transition of the machine", f.state);
+            to
+        }
+        other => panic!("expected a transition from {:?}, got {other:?}", f.state),
+    }
+}
+
+#[test]
+fn new_hosts_register_or_stay_unmanaged() {
+    assert_eq!(transition(&facts(S::None, NodeView::Unknown)), S::Registering);
+    let no_bmc = Facts { has_bmc: false, ..facts(S::None, NodeView::Unknown) };
+    assert_eq!(transition(&no_bmc), S::Unmanaged);
+    assert_eq!(plan(&Facts { has_bmc: false, ..facts(S::Unmanaged, NodeView::Unknown) }), Plan::Idle);
+    assert_eq!(transition(&facts(S::Unmanaged, NodeView::Unknown)), S::Registering);
+}
+
+#[test]
+fn registration_creates_manages_then_moves_on() {
+    assert_eq!(plan(&facts(S::Registering, NodeView::Missing)), act(Act::Register));
+    assert_eq!(plan(&facts(S::Registering, node("enroll", None))), act(Act::Register));
+    assert_eq!(plan(&facts(S::Registering, node("verifying", Some("manageable")))), Plan::Wait);
+    assert_eq!(transition(&facts(S::Registering, node("manageable", None))), S::Inspecting);
+    let no_inspection = Facts { inspection_disabled: true, ..facts(S::Registering, node("manageable", None)) };
+    assert_eq!(transition(&no_inspection), S::Preparing);
+    let external = Facts { externally_provisioned: true, ..facts(S::Registering, node("manageable", None)) };
+    assert_eq!(transition(&external), S::ExternallyProvisioned);
+}
+
+#[test]
+fn bad_credentials_fail_registration_until_the_secret_changes() {
+    let failed_manage = with_error(node("enroll", None), "401 Unauthorized");
+    let f = facts(S::Registering, failed_manage.clone());
+    assert_eq!(plan(&f), Plan::Fail { error: ErrorType::Registration, message: "401 Unauthorized".into(), then: None });
+    let recorded = Facts { error_type: Some(ErrorType::Registration), in_backoff: true, ..f.clone() };
+    assert_eq!(plan(&recorded), Plan::Backoff);
+    let expired = Facts { in_backoff: false, ..recorded.clone() };
+    assert_eq!(plan(&expired), retry(Act::Register));
+    let fixed = Facts { credentials_changed: true, in_backoff: false, ..recorded };
+    assert_eq!(plan(&fixed), act(Act::Register));
+}
+
+#[test]
+fn inspection_runs_once_and_collects_the_data() {
+    assert_eq!(plan(&facts(S::Inspecting, node("manageable", None))), act(Act::Inspect));
+    assert_eq!(plan(&facts(S::Inspecting, node("inspect wait", Some("manageable")))), Plan::Wait);
+    let done = Facts { inspection_started: true, ..facts(S::Inspecting, node("manageable", None)) };
+    assert_eq!(plan(&done), act(Act::FinishInspection));
+    let failed = with_error(node("inspect failed", None), "no CPUs");
+    assert!(matches!(plan(&facts(S::Inspecting, failed)), Plan::Fail { error: ErrorType::Inspection, .. }));
+    assert_eq!(transition(&facts(S::Preparing, node("manageable", None))), S::Available);
+}
+
+#[test]
+fn available_hosts_provision_inspect_or_get_adopted() {
+    let f = Facts { provision_requested: true, ..facts(S::Available, node("manageable", None)) };
+    assert_eq!(transition(&f), S::Provisioning);
+    let f = Facts { inspect_requested: true, ..facts(S::Available, node("manageable", None)) };
+    assert_eq!(transition(&f), S::Inspecting);
+    let f = Facts { externally_provisioned: true, ..facts(S::Available, node("manageable", None)) };
+    assert_eq!(transition(&f), S::ExternallyProvisioned);
+    assert_eq!(plan(&facts(S::Available, node("manageable", None))), Plan::Idle);
+}
+
+#[test]
+fn provisioning_provides_deploys_and_finishes() {
+    assert_eq!(plan(&facts(S::Provisioning, node("manageable", None))), act(Act::Provide));
+    assert_eq!(plan(&facts(S::Provisioning, node("cleaning", Some("available")))), Plan::Wait);
+    assert_eq!(plan(&facts(S::Provisioning, node("available", None))), act(Act::Deploy));
+    assert_eq!(plan(&facts(S::Provisioning, node("wait call-back", Some("active")))), Plan::Wait);
+    assert_eq!(transition(&facts(S::Provisioning, node("active", None))), S::Provisioned);
+    let cancelled =
+        Facts { provisioning_target_changed: true, ..facts(S::Provisioning, node("deploying", Some("active"))) };
+    assert_eq!(transition(&cancelled), S::Deprovisioning);
+}
+
+#[test]
+fn a_failed_deployment_is_recorded_then_cleaned_up_and_retried() {
+    let failed = with_error(node("deploy failed", None), "bad image");
+    let f = facts(S::Provisioning, failed);
+    assert_eq!(plan(&f), Plan::Fail { error: ErrorType::Provisioning, message: "bad image".into(), then: None });
+    let recorded = Facts { error_type: Some(ErrorType::Provisioning), in_backoff: true, ..f };
+    assert_eq!(plan(&recorded), Plan::Backoff);
+    assert_eq!(transition(&Facts { in_backoff: false, ..recorded }), S::Deprovisioning);
+}
+
+#[test]
+fn provisioned_hosts_deprovision_when_the_image_goes() {
+    let f = Facts { image_changed: true, ..facts(S::Provisioned, node("active", None)) };
+    assert_eq!(transition(&f), S::Deprovisioning);
+    assert_eq!(plan(&facts(S::Deprovisioning, node("active", None))), act(Act::Undeploy));
+    assert_eq!(plan(&facts(S::Deprovisioning, node("wait call-back", Some("active")))), act(Act::Undeploy));
+    assert_eq!(plan(&facts(S::Deprovisioning, node("cleaning", Some("available")))), Plan::Wait);
+    assert_eq!(transition(&facts(S::Deprovisioning, node("available", None))), S::Available);
+    assert_eq!(transition(&facts(S::Deprovisioning, NodeView::Missing)), S::Available);
+}
+
+#[test]
+fn a_provisioned_host_whose_node_vanished_is_registered_and_adopted_never_deployed() {
+    assert_eq!(plan(&facts(S::Provisioned, NodeView::Missing)), act(Act::Register));
+    assert_eq!(plan(&facts(S::Provisioned, node("enroll", None))), act(Act::Register));
+    assert_eq!(plan(&facts(S::Provisioned, node("manageable", None))), act(Act::Adopt));
+    assert_eq!(plan(&facts(S::Provisioned, node("adopting", Some("active")))), Plan::Wait);
+    assert_eq!(plan(&facts(S::Provisioned, node("active", None))), Plan::Idle);
+    for state in [S::Provisioned, S::ExternallyProvisioned] {
+        for node_state in ["enroll", "manageable", "available", "adopt failed", "active"] {
+            let p = plan(&facts(state, node(node_state, None)));
+            assert!(!matches!(p, Plan::Act { act: Act::Deploy | Act::Provide, .. }), "{state:?}/{node_state}: {p:?}");
+        }
+    }
+    let external = Facts { externally_provisioned: true, ..facts(S::ExternallyProvisioned, node("manageable", None)) };
+    assert_eq!(plan(&external), act(Act::Adopt));
+    assert_eq!(transition(&facts(S::ExternallyProvisioned, node("active", None))), S::Provisioned);
+}
+
+#[test]
+fn power_follows_online_and_reboot_annotations() {
+    let off = powered(node("active", None), PowerState::Off);
+    assert_eq!(plan(&facts(S::Provisioned, off.clone())), act(Act::Power(PowerTarget::On)));
+    let want_off = Facts { power: PowerGoal::Off { hard: false }, ..facts(S::Provisioned, node("active", None)) };
+    assert_eq!(plan(&want_off), act(Act::Power(PowerTarget::SoftOff)));
+    let hard = Facts { power: PowerGoal::Off { hard: true }, ..want_off.clone() };
+    assert_eq!(plan(&hard), act(Act::Power(PowerTarget::Off)));
+    let rebooted = Facts { power: PowerGoal::Off { hard: false }, reboot_oneshot: true, ..facts(S::Provisioned, off) };
+    assert_eq!(plan(&rebooted), Plan::ClearReboot);
+    let failed = Facts { power_attempt_failed: true, ..want_off.clone() };
+    assert!(matches!(plan(&failed), Plan::Fail { error: ErrorType::PowerManagement, .. }));
+    let escalated = Facts { error_type: Some(ErrorType::PowerManagement), ..want_off };
+    assert_eq!(plan(&escalated), retry(Act::Power(PowerTarget::Off)));
+    let in_place = Facts { power: PowerGoal::Reboot { hard: true }, ..facts(S::Provisioned, node("active", None)) };
+    assert_eq!(plan(&in_place), act(Act::Power(PowerTarget::Reboot)));
+}
+
+#[test]
+fn deletion_follows_the_state() {
+    let deleting = |state, node| Facts { deleting: true, ..facts(state, node) };
+    assert_eq!(plan(&deleting(S::None, NodeView::Missing)), Plan::Release);
+    assert_eq!(transition(&deleting(S::Registering, node("enroll", None))), S::Deleting);
+    assert_eq!(transition(&deleting(S::Provisioned, node("active", None))), S::Deprovisioning);
+    assert_eq!(transition(&deleting(S::Provisioning, node("deploying", Some("active")))), S::Deprovisioning);
+    assert_eq!(transition(&deleting(S::Available, node("manageable", None))), S::PoweringOffBeforeDelete);
+    assert_eq!(
+        transition(&deleting(S::Inspecting, node("inspecting", Some("manageable")))),
+        S::PoweringOffBeforeDelete
+    );
+    assert_eq!(plan(&deleting(S::Deprovisioning, node("active", None))), act(Act::Undeploy));
+    assert_eq!(transition(&deleting(S::Deprovisioning, node("available", None))), S::PoweringOffBeforeDelete);
+    assert_eq!(plan(&deleting(S::PoweringOffBeforeDelete, node("available", None))), act(Act::Power(PowerTarget::Off)));
+    let off = powered(node("available", None), PowerState::Off);
+    assert_eq!(transition(&deleting(S::PoweringOffBeforeDelete, off)), S::Deleting);
+    assert_eq!(plan(&deleting(S::Deleting, node("available", None))), act(Act::DeleteNode));
+    let stuck = Facts {
+        error_count: 4,
+        error_type: Some(ErrorType::PowerManagement),
+        in_backoff: true,
+        ..deleting(S::PoweringOffBeforeDelete, node("available", None))
+    };
+    assert_eq!(transition(&stuck), S::Deleting);
+}
+
+#[test]
+fn detached_hosts_leave_ironic_without_deprovisioning() {
+    let detach = Some(DetachedAnnotation::default());
+    let f = Facts { detach: detach.clone(), ..facts(S::Provisioned, node("active", None)) };
+    assert_eq!(plan(&f), Plan::Detach);
+    let done = Facts { detached_status: true, ..Facts { node: NodeView::Missing, ..f.clone() } };
+    assert_eq!(plan(&done), Plan::Idle);
+    // Not while provisioning, unless forced.
+    let busy = Facts { detach: detach.clone(), ..facts(S::Provisioning, node("deploying", Some("active"))) };
+    assert_eq!(plan(&busy), Plan::Wait);
+    let forced = Facts { detach: Some(DetachedAnnotation { force: true, ..Default::default() }), ..busy };
+    assert_eq!(plan(&forced), Plan::Detach);
+    // Deleting a detached host never deprovisions.
+    let gone = Facts { deleting: true, ..done.clone() };
+    assert_eq!(plan(&gone), Plan::Release);
+    let still_there = Facts { deleting: true, ..f };
+    assert_eq!(plan(&still_there), Plan::Detach);
+    let delayed = Facts {
+        detach: Some(DetachedAnnotation { delete_action: Some(DetachedDeleteAction::Delay), force: false }),
+        ..gone
+    };
+    assert_eq!(plan(&delayed), Plan::Idle);
+    // Removing the annotation registers the host again (and adopts it).
+    let reattached = Facts { detached_status: true, ..facts(S::Provisioned, NodeView::Missing) };
+    assert_eq!(plan(&reattached), act(Act::Register));
+}
+
+#[test]
+fn busy_states_are_the_capacity_consumers() {
+    let busy: Vec<_> = [
+        S::None,
+        S::Unmanaged,
+        S::Registering,
+        S::Inspecting,
+        S::Preparing,
+        S::Available,
+        S::Provisioning,
+        S::Provisioned,
+        S::ExternallyProvisioned,
+        S::Deprovisioning,
+        S::PoweringOffBeforeDelete,
+        S::Deleting,
+    ]
+    .into_iter()
+    .filter(|s| is_busy(*s))
+    .collect();
+    assert_eq!(busy, [S::Inspecting, S::Provisioning, S::Deprovisioning]);
+}
+
+#[test]
+fn nothing_is_decided_without_a_poll() {
+    for state in [S::Inspecting, S::Available, S::Provisioning, S::Provisioned] {
+        assert_eq!(plan(&facts(state, NodeView::Unknown)), Plan::Wait, "{state:?}");
+    }
+}

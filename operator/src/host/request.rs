@@ -1,0 +1,253 @@
+//! The request of one reconcile: exactly what the Ironic calls of a step need, decoded once
+//! from the host, its Secrets, its status and the node as the poll saw it. The BMC address is
+//! parsed here and nowhere else; `actions` reads only this value, never the resource.
+
+use crate::host::config::Config;
+use crate::host::driver::{DeployRamdisk, DriverSpec, driver_info, driver_spec};
+use crate::host::secrets::Credentials;
+use crate::host::wake::HostKey;
+use crds::baremetalhost::bmc::{BmcAddress, BmcScheme, parse_bmc_address};
+use crds::baremetalhost::{
+    AutomatedCleaningMode, BareMetalHost, BareMetalHostSpec, BareMetalHostStatus, BootMode, CredentialsStatus, Image,
+    InspectionMode, RootDeviceHints,
+};
+use ironic_client::{ConfigDriveData, DriverInfo};
+use kube::ResourceExt;
+
+/// The host's BMC address, parsed: `None` when it has none, the parse error as the user reads it.
+pub fn parse_bmc(spec: &BareMetalHostSpec) -> Option<Result<BmcAddress, String>> {
+    let bmc = spec.bmc.as_ref().filter(|b| !b.address.trim().is_empty())?;
+    Some(parse_bmc_address(&bmc.address).map_err(|e| e.to_string()))
+}
+
+/// Whether a parsed address is `fake://`, which talks to no BMC and needs no credentials.
+pub fn is_fake(address: &Option<Result<BmcAddress, String>>) -> bool {
+    matches!(address, Some(Ok(a)) if a.scheme == BmcScheme::Fake)
+}
+
+/// The BMC as Ironic reaches it.
+#[derive(Clone, Debug)]
+pub struct Bmc {
+    pub address: BmcAddress,
+    /// The hardware type and interfaces of its scheme.
+    pub driver: DriverSpec,
+    /// `driver_info` with the credentials and the deploy ramdisk, or why the credentials
+    /// cannot be used (for the user).
+    pub driver_info: Result<DriverInfo, String>,
+}
+
+/// The boot settings a deployment or an adoption sets on the node.
+#[derive(Clone, Debug, Default)]
+pub struct Boot {
+    pub mode: BootMode,
+    pub root_device_hints: Option<RootDeviceHints>,
+}
+
+/// The config drive of a deployment.
+#[derive(Clone, Debug, Default)]
+pub enum ConfigDrive {
+    /// None is sent: the plan does not deploy, or the image is a live ISO, which boots as it
+    /// is (some hardware cannot attach a second virtual medium).
+    #[default]
+    None,
+    /// Built from the userData, networkData and metaData Secrets.
+    Ready(ConfigDriveData),
+    /// What is wrong with those Secrets, for the user.
+    Invalid(String),
+}
+
+/// What the Ironic calls of a step need.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The node's name, `<namespace>~<name>`.
+    pub node_name: String,
+    /// The node's UUID, when the poll saw it.
+    pub node: Option<String>,
+    /// The host's UID: the node's instance UUID and the config drive's `uuid`.
+    pub host_uid: String,
+    /// The BMC, or why the host has none Ironic can use (for the user).
+    pub bmc: Result<Bmc, String>,
+    pub boot_mac: Option<String>,
+    /// Out-of-band inspection (`inspectionMode: fast`).
+    pub fast_inspection: bool,
+    pub automated_clean: bool,
+    /// `properties.cpu_arch` at registration.
+    pub architecture: Option<String>,
+    pub disable_power_off: bool,
+    /// The image to deploy (the spec's).
+    pub image: Option<Image>,
+    pub custom_deploy: Option<String>,
+    /// What runs on the host, for an adoption: the image provisioned, or for an externally
+    /// provisioned host the one its spec names.
+    pub running_image: Option<Image>,
+    pub boot: Boot,
+    /// The credentials Secret's reference and version, recorded as tried once Ironic has them.
+    pub credentials: Option<CredentialsStatus>,
+    /// Ironic was given these very credentials before (status records them as tried).
+    pub credentials_sent: bool,
+    /// Filled in only when the plan deploys (`decode::prepare`).
+    pub config_drive: ConfigDrive,
+}
+
+impl Request {
+    /// The request of a host: its spec, the status drafted so far, its credentials, its BMC
+    /// address as [`parse_bmc`] gave it, and the node's UUID when the poll saw it.
+    pub fn new(
+        host: &BareMetalHost,
+        status: &BareMetalHostStatus,
+        key: &HostKey,
+        credentials: &Credentials,
+        address: Option<Result<BmcAddress, String>>,
+        node: Option<String>,
+        config: &Config,
+    ) -> Self {
+        let spec = &host.spec;
+        let tried = status.tried_credentials.as_ref();
+        let credentials_sent = tried.is_some_and(|t| t.credentials_version.as_deref() == credentials.version());
+        Self {
+            node_name: key.node_name(),
+            node,
+            host_uid: host.uid().unwrap_or_default(),
+            bmc: bmc(spec, address, credentials, config),
+            boot_mac: spec.boot_mac_address.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_string),
+            fast_inspection: spec.inspection_mode == Some(InspectionMode::Fast),
+            automated_clean: spec.automated_cleaning_mode != Some(AutomatedCleaningMode::Disabled),
+            architecture: spec.architecture.clone().filter(|a| !a.is_empty()),
+            disable_power_off: spec.disable_power_off == Some(true),
+            image: spec.image.clone(),
+            custom_deploy: spec.custom_deploy.as_ref().map(|c| c.method.clone()).filter(|m| !m.is_empty()),
+            running_image: status.provisioning.image.clone().or_else(|| spec.image.clone()),
+            boot: Boot { mode: spec.boot_mode.unwrap_or_default(), root_device_hints: spec.root_device_hints.clone() },
+            credentials: credentials.status.clone(),
+            credentials_sent,
+            config_drive: ConfigDrive::None,
+        }
+    }
+
+    /// Whether the image is a live ISO, booted as it is: with no config drive.
+    pub fn boots_live_iso(&self) -> bool {
+        self.image.as_ref().is_some_and(Image::is_live_iso)
+    }
+}
+
+/// The BMC of a host, with `driver_info` for the credentials it names.
+fn bmc(
+    spec: &BareMetalHostSpec,
+    address: Option<Result<BmcAddress, String>>,
+    credentials: &Credentials,
+    config: &Config,
+) -> Result<Bmc, String> {
+    let address = address.unwrap_or_else(|| Err("the host has no BMC address".to_string()))?;
+    let driver = driver_spec(address.scheme);
+    let usable = if address.scheme == BmcScheme::Fake {
+        Ok(())
+    } else if let Some(problem) = &credentials.problem {
+        Err(problem.clone())
+    } else if credentials.value.is_none() {
+        Err("the host names no BMC credentials Secret".to_string())
+    } else {
+        Ok(())
+    };
+    let insecure = spec.bmc.as_ref().and_then(|b| b.disable_certificate_verification).unwrap_or(false);
+    let driver_info =
+        usable.map(|()| driver_info(&address, credentials.value.as_ref(), insecure, &deploy_ramdisk(&driver, config)));
+    Ok(Bmc { address, driver, driver_info })
+}
+
+/// Where the deploy ramdisk is, for drivers that boot one.
+fn deploy_ramdisk(driver: &DriverSpec, config: &Config) -> DeployRamdisk {
+    if !driver.uses_deploy_ramdisk {
+        return DeployRamdisk::default();
+    }
+    DeployRamdisk {
+        kernel: config.deploy_kernel_url.clone(),
+        ramdisk: config.deploy_ramdisk_url.clone(),
+        iso: config.deploy_iso_url.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::driver::BmcCredentials;
+    use crds::baremetalhost::{BmcDetails, CustomDeploy, ImageFormat};
+    use ironic_client::Secret;
+
+    fn spec(address: &str) -> BareMetalHostSpec {
+        BareMetalHostSpec {
+            bmc: Some(BmcDetails { address: address.into(), credentials_name: "bmc".into(), ..Default::default() }),
+            ..Default::default()
+        }
+    }
+
+    fn credentials(version: &str) -> Credentials {
+        Credentials {
+            value: Some(BmcCredentials { username: "admin".into(), password: Secret::new("pw".into()) }),
+            status: Some(CredentialsStatus { credentials: None, credentials_version: Some(version.into()) }),
+            problem: None,
+        }
+    }
+
+    fn request(spec: &BareMetalHostSpec, status: &BareMetalHostStatus, credentials: &Credentials) -> Request {
+        let config = Config { deploy_kernel_url: Some("http://k".into()), ..Config::default() };
+        let key = HostKey::new("ns", "h");
+        let mut host = BareMetalHost::new("h", spec.clone());
+        host.metadata.uid = Some("uid".into());
+        Request::new(&host, status, &key, credentials, parse_bmc(spec), Some("node".into()), &config)
+    }
+
+    #[test]
+    fn the_bmc_is_parsed_once_into_driver_and_driver_info() {
+        let spec = spec("redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1");
+        let request = request(&spec, &BareMetalHostStatus::default(), &credentials("1"));
+        let bmc = request.bmc.expect("a usable BMC");
+        assert_eq!(bmc.driver.driver, "redfish");
+        let info = bmc.driver_info.expect("driver_info");
+        assert_eq!(info.get("redfish_address"), Some(&serde_json::json!("https://10.0.0.1")));
+        assert_eq!(info.get("deploy_kernel"), Some(&serde_json::json!("http://k")), "the ramdisk is configured");
+        assert_eq!(request.node_name, "ns~h");
+    }
+
+    #[test]
+    fn an_address_that_does_not_parse_and_missing_credentials_are_for_the_user() {
+        let bad = request(&spec("nonsense://x"), &BareMetalHostStatus::default(), &credentials("1"));
+        assert!(bad.bmc.expect_err("unparsable").contains("unknown BMC scheme"));
+        let none = request(&BareMetalHostSpec::default(), &BareMetalHostStatus::default(), &credentials("1"));
+        assert_eq!(none.bmc.expect_err("no address"), "the host has no BMC address");
+        let unreadable =
+            Credentials { problem: Some("the Secret ns/bmc does not exist".into()), ..Credentials::default() };
+        let redfish = request(&spec("redfish://10.0.0.1"), &BareMetalHostStatus::default(), &unreadable);
+        let bmc = redfish.bmc.expect("the address itself is fine");
+        assert_eq!(bmc.driver_info.expect_err("no credentials"), "the Secret ns/bmc does not exist");
+        let fake = request(&spec("fake://h"), &BareMetalHostStatus::default(), &Credentials::default());
+        assert!(fake.bmc.expect("fake").driver_info.expect("no credentials needed").is_empty());
+    }
+
+    #[test]
+    fn credentials_count_as_sent_only_when_status_records_this_version() {
+        let spec = spec("ipmi://10.0.0.1");
+        let mut status = BareMetalHostStatus::default();
+        assert!(!request(&spec, &status, &credentials("1")).credentials_sent, "never sent");
+        status.tried_credentials = credentials("1").status;
+        assert!(request(&spec, &status, &credentials("1")).credentials_sent);
+        assert!(!request(&spec, &status, &credentials("2")).credentials_sent, "the Secret changed");
+    }
+
+    #[test]
+    fn adoption_runs_the_provisioned_image_and_live_isos_boot_as_they_are() {
+        let live = Image { url: "http://i/live.iso".into(), format: Some(ImageFormat::LiveIso), ..Default::default() };
+        let disk = Image { url: "http://i/os.qcow2".into(), ..Default::default() };
+        let mut spec = spec("fake://h");
+        spec.image = Some(live.clone());
+        let mut status = BareMetalHostStatus::default();
+        let external = request(&spec, &status, &Credentials::default());
+        assert_eq!(external.running_image, Some(live.clone()), "an externally provisioned host runs the spec's");
+        assert!(external.boots_live_iso());
+        status.provisioning.image = Some(disk.clone());
+        let provisioned = request(&spec, &status, &Credentials::default());
+        assert_eq!(provisioned.running_image, Some(disk));
+        assert_eq!(provisioned.image, Some(live), "a deployment sends the spec's");
+        spec.custom_deploy = Some(CustomDeploy { method: String::new() });
+        assert_eq!(request(&spec, &status, &Credentials::default()).custom_deploy, None, "an empty method is none");
+    }
+}

@@ -1,0 +1,72 @@
+//! The write step: every Kubernetes write a reconcile makes after deciding, in the order that
+//! keeps what others read true. The HardwareData inspection found comes before the status
+//! that says inspection is done; Events come after the status write, so none announces what
+//! the status does not show; consumed annotations go last, so that a failed write leaves
+//! them for the retry.
+
+use crate::host::draft::Draft;
+use crate::host::error::ReconcileError;
+use crate::host::execute::Next;
+use crate::host::metadata;
+use crate::host::reconcile::{CONTROLLER, HostContext};
+use crate::kube::{Ledger, Notice};
+use crds::baremetalhost::BareMetalHost;
+use crds::hardwaredata::{HardwareData, HardwareDataSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use std::collections::BTreeMap;
+
+/// Writes what the draft holds, or releases the host.
+pub async fn write(ctx: &HostContext, draft: Draft, next: Next, now: Timestamp) -> Result<Action, ReconcileError> {
+    match next {
+        Next::Release => release(ctx, &draft).await,
+        Next::Requeue(action) => {
+            commit(ctx, draft, now).await?;
+            Ok(action)
+        }
+    }
+}
+
+fn api(ctx: &HostContext, draft: &Draft) -> Api<BareMetalHost> {
+    Api::namespaced(ctx.kube.clone(), &draft.key.namespace)
+}
+
+async fn commit(ctx: &HostContext, mut draft: Draft, now: Timestamp) -> Result<(), ReconcileError> {
+    if let Some(details) = draft.hardware_data.take() {
+        // The full inventory, owned by the host (the garbage collector removes it with the host).
+        let ledger = Ledger::new(ctx.kube.clone(), &*draft.host, BTreeMap::new())?;
+        ledger.apply(HardwareData::new(&draft.key.name, HardwareDataSpec { hardware: Some(details) })).await?;
+    }
+    let api = api(ctx, &draft);
+    if draft.settle(now) {
+        draft.status.last_updated = Some(Time(now));
+        let written = crate::kube::status::apply(&api, &draft.host.name_any(), &draft.status).await?;
+        ctx.runner.metrics.status_written(CONTROLLER);
+        draft.host = ctx.memory.remember(&draft.key, written);
+    }
+    if draft.release_slot {
+        ctx.capacity.release(&draft.key);
+    }
+    ctx.publisher.publish(&*draft.host, std::mem::take(&mut draft.notices)).await;
+    let present: Vec<&'static str> =
+        draft.remove_annotations.iter().copied().filter(|k| draft.host.annotations().contains_key(*k)).collect();
+    if !present.is_empty() {
+        let patch = metadata::remove_annotations_patch(&draft.host, &present);
+        let patched = metadata::patch(&api, &draft.host, patch).await?;
+        ctx.memory.remember(&draft.key, patched);
+    }
+    Ok(())
+}
+
+/// Removes the finalizer: nothing is left in Ironic. The Event goes out first, while the
+/// host still exists to be its subject; what else the reconcile noted goes with the host.
+async fn release(ctx: &HostContext, draft: &Draft) -> Result<Action, ReconcileError> {
+    let host = &draft.host;
+    ctx.publisher.one(&**host, &Notice::normal("Deleted", "the host is released")).await;
+    metadata::patch(&api(ctx, draft), host, metadata::remove_finalizer_patch(host)).await?;
+    ctx.forget(&draft.key);
+    Ok(Action::await_change())
+}
