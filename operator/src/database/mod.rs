@@ -1,30 +1,39 @@
 //! Ironic's database: a managed MariaDB with upgrade-safe version changes, or an external
 //! database checked before Ironic relies on it. See `design/database.md`.
 //!
-//! The Ironic controller calls [`reconcile`] once per reconcile of an `Ironic`, before it
-//! builds its own objects. It returns a [`DatabaseOutcome`]: the [`Connection`] Ironic's pods
-//! use, `status.database` (already written), the DatabaseReady condition, and the [`Gate`]
+//! The Ironic controller calls [`reconcile`] once per reconcile of an `Ironic`, after it
+//! validated the spec and before it resolves and builds its own objects, with a view of its
+//! ledger scoped to the database's objects. It returns a [`DatabaseOutcome`]: the
+//! [`Connection`] Ironic's pods use, `status.database` (already written), the DatabaseReady
+//! condition, the content of the Secrets Ironic's pods mount, and a [`crate::kube::Progress`]
 //! that says whether Ironic may roll out and run its schema Job now.
+//!
+//! It imports nothing from the Ironic controller: only the kit, `pki` and `crds`.
 //!
 //! The pipeline, as everywhere in the operator:
 //! - resolve: [`connection`] (the seam with Ironic's builders), [`credentials`], [`tls`];
 //! - build: [`build`], one pure render function per object;
-//! - apply and observe: [`reconcile`] ([`observe`] reads the StatefulSet and its pod);
+//! - apply and observe: `managed` and `external`, on the shared run state `run`
+//!   ([`observe`] reads the StatefulSet and its pod); [`reconcile`] is the entry;
 //! - check with sqlx: [`check`] (connectivity, authentication, TLS, version, the slow
 //!   shutdown flag), [`schema`] (Ironic's alembic revision);
 //! - sequence a MariaDB version change: [`sequence`] (pure state machine), driven by
-//!   `upgrade`.
-//! - status: [`status`] (condition, gate, merge patches of `status.database`).
+//!   `upgrade`;
+//! - report: [`outcome`] (DatabaseReady and the progress from one source), [`status`]
+//!   (reasons, merge patches of `status.database`), [`error`] (what a failure means).
 
 pub mod build;
 pub mod check;
 pub mod connection;
 pub mod credentials;
+pub mod error;
 mod external;
 mod managed;
 pub mod names;
 pub mod observe;
+pub mod outcome;
 pub mod reconcile;
+mod run;
 pub mod schema;
 pub mod sequence;
 pub mod status;
@@ -33,11 +42,12 @@ mod upgrade;
 pub mod version;
 
 pub use check::CheckError;
-pub use connection::{Connection, SecretKeyRef};
-pub use reconcile::{Applied, DatabaseOutcome, Error, reconcile};
+pub use connection::{Connection, SecretKeyRef, resolve_external};
+pub use error::Error;
+pub use outcome::DatabaseOutcome;
+pub use reconcile::reconcile;
 pub use schema::{SchemaPlan, SchemaRevision};
 pub use sequence::RETRY_ANNOTATION;
-pub use status::Gate;
 
 use std::fmt;
 use std::str::FromStr;

@@ -5,7 +5,7 @@
 
 use super::connection::CA_KEY;
 use super::names::Names;
-use crate::ironic::linked::Source;
+use crate::kube::content::Source;
 use crate::pki::{self as auto, CA_CERT_KEY, CA_KEY_KEY, CertifiedPem, Decision, SubjectAltNames};
 use crds::ironic::ManagedDatabase;
 use crds::ironic::tls::{DEFAULT_AUTO_CA_VALIDITY_DAYS, DEFAULT_AUTO_CERTIFICATE_VALIDITY_DAYS};

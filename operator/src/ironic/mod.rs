@@ -1,32 +1,36 @@
 //! The `Ironic` controller: from an `Ironic` (ironic-standalone-operator's API) to a running,
 //! authenticated, TLS-secured, upgradable Ironic.
 //!
-//! Each reconcile is a pipeline (see `design/ironic.md`):
-//! - [`validate`]: the webhook's rules again, the version, and the linked Secrets and
-//!   ConfigMaps;
+//! Each reconcile is a list of named steps, each in its own file with its own error
+//! ([`reconcile`] reads as that list; see `design/ironic.md`):
+//! - [`dereference`]: the only step that reads: the Ironic afresh, the linked Secrets and
+//!   ConfigMaps, the operator's generated Secrets, the cert-manager Secret, node addresses;
+//! - [`validate`], pure: the webhook's rules again, the version, the linked objects' keys;
 //! - the database: [`crate::database::reconcile`] runs a managed MariaDB or checks an external
-//!   one, and its gate decides whether Ironic may roll out; [`database`] is the seam its
-//!   connection reaches the builders through;
-//! - resolve the inputs:
-//!   [`credentials`], [`tls`], node addresses ([`nodes`]) and the content [`hash`];
-//! - [`build`]: pure render functions, one per object;
-//! - [`apply`]: server-side apply, upgrade Jobs, removal of what is no longer wanted;
-//! - [`status`]: conditions, versions, endpoints and an Event per transition.
+//!   one; its progress decides whether Ironic may roll out;
+//! - [`resolve`]: a `Resolved` value with networking, ports and addresses computed once, the
+//!   API [`credentials`], [`tls`] and the content [`hash`];
+//! - [`build`]: pure render functions, one per object, from `&Resolved`;
+//! - [`apply`]: the supporting objects through the kit's ledger, each kind pruned;
+//! - [`sequence`]: the gates, the upgrade Jobs around the rollout ([`upgrade`] plans them);
+//! - [`status`], pure: conditions, versions, endpoints and an Event per transition.
 //!
-//! [`upgrade`] sequences version changes around the rollout; [`observe`] reads Jobs and
-//! workloads; [`controller`] wires the watches.
+//! [`controller`] wires the watches and the finalizer into the kit's runner; [`error`] says
+//! which failures are conditions.
 
 pub mod apply;
 pub mod build;
 pub mod controller;
 pub mod credentials;
-pub mod database;
+pub mod dereference;
 pub mod error;
 pub mod hash;
 pub mod linked;
 pub mod names;
 pub mod nodes;
 pub mod reconcile;
+pub mod resolve;
+pub mod sequence;
 pub mod status;
 pub mod tls;
 pub mod unsupported;
@@ -34,14 +38,17 @@ pub mod upgrade;
 pub mod validate;
 pub mod version;
 
+#[cfg(test)]
+mod fixtures;
+
 use crate::kube::Context;
+use crate::kube::runner::fan_out;
 use crds::ironic::IronicValidationOptions;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-pub use error::ReconcileError;
+pub use error::Error as ReconcileError;
 
 /// Flags of the Ironic controller. Environment names follow ironic-standalone-operator's
 /// where it has one.
@@ -135,8 +142,10 @@ pub struct Config {
     pub resync_interval: Duration,
     /// Look again this soon while work is under way (watches usually come first).
     pub progress_interval: Duration,
-    /// Retry this soon after an error.
+    /// Retry this soon after an error (then exponentially later, per Ironic).
     pub retry_interval: Duration,
+    /// Retry at least this often while errors go on.
+    pub retry_max_interval: Duration,
     /// The database module: managed MariaDBs and checks of external databases.
     pub database: crate::database::Config,
 }
@@ -152,6 +161,7 @@ impl Default for Config {
             resync_interval: Duration::from_secs(600),
             progress_interval: Duration::from_secs(30),
             retry_interval: Duration::from_secs(10),
+            retry_max_interval: Duration::from_secs(300),
             database: crate::database::Config::default(),
         }
     }
@@ -194,17 +204,10 @@ pub enum Error {
 
 /// Runs the controller until `shutdown`: one per watched namespace, or one for all.
 pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
-    let shared = Arc::new(reconcile::Ctx::new(ctx.clone(), config));
-    let scopes: Vec<Option<String>> =
-        if ctx.namespaces.is_empty() { vec![None] } else { ctx.namespaces.iter().cloned().map(Some).collect() };
-    let mut tasks = JoinSet::new();
-    for scope in scopes {
-        tasks.spawn(controller::run_scope(shared.clone(), scope, shutdown.clone()));
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.map_err(Error::Task)?;
-    }
-    Ok(())
+    let controller = Arc::new(controller::IronicController::new(ctx.clone(), config));
+    fan_out(ctx.scopes(), |scope| controller::run_scope(controller.clone(), scope, shutdown.clone()))
+        .await
+        .map_err(Error::Task)
 }
 
 #[cfg(test)]

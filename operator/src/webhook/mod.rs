@@ -119,9 +119,9 @@ pub enum Error {
     #[error("cannot generate a certificate")]
     Generate(#[source] rcgen::Error),
     #[error("cannot store or read the webhook certificate Secret")]
-    Secret(#[source] kube::Error),
+    Secret(#[from] crate::kube::KubeError),
     #[error("cannot apply the ValidatingWebhookConfiguration")]
-    Register(#[source] kube::Error),
+    Register(#[source] crate::kube::KubeError),
 }
 
 /// A running webhook server.
