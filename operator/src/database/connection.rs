@@ -12,9 +12,7 @@ use kube::ResourceExt;
 
 /// MariaDB's port.
 pub const MARIADB_PORT: u16 = 3306;
-/// The key of the CA in the Secret Ironic mounts at `/certs/ca/mariadb`: ironic-image reads
-/// `/certs/ca/mariadb/tls.crt` and connects with TLS when that file exists.
-pub const CA_KEY: &str = "tls.crt";
+pub use super::tls::CA_KEY;
 /// Where ironic-image reads the database credentials: `username` and `password` files.
 pub const USERNAME_KEY: &str = "username";
 pub const PASSWORD_KEY: &str = "password";

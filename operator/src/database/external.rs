@@ -46,8 +46,11 @@ async fn target(run: &Run<'_>, connection: &Connection) -> Result<Result<Found, 
                     Tls::Verify { ca_pem: pem.into_bytes(), verify_hostname: true }
                 }
                 _ => {
-                    let problem =
-                        if secret.is_none() { "does not exist".to_string() } else { format!("has no key {:?}", ca.key) };
+                    let problem = if secret.is_none() {
+                        "does not exist".to_string()
+                    } else {
+                        format!("has no key {:?}", ca.key)
+                    };
                     let message = format!(
                         "Secret {} (spec.database.tlsCertificateName) {problem}; Ironic reads the database's CA from \
                          its key {:?}",

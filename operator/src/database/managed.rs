@@ -14,9 +14,9 @@ use super::sequence::{self, RETRY_ANNOTATION};
 use super::status::reasons;
 use super::tls::{self, Material, TlsError};
 use super::upgrade::{self, Driver, Request};
+use crate::kube::Progress;
 use crate::kube::content::Source;
 use crate::kube::progress::soonest;
-use crate::kube::Progress;
 use crds::ironic::database::{DEFAULT_MARIADB_VERSION, DatabaseStorage, ManagedDatabase};
 use crds::ironic::status::{DatabaseMode, DatabaseStatus};
 use crds::validation::parse_quantity_bytes;
@@ -77,7 +77,11 @@ async fn grow(run: &mut Run<'_>, claim: Option<&PersistentVolumeClaim>, wanted: 
 }
 
 /// The TLS material, or why the user's Secret cannot serve.
-async fn tls_material(run: &Run<'_>, names: &Names, managed: &ManagedDatabase) -> Result<Result<Material, String>, Error> {
+async fn tls_material(
+    run: &Run<'_>,
+    names: &Names,
+    managed: &ManagedDatabase,
+) -> Result<Result<Material, String>, Error> {
     if let Some(name) = tls::user_secret(managed) {
         let secret = run.ledger.get::<Secret>(name).await?;
         return Ok(tls::from_user_secret(name, secret.as_ref()).map_err(|e| e.to_string()));
@@ -94,7 +98,11 @@ async fn tls_material(run: &Run<'_>, names: &Names, managed: &ManagedDatabase) -
 
 /// DatabaseReady and the progress once the sequence has nothing to do: what the rollout and
 /// the check say, and the condition's message when the server is available.
-fn settled(rollout: Progress, checked: Option<&Result<check::Report, check::CheckError>>, available: impl FnOnce(&check::Report) -> String) -> (Progress, String) {
+fn settled(
+    rollout: Progress,
+    checked: Option<&Result<check::Report, check::CheckError>>,
+    available: impl FnOnce(&check::Report) -> String,
+) -> (Progress, String) {
     match (rollout, checked) {
         (Progress::Done, Some(Ok(report))) => (Progress::Done, available(report)),
         (Progress::Done, Some(Err(e))) => {
@@ -188,7 +196,8 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
     let mut mounted = vec![Source::from_secret(&stored)];
     for (resolved, name) in [(&admin, names.admin()), (&user, names.credentials())] {
         if resolved.generated {
-            run.notices.normal("DatabaseCredentialsGenerated", format!("generated database credentials in Secret {name}"));
+            run.notices
+                .normal("DatabaseCredentialsGenerated", format!("generated database credentials in Secret {name}"));
         }
     }
     if let Some(material) = &material {

@@ -160,17 +160,16 @@ mod tests {
     fn a_ready_pod_of_the_new_template_completes_the_rollout() {
         let set = sts("mariadb:11.4", 2, 2);
         assert_eq!(template_image(&set).as_deref(), Some("mariadb:11.4"));
-        assert_eq!(
-            rollout(Some(&set), Some(&pod("mariadb:11.4", "db-2", true, None)), "mariadb:11.4"),
-            Progress::Done
-        );
+        assert_eq!(rollout(Some(&set), Some(&pod("mariadb:11.4", "db-2", true, None)), "mariadb:11.4"), Progress::Done);
     }
 
     #[test]
     fn the_rollout_waits_for_the_controller_the_old_pod_and_readiness() {
         let new = "mariadb:11.4";
         assert!(matches!(rollout(None, None, new), Progress::Waiting { .. }));
-        assert!(matches!(rollout(Some(&sts(new, 3, 2)), None, new), Progress::Waiting { message: m, .. } if m.contains("not seen")));
+        assert!(
+            matches!(rollout(Some(&sts(new, 3, 2)), None, new), Progress::Waiting { message: m, .. } if m.contains("not seen"))
+        );
         let set = sts(new, 2, 2);
         assert!(matches!(rollout(Some(&set), None, new), Progress::Waiting { .. }));
         let old = pod("mariadb:10.11", "db-1", true, None);
@@ -182,7 +181,9 @@ mod tests {
             matches!(rollout(Some(&set), Some(&stale), new), Progress::Waiting { message: m, .. } if m.contains("older template"))
         );
         let starting = pod(new, "db-2", false, None);
-        assert!(matches!(rollout(Some(&set), Some(&starting), new), Progress::Waiting { message: m, .. } if m.contains("not ready")));
+        assert!(
+            matches!(rollout(Some(&set), Some(&starting), new), Progress::Waiting { message: m, .. } if m.contains("not ready"))
+        );
     }
 
     #[test]
@@ -190,7 +191,9 @@ mod tests {
         let set = sts("mariadb:11.4", 2, 2);
         for reason in ["CrashLoopBackOff", "ImagePullBackOff"] {
             let p = pod("mariadb:11.4", "db-2", false, Some(reason));
-            assert!(matches!(rollout(Some(&set), Some(&p), "mariadb:11.4"), Progress::Failed { reason: r, message: m } if r == reasons::POD_FAILING && m.contains(reason)));
+            assert!(
+                matches!(rollout(Some(&set), Some(&p), "mariadb:11.4"), Progress::Failed { reason: r, message: m } if r == reasons::POD_FAILING && m.contains(reason))
+            );
         }
         let creating = pod("mariadb:11.4", "db-2", false, Some("ContainerCreating"));
         assert!(matches!(rollout(Some(&set), Some(&creating), "mariadb:11.4"), Progress::Waiting { .. }));

@@ -2,7 +2,7 @@
 //! connect, `status.database`, DatabaseReady, whether Ironic may go ahead (a [`Progress`]),
 //! the content of the Secrets the pods mount, and when to look again.
 
-use super::Config;
+use super::config::Config;
 use super::connection::Connection;
 use super::schema::{self, SchemaPlan, SchemaRevision};
 use super::status::reasons;
@@ -95,7 +95,10 @@ mod tests {
     #[test]
     fn database_ready_is_true_once_done_and_carries_the_generation() {
         let c = ready(&conditions(), &Progress::Done, "MariaDB 11.4 at db:3306");
-        assert_eq!((c.type_.as_str(), c.status.as_str(), c.reason.as_str()), ("DatabaseReady", TRUE, reasons::AVAILABLE));
+        assert_eq!(
+            (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+            ("DatabaseReady", TRUE, reasons::AVAILABLE)
+        );
         assert_eq!((c.message.as_str(), c.observed_generation), ("MariaDB 11.4 at db:3306", Some(3)));
     }
 

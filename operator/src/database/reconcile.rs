@@ -2,12 +2,13 @@
 //! exists and runs the image the spec asks for (through the version change sequence), check
 //! it with sqlx, and say whether Ironic may go ahead.
 
+use super::config::Config;
 use super::connection;
 use super::error::Error;
 use super::outcome::DatabaseOutcome;
 use super::run::{Persist, Run};
 use super::status::reasons;
-use super::{Config, external, managed};
+use super::{external, managed};
 use crate::kube::condition::Conditions;
 use crate::kube::{Ledger, Notices, Progress};
 use crds::condition::{Condition, TRUE};

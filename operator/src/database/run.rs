@@ -2,7 +2,7 @@
 //! every write goes through, the Events it collects, `status.database` as last written, the
 //! condition builder, and the time it started (read once).
 
-use super::Config;
+use super::config::Config;
 use super::connection::Connection;
 use super::error::Error;
 use super::outcome::{self, DatabaseOutcome};

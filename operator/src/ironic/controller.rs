@@ -6,7 +6,7 @@
 //! through their owner references) and the user's Secrets and ConfigMaps an Ironic refers
 //! to, so that a rotated password or certificate is rolled out at once.
 
-use super::Config;
+use super::config::Config;
 use super::error::Error;
 use super::linked::{self, SourceKind};
 use super::names::{FINALIZER, IRONIC_LABEL, Names};
@@ -19,12 +19,12 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::finalizer::{Event, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::ResourceExt;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

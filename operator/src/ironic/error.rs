@@ -34,7 +34,8 @@ impl Error {
     /// The progress to report for errors only a person can fix; `None` for errors worth
     /// retrying (the apiserver did not answer, a conflict, a timeout).
     pub fn failure(&self) -> Option<Progress> {
-        let failed = |reason: &'static str, err: &dyn std::error::Error| Some(Progress::failed(reason, err.to_string()));
+        let failed =
+            |reason: &'static str, err: &dyn std::error::Error| Some(Progress::failed(reason, err.to_string()));
         match self {
             Self::Dereference(err) => err.kube().and_then(KubeError::failure),
             Self::Validate(err @ validate::Error::InvalidSpec(_)) => failed(reasons::INVALID_SPEC, err),
@@ -106,13 +107,8 @@ mod tests {
         assert_eq!(reason, reasons::FORBIDDEN);
         assert!(message.contains("jobs.batch is forbidden") && message.contains("RBAC"), "{message}");
 
-        let unavailable = Error::Sequence(sequence::Error::Kube(kube(
-            Verb::Get,
-            "Job",
-            "x",
-            503,
-            "the server is shutting down",
-        )));
+        let unavailable =
+            Error::Sequence(sequence::Error::Kube(kube(Verb::Get, "Job", "x", 503, "the server is shutting down")));
         assert_eq!(unavailable.failure(), None, "worth retrying");
         let conflict = Error::Database(crate::database::Error::Kube(kube(
             Verb::Apply,
@@ -140,9 +136,13 @@ mod tests {
     #[test]
     fn a_missing_linked_resource_and_a_name_taken_by_someone_else_are_conditions() {
         let missing = Error::Validate(validate::Error::InvalidLinked("Secret creds has no key \"password\"".into()));
-        assert!(matches!(missing.failure(), Some(Progress::Failed { reason, .. }) if reason == reasons::INVALID_LINKED_RESOURCE));
+        assert!(
+            matches!(missing.failure(), Some(Progress::Failed { reason, .. }) if reason == reasons::INVALID_LINKED_RESOURCE)
+        );
         let taken = Error::Resolve(resolve::Error::Tls(tls::Error::Conflict { name: "ironic-tls-ca".into() }));
-        assert!(matches!(taken.failure(), Some(Progress::Failed { reason, .. }) if reason == reasons::RESOURCE_CONFLICT));
+        assert!(
+            matches!(taken.failure(), Some(Progress::Failed { reason, .. }) if reason == reasons::RESOURCE_CONFLICT)
+        );
     }
 
     #[test]

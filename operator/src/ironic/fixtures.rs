@@ -2,8 +2,8 @@
 //! builders take for it, with fake credentials and TLS material (no bcrypt, no keys made).
 
 use crate::database::resolve_external;
-use crate::ironic::Config;
 use crate::ironic::build::{Resolved, UpgradeVersions};
+use crate::ironic::config::Config;
 use crate::ironic::credentials::{ApiCredentials, generated_source};
 use crate::ironic::linked::{self, Source, SourceKind};
 use crate::ironic::names::Names;

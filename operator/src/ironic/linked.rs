@@ -51,7 +51,9 @@ fn ca_reference(
 ) -> Option<CaReference> {
     let nonempty = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned();
     match current {
-        Some((kind, name, key)) => Some(CaReference { kind: source_kind(kind), name: nonempty(name)?, key: nonempty(key) }),
+        Some((kind, name, key)) => {
+            Some(CaReference { kind: source_kind(kind), name: nonempty(name)?, key: nonempty(key) })
+        }
         None => Some(CaReference { kind: deprecated_kind, name: nonempty(deprecated)?, key: None }),
     }
 }

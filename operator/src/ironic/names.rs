@@ -151,6 +151,14 @@ mod tests {
     }
 
     #[test]
+    fn the_ironics_objects_and_its_databases_are_in_scopes_that_never_overlap() {
+        let (ironic, database) = (ironic_scope(), database_scope());
+        assert_eq!(ironic[0].0, database[0].0, "one label tells them apart");
+        assert_ne!(ironic[0].1, database[0].1);
+        assert_eq!(Names::new("ironic").scope(), [(IRONIC_LABEL.to_string(), "ironic".to_string())].into());
+    }
+
+    #[test]
     fn long_job_names_are_shortened_deterministically() {
         let n = Names::new("a".repeat(60));
         let name = n.upgrade_job("pre", Some("37.0"), "38.0");

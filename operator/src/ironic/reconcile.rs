@@ -35,7 +35,8 @@ impl IronicController {
         facts.version = Some(valid.version.clone());
         // Boxed: the database's reconcile is a large future of its own.
         let database_ledger = ledger.scoped(database_scope());
-        let database = Box::pin(crate::database::reconcile(&database_ledger, ironic, &config.database, notices)).await?;
+        let database =
+            Box::pin(crate::database::reconcile(&database_ledger, ironic, &config.database, notices)).await?;
         facts.database = Some(DatabaseFacts { status: database.status.clone(), condition: database.condition.clone() });
         if database.progress.is_failed() {
             // Nothing of Ironic's is applied: the Ironic that runs keeps running.

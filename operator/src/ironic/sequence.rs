@@ -148,7 +148,12 @@ impl Sequence<'_> {
 
 /// Applies the workload, prunes the other kind (highAvailability flipped) and reads how the
 /// rollout goes.
-async fn roll_out(ledger: &Ledger, names: &Names, workload: &Workload, notices: &mut Notices) -> Result<Progress, Error> {
+async fn roll_out(
+    ledger: &Ledger,
+    names: &Names,
+    workload: &Workload,
+    notices: &mut Notices,
+) -> Result<Progress, Error> {
     let (rollout, replaced) = match workload {
         Workload::Deployment(deployment) => {
             let stored = ledger.apply(deployment.as_ref().clone()).await?;

@@ -3,8 +3,8 @@
 //! [`Progress`]), and the Events its transitions deserve.
 
 use super::build::network::{IMAGES_SERVICE_PORT, api_service_port};
-use super::build::Resolved;
 use super::names::Names;
+use super::resolve::Resolved;
 use super::tls;
 use super::version::ResolvedVersion;
 use crate::kube::condition::{Conditions, ReadyReasons};
@@ -67,15 +67,14 @@ pub struct Published {
 impl Published {
     pub fn of(resolved: &Resolved) -> Self {
         let names = &resolved.names;
-        let (api_endpoint, image_server_endpoint) = endpoints(
-            names,
-            &resolved.namespace,
-            resolved.settings.high_availability,
-            resolved.tls.mode.is_some(),
-        );
+        let (api_endpoint, image_server_endpoint) =
+            endpoints(names, &resolved.namespace, resolved.settings.high_availability, resolved.tls.mode.is_some());
         let workload = if resolved.settings.high_availability { "DaemonSet" } else { "Deployment" };
         Self {
-            api_credentials_secret_name: resolved.credentials.generated.then(|| resolved.credentials.secret_name.clone()),
+            api_credentials_secret_name: resolved
+                .credentials
+                .generated
+                .then(|| resolved.credentials.secret_name.clone()),
             tls: resolved.tls.status(names),
             api_endpoint,
             image_server_endpoint,
@@ -115,7 +114,13 @@ pub fn endpoints(names: &Names, namespace: &str, high_availability: bool, tls: b
 
 /// The status after a reconcile that learned `facts` and ended in `progress`, on top of `old`;
 /// the conditions of `generation` at `now`, and installedVersion once done.
-pub fn compute(old: &IronicStatus, facts: &Facts, progress: &Progress, generation: Option<i64>, now: Time) -> IronicStatus {
+pub fn compute(
+    old: &IronicStatus,
+    facts: &Facts,
+    progress: &Progress,
+    generation: Option<i64>,
+    now: Time,
+) -> IronicStatus {
     let mut next = old.clone();
     if let Some(version) = &facts.version {
         next.requested_version = Some(version.version.to_string());
@@ -209,8 +214,8 @@ mod tests {
     use super::*;
     use crate::kube::Notice;
     use crds::condition::FALSE;
-    use crds::ironic::status::DatabaseMode;
     use crds::ironic::TlsMode;
+    use crds::ironic::status::DatabaseMode;
     use k8s_openapi::jiff::Timestamp;
 
     fn at(secs: i64) -> Time {

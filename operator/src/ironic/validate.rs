@@ -3,10 +3,11 @@
 //! must exist and hold the keys the pods read. It also says, once per generation, what the
 //! spec asks for that this operator does not deploy.
 
+use super::config::{Config, ImageDefaults};
 use super::dereference::Found;
 use super::linked::{self, Linked, Reference, Source, SourceKind};
+use super::unsupported;
 use super::version::{self, ResolvedVersion, UnsupportedVersion};
-use super::{Config, ImageDefaults, unsupported};
 use crate::kube::Notices;
 use crds::ironic::{Ironic, IronicSpec, IronicValidationOptions};
 use crds::validation::{FieldError, summarize};

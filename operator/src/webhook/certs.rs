@@ -2,10 +2,10 @@
 //! by the operator.
 
 use super::{Certificates, Config, Error};
-use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::Secret;
 use crate::kube::ledger::apply_params;
 use crate::kube::{KubeError, Verb};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, Patch, PostParams};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
 use rustls::server::{ClientHello, ResolvesServerCert};

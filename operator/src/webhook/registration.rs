@@ -112,9 +112,12 @@ pub fn render_configuration(client: &ClientConfig, ca_bundle: Option<&str>) -> V
 pub async fn apply(client: &kube::Client, config: &ClientConfig, ca_bundle: Option<&str>) -> Result<(), KubeError> {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let configuration = render_configuration(config, ca_bundle);
-    api.patch(CONFIGURATION_NAME, &apply_params(), &Patch::Apply(&configuration))
-        .await
-        .map_err(KubeError::of::<ValidatingWebhookConfiguration>(Verb::Apply, CONFIGURATION_NAME))?;
+    api.patch(CONFIGURATION_NAME, &apply_params(), &Patch::Apply(&configuration)).await.map_err(KubeError::of::<
+        ValidatingWebhookConfiguration,
+    >(
+        Verb::Apply,
+        CONFIGURATION_NAME,
+    ))?;
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! One render function per container of the Ironic pod.
 
+use super::env;
 use super::volumes::PodVolumes;
-use super::{Resolved, env};
+use crate::ironic::resolve::Resolved;
 use crds::ironic::Dhcp;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, ExecAction, Probe, SecurityContext, VolumeMount,

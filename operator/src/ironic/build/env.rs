@@ -2,9 +2,9 @@
 //! ironic-standalone-operator derives from the spec.
 
 use super::volumes::{CERTS_DIR, TRUSTED_CA_DIR};
-use super::{Resolved, trusted_ca_path};
 use crate::database::Connection;
 use crate::ironic::credentials::HTPASSWD_KEY;
+use crate::ironic::resolve::Resolved;
 use crate::ironic::resolve::{Network, Settings, VirtualIps};
 use crds::ironic::{CpuArchitecture, Dhcp};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, SecretKeySelector};
@@ -254,6 +254,11 @@ pub fn upgrade_job(db: &Connection) -> Vec<EnvVar> {
     // The configuration script insists on a provisioning IP, though migrations need none.
     env.push(from_field("PROVISIONING_IP", "status.podIP"));
     env
+}
+
+/// Where the pods find the trusted CA bundle.
+pub fn trusted_ca_path(resolved: &Resolved) -> Option<String> {
+    resolved.trusted_ca.as_ref().map(|(_, key)| trusted_ca_file(key))
 }
 
 /// The trusted CA bundle's path inside the pods.

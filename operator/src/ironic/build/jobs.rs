@@ -1,10 +1,13 @@
 //! The upgrade Jobs: the schema upgrade before the new pods roll (`pre`), the online data
 //! migrations after (`post`). Only with a database: SQLite lives and dies with the pod.
 
+use super::meta::meta;
 use super::volumes::{self, SHARED_DIR, SHARED_VOLUME};
-use super::{Resolved, containers, env, meta, pod};
+use super::{containers, env, pod};
 use crate::database::Connection;
 use crate::ironic::names::{self, UPGRADE_PHASE_LABEL};
+use crate::ironic::resolve::Resolved;
+use crate::ironic::upgrade::UpgradeVersions;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use kube::api::ObjectMeta;
@@ -40,14 +43,6 @@ impl Phase {
             Self::Post => "post-upgrade Job (online data migrations)",
         }
     }
-}
-
-/// The versions an upgrade goes between, as they appear in Job names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UpgradeVersions {
-    /// `None` for a first installation.
-    pub from: Option<String>,
-    pub to: String,
 }
 
 /// Directories ironic-image writes to, which a read-only root needs as volumes.
@@ -89,11 +84,7 @@ pub fn render(resolved: &Resolved, db: &Connection, versions: &UpgradeVersions, 
     };
     Job {
         metadata: meta(resolved, name, labels),
-        spec: Some(JobSpec {
-            backoff_limit: Some(resolved.upgrade_job_backoff_limit),
-            template,
-            ..Default::default()
-        }),
+        spec: Some(JobSpec { backoff_limit: Some(resolved.upgrade_job_backoff_limit), template, ..Default::default() }),
         status: None,
     }
 }

@@ -10,6 +10,7 @@
 pub mod containers;
 pub mod env;
 pub mod jobs;
+pub mod meta;
 pub mod network;
 pub mod pod;
 pub mod secrets;
@@ -19,32 +20,16 @@ pub mod workload;
 #[cfg(test)]
 mod golden;
 
-use super::tls::cert_manager;
 pub use super::resolve::Resolved;
+use super::tls::cert_manager;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use kube::api::{DynamicObject, ObjectMeta};
-use std::collections::BTreeMap;
+use kube::api::DynamicObject;
 
-pub use jobs::{Phase, UpgradeVersions};
+pub use super::upgrade::UpgradeVersions;
+pub use jobs::Phase;
 pub use workload::Workload;
-
-/// Metadata of an owned object.
-pub fn meta(resolved: &Resolved, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name),
-        namespace: Some(resolved.namespace.clone()),
-        labels: Some(labels),
-        owner_references: resolved.owner.clone().map(|o| vec![o]),
-        ..Default::default()
-    }
-}
-
-/// Where the pods find the trusted CA bundle.
-pub fn trusted_ca_path(resolved: &Resolved) -> Option<String> {
-    resolved.trusted_ca.as_ref().map(|(_, key)| env::trusted_ca_file(key))
-}
 
 /// The objects one Ironic needs.
 #[derive(Clone, Debug)]

@@ -1,8 +1,9 @@
 //! The Service in front of the pods, and the optional Ingress.
 
 use super::containers::{API_PORT_NAME, IMAGES_PORT_NAME, IMAGES_TLS_PORT_NAME, METRICS_PORT_NAME};
-use super::{Resolved, meta};
+use super::meta::meta;
 use crate::ironic::names;
+use crate::ironic::resolve::Resolved;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend, IngressSpec,

@@ -1,7 +1,8 @@
 //! The Ironic pod template, with `spec.overrides` applied last.
 
-use super::{Resolved, containers, volumes};
+use super::{containers, volumes};
 use crate::ironic::names::{self, CONTENT_HASH_ANNOTATION};
+use crate::ironic::resolve::Resolved;
 use crds::ironic::Overrides;
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use kube::api::ObjectMeta;

@@ -1,9 +1,10 @@
 //! The Secrets and ConfigMaps the operator owns: generated credentials, the htpasswd, the
 //! Auto TLS CA and serving certificate, and the published CA bundle.
 
-use super::{Resolved, meta};
+use super::meta::meta;
 use crate::ironic::credentials::{DIGEST_KEY, HTPASSWD_KEY};
 use crate::ironic::names;
+use crate::ironic::resolve::Resolved;
 use crate::ironic::tls::{CA_CERT_KEY, CA_KEY_KEY, auto_serving_source};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};

@@ -1,10 +1,10 @@
 //! Volumes of the Ironic pod and where the containers mount them (ironic-image's paths).
 
-use super::Resolved;
 use crate::database::Connection;
 use crate::ironic::linked::{CaReference, SourceKind};
-pub use crate::kube::pod::{empty_dir, mount};
+use crate::ironic::resolve::Resolved;
 use crate::kube::pod::secret_volume;
+pub use crate::kube::pod::{empty_dir, mount};
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
 
 pub const SHARED_DIR: &str = "/shared";

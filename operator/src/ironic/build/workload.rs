@@ -1,7 +1,9 @@
 //! The workload: a one-replica Deployment, or a DaemonSet with `highAvailability`.
 
-use super::{Resolved, meta, pod};
+use super::meta::meta;
+use super::pod;
 use crate::ironic::names;
+use crate::ironic::resolve::Resolved;
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 

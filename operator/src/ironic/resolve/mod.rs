@@ -9,16 +9,16 @@ pub mod settings;
 pub use network::{Network, VirtualIps};
 pub use settings::Settings;
 
-use super::build::UpgradeVersions;
+use super::config::{Config, DownloaderSettings};
 use super::credentials::{self, ApiCredentials};
 use super::dereference::Found;
+use super::hash;
 use super::linked::{self, CaReference, Source, SourceKind, fields};
 use super::names::Names;
 use super::tls::{self, TlsPlan, sans};
-use super::upgrade::{self, VersionPlan};
+use super::upgrade::{self, UpgradeVersions, VersionPlan};
 use super::validate::Valid;
 use super::version::ResolvedVersion;
-use super::{Config, DownloaderSettings, hash};
 use crate::database::{Connection, DatabaseOutcome, SchemaPlan};
 use crds::ironic::{Ironic, TlsMode};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -143,3 +143,6 @@ pub async fn run(
         namespace,
     })
 }
+
+#[cfg(test)]
+mod tests;

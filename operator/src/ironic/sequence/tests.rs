@@ -45,7 +45,10 @@ fn a_database_that_is_not_ready_yet_stops_the_sequence_and_names_its_reason() {
     let stop = gate(&resolved(), &Progress::waiting("DatabaseStarting", "MariaDB is starting")).expect("stopped");
     assert_eq!(
         stop,
-        Progress::waiting(reasons::WAITING_FOR_DATABASE, "waiting for the database (DatabaseStarting): MariaDB is starting")
+        Progress::waiting(
+            reasons::WAITING_FOR_DATABASE,
+            "waiting for the database (DatabaseStarting): MariaDB is starting"
+        )
     );
 }
 

@@ -190,7 +190,8 @@ pub fn resolve(
                 return Ok(plan);
             };
             let request = CertificateRequest::new(names.cert_manager_certificate(), settings, sans);
-            match stored.cert_manager.as_ref().map(Source::from_secret).filter(|s| s.has("tls.crt") && s.has("tls.key")) {
+            match stored.cert_manager.as_ref().map(Source::from_secret).filter(|s| s.has("tls.crt") && s.has("tls.key"))
+            {
                 Some(source) => plan.material = Some(material(source, false)),
                 None => {
                     plan.pending = Some(format!(
