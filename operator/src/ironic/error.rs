@@ -59,7 +59,7 @@ impl Error {
                 format!("cannot make the serving certificate: {}", chain(err)),
             )),
             Self::Apply(err) => err.failure(),
-            Self::Sequence(err) => err.failure(),
+            Self::Sequence(sequence::Error(err)) => err.failure(),
             Self::Status(_) | Self::Finalizer(_) => None,
         }
     }
@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn a_refusal_for_lack_of_rbac_is_a_condition_and_other_api_failures_are_retried() {
-        let forbidden = Error::Sequence(sequence::Error::Kube(kube(
+        let forbidden = Error::Sequence(sequence::Error(kube(
             Verb::Get,
             "Job",
             "ironic-pre-none-to-38.0",
@@ -108,7 +108,7 @@ mod tests {
         assert!(message.contains("jobs.batch is forbidden") && message.contains("RBAC"), "{message}");
 
         let unavailable =
-            Error::Sequence(sequence::Error::Kube(kube(Verb::Get, "Job", "x", 503, "the server is shutting down")));
+            Error::Sequence(sequence::Error(kube(Verb::Get, "Job", "x", 503, "the server is shutting down")));
         assert_eq!(unavailable.failure(), None, "worth retrying");
         let conflict = Error::Database(crate::database::Error::Kube(kube(
             Verb::Apply,

@@ -16,6 +16,21 @@ use crate::ironic::version;
 use crds::ironic::{Ironic, TlsMode};
 use kube::Resource;
 
+/// An Ironic with an external database and credentials of the user's.
+pub const WITH_DATABASE: &str = r#"
+apiVersion: ironic.metal3.io/v1alpha1
+kind: Ironic
+metadata:
+  name: ironic
+spec:
+  version: "38.0"
+  apiCredentialsName: api-credentials
+  database:
+    credentialsName: ironic-db
+    host: mariadb.metal3.svc
+    name: ironic
+"#;
+
 const FAKE_CA: &str = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n";
 
 pub fn ironic(yaml: &str) -> Ironic {

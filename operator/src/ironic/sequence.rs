@@ -17,20 +17,10 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
-/// Why the sequence could not go on.
+/// Why the sequence could not go on: a Job or the workload could not be read or written.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Kube(#[from] KubeError),
-}
-
-impl Error {
-    /// What only a person can fix; `None` for failures worth retrying.
-    pub fn failure(&self) -> Option<Progress> {
-        let Self::Kube(err) = self;
-        err.failure()
-    }
-}
+#[error(transparent)]
+pub struct Error(#[from] pub KubeError);
 
 /// Where the sequence stands, and `status.upgrade` when this reconcile has news of it.
 #[derive(Clone, Debug, PartialEq)]

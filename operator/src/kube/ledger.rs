@@ -160,14 +160,7 @@ impl Ledger {
     /// Applies `object` with server-side apply and returns what the server stored.
     pub async fn apply<K: Owned>(&self, mut object: K) -> Result<K, KubeError> {
         self.stamp(object.meta_mut());
-        let name = object.name_any();
-        let stored = self
-            .api::<K>()
-            .patch(&name, &apply_params(), &Patch::Apply(&object))
-            .await
-            .map_err(KubeError::of::<K>(Verb::Apply, &name))?;
-        self.record(&K::kind(&()), &name);
-        Ok(stored)
+        self.apply_stamped(object).await
     }
 
     /// Applies `object` like [`Ledger::apply`], but without the owner reference: for what the
@@ -175,6 +168,10 @@ impl Ledger {
     /// is never pruned, and the garbage collector leaves it alone.
     pub async fn apply_unowned<K: Owned>(&self, mut object: K) -> Result<K, KubeError> {
         self.stamp_unowned(object.meta_mut());
+        self.apply_stamped(object).await
+    }
+
+    async fn apply_stamped<K: Owned>(&self, object: K) -> Result<K, KubeError> {
         let name = object.name_any();
         let stored = self
             .api::<K>()

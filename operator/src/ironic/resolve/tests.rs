@@ -9,20 +9,6 @@ use crds::ironic::status::IronicStatus;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 
-const WITH_DATABASE: &str = r#"
-apiVersion: ironic.metal3.io/v1alpha1
-kind: Ironic
-metadata:
-  name: ironic
-spec:
-  version: "38.0"
-  apiCredentialsName: api-credentials
-  database:
-    credentialsName: ironic-db
-    host: mariadb.metal3.svc
-    name: ironic
-"#;
-
 fn secret_source(name: &str, pairs: &[(&str, &str)]) -> Source {
     Source {
         kind: SourceKind::Secret,
@@ -88,7 +74,7 @@ async fn resolve(ironic: &Ironic, database: &DatabaseOutcome) -> Resolved {
 
 #[tokio::test]
 async fn the_users_credentials_are_used_and_none_are_generated() {
-    let ironic = fixtures::ironic(WITH_DATABASE);
+    let ironic = fixtures::ironic(fixtures::WITH_DATABASE);
     let resolved = resolve(&ironic, &database(None, "one")).await;
     let credentials = &resolved.credentials;
     assert_eq!((credentials.secret_name.as_str(), credentials.username.as_str()), ("api-credentials", "admin"));
@@ -98,7 +84,7 @@ async fn the_users_credentials_are_used_and_none_are_generated() {
 
 #[tokio::test]
 async fn the_content_hash_follows_the_databases_secrets_as_the_database_reported_them() {
-    let ironic = fixtures::ironic(WITH_DATABASE);
+    let ironic = fixtures::ironic(fixtures::WITH_DATABASE);
     let one = resolve(&ironic, &database(None, "one")).await;
     let again = resolve(&ironic, &database(None, "one")).await;
     let rotated = resolve(&ironic, &database(None, "two")).await;
@@ -108,7 +94,7 @@ async fn the_content_hash_follows_the_databases_secrets_as_the_database_reported
 
 #[tokio::test]
 async fn a_first_installation_with_a_database_runs_the_upgrade_jobs_from_nothing() {
-    let resolved = resolve(&fixtures::ironic(WITH_DATABASE), &database(None, "one")).await;
+    let resolved = resolve(&fixtures::ironic(fixtures::WITH_DATABASE), &database(None, "one")).await;
     assert_eq!(resolved.upgrade, Some(UpgradeVersions { from: None, to: "38.0".into() }));
     assert!(!resolved.schema_missing);
     assert_eq!(resolved.database.as_ref().map(|c| c.host_with_port()).as_deref(), Some("mariadb.metal3.svc"));
@@ -116,7 +102,7 @@ async fn a_first_installation_with_a_database_runs_the_upgrade_jobs_from_nothing
 
 #[tokio::test]
 async fn a_database_without_an_ironic_schema_gets_the_schema_job_although_the_version_did_not_change() {
-    let ironic = installed(fixtures::ironic(WITH_DATABASE), "38.0");
+    let ironic = installed(fixtures::ironic(fixtures::WITH_DATABASE), "38.0");
     let up_to_date = resolve(&ironic, &database(Some(SchemaRevision::At("4dbec778866e".into())), "one")).await;
     assert_eq!(up_to_date.upgrade, None);
     let emptied = resolve(&ironic, &database(Some(SchemaRevision::Missing), "one")).await;
@@ -126,7 +112,7 @@ async fn a_database_without_an_ironic_schema_gets_the_schema_job_although_the_ve
 
 #[tokio::test]
 async fn going_back_with_a_database_is_planned_as_a_refused_downgrade_without_jobs() {
-    let ironic = installed(fixtures::ironic(&WITH_DATABASE.replace("\"38.0\"", "\"37.0\"")), "38.0");
+    let ironic = installed(fixtures::ironic(&fixtures::WITH_DATABASE.replace("\"38.0\"", "\"37.0\"")), "38.0");
     let resolved = resolve(&ironic, &database(None, "one")).await;
     assert_eq!(resolved.plan, VersionPlan::DowngradeRefused { installed: "38.0".into(), requested: "37.0".into() });
     assert_eq!(resolved.upgrade, None);
@@ -134,8 +120,8 @@ async fn going_back_with_a_database_is_planned_as_a_refused_downgrade_without_jo
 
 #[tokio::test]
 async fn networking_and_the_spec_settings_are_resolved_once_for_the_builders() {
-    let yaml =
-        WITH_DATABASE.replace("  version:", "  highAvailability: true\n  networking:\n    apiPort: 7385\n  version:");
+    let yaml = fixtures::WITH_DATABASE
+        .replace("  version:", "  highAvailability: true\n  networking:\n    apiPort: 7385\n  version:");
     let resolved = resolve(&fixtures::ironic(&yaml), &database(None, "one")).await;
     assert_eq!(resolved.network.api_port, 7385);
     assert!(resolved.settings.high_availability && !resolved.network.serves_tls);
@@ -145,7 +131,7 @@ async fn networking_and_the_spec_settings_are_resolved_once_for_the_builders() {
 
 #[tokio::test]
 async fn only_an_auto_certificate_asks_to_be_looked_at_again_for_its_renewal() {
-    let mut resolved = resolve(&fixtures::ironic(WITH_DATABASE), &database(None, "one")).await;
+    let mut resolved = resolve(&fixtures::ironic(fixtures::WITH_DATABASE), &database(None, "one")).await;
     assert_eq!(resolved.renewal_after(1_000), None, "no TLS");
     resolved.tls = fixtures::resolved(&fixtures::ironic(AUTO), None).tls;
     if let Some(material) = resolved.tls.material.as_mut() {

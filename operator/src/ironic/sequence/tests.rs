@@ -1,21 +1,8 @@
 use super::*;
 use crate::ironic::fixtures;
 
-const WITH_DATABASE: &str = r#"
-apiVersion: ironic.metal3.io/v1alpha1
-kind: Ironic
-metadata:
-  name: ironic
-spec:
-  version: "38.0"
-  database:
-    credentialsName: ironic-db
-    host: mariadb.metal3.svc
-    name: ironic
-"#;
-
 fn resolved() -> Resolved {
-    fixtures::resolved(&fixtures::ironic(WITH_DATABASE), Some("37.0"))
+    fixtures::resolved(&fixtures::ironic(fixtures::WITH_DATABASE), Some("37.0"))
 }
 
 fn upgrade() -> UpgradeVersions {
