@@ -6,9 +6,9 @@ use super::config::Config;
 use super::connection::Connection;
 use super::schema::{self, SchemaPlan, SchemaRevision};
 use super::status::reasons;
+use crate::kube::Progress;
 use crate::kube::condition::Conditions;
 use crate::kube::content::Source;
-use crate::kube::{Outcome, Progress};
 use crds::condition::Condition;
 use crds::ironic::status::{DATABASE_READY, DatabaseStatus};
 use std::time::Duration;
@@ -55,11 +55,6 @@ impl DatabaseOutcome {
     /// `None` when the schema was not read (no database, or it could not be checked).
     pub fn schema_plan(&self, installed: Option<&str>, requested: &str) -> Option<SchemaPlan> {
         self.schema.as_ref().map(|revision| schema::plan(revision, installed, requested))
-    }
-
-    /// The progress and the requeue, as a reconcile's outcome.
-    pub fn outcome(&self) -> Outcome {
-        Outcome::new(self.progress.clone()).within(self.requeue_after)
     }
 }
 
