@@ -6,11 +6,9 @@
 //! → status) on the shared controller kit ([`kube`]); dependencies point one way: controllers
 //! → kit → `crds` and `ironic-client`. `design/architecture.md` draws the modules.
 
-pub mod apply;
 pub mod cli;
 pub mod config;
 pub mod database;
-pub mod events;
 pub mod host;
 pub mod install;
 pub mod ironic;

@@ -1,5 +1,6 @@
 //! The managed database end to end, on the harness apiserver: `database::reconcile` is driven
-//! directly (the Ironic controller that will call it is not needed), the StatefulSet and Job
+//! directly, through a ledger scoped as the Ironic controller scopes it and with its Events
+//! published after each reconcile (the controller itself is not needed), the StatefulSet and Job
 //! controllers and the pod simulator play the cluster, and the operator's sqlx connections go
 //! to the harness's real MariaDB through the address override (the Service's name does not
 //! resolve here).
@@ -20,10 +21,12 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use operator::database::names::Names;
-use operator::database::{self, Address, Config, DatabaseOutcome, Gate, RETRY_ANNOTATION, SchemaPlan, SchemaRevision};
-use operator::kube::Context;
+use operator::database::{self, Address, Config, DatabaseOutcome, RETRY_ANNOTATION, SchemaPlan, SchemaRevision};
+use operator::kube::ledger::Written;
+use operator::kube::{Context, Ledger, Notices, Progress};
 use serde_json::json;
 use sqlx::{Connection, MySqlConnection};
 use std::sync::Arc;
@@ -86,21 +89,21 @@ impl Harness {
         what: &str,
         mut observe: impl AsyncFnMut(&DatabaseOutcome, &Ironic) -> anyhow::Result<()>,
         done: impl Fn(&DatabaseOutcome) -> bool,
-    ) -> anyhow::Result<DatabaseOutcome> {
+    ) -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {
         let deadline = Instant::now() + STEP;
         loop {
-            let outcome = database::reconcile(&self.ctx, &self.ironic().await?, &self.config).await?;
+            let (outcome, written) = reconcile_once(&self.ctx, &self.ironic().await?, &self.config).await?;
             observe(&outcome, &self.ironic().await?).await?;
             if done(&outcome) {
-                return Ok(outcome);
+                return Ok((outcome, written));
             }
-            anyhow::ensure!(Instant::now() < deadline, "{what}: still {:?} after {STEP:?}", outcome.gate);
+            anyhow::ensure!(Instant::now() < deadline, "{what}: still {:?} after {STEP:?}", outcome.progress);
             tokio::time::sleep(POLL).await;
         }
     }
 
-    async fn until_open(&self) -> anyhow::Result<DatabaseOutcome> {
-        self.reconcile_until("the database becomes ready", async |_, _| Ok(()), |o| o.gate.is_open()).await
+    async fn until_open(&self) -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {
+        self.reconcile_until("the database becomes ready", async |_, _| Ok(()), |o| o.progress.is_done()).await
     }
 
     async fn set_version(&self, version: &str) -> anyhow::Result<()> {
@@ -117,6 +120,21 @@ impl Harness {
         conn.close().await?;
         Ok(value)
     }
+}
+
+/// One reconcile of the database as the Ironic controller makes it: a ledger for the Ironic in
+/// the database's label scope, and the Events published afterwards. Returns what it wrote.
+async fn reconcile_once(
+    ctx: &Context,
+    ironic: &Ironic,
+    config: &Config,
+) -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {
+    let scope = [(crds::ironic::IRONIC_LABEL.to_string(), ironic.name_any())].into();
+    let ledger = Ledger::new(ctx.client.clone(), ironic, scope)?.scoped(operator::ironic::names::database_scope());
+    let mut notices = Notices::default();
+    let outcome = database::reconcile(&ledger, ironic, config, &mut notices).await?;
+    ctx.publisher("ironic").publish(ironic, notices).await;
+    Ok((outcome, ledger.written()))
 }
 
 fn ironics(env: &Env) -> Api<Ironic> {
@@ -157,7 +175,7 @@ fn job_complete(job: &Job) -> bool {
 async fn managed_mode_renders_the_statefulset_service_secrets_and_claim() -> anyhow::Result<()> {
     let h = Harness::start("db-managed", false).await?;
     let spec_before = serde_json::to_value(&h.ironic().await?.spec)?;
-    let outcome = h.until_open().await?;
+    let (outcome, written) = h.until_open().await?;
     let ns = &h.env.ns;
 
     // The StatefulSet: one replica, the data claim template, the slow-shutdown hook.
@@ -196,15 +214,14 @@ async fn managed_mode_renders_the_statefulset_service_secrets_and_claim() -> any
     assert_eq!(connection.host, format!("ironic-mariadb.{ns}.svc.cluster.local"));
     assert_eq!(connection.credentials_secret, "ironic-mariadb-credentials");
     assert!(connection.managed && connection.tls_ca.is_none());
-    let seam = outcome.ironic_connection().expect("the builders' seam");
-    assert_eq!(seam.host_with_port(), format!("ironic-mariadb.{ns}.svc.cluster.local"));
+    assert_eq!(connection.host_with_port(), format!("ironic-mariadb.{ns}.svc.cluster.local"), "the builders' seam");
     assert_eq!(outcome.schema, Some(SchemaRevision::Missing));
     assert_eq!(outcome.schema_plan(None, "38.0"), Some(SchemaPlan::Create));
     let condition = outcome.condition.clone().expect("DatabaseReady");
     assert_eq!((condition.type_.as_str(), condition.status.as_str()), ("DatabaseReady", "True"));
     assert!(condition.message.contains("MariaDB 10.11"), "{}", condition.message);
     for kind in ["StatefulSet", "Service", "Secret"] {
-        assert!(outcome.applied.iter().any(|a| a.kind == kind), "{kind} applied: {:?}", outcome.applied);
+        assert!(written.iter().any(|w| w.kind == kind), "{kind} applied: {written:?}");
     }
 
     // status.database, written by the module itself; spec untouched.
@@ -232,7 +249,7 @@ async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
     let backup_job = names.backup_job(OLD_IMAGE, NEW_IMAGE, 1);
     let upgrade_job = names.upgrade_job(OLD_IMAGE, NEW_IMAGE, 1);
     let mut steps: Vec<Step> = Vec::new();
-    let outcome = h
+    let (outcome, _) = h
         .reconcile_until(
             "the version change completes",
             async |outcome: &DatabaseOutcome, ironic: &Ironic| {
@@ -263,11 +280,11 @@ async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
                     assert_eq!(image.as_deref(), Some(NEW_IMAGE), "mariadb-upgrade runs once the new pod is up");
                 }
                 if !matches!(upgrade.as_ref().and_then(|u| u.step), None | Some(Step::Completed)) {
-                    assert!(!outcome.gate.is_open(), "Ironic waits while the change runs");
+                    assert!(!outcome.progress.is_done(), "Ironic waits while the change runs");
                 }
                 Ok(())
             },
-            |o| o.gate.is_open(),
+            |o| o.progress.is_done(),
         )
         .await?;
 
@@ -377,7 +394,7 @@ async fn reconcile_until_job(h: &Harness, name: &str) -> anyhow::Result<Job> {
     let jobs = api::<Job>(&h.env);
     let deadline = Instant::now() + STEP;
     loop {
-        database::reconcile(&h.ctx, &h.ironic().await?, &h.config).await?;
+        reconcile_once(&h.ctx, &h.ironic().await?, &h.config).await?;
         if let Some(job) = jobs.get_opt(name).await? {
             return Ok(job);
         }
@@ -394,9 +411,8 @@ async fn a_failing_mariadb_upgrade_job_halts_the_sequence_and_a_retry_resumes() 
     h.env.sim.set_fate_by_prefix(&h.env.ns, "ironic-mariadb-upgrade-", fate);
     h.set_version("10.11").await?;
 
-    let halted =
-        h.reconcile_until("the sequence halts", async |_, _| Ok(()), |o| matches!(o.gate, Gate::Halted { .. })).await?;
-    let Gate::Halted { reason, message } = &halted.gate else { unreachable!("halted") };
+    let (halted, _) = h.reconcile_until("the sequence halts", async |_, _| Ok(()), |o| o.progress.is_failed()).await?;
+    let Progress::Failed { reason, message } = &halted.progress else { unreachable!("halted") };
     assert_eq!(reason, "DatabaseUpgradeFailed");
     assert!(message.contains("RunningMariadbUpgrade"), "{message}");
     assert!(message.contains("exited with code 1") && message.contains("Got error 1 from mariadb-check"), "{message}");
@@ -412,8 +428,8 @@ async fn a_failing_mariadb_upgrade_job_halts_the_sequence_and_a_retry_resumes() 
     assert_eq!(sts_image(&api::<StatefulSet>(&h.env).get("ironic-mariadb").await?).as_deref(), Some(NEW_IMAGE));
     api::<PersistentVolumeClaim>(&h.env).get("data-ironic-mariadb-0").await?;
     api::<Secret>(&h.env).get("ironic-mariadb-credentials").await?;
-    let again = database::reconcile(&h.ctx, &h.ironic().await?, &h.config).await?;
-    assert!(matches!(again.gate, Gate::Halted { .. }));
+    let (again, _) = reconcile_once(&h.ctx, &h.ironic().await?, &h.config).await?;
+    assert!(again.progress.is_failed());
     let jobs = api::<Job>(&h.env)
         .list(&ListParams::default().labels("ironic.ferrometal.io/database-job=mariadb-upgrade"))
         .await?;
@@ -451,12 +467,12 @@ async fn an_external_database_is_checked_with_clear_conditions() -> anyhow::Resu
         identity: "database-e2e".into(),
     };
     let config = Config::default();
-    let check = async |name: &str| -> anyhow::Result<DatabaseOutcome> {
-        Ok(database::reconcile(&ctx, &ironics(&env).get(name).await?, &config).await?)
+    let check = async |name: &str| -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {
+        reconcile_once(&ctx, &ironics(&env).get(name).await?, &config).await
     };
 
-    let good = check("good").await?;
-    assert!(good.gate.is_open());
+    let (good, written) = check("good").await?;
+    assert!(good.progress.is_done());
     let condition = good.condition.expect("DatabaseReady");
     assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("True", "DatabaseAvailable"));
     assert!(
@@ -469,25 +485,25 @@ async fn an_external_database_is_checked_with_clear_conditions() -> anyhow::Resu
     assert_eq!(status.host, Some(format!("127.0.0.1:{}", db.port())));
     assert!(status.server_version.is_some_and(|v| v.starts_with("10.11.")));
     assert_eq!(good.connection.map(|c| c.port), Some(db.port()));
-    assert!(good.applied.is_empty(), "an external database is only checked");
+    assert!(written.is_empty(), "an external database is only checked");
 
     // A wrong password: refused, precisely, without the password.
     let wrong = "wrong-Password-123";
     let patch = json!({"data": {"password": ByteString(wrong.as_bytes().to_vec())}});
     api::<Secret>(&env).patch("ironic-db", &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    let refused = check("good").await?;
+    let (refused, _) = check("good").await?;
     let condition = refused.condition.expect("DatabaseReady");
     assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "AuthenticationFailed"));
     assert!(condition.message.contains("refused the credentials of user \"ironic\""), "{}", condition.message);
     assert!(!condition.message.contains(wrong));
-    assert!(matches!(refused.gate, Gate::Halted { .. }), "Ironic does not roll onto a database that refuses it");
+    assert!(refused.progress.is_failed(), "Ironic does not roll onto a database that refuses it");
 
     // Nothing listens: unreachable, a wait rather than a failure.
-    let gone = check("gone").await?;
+    let (gone, _) = check("gone").await?;
     let condition = gone.condition.expect("DatabaseReady");
     assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "DatabaseUnreachable"));
     assert!(condition.message.contains(&format!("127.0.0.1:{port}")), "{}", condition.message);
-    assert!(matches!(gone.gate, Gate::Wait { .. }));
+    assert!(matches!(gone.progress, Progress::Waiting { .. }));
     assert!(gone.requeue_after.is_some());
     Ok(())
 }

@@ -33,6 +33,10 @@ use kube::{CustomResource, CustomResourceExt, KubeSchema};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The label naming the `Ironic` an object was made for (ironic-standalone-operator's key): on
+/// everything an Ironic's controller and its database module create for it.
+pub const IRONIC_LABEL: &str = "ironic.metal3.io/ironic";
+
 /// Message shared by the database immutability rule and its CEL twin.
 pub const DATABASE_IMMUTABLE_MESSAGE: &str = "cannot change to a new database or remove it";
 

@@ -1,20 +1,18 @@
 //! The seam between the database and Ironic: where Ironic's pods find the database and how
-//! they authenticate, for an external database and for a managed one alike.
+//! they authenticate, for an external database and for a managed one alike. Ironic's builders
+//! take a [`Connection`] (the CA key is always `tls.crt`, where ironic-image reads it).
 //!
-//! Ironic's builders take the [`crate::ironic::database::DatabaseConnection`]; a
-//! [`Connection`] converts into it losslessly for everything the pods need (the CA key is
-//! always `tls.crt`, where ironic-image reads it).
+//! `spec.database` comes in two forms. The external form (ironic-standalone-operator's
+//! `credentialsName`, `host`, `name`, `tlsCertificateName`) resolves in [`resolve_external`];
+//! the managed form (a MariaDB the operator runs) to its Service and generated Secrets.
 
 use super::names::Names;
-use crate::ironic::database::{DatabaseConnection, resolve_external};
-use crds::ironic::Ironic;
+use crds::ironic::{Database, Ironic};
 use kube::ResourceExt;
 
 /// MariaDB's port.
 pub const MARIADB_PORT: u16 = 3306;
-/// The key of the CA in the Secret Ironic mounts at `/certs/ca/mariadb`: ironic-image reads
-/// `/certs/ca/mariadb/tls.crt` and connects with TLS when that file exists.
-pub const CA_KEY: &str = "tls.crt";
+pub use super::tls::CA_KEY;
 /// Where ironic-image reads the database credentials: `username` and `password` files.
 pub const USERNAME_KEY: &str = "username";
 pub const PASSWORD_KEY: &str = "password";
@@ -53,35 +51,15 @@ impl Connection {
         host_port(&self.host, self.port)
     }
 
-    /// The Ironic builders' view of this connection.
-    pub fn for_ironic(&self) -> DatabaseConnection {
-        DatabaseConnection::from(self)
+    /// `MARIADB_HOST`, as Ironic's pods get it: the host, with the port when it is not
+    /// MariaDB's.
+    pub fn host_with_port(&self) -> String {
+        if self.port == MARIADB_PORT { self.host.clone() } else { self.address() }
     }
-}
 
-impl From<&Connection> for DatabaseConnection {
-    fn from(connection: &Connection) -> Self {
-        DatabaseConnection {
-            host: connection.host.clone(),
-            port: (connection.port != MARIADB_PORT).then_some(connection.port),
-            name: connection.name.clone(),
-            credentials_secret: connection.credentials_secret.clone(),
-            ca_secret: connection.tls_ca.as_ref().map(|ca| ca.name.clone()),
-        }
-    }
-}
-
-impl From<&DatabaseConnection> for Connection {
-    /// An external database as the Ironic controller resolved it.
-    fn from(db: &DatabaseConnection) -> Self {
-        Connection {
-            host: db.host.clone(),
-            port: db.port.unwrap_or(MARIADB_PORT),
-            name: db.name.clone(),
-            credentials_secret: db.credentials_secret.clone(),
-            tls_ca: db.ca_secret.as_ref().map(|name| SecretKeyRef { name: name.clone(), key: CA_KEY.to_string() }),
-            managed: false,
-        }
+    /// The Secret with the CA Ironic's pods mount at `/certs/ca/mariadb`; `None` without TLS.
+    pub fn ca_secret(&self) -> Option<&str> {
+        self.tls_ca.as_ref().map(|ca| ca.name.as_str())
     }
 }
 
@@ -115,7 +93,49 @@ pub fn resolve(ironic: &Ironic, cluster_domain: &str) -> Result<Option<Connectio
                 managed: true,
             }))
         }
-        None => resolve_external(db).map(|connection| Some(Connection::from(&connection))).map_err(Incomplete),
+        None => resolve_external(db).map(Some),
+    }
+}
+
+/// Resolves the external form to a connection. Validation guarantees the three required
+/// fields; an empty one still yields an error (the message says what is missing) rather than a
+/// broken pod.
+pub fn resolve_external(db: &Database) -> Result<Connection, Incomplete> {
+    let (Some(host), Some(name), Some(credentials)) =
+        (nonempty(&db.host), nonempty(&db.name), nonempty(&db.credentials_name))
+    else {
+        return Err(Incomplete("spec.database needs credentialsName, host and name".to_string()));
+    };
+    let (host, port) = split_port(host);
+    Ok(Connection {
+        host,
+        port: port.unwrap_or(MARIADB_PORT),
+        name: name.to_string(),
+        credentials_secret: credentials.to_string(),
+        tls_ca: nonempty(&db.tls_certificate_name)
+            .map(|name| SecretKeyRef { name: name.to_string(), key: CA_KEY.to_string() }),
+        managed: false,
+    })
+}
+
+fn nonempty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// `host:port` → (`host`, port); IPv6 literals need brackets to carry a port.
+fn split_port(host: &str) -> (String, Option<u16>) {
+    if let Some(rest) = host.strip_prefix('[')
+        && let Some((address, port)) = rest.split_once("]:")
+        && let Ok(port) = port.parse()
+    {
+        return (address.to_string(), Some(port));
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') => match port.parse() {
+            Ok(port) => (name.to_string(), Some(port)),
+            Err(_) => (host.to_string(), None),
+        },
+        _ => (host.trim_start_matches('[').trim_end_matches(']').to_string(), None),
     }
 }
 
@@ -191,7 +211,7 @@ mod tests {
     }
 
     #[test]
-    fn converts_to_and_from_the_ironic_builders_seam() {
+    fn the_ironic_builders_get_host_port_and_ca_as_the_pods_need_them() {
         let c = Connection {
             host: "2001:db8::5".into(),
             port: 3307,
@@ -200,12 +220,29 @@ mod tests {
             tls_ca: Some(SecretKeyRef { name: "ca".into(), key: CA_KEY.into() }),
             managed: false,
         };
-        let seam = c.for_ironic();
-        assert_eq!(seam.host_with_port(), "[2001:db8::5]:3307");
-        assert_eq!(seam.ca_secret.as_deref(), Some("ca"));
-        assert_eq!(Connection::from(&seam), c);
+        assert_eq!(c.host_with_port(), "[2001:db8::5]:3307");
+        assert_eq!(c.ca_secret(), Some("ca"));
         assert_eq!(c.address(), "[2001:db8::5]:3307");
         let default_port = Connection { port: MARIADB_PORT, ..c };
-        assert_eq!(default_port.for_ironic().port, None);
+        assert_eq!(default_port.host_with_port(), "2001:db8::5", "MariaDB's port goes without saying");
+    }
+
+    #[test]
+    fn the_external_form_resolves_to_a_connection() {
+        let connection = resolve_external(&external("mariadb.metal3.svc", Some("db-ca"))).expect("complete");
+        assert_eq!(connection.host_with_port(), "mariadb.metal3.svc");
+        assert_eq!(connection.credentials_secret, "db-creds");
+        assert_eq!(connection.ca_secret(), Some("db-ca"));
+        let incomplete = Database { host: None, ..external("x", None) };
+        assert!(resolve_external(&incomplete).is_err_and(|e| e.to_string().contains("host")));
+    }
+
+    #[test]
+    fn ports_survive_in_every_host_form() {
+        let host = |h: &str| resolve_external(&external(h, None)).ok().map(|c| c.host_with_port());
+        assert_eq!(host("db:3307"), Some("db:3307".into()));
+        assert_eq!(host("192.0.2.5:3307"), Some("192.0.2.5:3307".into()));
+        assert_eq!(host("[2001:db8::5]:3307"), Some("[2001:db8::5]:3307".into()));
+        assert_eq!(host("2001:db8::5"), Some("2001:db8::5".into()));
     }
 }

@@ -1,7 +1,8 @@
 //! Names and labels of everything the managed database consists of. One place, so that the
 //! builders, the driver and the tests agree.
 
-use crds::ironic::Ironic;
+use crate::kube::names::{MANAGED_BY, MANAGED_BY_LABEL, bounded};
+use crds::ironic::{IRONIC_LABEL, Ironic};
 use kube::ResourceExt;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -134,25 +135,21 @@ impl Names {
         [(DATABASE_LABEL.to_string(), self.stateful_set())].into()
     }
 
-    /// Labels of every object: the Ironic's owner labels and the selector.
+    /// The Ironic the database belongs to, and its manager: on every object, the claims and
+    /// Jobs included.
+    pub fn owner_labels(&self) -> BTreeMap<String, String> {
+        [(IRONIC_LABEL, self.ironic.as_str()), (MANAGED_BY_LABEL, MANAGED_BY)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Labels of every object but the Jobs and claims: the owner labels and the selector.
     pub fn labels(&self) -> BTreeMap<String, String> {
-        let mut labels = crate::ironic::names::owner_labels(&self.ironic);
+        let mut labels = self.owner_labels();
         labels.extend(self.selector());
         labels
     }
-}
-
-/// `name` itself when it fits in `max`, else its first characters and a digest.
-fn bounded(name: &str, max: usize) -> String {
-    if name.len() <= max {
-        return name.to_string();
-    }
-    let digest = hex::encode(Sha256::digest(name.as_bytes()));
-    let mut prefix: String = name.chars().take(max - 11).collect();
-    while prefix.ends_with(['-', '.']) {
-        prefix.pop();
-    }
-    format!("{prefix}-{}", &digest[..10])
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! and whether it is failing to start.
 
 use super::build::CONTAINER;
+use super::status::reasons;
+use crate::kube::Progress;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -39,35 +41,30 @@ pub fn pod_ready(pod: &Pod) -> bool {
             .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-/// Where the StatefulSet stands with respect to `image`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Rollout {
-    /// The pod runs `image`, from the current template, and is ready.
-    Complete,
-    /// On its way (the old pod stopping, the new one starting).
-    InProgress(String),
-    /// The container cannot start; the kubelet keeps trying.
-    Failing(String),
+fn starting(message: impl Into<String>) -> Progress {
+    Progress::waiting(reasons::STARTING, message)
 }
 
-/// Compares the StatefulSet and its pod with `image`.
-pub fn rollout(sts: Option<&StatefulSet>, pod: Option<&Pod>, image: &str) -> Rollout {
+/// Compares the StatefulSet and its pod with `image`: done when the pod runs `image`, from
+/// the current template, and is ready; waiting while on its way (the old pod stopping, the new
+/// one starting); failed while the container cannot start (the kubelet keeps trying).
+pub fn rollout(sts: Option<&StatefulSet>, pod: Option<&Pod>, image: &str) -> Progress {
     let Some(sts) = sts else {
-        return Rollout::InProgress("the StatefulSet does not exist yet".to_string());
+        return starting("the StatefulSet does not exist yet");
     };
     let status = sts.status.clone().unwrap_or_default();
     if let (Some(generation), observed) = (sts.metadata.generation, status.observed_generation)
         && observed.is_none_or(|o| o < generation)
     {
-        return Rollout::InProgress("the StatefulSet controller has not seen the new template yet".to_string());
+        return starting("the StatefulSet controller has not seen the new template yet");
     }
     let Some(pod) = pod else {
-        return Rollout::InProgress("the MariaDB pod does not exist yet".to_string());
+        return starting("the MariaDB pod does not exist yet");
     };
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let running = pod.spec.as_ref().and_then(|s| s.containers.iter().find(|c| c.name == CONTAINER)?.image.clone());
     if running.as_deref() != Some(image) || pod.metadata.deletion_timestamp.is_some() {
-        return Rollout::InProgress(format!(
+        return starting(format!(
             "pod {pod_name} still runs {}; it shuts down slowly and is replaced",
             running.unwrap_or_else(|| "another image".to_string())
         ));
@@ -76,16 +73,19 @@ pub fn rollout(sts: Option<&StatefulSet>, pod: Option<&Pod>, image: &str) -> Rol
     if let (Some(update), Some(revision)) = (status.update_revision.as_ref(), revision)
         && update != revision
     {
-        return Rollout::InProgress(format!("pod {pod_name} is from an older template"));
+        return starting(format!("pod {pod_name} is from an older template"));
     }
     let container = pod.status.iter().flat_map(|s| s.container_statuses.iter().flatten()).find(|c| c.name == CONTAINER);
     if let Some(waiting) = container.and_then(|c| c.state.as_ref()?.waiting.as_ref())
         && let Some(reason) = waiting.reason.as_deref().filter(|r| FAILING_REASONS.contains(r))
     {
         let detail = waiting.message.as_deref().map(|m| format!(": {}", m.trim())).unwrap_or_default();
-        return Rollout::Failing(format!("container {CONTAINER} of pod {pod_name} is in {reason}{detail}"));
+        return Progress::failed(
+            reasons::POD_FAILING,
+            format!("container {CONTAINER} of pod {pod_name} is in {reason}{detail}"),
+        );
     }
-    if pod_ready(pod) { Rollout::Complete } else { Rollout::InProgress(format!("pod {pod_name} is not ready yet")) }
+    if pod_ready(pod) { Progress::Done } else { starting(format!("pod {pod_name} is not ready yet")) }
 }
 
 #[cfg(test)]
@@ -160,29 +160,30 @@ mod tests {
     fn a_ready_pod_of_the_new_template_completes_the_rollout() {
         let set = sts("mariadb:11.4", 2, 2);
         assert_eq!(template_image(&set).as_deref(), Some("mariadb:11.4"));
-        assert_eq!(
-            rollout(Some(&set), Some(&pod("mariadb:11.4", "db-2", true, None)), "mariadb:11.4"),
-            Rollout::Complete
-        );
+        assert_eq!(rollout(Some(&set), Some(&pod("mariadb:11.4", "db-2", true, None)), "mariadb:11.4"), Progress::Done);
     }
 
     #[test]
     fn the_rollout_waits_for_the_controller_the_old_pod_and_readiness() {
         let new = "mariadb:11.4";
-        assert!(matches!(rollout(None, None, new), Rollout::InProgress(_)));
-        assert!(matches!(rollout(Some(&sts(new, 3, 2)), None, new), Rollout::InProgress(m) if m.contains("not seen")));
+        assert!(matches!(rollout(None, None, new), Progress::Waiting { .. }));
+        assert!(
+            matches!(rollout(Some(&sts(new, 3, 2)), None, new), Progress::Waiting { message: m, .. } if m.contains("not seen"))
+        );
         let set = sts(new, 2, 2);
-        assert!(matches!(rollout(Some(&set), None, new), Rollout::InProgress(_)));
+        assert!(matches!(rollout(Some(&set), None, new), Progress::Waiting { .. }));
         let old = pod("mariadb:10.11", "db-1", true, None);
         assert!(
-            matches!(rollout(Some(&set), Some(&old), new), Rollout::InProgress(m) if m.contains("still runs mariadb:10.11"))
+            matches!(rollout(Some(&set), Some(&old), new), Progress::Waiting { message: m, .. } if m.contains("still runs mariadb:10.11"))
         );
         let stale = pod(new, "db-1", true, None);
         assert!(
-            matches!(rollout(Some(&set), Some(&stale), new), Rollout::InProgress(m) if m.contains("older template"))
+            matches!(rollout(Some(&set), Some(&stale), new), Progress::Waiting { message: m, .. } if m.contains("older template"))
         );
         let starting = pod(new, "db-2", false, None);
-        assert!(matches!(rollout(Some(&set), Some(&starting), new), Rollout::InProgress(m) if m.contains("not ready")));
+        assert!(
+            matches!(rollout(Some(&set), Some(&starting), new), Progress::Waiting { message: m, .. } if m.contains("not ready"))
+        );
     }
 
     #[test]
@@ -190,9 +191,11 @@ mod tests {
         let set = sts("mariadb:11.4", 2, 2);
         for reason in ["CrashLoopBackOff", "ImagePullBackOff"] {
             let p = pod("mariadb:11.4", "db-2", false, Some(reason));
-            assert!(matches!(rollout(Some(&set), Some(&p), "mariadb:11.4"), Rollout::Failing(m) if m.contains(reason)));
+            assert!(
+                matches!(rollout(Some(&set), Some(&p), "mariadb:11.4"), Progress::Failed { reason: r, message: m } if r == reasons::POD_FAILING && m.contains(reason))
+            );
         }
         let creating = pod("mariadb:11.4", "db-2", false, Some("ContainerCreating"));
-        assert!(matches!(rollout(Some(&set), Some(&creating), "mariadb:11.4"), Rollout::InProgress(_)));
+        assert!(matches!(rollout(Some(&set), Some(&creating), "mariadb:11.4"), Progress::Waiting { .. }));
     }
 }

@@ -1,10 +1,8 @@
-//! The DatabaseReady condition, the gate Ironic waits at, and how `status.database` is
-//! written: a JSON merge patch of exactly what changed, so that the version change sequence can
-//! record each step before it acts, whatever else the Ironic controller writes to status.
+//! The reasons of DatabaseReady, and how `status.database` is written: a JSON merge patch of
+//! exactly what changed, so that the version change sequence can record each step before it
+//! acts, whatever else the Ironic controller writes to status.
 
-use crds::condition::{Condition, FALSE, TRUE};
-use crds::ironic::status::{DATABASE_READY, DatabaseStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use crds::ironic::status::DatabaseStatus;
 use serde_json::{Map, Value, json};
 
 /// Reasons of DatabaseReady (besides those of [`super::check::CheckError::reason`]).
@@ -25,44 +23,10 @@ pub mod reasons {
     pub const CREDENTIALS_LOST: &str = "CredentialsLost";
     /// The CA or certificate Secret is missing or incomplete.
     pub const TLS_INVALID: &str = "TLSInvalid";
-}
-
-/// Whether Ironic may go ahead: roll its pods and run its schema Job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Gate {
-    /// Ironic may proceed: no database (SQLite), or a ready database with no version change
-    /// under way.
-    Open,
-    /// Not yet: the database starts, is checked again, or a version change runs. Progressing.
-    Wait { reason: String, message: String },
-    /// Stopped until the user acts: a failed step or a refused check. Degraded.
-    Halted { reason: String, message: String },
-}
-
-impl Gate {
-    pub fn is_open(&self) -> bool {
-        matches!(self, Self::Open)
-    }
-
-    pub fn wait(reason: &str, message: impl Into<String>) -> Self {
-        Self::Wait { reason: reason.to_string(), message: message.into() }
-    }
-
-    pub fn halted(reason: &str, message: impl Into<String>) -> Self {
-        Self::Halted { reason: reason.to_string(), message: message.into() }
-    }
-}
-
-/// The DatabaseReady condition.
-pub fn ready(status: bool, reason: &str, message: impl Into<String>, generation: Option<i64>) -> Condition {
-    Condition {
-        type_: DATABASE_READY.to_string(),
-        status: if status { TRUE } else { FALSE }.to_string(),
-        reason: reason.to_string(),
-        message: message.into(),
-        observed_generation: generation,
-        last_transition_time: Time(k8s_openapi::jiff::Timestamp::now()),
-    }
+    /// The managed database's container cannot start; the kubelet keeps trying.
+    pub const POD_FAILING: &str = "DatabasePodFailing";
+    /// The managed database's certificates cannot be made.
+    pub const CERTIFICATE_FAILED: &str = "CertificateFailed";
 }
 
 /// The JSON merge patch (RFC 7386) that turns `old` into `new`: changed members, `null` for
@@ -140,13 +104,5 @@ mod tests {
             Some(json!("Managed"))
         );
         assert_eq!(database_patch(Some(&old), None), Some(json!({"status": {"database": null}})));
-    }
-
-    #[test]
-    fn the_condition_is_database_ready() {
-        let c = ready(false, reasons::STARTING, "starting", Some(3));
-        assert_eq!((c.type_.as_str(), c.status.as_str(), c.observed_generation), ("DatabaseReady", "False", Some(3)));
-        assert!(Gate::Open.is_open());
-        assert!(!Gate::wait("A", "b").is_open());
     }
 }

@@ -3,9 +3,8 @@
 //! renewal at two thirds of the lifetime. Either way clients get the CA alone, in a Secret of
 //! its own that Ironic's pods mount at `/certs/ca/mariadb` (key `tls.crt`).
 
-use super::connection::CA_KEY;
 use super::names::Names;
-use crate::ironic::linked::Source;
+use crate::kube::content::Source;
 use crate::pki::{self as auto, CA_CERT_KEY, CA_KEY_KEY, CertifiedPem, Decision, SubjectAltNames};
 use crds::ironic::ManagedDatabase;
 use crds::ironic::tls::{DEFAULT_AUTO_CA_VALIDITY_DAYS, DEFAULT_AUTO_CERTIFICATE_VALIDITY_DAYS};
@@ -14,6 +13,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;
 use sha2::{Digest, Sha256};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The key of the CA in the Secret Ironic mounts at `/certs/ca/mariadb`: ironic-image reads
+/// `/certs/ca/mariadb/tls.crt` and connects with TLS when that file exists.
+pub const CA_KEY: &str = "tls.crt";
 
 /// Keys of a serving certificate Secret.
 pub const CERT_KEY: &str = "tls.crt";

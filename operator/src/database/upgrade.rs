@@ -1,15 +1,18 @@
 //! Drives the version change [`super::sequence`] decides: does each step's work (Jobs, sqlx,
 //! the roll), persists every transition in `status.database.upgrade` before going on, and
-//! publishes an Event for each.
+//! notes an Event for each.
 
 use super::build::{self, Inputs};
 use super::check::{self, CheckError, Target};
+use super::error::Error;
 use super::names::Names;
-use super::observe::{self, Rollout};
-use super::reconcile::{Error, Run};
+use super::observe;
+use super::run::Run;
 use super::sequence::{self, Facts, Plan, Report, Work};
+use super::status::reasons;
 use super::version::{parse_major_minor, verify_after_change};
-use crate::kube::observe::JobState;
+use crate::kube::Progress;
+use crate::kube::jobs::{self, JobRun};
 use crds::ironic::status::{DatabaseBackupStatus, DatabaseStatus, DatabaseUpgradeStep as Step};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -20,17 +23,6 @@ use k8s_openapi::jiff::Timestamp;
 /// Steps one reconcile may take before it yields: enough for every step that completes at
 /// once, few enough that a confused state cannot spin.
 const MAX_TRANSITIONS: usize = 8;
-
-/// Where the sequence stands after this reconcile.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Progress {
-    /// No change under way.
-    Idle,
-    /// Under way; the message says at which step and what it waits for.
-    Waiting(String),
-    /// A step failed; the message says which, why, and what to do.
-    Halted(String),
-}
 
 /// What the sequence is asked to do.
 #[derive(Clone, Debug)]
@@ -57,14 +49,10 @@ fn check_report(error: CheckError) -> Report {
 }
 
 impl Driver<'_> {
-    async fn job(&self, run: &Run<'_>, name: &str, render: impl FnOnce() -> Job) -> Result<JobState, Error> {
-        if run.kube.get::<Job>(name).await?.is_none() {
-            run.kube.apply(&render()).await?;
-        }
-        let (_, state) = crate::kube::observe::job(&run.kube.api(), &run.kube.api(), name)
-            .await
-            .map_err(|err| Error::Read { kind: "Job", name: name.to_string(), source: err.source })?;
-        Ok(state)
+    /// A Job of the sequence, created once. Whether it already ran is the sequence's business
+    /// (each attempt has a Job of its own name), so status never stops one from being created.
+    async fn job(&self, run: &Run<'_>, job: Job) -> Result<JobRun, Error> {
+        Ok(jobs::run_once(run.ledger, job, false).await?)
     }
 
     async fn perform(&mut self, run: &Run<'_>, work: &Work, db: &mut DatabaseStatus) -> Result<Report, Error> {
@@ -75,9 +63,9 @@ impl Driver<'_> {
                 let file =
                     build::jobs::backup_file(&self.inputs.names.stateful_set(), started, db.server_version.as_deref());
                 let keep = self.inputs.managed.backup.as_ref().map(|b| b.keep()).unwrap_or(1);
-                let state = self.job(run, job, || build::jobs::backup(&self.inputs, job, image, &file, keep)).await?;
+                let state = self.job(run, build::jobs::backup(&self.inputs, job, image, &file, keep)).await?;
                 Ok(match state {
-                    JobState::Succeeded => {
+                    JobRun::Succeeded => {
                         db.last_backup = Some(DatabaseBackupStatus {
                             completed_at: Some(Time(Timestamp::now())),
                             file: Some(file),
@@ -86,8 +74,8 @@ impl Driver<'_> {
                         });
                         Report::Done { server_version: None }
                     }
-                    JobState::Failed { message } => Report::Failed(format!("backup Job {job} failed: {message}")),
-                    JobState::Running | JobState::Absent => Report::Waiting(format!("backup Job {job} runs")),
+                    JobRun::Failed(message) => Report::Failed(format!("backup Job {job} failed: {message}")),
+                    JobRun::Running { .. } => Report::Waiting(format!("backup Job {job} runs")),
                 })
             }
             Work::EnableSlowShutdown => Ok(match check::prepare_for_version_change(self.admin).await {
@@ -106,7 +94,7 @@ impl Driver<'_> {
                         return Ok(check_report(e));
                     }
                     let rolled = Inputs { image: image.as_str(), ..self.inputs.clone() };
-                    run.kube.apply(&build::stateful_set::render(&rolled)).await?;
+                    run.ledger.apply(build::stateful_set::render(&rolled)).await?;
                     self.live_image = Some(image.clone());
                     db.image = Some(image.clone());
                     return Ok(Report::Waiting(format!(
@@ -114,22 +102,21 @@ impl Driver<'_> {
                     )));
                 }
                 let names = self.inputs.names;
-                let sts = run.kube.get::<StatefulSet>(&names.stateful_set()).await?;
-                let pod = run.kube.get::<Pod>(&names.pod()).await?;
+                let sts = run.ledger.get::<StatefulSet>(&names.stateful_set()).await?;
+                let pod = run.ledger.get::<Pod>(&names.pod()).await?;
                 Ok(match observe::rollout(sts.as_ref(), pod.as_ref(), image) {
-                    Rollout::Complete => Report::Done { server_version: None },
-                    Rollout::InProgress(message) => Report::Waiting(message),
-                    Rollout::Failing(message) => Report::Retrying(message),
+                    Progress::Done => Report::Done { server_version: None },
+                    Progress::Waiting { message, .. } => Report::Waiting(message),
+                    // The kubelet keeps trying: an error that may pass, until the step times out.
+                    Progress::Failed { message, .. } => Report::Retrying(message),
                 })
             }
             Work::MariadbUpgrade { job, image } => {
-                let state = self.job(run, job, || build::jobs::upgrade(&self.inputs, job, image)).await?;
+                let state = self.job(run, build::jobs::upgrade(&self.inputs, job, image)).await?;
                 Ok(match state {
-                    JobState::Succeeded => Report::Done { server_version: None },
-                    JobState::Failed { message } => {
-                        Report::Failed(format!("mariadb-upgrade Job {job} failed: {message}"))
-                    }
-                    JobState::Running | JobState::Absent => Report::Waiting(format!("mariadb-upgrade Job {job} runs")),
+                    JobRun::Succeeded => Report::Done { server_version: None },
+                    JobRun::Failed(message) => Report::Failed(format!("mariadb-upgrade Job {job} failed: {message}")),
+                    JobRun::Running { .. } => Report::Waiting(format!("mariadb-upgrade Job {job} runs")),
                 })
             }
             Work::VerifyVersion => Ok(match check::read_version(self.admin).await {
@@ -149,8 +136,17 @@ impl Driver<'_> {
     }
 }
 
-/// Runs the sequence as far as it goes now. Every transition is written to
-/// `status.database.upgrade` (through `run.persist`) before the next step's work starts.
+fn note(run: &mut Run<'_>, note: sequence::Note) {
+    if note.warning {
+        run.notices.warning(note.reason, note.message);
+    } else {
+        run.notices.normal(note.reason, note.message);
+    }
+}
+
+/// Runs the sequence as far as it goes now: done when no change is under way, waiting at a
+/// step, or failed at one. Every transition is written to `status.database.upgrade` (through
+/// `run.persist`) before the next step's work starts.
 pub async fn run(
     run: &mut Run<'_>,
     driver: &mut Driver<'_>,
@@ -161,6 +157,7 @@ pub async fn run(
         let live_image = driver.live_image.clone();
         let facts = Facts {
             names: request.names,
+            // The clock moves on between transitions: step timeouts count from each step's start.
             now: Timestamp::now().as_second(),
             live_image: live_image.as_deref(),
             desired_image: request.desired_image,
@@ -170,13 +167,13 @@ pub async fn run(
             step_timeout: request.step_timeout_seconds,
         };
         match sequence::plan(db.upgrade.as_ref(), &facts) {
-            Plan::Idle => return Ok(Progress::Idle),
-            Plan::Halted { message, .. } => return Ok(Progress::Halted(message)),
-            Plan::Record { status, note } => {
+            Plan::Idle => return Ok(Progress::Done),
+            Plan::Halted { message, .. } => return Ok(Progress::failed(reasons::UPGRADE_FAILED, message)),
+            Plan::Record { status, note: recorded } => {
                 db.upgrade = status.map(|s| *s);
                 run.persist.save(Some(db)).await?;
-                tracing::info!(reason = note.reason, "{}", note.message);
-                run.publish(note.reason, note.message, note.warning).await;
+                tracing::info!(reason = recorded.reason, "{}", recorded.message);
+                note(run, recorded);
             }
             Plan::Perform { step, work } => {
                 let report = driver.perform(run, &work, db).await?;
@@ -185,19 +182,19 @@ pub async fn run(
                 let advance = sequence::advance(&current, step, report, &facts);
                 db.upgrade = Some(advance.status);
                 run.persist.save(Some(db)).await?;
-                if let Some(note) = advance.note {
-                    tracing::info!(reason = note.reason, step = ?step, "{}", note.message);
-                    run.publish(note.reason, note.message, note.warning).await;
+                if let Some(advanced) = advance.note {
+                    tracing::info!(reason = advanced.reason, step = ?step, "{}", advanced.message);
+                    note(run, advanced);
                 }
                 if !finished {
                     let waiting = advance.waiting.unwrap_or_else(|| format!("step {}", sequence::step_name(step)));
-                    return Ok(Progress::Waiting(waiting));
+                    return Ok(Progress::waiting(reasons::UPGRADING, waiting));
                 }
                 if step == Step::VerifyingVersion && db.upgrade.as_ref().and_then(|u| u.step) == Some(Step::Completed) {
-                    return Ok(Progress::Idle);
+                    return Ok(Progress::Done);
                 }
             }
         }
     }
-    Ok(Progress::Waiting("the MariaDB version change goes on at the next reconcile".to_string()))
+    Ok(Progress::waiting(reasons::UPGRADING, "the MariaDB version change goes on at the next reconcile"))
 }

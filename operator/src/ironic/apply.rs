@@ -1,152 +1,128 @@
-//! The apply step: server-side apply under the operator's one field manager, creation of
-//! upgrade Jobs (whose pod template is immutable), and removal of objects the spec no longer
-//! asks for. Only objects this Ironic controls are ever deleted.
+//! The apply step: every supporting object through the ledger (the Secrets, the CA bundle,
+//! the cert-manager Certificate, the Service, the Ingress), each kind pruned as soon as all of
+//! it that this reconcile wants is written, and the Events of what was made. Pruning replaces
+//! deleting by name: generated credentials go once the user names their own, Auto TLS Secrets
+//! once another mode is chosen, the Ingress once the spec drops it. The ledger's scope is the
+//! Ironic's own component, so nothing of its database is ever selected. The workload and the
+//! Jobs are the sequence's.
 
-use super::names::controlled_by;
-use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PostParams};
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use std::fmt::Debug;
+use super::build::{Desired, Resolved};
+use super::status::reasons;
+use super::tls::cert_manager;
+use crate::kube::{KubeError, Ledger, Notices, Progress, Verb};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::DynamicObject;
 
-/// Why an object could not be written.
+/// Why the supporting objects could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot apply {kind} {name}")]
-    Apply {
-        kind: String,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("cannot delete {kind} {name}")]
-    Delete {
-        kind: String,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Kube(#[from] KubeError),
 }
 
 impl Error {
-    /// The apiserver's refusal, when it refused the object itself (invalid, or an API that
-    /// does not exist) rather than failing to answer.
-    pub fn refusal(&self) -> Option<(u16, String)> {
-        match self {
-            Self::Apply { kind, name, source } => refusal(kind, name, source),
-            Self::Delete { .. } => None,
+    /// What only a person can fix: cert-manager not installed, a missing permission, an
+    /// object the apiserver refused; `None` for failures worth retrying.
+    pub fn failure(&self) -> Option<Progress> {
+        let Self::Kube(err) = self;
+        if err.kind == "Certificate" && err.verb == Verb::Apply && err.is_not_found() {
+            return Some(Progress::failed(
+                reasons::CERT_MANAGER_MISSING,
+                "cert-manager's Certificate API (cert-manager.io/v1) is not installed; install cert-manager or choose another TLS mode",
+            ));
         }
-    }
-
-    /// The kind of object involved.
-    pub fn kind(&self) -> &str {
-        match self {
-            Self::Apply { kind, .. } | Self::Delete { kind, .. } => kind,
-        }
-    }
-
-    /// The name of the object involved.
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Apply { name, .. } | Self::Delete { name, .. } => name,
-        }
-    }
-
-    /// What the apiserver answered.
-    pub fn cause(&self) -> &kube::Error {
-        match self {
-            Self::Apply { source, .. } | Self::Delete { source, .. } => source,
-        }
+        err.failure()
     }
 }
 
-/// The apiserver's refusal of an applied object (invalid: 400 or 422; an API that does not
-/// exist: 404), as its code and a message naming the object; `None` for any other failure.
-pub fn refusal(kind: &str, name: &str, source: &kube::Error) -> Option<(u16, String)> {
-    match source {
-        kube::Error::Api(status) if matches!(status.code, 400 | 404 | 422) => {
-            Some((status.code, format!("the apiserver refused {kind} {name}: {}", status.message)))
+/// What applying taught the status.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    /// When cert-manager renews the Certificate, as it reports.
+    pub certificate_renewal: Option<Time>,
+}
+
+/// Applies the supporting objects in `ledger` (the Ironic's scope) and prunes each kind.
+pub async fn run(
+    ledger: &Ledger,
+    resolved: &Resolved,
+    desired: &Desired,
+    notices: &mut Notices,
+) -> Result<Applied, Error> {
+    for secret in &desired.secrets {
+        ledger.apply(secret.clone()).await?;
+    }
+    ledger.prune::<Secret>().await?;
+    for config_map in &desired.config_maps {
+        ledger.apply(config_map.clone()).await?;
+    }
+    ledger.prune::<ConfigMap>().await?;
+    let certificates = cert_manager::api_resource();
+    let certificate_renewal = match &desired.certificate {
+        Some(certificate) => {
+            let stored = ledger.apply_dynamic(&certificates, certificate.clone()).await?;
+            certificate_time(&stored, "renewalTime")
         }
-        _ => None,
-    }
-}
-
-/// Applies a typed object and returns what the server stored.
-pub async fn object<K>(api: &Api<K>, object: &K) -> Result<K, Error>
-where
-    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Debug,
-{
-    crate::apply::apply(api, object).await.map_err(|source| Error::Apply {
-        kind: K::kind(&()).to_string(),
-        name: object.name_any(),
-        source,
-    })
-}
-
-/// Applies a custom object of an API the crate has no type for (cert-manager's Certificate).
-pub async fn dynamic(api: &Api<DynamicObject>, object: &DynamicObject) -> Result<DynamicObject, Error> {
-    let kind = object.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
-    api.patch(&object.name_any(), &crate::apply::params(), &Patch::Apply(object)).await.map_err(|source| Error::Apply {
-        kind,
-        name: object.name_any(),
-        source,
-    })
-}
-
-/// Creates an upgrade Job unless it exists. A Job's pod template cannot change, and an
-/// existing Job (running, finished or failed) is exactly what the sequence must observe.
-pub async fn job(api: &Api<Job>, job: &Job) -> Result<bool, Error> {
-    let name = job.name_any();
-    let error = |source| Error::Apply { kind: "Job".into(), name: name.clone(), source };
-    if api.get_opt(&name).await.map_err(error)?.is_some() {
-        return Ok(false);
-    }
-    match api
-        .create(&PostParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..Default::default() }, job)
-        .await
-    {
-        Ok(_) => Ok(true),
-        // Created concurrently (a restarted operator): the same Job.
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
-        Err(source) => Err(error(source)),
-    }
-}
-
-/// Deletes `name` if it exists and this Ironic controls it; returns whether it did.
-pub async fn delete_owned<K>(api: &Api<K>, name: &str, owner_uid: &str) -> Result<bool, Error>
-where
-    K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
-{
-    let error = |source| Error::Delete { kind: K::kind(&()).to_string(), name: name.to_string(), source };
-    let Some(existing) = api.get_opt(name).await.map_err(error)? else {
-        return Ok(false);
+        None => None,
     };
-    if !controlled_by(existing.meta(), owner_uid) {
-        return Ok(false);
+    ledger.prune_dynamic(&certificates).await?;
+    ledger.apply(desired.service.clone()).await?;
+    ledger.prune::<Service>().await?;
+    if let Some(ingress) = &desired.ingress {
+        ledger.apply(ingress.clone()).await?;
     }
-    match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(false),
-        Err(source) => Err(error(source)),
+    ledger.prune::<Ingress>().await?;
+
+    if resolved.credentials.newly_generated {
+        let note = format!("generated API credentials in Secret {}", resolved.credentials.secret_name);
+        notices.normal("CredentialsGenerated", note);
     }
+    if let Some(reason) = resolved.tls.issued {
+        let note = format!("issued a serving certificate in Secret {}: {reason}", resolved.names.auto_serving());
+        notices.normal("CertificateIssued", note);
+    }
+    Ok(Applied { certificate_renewal })
 }
 
-/// Deletes the Certificate `name` if this Ironic controls it. A missing cert-manager API
-/// means there is nothing to delete, and so does a refusal to read it: the permission comes
-/// with the optional cert-manager TLS feature, without which no Certificate was written.
-pub async fn delete_owned_dynamic(api: &Api<DynamicObject>, name: &str, owner_uid: &str) -> Result<bool, Error> {
-    let error = |source| Error::Delete { kind: "Certificate".into(), name: name.to_string(), source };
-    let existing = match api.get_opt(name).await {
-        Ok(existing) => existing,
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 403 => None,
-        Err(source) => return Err(error(source)),
-    };
-    match existing {
-        Some(object) if controlled_by(&object.metadata, owner_uid) => {
-            api.delete(name, &DeleteParams::background()).await.map_err(error)?;
-            Ok(true)
-        }
-        _ => Ok(false),
+/// A time from a Certificate's status.
+fn certificate_time(certificate: &DynamicObject, field: &str) -> Option<Time> {
+    certificate.data.get("status")?.get(field)?.as_str()?.parse::<Timestamp>().ok().map(Time)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::error::{APPLY_REJECTED, FORBIDDEN, api_error};
+
+    fn error(kind: &'static str, verb: Verb, code: u16) -> Error {
+        Error::Kube(KubeError::new(verb, kind, "ironic-tls", api_error(code, "no")))
+    }
+
+    #[test]
+    fn a_certificate_api_that_does_not_exist_means_cert_manager_is_missing() {
+        let Some(Progress::Failed { reason, .. }) = error("Certificate", Verb::Apply, 404).failure() else {
+            panic!("a failure")
+        };
+        assert_eq!(reason, reasons::CERT_MANAGER_MISSING);
+    }
+
+    #[test]
+    fn other_refusals_and_missing_permissions_are_for_a_person_and_conflicts_are_retried() {
+        let reason = |err: Error| err.failure().and_then(|p| p.reason_and_message().map(|(r, _)| r.to_string()));
+        assert_eq!(reason(error("Ingress", Verb::Apply, 404)).as_deref(), Some(APPLY_REJECTED));
+        assert_eq!(reason(error("Secret", Verb::Delete, 403)).as_deref(), Some(FORBIDDEN));
+        assert_eq!(reason(error("Secret", Verb::Apply, 409)), None);
+    }
+
+    #[test]
+    fn the_renewal_time_is_read_from_the_certificates_status() {
+        let mut certificate = DynamicObject::new("ironic-tls", &cert_manager::api_resource());
+        certificate.data = serde_json::json!({"status": {"renewalTime": "2030-01-02T03:04:05Z"}});
+        let time = certificate_time(&certificate, "renewalTime").expect("a time");
+        assert_eq!(time.0.as_second(), 1893553445);
+        assert_eq!(certificate_time(&certificate, "notAfter"), None);
     }
 }

@@ -1,39 +1,73 @@
-//! The controller: what it watches, and the reconcile and error policy around the pipeline.
+//! The controller: what it watches, and the reconcile the kit's runner calls around the
+//! finalizer.
 //!
 //! Besides the Ironics themselves it watches what it creates (Deployments, DaemonSets,
 //! Services, Ingresses, Jobs, the managed database's StatefulSet, Secrets, ConfigMaps,
-//! through their owner references) and the
-//! user's Secrets and ConfigMaps an Ironic refers to, so that a rotated password or
-//! certificate is rolled out at once.
+//! through their owner references) and the user's Secrets and ConfigMaps an Ironic refers
+//! to, so that a rotated password or certificate is rolled out at once.
 
-use super::error::ReconcileError;
+use super::config::Config;
+use super::error::Error;
 use super::linked::{self, SourceKind};
 use super::names::{FINALIZER, IRONIC_LABEL, Names};
-use super::reconcile::{self, Ctx};
+use crate::kube::backoff::Backoff;
+use crate::kube::runner::{self, Reconcile, Runner};
+use crate::kube::{Context, Publisher, Scope};
 use crds::ironic::Ironic;
-use futures::StreamExt;
+use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
+use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::finalizer::{Event, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Client, Resource, ResourceExt};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
-/// One Api for the watched namespace, or for all.
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
+/// The Ironic controller: what every reconcile shares.
+pub struct IronicController {
+    runner: Runner,
+    pub(super) ctx: Arc<Context>,
+    pub(super) config: Config,
+    pub(super) publisher: Publisher,
+}
+
+impl IronicController {
+    pub fn new(ctx: Arc<Context>, config: Config) -> Self {
+        let runner = Runner {
+            controller: "ironic",
+            metrics: ctx.metrics(),
+            backoff: Backoff::new(config.retry_interval, config.retry_max_interval),
+        };
+        let publisher = ctx.publisher("ironic");
+        Self { runner, ctx, config, publisher }
+    }
+}
+
+impl Reconcile for IronicController {
+    type Object = Ironic;
+    type Error = Error;
+
+    fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    fn reconcile(self: Arc<Self>, ironic: Arc<Ironic>) -> BoxFuture<'static, Result<Action, Error>> {
+        Box::pin(async move {
+            let api: Api<Ironic> = Api::namespaced(self.ctx.client.clone(), &ironic.namespace().unwrap_or_default());
+            finalizer(&api, FINALIZER, ironic, |event| async {
+                match event {
+                    Event::Apply(ironic) => self.apply(&ironic).await,
+                    Event::Cleanup(ironic) => self.cleanup(&ironic).await,
+                }
+            })
+            .await
+            .map_err(|err| Error::Finalizer(Box::new(err)))
+        })
     }
 }
 
@@ -59,74 +93,25 @@ fn concerned(store: &Store<Ironic>, kind: SourceKind, object: &kube::api::Object
     out
 }
 
-/// Runs the controller over one namespace (or all) until `shutdown`.
-pub async fn run_scope(ctx: Arc<Ctx>, namespace: Option<String>, shutdown: CancellationToken) {
-    let client = ctx.shared.client.clone();
-    let ns = namespace.as_deref();
-    let controller = Controller::new(api::<Ironic>(&client, ns), watcher::Config::default());
-    let (secret_store, config_map_store) = (controller.store(), controller.store());
+/// Runs the controller over one scope until `shutdown`.
+pub async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown: CancellationToken) {
+    let watched = Controller::new(scope.api::<Ironic>(), watcher::Config::default());
+    let (secret_store, config_map_store) = (watched.store(), watched.store());
     // Owned objects carry the Ironic's name as a label; only those are watched.
     let owned = || watcher::Config::default().labels(IRONIC_LABEL);
-    controller
-        .owns(api::<Deployment>(&client, ns), owned())
-        .owns(api::<DaemonSet>(&client, ns), owned())
-        .owns(api::<Service>(&client, ns), owned())
-        .owns(api::<Ingress>(&client, ns), owned())
-        .owns(api::<Job>(&client, ns), owned())
+    let watched = watched
+        .owns(scope.api::<Deployment>(), owned())
+        .owns(scope.api::<DaemonSet>(), owned())
+        .owns(scope.api::<Service>(), owned())
+        .owns(scope.api::<Ingress>(), owned())
+        .owns(scope.api::<Job>(), owned())
         // The managed database's StatefulSet: its pod becoming ready moves the sequence on.
-        .owns(api::<StatefulSet>(&client, ns), owned())
-        .watches(api::<Secret>(&client, ns), watcher::Config::default(), move |secret| {
+        .owns(scope.api::<StatefulSet>(), owned())
+        .watches(scope.api::<Secret>(), watcher::Config::default(), move |secret| {
             concerned(&secret_store, SourceKind::Secret, &secret.metadata)
         })
-        .watches(api::<ConfigMap>(&client, ns), watcher::Config::default(), move |config_map| {
+        .watches(scope.api::<ConfigMap>(), watcher::Config::default(), move |config_map| {
             concerned(&config_map_store, SourceKind::ConfigMap, &config_map.metadata)
-        })
-        .graceful_shutdown_on(shutdown.cancelled_owned())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|result| async move {
-            if let Err(err) = result {
-                tracing::debug!(error = %crate::kube::error::chain(&err), "ironic controller event");
-            }
-        })
-        .await;
-}
-
-async fn reconcile(ironic: Arc<Ironic>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
-    let metrics = ctx.shared.metrics.clone();
-    let _timer = metrics.reconcile("ironic");
-    let namespace = ironic.namespace().ok_or(ReconcileError::NoNamespace)?;
-    let span =
-        tracing::info_span!("reconcile", controller = "ironic", namespace = %namespace, name = %ironic.name_any());
-    async move {
-        let api: Api<Ironic> = Api::namespaced(ctx.shared.client.clone(), &namespace);
-        finalizer(&api, FINALIZER, ironic, |event| async {
-            match event {
-                Event::Apply(ironic) => reconcile::apply(&ironic, &ctx).await,
-                Event::Cleanup(ironic) => reconcile::cleanup(&ironic, &ctx).await,
-            }
-        })
-        .await
-        .map_err(|err| ReconcileError::Finalizer(Box::new(err)))
-    }
-    .instrument(span)
-    .await
-}
-
-fn error_policy(ironic: Arc<Ironic>, err: &ReconcileError, ctx: Arc<Ctx>) -> Action {
-    // The finalizer wraps the pipeline's error; report the pipeline's.
-    let inner = match err {
-        ReconcileError::Finalizer(inner) => match inner.as_ref() {
-            kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-            _ => err,
-        },
-        other => other,
-    };
-    tracing::warn!(
-        namespace = ?ironic.namespace(),
-        name = %ironic.name_any(),
-        error = %crate::kube::error::chain(inner),
-        "ironic reconcile failed; retrying"
-    );
-    ctx.shared.metrics.reconcile_failed("ironic", inner.metric_label());
-    Action::requeue(ctx.config.retry_interval)
+        });
+    runner::drive(watched, controller, shutdown).await;
 }

@@ -6,11 +6,11 @@
 //! credentials it was made from) and made again only when the credentials change; otherwise
 //! every reconcile would change the htpasswd Secret.
 
-use super::linked::{Linked, Source, SourceKind, fields};
-use super::names::{Names, controlled_by};
+use super::linked::{Source, SourceKind};
+use super::names::Names;
+use crate::kube::names::controlled_by;
 use crate::pki::generate_password;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
 use sha2::{Digest, Sha256};
 
 /// bcrypt cost of the htpasswd; what ironic-standalone-operator uses.
@@ -29,12 +29,6 @@ pub enum Error {
     Conflict { name: String },
     #[error("key {key:?} of Secret {name} is not UTF-8 text")]
     NotText { name: String, key: &'static str },
-    #[error("cannot read Secret {name}")]
-    Kube {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
     #[error("cannot hash the API password")]
     Bcrypt(#[source] bcrypt::BcryptError),
     #[error("the password hashing task failed")]
@@ -81,39 +75,47 @@ pub fn reusable_htpasswd(stored: Option<&Secret>, digest: &str) -> Option<String
     (source.text(DIGEST_KEY) == Some(digest)).then(|| source.text(HTPASSWD_KEY).map(str::to_string)).flatten()
 }
 
-/// Resolves the credentials: the user's Secret (already fetched with the linked resources),
-/// or the generated one, made now if it does not exist yet.
+/// The Secrets of the credentials as they were read: the generated credentials (read only
+/// when the user names none of their own) and the htpasswd.
+#[derive(Clone, Debug, Default)]
+pub struct Stored {
+    pub generated: Option<Secret>,
+    pub htpasswd: Option<Secret>,
+}
+
+/// Resolves the credentials: the user's Secret (`user`, as the linked resources hold it), or
+/// the generated one, made now if it does not exist yet. Pure but for the password it may
+/// generate and the bcrypt hash, made off the async workers.
 pub async fn resolve(
-    secrets: &Api<Secret>,
     names: &Names,
     owner_uid: &str,
-    user_secret: bool,
-    linked: &Linked,
+    user: Option<&Source>,
+    stored: &Stored,
 ) -> Result<ApiCredentials, Error> {
-    let (secret_name, username, password, generated, newly_generated) = if user_secret {
-        let source = linked.get(fields::API_CREDENTIALS).cloned().unwrap_or_else(|| empty_source(""));
-        let (username, password) = user_and_password(&source)?;
-        (source.name.clone(), username, password, false, false)
-    } else {
-        let name = names.generated_credentials();
-        let existing = secrets.get_opt(&name).await.map_err(|source| Error::Kube { name: name.clone(), source })?;
-        if let Some(secret) = &existing
-            && !controlled_by(&secret.metadata, owner_uid)
-        {
-            return Err(Error::Conflict { name });
+    let (secret_name, username, password, generated, newly_generated) = match user {
+        Some(source) => {
+            let (username, password) = user_and_password(source)?;
+            (source.name.clone(), username, password, false, false)
         }
-        match existing.as_ref().map(Source::from_secret).filter(|s| s.has("username") && s.has("password")) {
-            Some(source) => {
-                let (username, password) = user_and_password(&source)?;
-                (name, username, password, true, false)
+        None => {
+            let name = names.generated_credentials();
+            if let Some(secret) = &stored.generated
+                && !controlled_by(&secret.metadata, owner_uid)
+            {
+                return Err(Error::Conflict { name });
             }
-            None => (name, names.ironic.clone(), generate_password(), true, true),
+            match stored.generated.as_ref().map(Source::from_secret).filter(|s| s.has("username") && s.has("password"))
+            {
+                Some(source) => {
+                    let (username, password) = user_and_password(&source)?;
+                    (name, username, password, true, false)
+                }
+                None => (name, names.ironic.clone(), generate_password(), true, true),
+            }
         }
     };
     let digest = digest(&username, &password);
-    let stored =
-        secrets.get_opt(&names.htpasswd()).await.map_err(|source| Error::Kube { name: names.htpasswd(), source })?;
-    let htpasswd = match reusable_htpasswd(stored.as_ref(), &digest) {
+    let htpasswd = match reusable_htpasswd(stored.htpasswd.as_ref(), &digest) {
         Some(line) => line,
         None => {
             let (user, pass) = (username.clone(), password.clone());
@@ -124,23 +126,19 @@ pub async fn resolve(
                 .map_err(Error::Bcrypt)?
         }
     };
-    let source = match linked.get(fields::API_CREDENTIALS) {
-        Some(source) if user_secret => source.clone(),
-        _ => generated_source(&secret_name, &username, &password),
+    let source = match user {
+        Some(source) => source.clone(),
+        None => generated_source(&secret_name, &username, &password),
     };
     Ok(ApiCredentials { secret_name, username, password, generated, newly_generated, htpasswd, digest, source })
 }
 
 /// The content of a generated credentials Secret.
 pub fn generated_source(name: &str, username: &str, password: &str) -> Source {
-    let mut source = empty_source(name);
+    let mut source = Source { kind: SourceKind::Secret, name: name.to_string(), data: Default::default() };
     source.data.insert("username".into(), username.as_bytes().to_vec());
     source.data.insert("password".into(), password.as_bytes().to_vec());
     source
-}
-
-fn empty_source(name: &str) -> Source {
-    Source { kind: SourceKind::Secret, name: name.to_string(), data: Default::default() }
 }
 
 fn user_and_password(source: &Source) -> Result<(String, String), Error> {
@@ -166,6 +164,41 @@ mod tests {
         assert_eq!(user, "ironic");
         assert!(hash.starts_with("$2y$10$"), "{hash}");
         assert!(bcrypt::verify("s3cret", hash).expect("verify"));
+    }
+
+    fn generated_secret(owner_uid: &str, password: &str) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some("ironic-api-credentials".into()),
+                owner_references: Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    uid: owner_uid.into(),
+                    controller: Some(true),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+            data: Some(
+                [
+                    ("username".to_string(), ByteString(b"ironic".to_vec())),
+                    ("password".to_string(), ByteString(password.as_bytes().to_vec())),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn stored_generated_credentials_are_kept_and_someone_elses_secret_is_a_conflict() {
+        let names = Names::new("ironic");
+        let stored = Stored { generated: Some(generated_secret("uid-1", "kept")), htpasswd: None };
+        let credentials = resolve(&names, "uid-1", None, &stored).await.expect("resolves");
+        assert_eq!((credentials.password.as_str(), credentials.generated), ("kept", true));
+        assert!(!credentials.newly_generated);
+        let conflict = resolve(&names, "uid-2", None, &stored).await.expect_err("not ours");
+        assert!(matches!(conflict, Error::Conflict { name } if name == "ironic-api-credentials"));
+        let fresh = resolve(&names, "uid-1", None, &Stored::default()).await.expect("generated");
+        assert!(fresh.newly_generated && fresh.password.len() == 32);
     }
 
     #[test]

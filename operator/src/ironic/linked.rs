@@ -1,12 +1,10 @@
 //! Linked resources: the user's Secrets and ConfigMaps an Ironic refers to, what each must
-//! contain, and their content as the pods will see it.
+//! contain, and their content as the pods will see it. The database's Secrets are the
+//! database module's: it reads and checks them, and hands their content back.
 
-use super::database::DatabaseConnection;
 use super::names::Names;
+pub use crate::kube::content::{Source, SourceKind};
 use crds::ironic::{IronicSpec, ReferenceKind, TlsMode};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use std::collections::BTreeMap;
-use std::fmt;
 
 /// The spec fields that name linked resources, as users see them in messages.
 pub mod fields {
@@ -14,32 +12,13 @@ pub mod fields {
     pub const TLS_CERTIFICATE: &str = "spec.tls.certificateName";
     pub const BMC_CA: &str = "spec.tls.bmcCA";
     pub const TRUSTED_CA: &str = "spec.tls.trustedCA";
-    pub const DATABASE_CREDENTIALS: &str = "spec.database.credentialsName";
-    pub const DATABASE_CA: &str = "spec.database.tlsCertificateName";
 }
 
-/// Secret or ConfigMap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SourceKind {
-    Secret,
-    ConfigMap,
-}
-
-impl fmt::Display for SourceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Secret => "Secret",
-            Self::ConfigMap => "ConfigMap",
-        })
-    }
-}
-
-impl From<Option<ReferenceKind>> for SourceKind {
-    fn from(kind: Option<ReferenceKind>) -> Self {
-        match kind {
-            Some(ReferenceKind::Secret) => Self::Secret,
-            Some(ReferenceKind::ConfigMap) | None => Self::ConfigMap,
-        }
+/// The kind a reference names; ConfigMap when it names none.
+fn source_kind(kind: Option<ReferenceKind>) -> SourceKind {
+    match kind {
+        Some(ReferenceKind::Secret) => SourceKind::Secret,
+        Some(ReferenceKind::ConfigMap) | None => SourceKind::ConfigMap,
     }
 }
 
@@ -52,51 +31,6 @@ pub struct Reference {
     pub name: String,
     /// Keys that must be present and non-empty; with none listed, at least one key must be.
     pub keys: Vec<String>,
-}
-
-/// The content of a Secret or ConfigMap: what a pod mounting it sees. Metadata is left out
-/// on purpose: only content changes roll the pods.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Source {
-    pub kind: SourceKind,
-    pub name: String,
-    pub data: BTreeMap<String, Vec<u8>>,
-}
-
-impl Source {
-    pub fn from_secret(secret: &Secret) -> Self {
-        let mut data: BTreeMap<String, Vec<u8>> =
-            secret.data.iter().flatten().map(|(k, v)| (k.clone(), v.0.clone())).collect();
-        // stringData is write-only, but a test double or an old client may still show it.
-        for (k, v) in secret.string_data.iter().flatten() {
-            data.entry(k.clone()).or_insert_with(|| v.as_bytes().to_vec());
-        }
-        Self { kind: SourceKind::Secret, name: secret.metadata.name.clone().unwrap_or_default(), data }
-    }
-
-    pub fn from_config_map(config_map: &ConfigMap) -> Self {
-        let mut data: BTreeMap<String, Vec<u8>> =
-            config_map.data.iter().flatten().map(|(k, v)| (k.clone(), v.as_bytes().to_vec())).collect();
-        for (k, v) in config_map.binary_data.iter().flatten() {
-            data.insert(k.clone(), v.0.clone());
-        }
-        Self { kind: SourceKind::ConfigMap, name: config_map.metadata.name.clone().unwrap_or_default(), data }
-    }
-
-    /// A key's value as text.
-    pub fn text(&self, key: &str) -> Option<&str> {
-        self.data.get(key).and_then(|v| std::str::from_utf8(v).ok())
-    }
-
-    /// True when `key` is present with a non-empty value.
-    pub fn has(&self, key: &str) -> bool {
-        self.data.get(key).is_some_and(|v| !v.is_empty())
-    }
-
-    /// The first key, sorted, for references that name none.
-    pub fn first_key(&self) -> Option<&str> {
-        self.data.keys().next().map(String::as_str)
-    }
 }
 
 /// A CA bundle reference after resolving the deprecated forms: which object and which key.
@@ -117,7 +51,9 @@ fn ca_reference(
 ) -> Option<CaReference> {
     let nonempty = |v: Option<&String>| v.filter(|s| !s.is_empty()).cloned();
     match current {
-        Some((kind, name, key)) => Some(CaReference { kind: kind.into(), name: nonempty(name)?, key: nonempty(key) }),
+        Some((kind, name, key)) => {
+            Some(CaReference { kind: source_kind(kind), name: nonempty(name)?, key: nonempty(key) })
+        }
         None => Some(CaReference { kind: deprecated_kind, name: nonempty(deprecated)?, key: None }),
     }
 }
@@ -143,10 +79,8 @@ pub fn trusted_ca(spec: &IronicSpec) -> Option<CaReference> {
     )
 }
 
-/// Every linked resource the Ironic needs, with the keys each must hold. The database's
-/// Secrets come from the resolved connection, so a managed database's generated Secrets are
-/// checked the same way as an external database's.
-pub fn references(spec: &IronicSpec, database: Option<&DatabaseConnection>) -> Vec<Reference> {
+/// Every linked resource of the user's the Ironic needs, with the keys each must hold.
+pub fn references(spec: &IronicSpec) -> Vec<Reference> {
     let secret = |field, name: &str, keys: &[&str]| Reference {
         field,
         kind: SourceKind::Secret,
@@ -174,24 +108,20 @@ pub fn references(spec: &IronicSpec, database: Option<&DatabaseConnection>) -> V
             keys: ca.key.into_iter().collect(),
         });
     }
-    if let Some(db) = database {
-        out.push(secret(fields::DATABASE_CREDENTIALS, &db.credentials_secret, &["username", "password"]));
-        if let Some(ca) = &db.ca_secret {
-            out.push(secret(fields::DATABASE_CA, ca, &[]));
-        }
-    }
     out
 }
 
-/// Names of Secrets and ConfigMaps whose changes concern the Ironic: its linked resources and
-/// the Secret cert-manager writes for it. The controller's watches map these back to it.
+/// Names of Secrets and ConfigMaps whose changes concern the Ironic: its linked resources, an
+/// external database's Secrets and the Secret cert-manager writes for it. The controller's
+/// watches map these back to it (a managed database's Secrets are the Ironic's own).
 pub fn watched(spec: &IronicSpec, names: &Names) -> Vec<(SourceKind, String)> {
-    let database = match &spec.database {
-        Some(db) if !db.is_managed() => super::database::resolve_external(db).ok(),
-        _ => None,
-    };
-    let mut out: Vec<(SourceKind, String)> =
-        references(spec, database.as_ref()).into_iter().map(|r| (r.kind, r.name)).collect();
+    let mut out: Vec<(SourceKind, String)> = references(spec).into_iter().map(|r| (r.kind, r.name)).collect();
+    if let Some(db) = spec.database.as_ref().filter(|db| !db.is_managed())
+        && let Ok(connection) = crate::database::resolve_external(db)
+    {
+        out.push((SourceKind::Secret, connection.credentials_secret.clone()));
+        out.extend(connection.ca_secret().map(|ca| (SourceKind::Secret, ca.to_string())));
+    }
     if spec.tls.as_ref().and_then(|t| t.effective_mode()) == Some(TlsMode::CertManager) {
         out.push((SourceKind::Secret, names.cert_manager_certificate()));
     }
@@ -301,5 +231,22 @@ mod tests {
         let watched = watched(&spec, &Names::new("ironic"));
         assert!(watched.contains(&(SourceKind::Secret, "creds".into())));
         assert!(watched.contains(&(SourceKind::Secret, "ironic-tls".into())));
+    }
+
+    #[test]
+    fn watched_includes_an_external_databases_secrets() {
+        let spec = IronicSpec {
+            database: Some(crds::ironic::Database {
+                credentials_name: Some("db-creds".into()),
+                host: Some("db:3306".into()),
+                name: Some("ironic".into()),
+                tls_certificate_name: Some("db-ca".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let watched = watched(&spec, &Names::new("ironic"));
+        assert!(watched.contains(&(SourceKind::Secret, "db-creds".into())));
+        assert!(watched.contains(&(SourceKind::Secret, "db-ca".into())));
     }
 }

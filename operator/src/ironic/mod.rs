@@ -1,32 +1,37 @@
 //! The `Ironic` controller: from an `Ironic` (ironic-standalone-operator's API) to a running,
 //! authenticated, TLS-secured, upgradable Ironic.
 //!
-//! Each reconcile is a pipeline (see `design/ironic.md`):
-//! - [`validate`]: the webhook's rules again, the version, and the linked Secrets and
-//!   ConfigMaps;
+//! Each reconcile is a list of named steps, each in its own file with its own error
+//! ([`reconcile`] reads as that list; see `design/ironic.md`):
+//! - [`dereference`]: the only step that reads: the Ironic afresh, the linked Secrets and
+//!   ConfigMaps, the operator's generated Secrets, the cert-manager Secret, node addresses;
+//! - [`validate`], pure: the webhook's rules again, the version, the linked objects' keys;
 //! - the database: [`crate::database::reconcile`] runs a managed MariaDB or checks an external
-//!   one, and its gate decides whether Ironic may roll out; [`database`] is the seam its
-//!   connection reaches the builders through;
-//! - resolve the inputs:
-//!   [`credentials`], [`tls`], node addresses ([`nodes`]) and the content [`hash`];
-//! - [`build`]: pure render functions, one per object;
-//! - [`apply`]: server-side apply, upgrade Jobs, removal of what is no longer wanted;
-//! - [`status`]: conditions, versions, endpoints and an Event per transition.
+//!   one; its progress decides whether Ironic may roll out;
+//! - [`resolve`]: a `Resolved` value with networking, ports and addresses computed once, the
+//!   API [`credentials`], [`tls`] and the content [`hash`];
+//! - [`build`]: pure render functions, one per object, from `&Resolved`;
+//! - [`apply`]: the supporting objects through the kit's ledger, each kind pruned;
+//! - [`sequence`]: the gates, the upgrade Jobs around the rollout ([`upgrade`] plans them);
+//! - [`status`], pure: conditions, versions, endpoints and an Event per transition.
 //!
-//! [`upgrade`] sequences version changes around the rollout; [`observe`] reads Jobs and
-//! workloads; [`controller`] wires the watches.
+//! [`controller`] wires the watches and the finalizer into the kit's runner; [`error`] says
+//! which failures are conditions.
 
 pub mod apply;
 pub mod build;
+pub mod config;
 pub mod controller;
 pub mod credentials;
-pub mod database;
+pub mod dereference;
 pub mod error;
 pub mod hash;
 pub mod linked;
 pub mod names;
 pub mod nodes;
 pub mod reconcile;
+pub mod resolve;
+pub mod sequence;
 pub mod status;
 pub mod tls;
 pub mod unsupported;
@@ -34,156 +39,16 @@ pub mod upgrade;
 pub mod validate;
 pub mod version;
 
+#[cfg(test)]
+mod fixtures;
+
 use crate::kube::Context;
-use crds::ironic::IronicValidationOptions;
+use crate::kube::runner::fan_out;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-pub use error::ReconcileError;
-
-/// Flags of the Ironic controller. Environment names follow ironic-standalone-operator's
-/// where it has one.
-#[derive(Debug, clap::Args)]
-pub struct IronicArgs {
-    /// Ironic image for every Ironic that sets no spec.images.ironic, instead of the
-    /// version's default (quay.io/metal3-io/ironic:<release>).
-    #[arg(long = "ironic-image", env = "IRONIC_IMAGE")]
-    pub ironic_image: Option<String>,
-
-    /// ramdisk-downloader image when spec.images.deployRamdiskDownloader is unset.
-    #[arg(long = "ironic-ramdisk-downloader-image", env = "RAMDISK_DOWNLOADER_IMAGE")]
-    pub ramdisk_downloader_image: Option<String>,
-
-    /// Keepalived image when spec.images.keepalived is unset.
-    #[arg(long = "ironic-keepalived-image", env = "KEEPALIVED_IMAGE")]
-    pub keepalived_image: Option<String>,
-
-    /// Where the ramdisk downloader fetches ironic-python-agent (IPA_BASEURI).
-    #[arg(long = "ironic-ipa-base-uri", env = "IPA_BASEURI")]
-    pub ipa_base_uri: Option<String>,
-
-    /// ironic-python-agent flavor the downloader fetches (IPA_FLAVOR).
-    #[arg(long = "ironic-ipa-flavor", env = "IPA_FLAVOR")]
-    pub ipa_flavor: Option<String>,
-
-    /// ironic-python-agent architecture the downloader fetches (IPA_ARCH).
-    #[arg(long = "ironic-ipa-arch", env = "IPA_ARCH")]
-    pub ipa_arch: Option<String>,
-
-    /// HTTPS proxy of the ramdisk downloader.
-    #[arg(long = "ironic-ipa-https-proxy", env = "IPA_HTTPS_PROXY")]
-    pub ipa_https_proxy: Option<String>,
-
-    /// HTTP proxy of the ramdisk downloader.
-    #[arg(long = "ironic-ipa-http-proxy", env = "IPA_HTTP_PROXY")]
-    pub ipa_http_proxy: Option<String>,
-
-    /// Hosts the ramdisk downloader reaches without proxy.
-    #[arg(long = "ironic-ipa-no-proxy", env = "IPA_NO_PROXY")]
-    pub ipa_no_proxy: Option<String>,
-
-    /// The cluster's DNS domain, for the Service names serving certificates cover.
-    #[arg(long = "ironic-cluster-domain", env = "CLUSTER_DOMAIN", default_value = "cluster.local")]
-    pub cluster_domain: String,
-
-    /// Retries of an upgrade Job before it counts as failed.
-    #[arg(long = "ironic-upgrade-job-backoff-limit", env = "IRONIC_UPGRADE_JOB_BACKOFF_LIMIT", default_value_t = 2)]
-    pub upgrade_job_backoff_limit: i32,
-
-    /// Seconds between reconciles of an Ironic nothing changed.
-    #[arg(long = "ironic-resync-seconds", env = "IRONIC_RESYNC_SECONDS", default_value_t = 600)]
-    pub resync_seconds: u64,
-
-    /// The database module's flags (`--database-*`).
-    #[command(flatten)]
-    pub database: crate::database::DatabaseArgs,
-}
-
-/// Images that replace the per-version defaults for every Ironic.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ImageDefaults {
-    pub ironic: Option<String>,
-    pub ramdisk_downloader: Option<String>,
-    pub keepalived: Option<String>,
-}
-
-/// Environment of the ramdisk downloader.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DownloaderSettings {
-    pub base_uri: Option<String>,
-    pub flavor: Option<String>,
-    pub arch: Option<String>,
-    pub https_proxy: Option<String>,
-    pub http_proxy: Option<String>,
-    pub no_proxy: Option<String>,
-}
-
-/// The Ironic controller's configuration.
-#[derive(Clone, Debug)]
-pub struct Config {
-    pub images: ImageDefaults,
-    pub downloader: DownloaderSettings,
-    /// DNS domain of the cluster (`cluster.local`).
-    pub cluster_domain: String,
-    /// `backoffLimit` of the upgrade Jobs.
-    pub upgrade_job_backoff_limit: i32,
-    /// ironic-standalone-operator's feature gates.
-    pub validation: IronicValidationOptions,
-    /// Reconcile an unchanged Ironic this often.
-    pub resync_interval: Duration,
-    /// Look again this soon while work is under way (watches usually come first).
-    pub progress_interval: Duration,
-    /// Retry this soon after an error.
-    pub retry_interval: Duration,
-    /// The database module: managed MariaDBs and checks of external databases.
-    pub database: crate::database::Config,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            images: ImageDefaults::default(),
-            downloader: DownloaderSettings::default(),
-            cluster_domain: "cluster.local".to_string(),
-            upgrade_job_backoff_limit: 2,
-            validation: IronicValidationOptions::default(),
-            resync_interval: Duration::from_secs(600),
-            progress_interval: Duration::from_secs(30),
-            retry_interval: Duration::from_secs(10),
-            database: crate::database::Config::default(),
-        }
-    }
-}
-
-impl From<IronicArgs> for Config {
-    fn from(args: IronicArgs) -> Self {
-        Self {
-            images: ImageDefaults {
-                ironic: args.ironic_image,
-                ramdisk_downloader: args.ramdisk_downloader_image,
-                keepalived: args.keepalived_image,
-            },
-            downloader: DownloaderSettings {
-                base_uri: args.ipa_base_uri,
-                flavor: args.ipa_flavor,
-                arch: args.ipa_arch,
-                https_proxy: args.ipa_https_proxy,
-                http_proxy: args.ipa_http_proxy,
-                no_proxy: args.ipa_no_proxy,
-            },
-            database: crate::database::Config {
-                cluster_domain: args.cluster_domain.clone(),
-                ..crate::database::Config::from(args.database)
-            },
-            cluster_domain: args.cluster_domain,
-            upgrade_job_backoff_limit: args.upgrade_job_backoff_limit.max(0),
-            resync_interval: Duration::from_secs(args.resync_seconds.max(10)),
-            ..Self::default()
-        }
-    }
-}
+pub use config::{Config, DownloaderSettings, ImageDefaults, IronicArgs};
+pub use error::Error as ReconcileError;
 
 /// Why the Ironic controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -194,42 +59,8 @@ pub enum Error {
 
 /// Runs the controller until `shutdown`: one per watched namespace, or one for all.
 pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
-    let shared = Arc::new(reconcile::Ctx::new(ctx.clone(), config));
-    let scopes: Vec<Option<String>> =
-        if ctx.namespaces.is_empty() { vec![None] } else { ctx.namespaces.iter().cloned().map(Some).collect() };
-    let mut tasks = JoinSet::new();
-    for scope in scopes {
-        tasks.spawn(controller::run_scope(shared.clone(), scope, shutdown.clone()));
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.map_err(Error::Task)?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct Flags {
-        #[command(flatten)]
-        ironic: IronicArgs,
-    }
-
-    #[test]
-    fn flags_default_to_a_working_configuration() {
-        let flags = Flags::try_parse_from(["test"]).expect("parses");
-        let config = Config::from(flags.ironic);
-        assert_eq!(config.cluster_domain, "cluster.local");
-        assert_eq!(config.upgrade_job_backoff_limit, 2);
-        assert_eq!(config.images, ImageDefaults::default());
-    }
-
-    #[test]
-    fn image_flags_become_defaults() {
-        let flags = Flags::try_parse_from(["test", "--ironic-image", "registry/ironic:pinned"]).expect("parses");
-        assert_eq!(Config::from(flags.ironic).images.ironic.as_deref(), Some("registry/ironic:pinned"));
-    }
+    let controller = Arc::new(controller::IronicController::new(ctx.clone(), config));
+    fan_out(ctx.scopes(), |scope| controller::run_scope(controller.clone(), scope, shutdown.clone()))
+        .await
+        .map_err(Error::Task)
 }

@@ -1,33 +1,30 @@
 //! Names, labels and annotations of everything the controller creates. One place, so that the
-//! builders, the cleanup of stale objects and the watches agree.
+//! builders, the ledger's scopes (and so its prunes) and the watches agree.
 
+use crate::kube::names::{COMPONENT_LABEL, MAX_LABEL_VALUE, bounded};
 use crds::ironic::Ironic;
 use kube::ResourceExt;
-use kube::api::ObjectMeta;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+
+pub use crate::kube::names::{MANAGED_BY, MANAGED_BY_LABEL};
+pub use crds::ironic::IRONIC_LABEL;
 
 /// The finalizer the controller puts on every `Ironic`.
 pub const FINALIZER: &str = "ironic.ferrometal.io/finalizer";
 
 /// Selector label of the Ironic pods (ironic-standalone-operator's key and value).
 pub const APP_LABEL: &str = "ironic.metal3.io/app";
-/// The owning Ironic's name, on everything the controller creates.
-pub const IRONIC_LABEL: &str = "ironic.metal3.io/ironic";
 /// The Ironic version the object was rendered for.
 pub const VERSION_LABEL: &str = "ironic.metal3.io/version";
 /// `pre` or `post`, on upgrade Jobs.
 pub const UPGRADE_PHASE_LABEL: &str = "ironic.ferrometal.io/upgrade-phase";
-/// Standard label naming the manager.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Its value.
-pub const MANAGED_BY: &str = "ferrometal";
 /// Pod-template annotation: a digest of the content of every Secret and ConfigMap the pods
 /// use. A change of content changes the template and rolls the pods; metadata does not count.
 pub const CONTENT_HASH_ANNOTATION: &str = "ironic.ferrometal.io/content-hash";
-
-/// Kubernetes' limit for label values, which Job names become (`job-name`).
-const MAX_LABEL_VALUE: usize = 63;
+/// [`COMPONENT_LABEL`] of the Ironic's own objects.
+pub const IRONIC_COMPONENT: &str = "ironic";
+/// [`COMPONENT_LABEL`] of its database's objects.
+pub const DATABASE_COMPONENT: &str = "database";
 
 /// Names derived from one Ironic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,22 +95,24 @@ impl Names {
     /// An upgrade Job: `<name>-<pre|post>-<from|none>-to-<to>`, shortened with a digest when
     /// it would not fit a label value.
     pub fn upgrade_job(&self, phase: &str, from: Option<&str>, to: &str) -> String {
-        bounded(&format!("{}-{phase}-{}-to-{to}", self.ironic, from.unwrap_or("none")))
+        bounded(&format!("{}-{phase}-{}-to-{to}", self.ironic, from.unwrap_or("none")), MAX_LABEL_VALUE)
+    }
+
+    /// The labels of the reconcile's ledger: every object made for this Ironic carries them.
+    pub fn scope(&self) -> BTreeMap<String, String> {
+        [(IRONIC_LABEL.to_string(), self.ironic.clone())].into()
     }
 }
 
-/// `name` itself when it fits in a label value, else its first characters and a digest.
-fn bounded(name: &str) -> String {
-    if name.len() <= MAX_LABEL_VALUE {
-        return name.to_string();
-    }
-    let digest = hex::encode(Sha256::digest(name.as_bytes()));
-    let keep = MAX_LABEL_VALUE - 11;
-    let mut prefix: String = name.chars().take(keep).collect();
-    while prefix.ends_with(['-', '.']) {
-        prefix.pop();
-    }
-    format!("{prefix}-{}", &digest[..10])
+/// The ledger scope of the Ironic's own objects: its prunes never reach the database's.
+pub fn ironic_scope() -> [(String, String); 1] {
+    [(COMPONENT_LABEL.to_string(), IRONIC_COMPONENT.to_string())]
+}
+
+/// The ledger scope of the database's objects: the Ironic's prunes never select them, so its
+/// credentials are never lost to a prune.
+pub fn database_scope() -> [(String, String); 1] {
+    [(COMPONENT_LABEL.to_string(), DATABASE_COMPONENT.to_string())]
 }
 
 /// Labels on every object the controller creates for `ironic`.
@@ -130,11 +129,6 @@ pub fn owner_labels(ironic: &str) -> BTreeMap<String, String> {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
-}
-
-/// True when the object with `meta` is controlled by the object with `owner_uid`.
-pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
-    meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == owner_uid)
 }
 
 /// The workload's selector, which never changes.
@@ -154,6 +148,14 @@ mod tests {
         assert_eq!(n.ingress_tls(), "ironic-ingress-tls");
         assert_eq!(n.upgrade_job("pre", Some("37.0"), "38.0"), "ironic-pre-37.0-to-38.0");
         assert_eq!(n.upgrade_job("post", None, "latest"), "ironic-post-none-to-latest");
+    }
+
+    #[test]
+    fn the_ironics_objects_and_its_databases_are_in_scopes_that_never_overlap() {
+        let (ironic, database) = (ironic_scope(), database_scope());
+        assert_eq!(ironic[0].0, database[0].0, "one label tells them apart");
+        assert_ne!(ironic[0].1, database[0].1);
+        assert_eq!(Names::new("ironic").scope(), [(IRONIC_LABEL.to_string(), "ironic".to_string())].into());
     }
 
     #[test]

@@ -1,13 +1,20 @@
-//! The status step, pure: conditions from the reconcile's verdict, the fields it learned, and
-//! the Events that the transitions deserve.
+//! The status step, pure: the status from what the reconcile learned ([`Facts`], filled step
+//! by step: a step that did not run leaves its part of status as it was) and how it ended (a
+//! [`Progress`]), and the Events its transitions deserve.
 
 use super::build::network::{IMAGES_SERVICE_PORT, api_service_port};
 use super::names::Names;
-use crds::condition::{self, Condition, DEGRADED, FALSE, PROGRESSING, READY, TRUE};
-use crds::ironic::IronicSpec;
-use crds::ironic::status::{IronicStatus, reasons as ready_reasons};
+use super::resolve::Resolved;
+use super::tls;
+use super::version::ResolvedVersion;
+use crate::kube::condition::{Conditions, ReadyReasons};
+use crate::kube::{Notices, Progress};
+use crds::condition::{self, Condition, DEGRADED, PROGRESSING, READY, TRUE};
+use crds::ironic::status::{
+    DATABASE_READY, DatabaseStatus, IronicStatus, TlsStatus, UpgradeStatus, WorkloadStatus, reasons as ready_reasons,
+};
+use crds::ironic::{ReferenceKind, ResourceReferenceWithKey};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use std::borrow::Cow;
 
 /// Reasons of Progressing and Degraded.
 pub mod reasons {
@@ -17,147 +24,145 @@ pub mod reasons {
     pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
     pub const DOWNGRADE_REJECTED: &str = "DowngradeRejected";
     pub const UPGRADE_JOB_FAILED: &str = "UpgradeJobFailed";
-    pub const ROLLOUT_FAILED: &str = "RolloutFailed";
-    pub const APPLY_REJECTED: &str = "ApplyRejected";
-    pub const FORBIDDEN: &str = "Forbidden";
+    pub const ROLLOUT_FAILED: &str = crate::kube::observe::ROLLOUT_FAILED;
+    pub const APPLY_REJECTED: &str = crate::kube::error::APPLY_REJECTED;
+    pub const FORBIDDEN: &str = crate::kube::error::FORBIDDEN;
     pub const CERT_MANAGER_MISSING: &str = "CertManagerMissing";
     pub const CERTIFICATE_FAILED: &str = "CertificateFailed";
-    pub const AS_EXPECTED: &str = "AsExpected";
     pub const DEPLOYING: &str = "Deploying";
     pub const WAITING_FOR_CERTIFICATE: &str = "WaitingForCertificate";
     pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
     pub const UPGRADING_DATABASE_SCHEMA: &str = "UpgradingDatabaseSchema";
-    pub const ROLLING_OUT: &str = "RollingOut";
+    pub const ROLLING_OUT: &str = crate::kube::observe::ROLLING_OUT;
     pub const MIGRATING_DATA: &str = "MigratingData";
-    pub const COMPLETE: &str = "Complete";
-    pub const STOPPED: &str = "Stopped";
 }
 
-/// How a reconcile ended, as the user should read it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Ironic runs the requested version and every step is done.
-    Available,
-    /// Work is under way (or waiting for something that will come); `reason` is Progressing's.
-    InProgress { reason: Cow<'static, str>, message: String },
-    /// Stopped until the user acts; `reason` is Degraded's.
-    Failed { reason: Cow<'static, str>, message: String },
+/// Ready's reasons (ironic-standalone-operator's).
+pub const READY_REASONS: ReadyReasons = ReadyReasons {
+    done: ready_reasons::DEPLOYMENT_AVAILABLE,
+    waiting: ready_reasons::DEPLOYMENT_IN_PROGRESS,
+    failed: ready_reasons::DEPLOYMENT_FAILED,
+};
+
+/// What the database reported for status.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DatabaseFacts {
+    pub status: Option<DatabaseStatus>,
+    /// DatabaseReady; `None` without a database, which removes it.
+    pub condition: Option<Condition>,
 }
 
-impl Verdict {
-    pub fn in_progress(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Self::InProgress { reason: reason.into(), message: message.into() }
-    }
+/// What the resolved inputs publish in status.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Published {
+    /// The generated credentials' Secret; `None` when the user names their own.
+    pub api_credentials_secret_name: Option<String>,
+    pub tls: Option<TlsStatus>,
+    pub api_endpoint: String,
+    pub image_server_endpoint: Option<String>,
+    pub ca_ref: Option<ResourceReferenceWithKey>,
+    pub workload: WorkloadStatus,
+}
 
-    pub fn failed(reason: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Self::Failed { reason: reason.into(), message: message.into() }
+impl Published {
+    pub fn of(resolved: &Resolved) -> Self {
+        let names = &resolved.names;
+        let (api_endpoint, image_server_endpoint) =
+            endpoints(names, &resolved.namespace, resolved.settings.high_availability, resolved.tls.mode.is_some());
+        let workload = if resolved.settings.high_availability { "DaemonSet" } else { "Deployment" };
+        Self {
+            api_credentials_secret_name: resolved
+                .credentials
+                .generated
+                .then(|| resolved.credentials.secret_name.clone()),
+            tls: resolved.tls.status(names),
+            api_endpoint,
+            image_server_endpoint,
+            ca_ref: resolved.tls.material.as_ref().and_then(|m| m.ca_pem.as_ref()).map(|_| ResourceReferenceWithKey {
+                key: Some(tls::CA_CERT_KEY.to_string()),
+                kind: Some(ReferenceKind::ConfigMap),
+                name: Some(names.ca_bundle()),
+            }),
+            workload: WorkloadStatus { kind: Some(workload.to_string()), name: Some(names.workload()) },
+        }
     }
+}
+
+/// What one reconcile learned, step by step.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    /// validate: the requested version and its images.
+    pub version: Option<ResolvedVersion>,
+    /// The database.
+    pub database: Option<DatabaseFacts>,
+    /// resolve: credentials, TLS, endpoints, the workload.
+    pub published: Option<Published>,
+    /// apply: when cert-manager renews the Certificate.
+    pub certificate_renewal: Option<Time>,
+    /// sequence: `status.upgrade`.
+    pub upgrade: Option<UpgradeStatus>,
 }
 
 /// The API and image server URLs inside the cluster.
-pub fn endpoints(names: &Names, namespace: &str, spec: &IronicSpec, tls: bool) -> (String, Option<String>) {
+pub fn endpoints(names: &Names, namespace: &str, high_availability: bool, tls: bool) -> (String, Option<String>) {
     let host = format!("{}.{namespace}.svc", names.service());
     let scheme = if tls { "https" } else { "http" };
     let api = format!("{scheme}://{host}:{}", api_service_port(tls));
-    let images = (!spec.high_availability()).then(|| format!("http://{host}:{IMAGES_SERVICE_PORT}"));
+    let images = (!high_availability).then(|| format!("http://{host}:{IMAGES_SERVICE_PORT}"));
     (api, images)
 }
 
-/// A condition of `type_` from its (status, reason, message).
-fn condition(
-    type_: &str,
-    (status, reason, message): (&str, &str, String),
+/// The status after a reconcile that learned `facts` and ended in `progress`, on top of `old`;
+/// the conditions of `generation` at `now`, and installedVersion once done.
+pub fn compute(
+    old: &IronicStatus,
+    facts: &Facts,
+    progress: &Progress,
     generation: Option<i64>,
-    now: &Time,
-) -> Condition {
-    let message = if message.is_empty() { reason.to_string() } else { message };
-    Condition {
-        type_: type_.to_string(),
-        status: status.to_string(),
-        reason: reason.to_string(),
-        message: truncate(message),
-        observed_generation: generation,
-        last_transition_time: now.clone(),
+    now: Time,
+) -> IronicStatus {
+    let mut next = old.clone();
+    if let Some(version) = &facts.version {
+        next.requested_version = Some(version.version.to_string());
+        next.images = Some(version.status_images());
     }
-}
-
-/// Degraded's message when nothing is wrong; the CRD requires a message on every condition.
-const NOTHING_WRONG: &str = "nothing needs attention";
-
-/// Conditions and Events carry at most about a kilobyte of message.
-fn truncate(mut message: String) -> String {
-    const LIMIT: usize = 1000;
-    if message.len() > LIMIT {
-        let mut cut = LIMIT;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message.truncate(cut);
-        message.push('…');
-    }
-    message
-}
-
-/// Completes `next` (the fields the reconcile learned, on top of the old status, with the
-/// conditions it already set, such as DatabaseReady) with the conditions of `verdict`,
-/// observedGeneration, and installedVersion once available.
-pub fn finish(mut next: IronicStatus, verdict: &Verdict, generation: Option<i64>, now: Time) -> IronicStatus {
     let mut conditions = next.conditions.take().unwrap_or_default();
-    let (ready, progressing, degraded) = match verdict {
-        Verdict::Available => {
-            let version = next.requested_version.clone().unwrap_or_default();
-            let endpoint = next.api_endpoint.as_deref().map(|e| format!(" at {e}")).unwrap_or_default();
-            (
-                (TRUE, ready_reasons::DEPLOYMENT_AVAILABLE, format!("Ironic {version} is available{endpoint}")),
-                (FALSE, reasons::COMPLETE, "every step is done".to_string()),
-                (FALSE, reasons::AS_EXPECTED, NOTHING_WRONG.to_string()),
-            )
+    if let Some(database) = &facts.database {
+        next.database = database.status.clone();
+        match &database.condition {
+            Some(ready) => {
+                condition::set_condition(&mut conditions, ready.clone());
+            }
+            None => conditions.retain(|c| c.type_ != DATABASE_READY),
         }
-        Verdict::InProgress { reason, message } => (
-            (FALSE, ready_reasons::DEPLOYMENT_IN_PROGRESS, message.clone()),
-            (TRUE, &**reason, message.clone()),
-            (FALSE, reasons::AS_EXPECTED, NOTHING_WRONG.to_string()),
-        ),
-        Verdict::Failed { reason, message } => (
-            (FALSE, ready_reasons::DEPLOYMENT_FAILED, message.clone()),
-            (FALSE, reasons::STOPPED, message.clone()),
-            (TRUE, &**reason, message.clone()),
-        ),
-    };
-    for (type_, parts) in [(READY, ready), (PROGRESSING, progressing), (DEGRADED, degraded)] {
-        condition::set_condition(&mut conditions, condition(type_, parts, generation, &now));
     }
+    if let Some(published) = &facts.published {
+        next.api_credentials_secret_name = published.api_credentials_secret_name.clone();
+        next.tls = published.tls.clone();
+        next.api_endpoint = Some(published.api_endpoint.clone());
+        next.image_server_endpoint = published.image_server_endpoint.clone();
+        next.ca_ref = published.ca_ref.clone();
+        next.workload = Some(published.workload.clone());
+        if let (Some(tls), Some(renewal)) = (next.tls.as_mut(), &facts.certificate_renewal) {
+            tls.renewal_time = Some(renewal.clone());
+        }
+    }
+    if let Some(upgrade) = &facts.upgrade {
+        next.upgrade = Some(upgrade.clone());
+    }
+    let version = next.requested_version.clone().unwrap_or_default();
+    let endpoint = next.api_endpoint.as_deref().map(|e| format!(" at {e}")).unwrap_or_default();
+    let available = format!("Ironic {version} is available{endpoint}");
+    crate::kube::condition::set_all(
+        &mut conditions,
+        Conditions::new(generation, now).summary(progress, READY_REASONS, &available),
+    );
     next.conditions = Some(conditions);
     next.observed_generation = generation;
-    if *verdict == Verdict::Available {
+    if progress.is_done() {
         next.installed_version = next.requested_version.clone();
     }
     next
-}
-
-/// Normal or Warning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Severity {
-    Normal,
-    Warning,
-}
-
-/// An Event to publish.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notice {
-    pub severity: Severity,
-    pub reason: String,
-    pub note: String,
-}
-
-impl Notice {
-    pub fn normal(reason: impl Into<String>, note: impl Into<String>) -> Self {
-        Self { severity: Severity::Normal, reason: reason.into(), note: truncate(note.into()) }
-    }
-
-    pub fn warning(reason: impl Into<String>, note: impl Into<String>) -> Self {
-        Self { severity: Severity::Warning, reason: reason.into(), note: truncate(note.into()) }
-    }
 }
 
 fn find<'a>(status: &'a IronicStatus, type_: &str) -> Option<&'a Condition> {
@@ -173,32 +178,32 @@ fn changed(old: Option<&Condition>, new: Option<&Condition>) -> bool {
 }
 
 /// One Event per transition between `old` and `new`.
-pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Vec<Notice> {
-    let mut out = Vec::new();
+pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Notices {
+    let mut out = Notices::default();
     if let (Some(from), Some(to)) = (&old.requested_version, &new.requested_version)
         && from != to
     {
-        out.push(Notice::normal("VersionChange", format!("requested version changed from {from} to {to}")));
+        out.normal("VersionChange", format!("requested version changed from {from} to {to}"));
     }
     let (old_progress, new_progress) = (find(old, PROGRESSING), find(new, PROGRESSING));
     if let Some(c) = new_progress.filter(|c| c.status == TRUE && changed(old_progress, Some(c))) {
-        out.push(Notice::normal(&c.reason, &c.message));
+        out.normal(&c.reason, &c.message);
     }
     let (old_degraded, new_degraded) = (find(old, DEGRADED), find(new, DEGRADED));
     if let Some(c) = new_degraded.filter(|c| changed(old_degraded, Some(c))) {
         if c.status == TRUE {
-            out.push(Notice::warning(&c.reason, &c.message));
+            out.warning(&c.reason, &c.message);
         } else if old_degraded.is_some_and(|o| o.status == TRUE) {
-            out.push(Notice::normal("Recovered", "the problem was resolved"));
+            out.normal("Recovered", "the problem was resolved");
         }
     }
     let (old_ready, new_ready) = (find(old, READY), find(new, READY));
     if let Some(c) = new_ready.filter(|c| changed(old_ready, Some(c))) {
         let was_ready = old_ready.is_some_and(|o| o.status == TRUE);
         if c.status == TRUE && !was_ready {
-            out.push(Notice::normal("IronicReady", &c.message));
+            out.normal("IronicReady", &c.message);
         } else if c.status != TRUE && was_ready {
-            out.push(Notice::warning("IronicNotReady", &c.message));
+            out.warning("IronicNotReady", &c.message);
         }
     }
     out
@@ -207,6 +212,10 @@ pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Vec<Notice> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::Notice;
+    use crds::condition::FALSE;
+    use crds::ironic::TlsMode;
+    use crds::ironic::status::DatabaseMode;
     use k8s_openapi::jiff::Timestamp;
 
     fn at(secs: i64) -> Time {
@@ -218,10 +227,19 @@ mod tests {
         (c.status.clone(), c.reason.clone())
     }
 
+    /// These tests' shape: `next` already holds what the reconcile learned.
+    fn finish(next: IronicStatus, progress: &Progress, generation: Option<i64>, now: Time) -> IronicStatus {
+        compute(&next, &Facts::default(), progress, generation, now)
+    }
+
+    fn reasons_of(notices: Notices) -> Vec<String> {
+        notices.into_iter().map(|n| n.reason).collect()
+    }
+
     #[test]
     fn available_sets_ready_and_the_installed_version() {
         let next = IronicStatus { requested_version: Some("38.0".into()), ..Default::default() };
-        let status = finish(next, &Verdict::Available, Some(3), at(10));
+        let status = finish(next, &Progress::Done, Some(3), at(10));
         assert_eq!(reason_of(&status, READY), (TRUE.into(), "DeploymentAvailable".into()));
         assert_eq!(reason_of(&status, PROGRESSING), (FALSE.into(), "Complete".into()));
         assert_eq!(reason_of(&status, DEGRADED), (FALSE.into(), "AsExpected".into()));
@@ -233,14 +251,14 @@ mod tests {
     fn a_failure_keeps_the_installed_version_and_degrades() {
         let old = IronicStatus { installed_version: Some("37.0".into()), ..Default::default() };
         let next = IronicStatus { requested_version: Some("38.0".into()), ..old.clone() };
-        let verdict = Verdict::failed(reasons::UPGRADE_JOB_FAILED, "pre-upgrade Job failed: exit 1");
-        let status = finish(next, &verdict, Some(2), at(10));
+        let failed = Progress::failed(reasons::UPGRADE_JOB_FAILED, "pre-upgrade Job failed: exit 1");
+        let status = finish(next, &failed, Some(2), at(10));
         assert_eq!(reason_of(&status, READY), (FALSE.into(), "DeploymentFailed".into()));
         assert_eq!(reason_of(&status, DEGRADED), (TRUE.into(), "UpgradeJobFailed".into()));
         assert_eq!(status.installed_version.as_deref(), Some("37.0"));
         let notices = transitions(&old, &status);
         assert!(
-            notices.contains(&Notice::warning("UpgradeJobFailed", "pre-upgrade Job failed: exit 1")),
+            notices.iter().any(|n| *n == Notice::warning("UpgradeJobFailed", "pre-upgrade Job failed: exit 1")),
             "{notices:?}"
         );
     }
@@ -248,8 +266,8 @@ mod tests {
     #[test]
     fn repeating_a_verdict_changes_nothing_and_publishes_nothing() {
         let next = IronicStatus { requested_version: Some("38.0".into()), ..Default::default() };
-        let first = finish(next.clone(), &Verdict::Available, Some(1), at(10));
-        let second = finish(first.clone(), &Verdict::Available, Some(1), at(20));
+        let first = finish(next.clone(), &Progress::Done, Some(1), at(10));
+        let second = finish(first.clone(), &Progress::Done, Some(1), at(20));
         assert_eq!(first, second, "no churn: transition times are kept");
         assert!(transitions(&first, &second).is_empty());
     }
@@ -258,36 +276,98 @@ mod tests {
     fn transitions_name_what_happened() {
         let progressing = finish(
             IronicStatus { requested_version: Some("37.0".into()), ..Default::default() },
-            &Verdict::in_progress(reasons::DEPLOYING, "creating the Deployment"),
+            &Progress::waiting(reasons::DEPLOYING, "creating the Deployment"),
             Some(1),
             at(10),
         );
-        let first: Vec<_> = transitions(&IronicStatus::default(), &progressing).into_iter().map(|n| n.reason).collect();
-        assert_eq!(first, ["Deploying"]);
-        let ready = finish(progressing.clone(), &Verdict::Available, Some(1), at(20));
-        let reasons: Vec<_> = transitions(&progressing, &ready).into_iter().map(|n| n.reason).collect();
-        assert_eq!(reasons, ["IronicReady"]);
+        assert_eq!(reasons_of(transitions(&IronicStatus::default(), &progressing)), ["Deploying"]);
+        let ready = finish(progressing.clone(), &Progress::Done, Some(1), at(20));
+        assert_eq!(reasons_of(transitions(&progressing, &ready)), ["IronicReady"]);
         let upgrading = finish(
             IronicStatus { requested_version: Some("38.0".into()), ..ready.clone() },
-            &Verdict::in_progress(reasons::UPGRADING_DATABASE_SCHEMA, "pre-upgrade Job runs"),
+            &Progress::waiting(reasons::UPGRADING_DATABASE_SCHEMA, "pre-upgrade Job runs"),
             Some(2),
             at(30),
         );
-        let reasons: Vec<_> = transitions(&ready, &upgrading).into_iter().map(|n| n.reason).collect();
-        assert_eq!(reasons, ["VersionChange", "UpgradingDatabaseSchema", "IronicNotReady"]);
-        let refused = finish(ready.clone(), &Verdict::failed(reasons::DOWNGRADE_REJECTED, "no"), Some(3), at(40));
-        let recovered = finish(refused.clone(), &Verdict::Available, Some(4), at(50));
-        let reasons: Vec<_> = transitions(&refused, &recovered).into_iter().map(|n| n.reason).collect();
-        assert_eq!(reasons, ["Recovered", "IronicReady"]);
+        assert_eq!(
+            reasons_of(transitions(&ready, &upgrading)),
+            ["VersionChange", "UpgradingDatabaseSchema", "IronicNotReady"]
+        );
+        let refused = finish(ready.clone(), &Progress::failed(reasons::DOWNGRADE_REJECTED, "no"), Some(3), at(40));
+        let recovered = finish(refused.clone(), &Progress::Done, Some(4), at(50));
+        assert_eq!(reasons_of(transitions(&refused, &recovered)), ["Recovered", "IronicReady"]);
     }
 
     #[test]
     fn endpoints_follow_tls_and_high_availability() {
         let names = Names::new("ironic");
-        let (api, images) = endpoints(&names, "metal3", &IronicSpec::default(), true);
+        let (api, images) = endpoints(&names, "metal3", false, true);
         assert_eq!(api, "https://ironic.metal3.svc:443");
         assert_eq!(images.as_deref(), Some("http://ironic.metal3.svc:8080"));
-        let ha = IronicSpec { high_availability: Some(true), ..Default::default() };
-        assert_eq!(endpoints(&names, "metal3", &ha, false), ("http://ironic.metal3.svc:80".to_string(), None));
+        assert_eq!(endpoints(&names, "metal3", true, false), ("http://ironic.metal3.svc:80".to_string(), None));
+    }
+
+    fn published() -> Published {
+        Published {
+            api_credentials_secret_name: Some("ironic-api-credentials".into()),
+            tls: Some(TlsStatus { mode: Some(TlsMode::CertManager), ..Default::default() }),
+            api_endpoint: "https://ironic.metal3.svc:443".into(),
+            image_server_endpoint: None,
+            ca_ref: None,
+            workload: WorkloadStatus { kind: Some("DaemonSet".into()), name: Some("ironic-service".into()) },
+        }
+    }
+
+    #[test]
+    fn a_step_that_did_not_run_leaves_its_part_of_the_status_as_it_was() {
+        let old = IronicStatus {
+            requested_version: Some("37.0".into()),
+            api_endpoint: Some("http://ironic.metal3.svc:80".into()),
+            database: Some(DatabaseStatus { mode: Some(DatabaseMode::External), ..Default::default() }),
+            ..Default::default()
+        };
+        let invalid = Progress::failed(reasons::INVALID_SPEC, "spec.networking.ipAddress: not an IP");
+        let status = compute(&old, &Facts::default(), &invalid, Some(2), at(10));
+        assert_eq!(status.requested_version, old.requested_version);
+        assert_eq!(status.api_endpoint, old.api_endpoint);
+        assert_eq!(status.database, old.database);
+        assert_eq!(reason_of(&status, DEGRADED), (TRUE.into(), reasons::INVALID_SPEC.into()));
+    }
+
+    #[test]
+    fn what_resolve_published_replaces_the_old_fields_and_cert_managers_renewal_time_is_kept() {
+        let old = IronicStatus { ca_ref: Some(ResourceReferenceWithKey::default()), ..Default::default() };
+        let facts = Facts { published: Some(published()), certificate_renewal: Some(at(99)), ..Default::default() };
+        let status = compute(&old, &facts, &Progress::Done, Some(1), at(10));
+        assert_eq!(status.ca_ref, None, "no CA known any more");
+        assert_eq!(status.workload.and_then(|w| w.kind).as_deref(), Some("DaemonSet"));
+        assert_eq!(status.api_credentials_secret_name.as_deref(), Some("ironic-api-credentials"));
+        assert_eq!(status.tls.and_then(|t| t.renewal_time), Some(at(99)));
+    }
+
+    #[test]
+    fn the_database_brings_its_status_and_database_ready_and_without_a_database_database_ready_goes() {
+        let ready = Conditions::new(Some(1), at(5)).make(DATABASE_READY, true, "DatabaseAvailable", "MariaDB");
+        let database = DatabaseFacts {
+            status: Some(DatabaseStatus { mode: Some(DatabaseMode::Managed), ..Default::default() }),
+            condition: Some(ready),
+        };
+        let facts = Facts { database: Some(database), ..Default::default() };
+        let with = compute(&IronicStatus::default(), &facts, &Progress::Done, Some(1), at(10));
+        assert_eq!(with.database.as_ref().and_then(|d| d.mode), Some(DatabaseMode::Managed));
+        assert_eq!(reason_of(&with, DATABASE_READY), (TRUE.into(), "DatabaseAvailable".into()));
+        let sqlite = Facts { database: Some(DatabaseFacts::default()), ..Default::default() };
+        let without = compute(&with, &sqlite, &Progress::Done, Some(2), at(20));
+        assert!(find(&without, DATABASE_READY).is_none() && without.database.is_none());
+    }
+
+    #[test]
+    fn waiting_keeps_the_installed_version_and_says_why_in_ready_and_progressing() {
+        let old = IronicStatus { installed_version: Some("37.0".into()), ..Default::default() };
+        let waiting = Progress::waiting(reasons::WAITING_FOR_DATABASE, "waiting for the database (DatabaseStarting)");
+        let status = compute(&old, &Facts::default(), &waiting, Some(1), at(10));
+        assert_eq!(status.installed_version.as_deref(), Some("37.0"));
+        assert_eq!(reason_of(&status, READY), (FALSE.into(), "DeploymentInProgress".into()));
+        assert_eq!(reason_of(&status, PROGRESSING), (TRUE.into(), reasons::WAITING_FOR_DATABASE.into()));
     }
 }

@@ -4,12 +4,18 @@
 //! online data migrations. A failed Job stops the sequence where it is and deletes nothing.
 //! Going back to an older version is refused: Ironic's migrations only go forward.
 
-use super::build::UpgradeVersions;
 use crate::database::SchemaPlan;
-use crate::kube::observe::JobState;
 use crds::ironic::status::{UpgradePhase, UpgradeStatus};
 use crds::ironic::versions::IronicVersion;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// The versions an upgrade goes between, as they appear in Job names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpgradeVersions {
+    /// `None` for a first installation.
+    pub from: Option<String>,
+    pub to: String,
+}
 
 /// What to do about the version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,31 +59,6 @@ pub fn with_schema(
             Some(UpgradeVersions { from: installed.map(str::to_string), to: requested.to_string() })
         }
         (None, _) => None,
-    }
-}
-
-/// Whether a step of the sequence lets the next one go.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Gate {
-    /// Done: go on.
-    Proceed,
-    /// Create the Job.
-    Start,
-    /// The Job runs.
-    Wait,
-    /// The Job failed; stop here.
-    Failed(String),
-}
-
-/// The gate of one Job. `done_before` says status recorded its success for this upgrade, so
-/// a Job deleted after it succeeded is not run again.
-pub fn gate(state: &JobState, done_before: bool) -> Gate {
-    match state {
-        JobState::Succeeded => Gate::Proceed,
-        JobState::Absent if done_before => Gate::Proceed,
-        JobState::Absent => Gate::Start,
-        JobState::Running => Gate::Wait,
-        JobState::Failed { message } => Gate::Failed(message.clone()),
     }
 }
 
@@ -158,15 +139,6 @@ mod tests {
             plan(Some("latest"), v("38.0"), true),
             VersionPlan::Deploy { jobs: Some(versions(Some("latest"), "38.0")) }
         );
-    }
-
-    #[test]
-    fn gates_follow_the_job_and_remember_success() {
-        assert_eq!(gate(&JobState::Absent, false), Gate::Start);
-        assert_eq!(gate(&JobState::Absent, true), Gate::Proceed);
-        assert_eq!(gate(&JobState::Running, true), Gate::Wait);
-        assert_eq!(gate(&JobState::Succeeded, false), Gate::Proceed);
-        assert_eq!(gate(&JobState::Failed { message: "boom".into() }, true), Gate::Failed("boom".into()));
     }
 
     #[test]

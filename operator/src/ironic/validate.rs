@@ -1,15 +1,16 @@
-//! The validate step: the same pure rules as the webhook (objects may predate it, or be
-//! written while it was down), the version, and the linked resources: each must exist and
-//! hold the keys the pods read.
+//! The validate step, pure: the same rules as the webhook (objects may predate it, or be
+//! written while it was down), the version, and the linked resources as dereferenced: each
+//! must exist and hold the keys the pods read. It also says, once per generation, what the
+//! spec asks for that this operator does not deploy.
 
-use super::ImageDefaults;
+use super::config::{Config, ImageDefaults};
+use super::dereference::Found;
 use super::linked::{self, Linked, Reference, Source, SourceKind};
+use super::unsupported;
 use super::version::{self, ResolvedVersion, UnsupportedVersion};
-use crds::ironic::{IronicSpec, IronicValidationOptions};
+use crate::kube::Notices;
+use crds::ironic::{Ironic, IronicSpec, IronicValidationOptions};
 use crds::validation::{FieldError, summarize};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::Client;
-use kube::api::Api;
 
 /// Why an Ironic cannot be deployed as it is.
 #[derive(Debug, thiserror::Error)]
@@ -22,13 +23,26 @@ pub enum Error {
     Missing { field: &'static str, kind: SourceKind, name: String },
     #[error("{0}")]
     InvalidLinked(String),
-    #[error("cannot read {kind} {name}")]
-    Kube {
-        kind: SourceKind,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
+}
+
+/// What validation vouches for.
+#[derive(Clone, Debug)]
+pub struct Valid {
+    pub version: ResolvedVersion,
+    /// Every linked resource, present with the keys the pods read.
+    pub linked: Linked,
+}
+
+/// Validates `ironic` and what it refers to.
+pub fn run(ironic: &Ironic, found: &Found, config: &Config, notices: &mut Notices) -> Result<Valid, Error> {
+    let version = spec(&ironic.spec, &config.validation, &config.images)?;
+    let observed = ironic.status.as_ref().and_then(|s| s.observed_generation);
+    if observed != ironic.metadata.generation {
+        for note in unsupported::notices(&ironic.spec) {
+            notices.warning("NotSupported", note);
+        }
+    }
+    Ok(Valid { version, linked: linked(&found.linked)? })
 }
 
 /// The pure rules, then the version.
@@ -44,28 +58,17 @@ pub fn spec(
     Ok(version::resolve(spec, images)?)
 }
 
-/// Fetches every linked resource and checks its keys.
-pub async fn linked(client: &Client, namespace: &str, references: Vec<Reference>) -> Result<Linked, Error> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+/// Every linked resource exists and holds its keys, in the order the spec names them.
+pub fn linked(found: &[(Reference, Option<Source>)]) -> Result<Linked, Error> {
     let mut out = Linked::default();
-    for reference in references {
-        let kube_error = |source| Error::Kube { kind: reference.kind, name: reference.name.clone(), source };
-        let source = match reference.kind {
-            SourceKind::Secret => {
-                secrets.get_opt(&reference.name).await.map_err(kube_error)?.map(|s| Source::from_secret(&s))
-            }
-            SourceKind::ConfigMap => {
-                config_maps.get_opt(&reference.name).await.map_err(kube_error)?.map(|c| Source::from_config_map(&c))
-            }
-        };
+    for (reference, source) in found {
         let Some(source) = source else {
-            return Err(Error::Missing { field: reference.field, kind: reference.kind, name: reference.name });
+            return Err(Error::Missing { field: reference.field, kind: reference.kind, name: reference.name.clone() });
         };
-        if let Some(problem) = linked::check(&reference, &source) {
+        if let Some(problem) = linked::check(reference, source) {
             return Err(Error::InvalidLinked(problem));
         }
-        out.sources.push((reference.field, source));
+        out.sources.push((reference.field, source.clone()));
     }
     Ok(out)
 }
@@ -73,6 +76,7 @@ pub async fn linked(client: &Client, namespace: &str, references: Vec<Reference>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ironic::linked::fields;
     use crds::ironic::Networking;
 
     #[test]
@@ -88,5 +92,36 @@ mod tests {
         );
         let ok = spec(&IronicSpec::default(), &IronicValidationOptions::default(), &ImageDefaults::default());
         assert_eq!(ok.map(|v| v.version.to_string()).ok().as_deref(), Some("38.0"));
+    }
+
+    fn reference() -> Reference {
+        Reference {
+            field: fields::API_CREDENTIALS,
+            kind: SourceKind::Secret,
+            name: "creds".into(),
+            keys: vec!["username".into(), "password".into()],
+        }
+    }
+
+    fn source(pairs: &[(&str, &str)]) -> Source {
+        Source {
+            kind: SourceKind::Secret,
+            name: "creds".into(),
+            data: pairs.iter().map(|(k, v)| (k.to_string(), v.as_bytes().to_vec())).collect(),
+        }
+    }
+
+    #[test]
+    fn a_linked_resource_that_does_not_exist_is_named_with_its_field() {
+        let err = linked(&[(reference(), None)]).expect_err("missing");
+        assert_eq!(err.to_string(), "Secret creds (from spec.apiCredentialsName) does not exist");
+    }
+
+    #[test]
+    fn a_linked_resource_without_its_keys_is_invalid_and_a_complete_one_is_kept_by_field() {
+        let err = linked(&[(reference(), Some(source(&[("username", "u")])))]).expect_err("no password");
+        assert!(matches!(err, Error::InvalidLinked(m) if m.contains("no key \"password\"")));
+        let valid = linked(&[(reference(), Some(source(&[("username", "u"), ("password", "p")])))]).expect("valid");
+        assert_eq!(valid.get(fields::API_CREDENTIALS).map(|s| s.name.as_str()), Some("creds"));
     }
 }

@@ -1,7 +1,7 @@
 //! Version resolution: `spec.version` against the supported list, and the images that follow
 //! from it, from `spec.images` and from the operator's defaults.
 
-use super::ImageDefaults;
+use super::config::ImageDefaults;
 use crds::ironic::IronicSpec;
 use crds::ironic::status::ResolvedImages;
 use crds::ironic::versions::{self, DEFAULT_KEEPALIVED_IMAGE, DEFAULT_RAMDISK_DOWNLOADER_IMAGE, IronicVersion};

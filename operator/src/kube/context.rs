@@ -33,12 +33,6 @@ impl Context {
         }
     }
 
-    /// The old per-controller Event publisher, until every controller publishes through
-    /// [`Publisher`].
-    pub fn events(&self, controller: &str) -> crate::events::Events {
-        crate::events::Events::new(self.client.clone(), controller, &self.identity)
-    }
-
     /// An Event publisher reporting as `controller`.
     pub fn publisher(&self, controller: &str) -> Publisher {
         Publisher::new(self.client.clone(), controller, &self.identity)

@@ -2,8 +2,14 @@
 //! object (kind and name), and what the apiserver answered. The tests that decide what a
 //! failure means (forbidden, conflict, not found, refused) live here, once.
 
+use super::progress::Progress;
 use std::borrow::Cow;
 use std::fmt;
+
+/// Degraded's reason when the operator lacks a permission (RBAC only an administrator grants).
+pub const FORBIDDEN: &str = "Forbidden";
+/// Degraded's reason when the apiserver refused an object the operator wrote.
+pub const APPLY_REJECTED: &str = "ApplyRejected";
 
 /// What the operator asked of the apiserver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +114,13 @@ impl KubeError {
         }
         self.is_refused().then(|| format!("the apiserver refused {} {}: {message}", self.kind, self.name))
     }
+
+    /// [`KubeError::user_facing`] as the progress a condition reports: failed with
+    /// [`FORBIDDEN`] or [`APPLY_REJECTED`]; `None` for failures worth retrying.
+    pub fn failure(&self) -> Option<Progress> {
+        let reason = if self.is_forbidden() { FORBIDDEN } else { APPLY_REJECTED };
+        self.user_facing().map(|message| Progress::failed(reason, message))
+    }
 }
 
 /// The HTTP status of a kube error, when the apiserver answered.
@@ -171,6 +184,18 @@ mod tests {
         assert_eq!(error(Verb::Apply, 503).user_facing(), None);
         let silent = KubeError::new(Verb::Get, "Secret", "s", kube::Error::LinesCodecMaxLineLengthExceeded);
         assert_eq!((silent.code(), silent.user_facing()), (None, None));
+    }
+
+    #[test]
+    fn a_failure_a_person_must_fix_becomes_failed_progress_with_its_reason() {
+        let forbidden = error(Verb::Get, 403).failure().expect("user-facing");
+        assert_eq!(forbidden.reason_and_message().map(|(r, _)| r), Some(FORBIDDEN));
+        let refused = error(Verb::Apply, 422).failure().expect("user-facing");
+        assert_eq!(
+            refused.reason_and_message(),
+            Some((APPLY_REJECTED, "the apiserver refused Deployment ironic-service: no"))
+        );
+        assert_eq!(error(Verb::Apply, 409).failure(), None, "a conflict is retried");
     }
 
     #[test]

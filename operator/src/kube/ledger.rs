@@ -141,11 +141,16 @@ impl Ledger {
         self.written.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect()
     }
 
-    /// The namespace, the owner reference and this scope's labels, on top of `meta`.
-    fn stamp(&self, meta: &mut ObjectMeta) {
+    /// The namespace and this scope's labels, on top of `meta`.
+    fn stamp_unowned(&self, meta: &mut ObjectMeta) {
         meta.namespace = Some(self.namespace.clone());
         let labels = meta.labels.get_or_insert_with(BTreeMap::new);
         labels.extend(self.labels.clone());
+    }
+
+    /// The namespace, the owner reference and this scope's labels, on top of `meta`.
+    fn stamp(&self, meta: &mut ObjectMeta) {
+        self.stamp_unowned(meta);
         let owners = meta.owner_references.get_or_insert_with(Vec::new);
         if !owners.iter().any(|o| o.uid == self.owner.uid) {
             owners.push(self.owner.clone());
@@ -155,6 +160,18 @@ impl Ledger {
     /// Applies `object` with server-side apply and returns what the server stored.
     pub async fn apply<K: Owned>(&self, mut object: K) -> Result<K, KubeError> {
         self.stamp(object.meta_mut());
+        self.apply_stamped(object).await
+    }
+
+    /// Applies `object` like [`Ledger::apply`], but without the owner reference: for what the
+    /// owner makes yet must outlive it (a volume of backups). Without a controller reference it
+    /// is never pruned, and the garbage collector leaves it alone.
+    pub async fn apply_unowned<K: Owned>(&self, mut object: K) -> Result<K, KubeError> {
+        self.stamp_unowned(object.meta_mut());
+        self.apply_stamped(object).await
+    }
+
+    async fn apply_stamped<K: Owned>(&self, object: K) -> Result<K, KubeError> {
         let name = object.name_any();
         let stored = self
             .api::<K>()
@@ -163,6 +180,14 @@ impl Ledger {
             .map_err(KubeError::of::<K>(Verb::Apply, &name))?;
         self.record(&K::kind(&()), &name);
         Ok(stored)
+    }
+
+    /// A JSON merge patch of part of an object the owner does not own whole (the size a volume
+    /// claim requests, which the claim's provisioner acts on), under the one field manager.
+    /// Not recorded as written: the object is not the owner's to prune.
+    pub async fn merge_patch<K: Owned>(&self, name: &str, body: &serde_json::Value) -> Result<K, KubeError> {
+        let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_string()), ..Default::default() };
+        self.api::<K>().patch(name, &params, &Patch::Merge(body)).await.map_err(KubeError::of::<K>(Verb::Patch, name))
     }
 
     /// Applies an object of an API the operator has no type for (cert-manager's Certificate).
@@ -329,6 +354,17 @@ mod tests {
         assert!(nothing_to_prune(&status(403)));
         assert!(!nothing_to_prune(&status(500)), "a server error is worth retrying");
         assert!(!nothing_to_prune(&status(409)));
+    }
+
+    #[tokio::test]
+    async fn an_unowned_object_gets_the_scope_but_no_owner_and_is_never_pruned() {
+        let ledger = ledger().await;
+        let mut meta = ObjectMeta { name: Some("backups".into()), ..Default::default() };
+        ledger.stamp_unowned(&mut meta);
+        assert_eq!(meta.namespace.as_deref(), Some("ns"));
+        assert_eq!(meta.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str), Some("x"));
+        assert_eq!(meta.owner_references, None);
+        assert!(!ledger.prunable("PersistentVolumeClaim", &meta), "nothing controls it");
     }
 
     #[tokio::test]

@@ -47,8 +47,11 @@ pub struct CertInfo {
 impl CertInfo {
     /// When to renew: two thirds into the lifetime.
     pub fn renewal_at(&self) -> i64 {
-        let lifetime = self.not_after.saturating_sub(self.not_before);
-        self.not_before.saturating_add(lifetime / 3 * 2)
+        // In i128: the lifetime of absurd validities does not fit an i64, and a saturated one
+        // would put the renewal before the certificate's start.
+        let (start, end) = (i128::from(self.not_before), i128::from(self.not_after));
+        let at = start + (end - start) / 3 * 2;
+        i64::try_from(at).unwrap_or(if at < 0 { i64::MIN } else { i64::MAX })
     }
 }
 

@@ -2,9 +2,11 @@
 //! by the operator.
 
 use super::{Certificates, Config, Error};
+use crate::kube::ledger::apply_params;
+use crate::kube::{KubeError, Verb};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PostParams};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -161,7 +163,7 @@ fn certified_key(cert_pem: &str, key_pem: &str) -> Result<CertifiedKey, Error> {
 /// serving certificate is renewed.
 async fn stored_bundle(client: &kube::Client, namespace: &str, names: &[String]) -> Result<Bundle, Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let existing = secrets.get_opt(SECRET_NAME).await.map_err(Error::Secret)?;
+    let existing = secrets.get_opt(SECRET_NAME).await.map_err(KubeError::of::<Secret>(Verb::Get, SECRET_NAME))?;
     let stored = existing.as_ref().and_then(bundle_from_secret);
     if let Some(bundle) = &stored
         && !needs_renewal(&bundle.cert, names, SystemTime::now())
@@ -182,13 +184,16 @@ async fn stored_bundle(client: &kube::Client, namespace: &str, names: &[String])
             // Another replica made one first: serve theirs, so every replica
             // presents a certificate from the CA that was published.
             Err(kube::Error::Api(status)) if status.code == 409 => {
-                let theirs = secrets.get(SECRET_NAME).await.map_err(Error::Secret)?;
+                let theirs = secrets.get(SECRET_NAME).await.map_err(KubeError::of::<Secret>(Verb::Get, SECRET_NAME))?;
                 bundle_from_secret(&theirs).ok_or_else(|| Error::InvalidCertificate("incomplete webhook Secret".into()))
             }
-            Err(err) => Err(Error::Secret(err)),
+            Err(err) => Err(KubeError::new(Verb::Create, "Secret", SECRET_NAME, err).into()),
         },
         Some(_) => {
-            crate::apply::apply(&secrets, &secret).await.map_err(Error::Secret)?;
+            secrets
+                .patch(SECRET_NAME, &apply_params(), &Patch::Apply(&secret))
+                .await
+                .map_err(KubeError::of::<Secret>(Verb::Apply, SECRET_NAME))?;
             Ok(bundle)
         }
     }

@@ -119,10 +119,17 @@ pub enum Error {
     InvalidCertificate(String),
     #[error("cannot generate a certificate")]
     Generate(#[source] rcgen::Error),
+    // Boxed: a Kubernetes error is large, and this one travels up to the runtime's.
     #[error("cannot store or read the webhook certificate Secret")]
-    Secret(#[source] kube::Error),
+    Secret(#[source] Box<crate::kube::KubeError>),
     #[error("cannot apply the ValidatingWebhookConfiguration")]
-    Register(#[source] kube::Error),
+    Register(#[source] Box<crate::kube::KubeError>),
+}
+
+impl From<crate::kube::KubeError> for Error {
+    fn from(err: crate::kube::KubeError) -> Self {
+        Self::Secret(Box::new(err))
+    }
 }
 
 /// A running webhook server.
@@ -136,7 +143,7 @@ pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToke
     let (resolver, ca_pem) = certs::load(&ctx.client, &config).await?;
     let addr = server::serve(config.addr, resolver.clone(), shutdown.clone()).await?;
     if let Some(client) = &config.register {
-        registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(Error::Register)?;
+        registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(|e| Error::Register(Box::new(e)))?;
     }
     certs::spawn_renewal(ctx.client.clone(), config, resolver, ca_pem, shutdown);
     Ok(Webhook { addr })

@@ -2,11 +2,13 @@
 //! its own registration (render is pure; apply is the only side effect).
 
 use super::admission::Kind;
+use crate::kube::ledger::apply_params;
+use crate::kube::{KubeError, Verb};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     RuleWithOperations, ServiceReference, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
 };
-use kube::api::{Api, ObjectMeta};
+use kube::api::{Api, ObjectMeta, Patch};
 
 /// The configuration's name.
 pub const CONFIGURATION_NAME: &str = "ferrometal-validating-webhooks";
@@ -106,10 +108,16 @@ pub fn render_configuration(client: &ClientConfig, ca_bundle: Option<&str>) -> V
     }
 }
 
-/// Applies the configuration.
-pub async fn apply(client: &kube::Client, config: &ClientConfig, ca_bundle: Option<&str>) -> Result<(), kube::Error> {
+/// Applies the configuration, with the kit's apply parameters (the one field manager, forced).
+pub async fn apply(client: &kube::Client, config: &ClientConfig, ca_bundle: Option<&str>) -> Result<(), KubeError> {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    crate::apply::apply(&api, &render_configuration(config, ca_bundle)).await?;
+    let configuration = render_configuration(config, ca_bundle);
+    api.patch(CONFIGURATION_NAME, &apply_params(), &Patch::Apply(&configuration)).await.map_err(KubeError::of::<
+        ValidatingWebhookConfiguration,
+    >(
+        Verb::Apply,
+        CONFIGURATION_NAME,
+    ))?;
     Ok(())
 }
 

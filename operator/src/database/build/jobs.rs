@@ -122,7 +122,7 @@ fn render(
 ) -> Job {
     let names = inputs.names;
     // Not the StatefulSet's selector label: a Job's pod must never become a Service endpoint.
-    let mut labels = crate::ironic::names::owner_labels(&names.ironic);
+    let mut labels = names.owner_labels();
     labels.insert(JOB_LABEL.to_string(), kind.label().to_string());
     let mut environment = vec![
         env("DB_HOST", inputs.host.clone()),

@@ -21,6 +21,7 @@ use k8s_openapi::api::core::v1::{
     Capabilities, EnvVar, EnvVarSource, PodSecurityContext, SecretKeySelector, SecurityContext, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::Resource;
 use kube::api::ObjectMeta;
 use std::collections::BTreeMap;
 
@@ -73,7 +74,7 @@ impl Inputs<'_> {
             name: Some(name),
             namespace: Some(self.namespace.to_string()),
             labels: Some(labels),
-            owner_references: crate::apply::owner_reference(self.ironic).map(|o| vec![o]),
+            owner_references: self.ironic.controller_owner_ref(&()).map(|o| vec![o]),
             ..Default::default()
         }
     }
@@ -118,7 +119,7 @@ pub fn secret_volume(name: &str, secret: &str) -> Volume {
     }
 }
 
-pub use crate::ironic::build::volumes::mount;
+pub use crate::kube::pod::mount;
 
 /// Runs as `mysql`, with the volumes' group set to it.
 pub fn pod_security() -> PodSecurityContext {

@@ -12,7 +12,7 @@ pub fn backup_claim(inputs: &Inputs<'_>, settings: &ClaimSettings) -> Persistent
         metadata: ObjectMeta {
             name: Some(names.backup_claim()),
             namespace: Some(inputs.namespace.to_string()),
-            labels: Some(crate::ironic::names::owner_labels(&names.ironic)),
+            labels: Some(names.owner_labels()),
             ..Default::default()
         },
         spec: Some(PersistentVolumeClaimSpec {

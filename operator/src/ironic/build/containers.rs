@@ -1,8 +1,9 @@
 //! One render function per container of the Ironic pod.
 
+use super::env;
 use super::volumes::PodVolumes;
-use super::{Inputs, env};
-use crds::ironic::{Dhcp, IronicSpec};
+use crate::ironic::resolve::Resolved;
+use crds::ironic::Dhcp;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, ExecAction, Probe, SecurityContext, VolumeMount,
 };
@@ -90,64 +91,62 @@ fn image_container(name: &str, image: &str, command: &str, env: Vec<EnvVar>, mou
 }
 
 /// The `ironic` container: API and conductor.
-pub fn ironic(inputs: &Inputs<'_>, volumes: &PodVolumes) -> Container {
-    let net = inputs.ironic.spec.networking.clone().unwrap_or_default();
-    let tls = inputs.tls_material().is_some();
+pub fn ironic(resolved: &Resolved, volumes: &PodVolumes) -> Container {
+    let net = &resolved.network;
+    let tls = net.serves_tls;
     let mut container = image_container(
         "ironic",
-        &inputs.version.ironic_image,
+        &resolved.version.ironic_image,
         "/bin/runironic",
-        env::ironic(inputs),
+        env::ironic(resolved),
         volumes.mounts.clone(),
     );
     if !tls {
-        container.ports = Some(vec![port(API_PORT_NAME, net.api_port(), net.host_network())]);
+        container.ports = Some(vec![port(API_PORT_NAME, net.api_port, net.host_network)]);
     }
-    let api_probe = url_probe(tls, net.api_port(), "/v1", true);
+    let api_probe = url_probe(tls, net.api_port, "/v1", true);
     container.liveness_probe = Some(api_probe.clone());
     container.readiness_probe = Some(api_probe);
     container
 }
 
 /// The `httpd` container: images, iPXE, virtual media, and the TLS front end of the API.
-pub fn httpd(inputs: &Inputs<'_>, volumes: &PodVolumes) -> Container {
-    let spec = &inputs.ironic.spec;
-    let net = spec.networking.clone().unwrap_or_default();
-    let host = net.host_network();
-    let mut ports = vec![port(IMAGES_PORT_NAME, net.image_server_port(), host)];
-    if inputs.tls_material().is_some() {
-        ports.push(port(API_PORT_NAME, net.api_port(), host));
-        if !env::disable_vmedia_tls(spec) {
-            ports.push(port(IMAGES_TLS_PORT_NAME, net.image_server_tls_port(), host));
+pub fn httpd(resolved: &Resolved, volumes: &PodVolumes) -> Container {
+    let net = &resolved.network;
+    let host = net.host_network;
+    let mut ports = vec![port(IMAGES_PORT_NAME, net.image_server_port, host)];
+    if net.serves_tls {
+        ports.push(port(API_PORT_NAME, net.api_port, host));
+        if net.serves_vmedia_tls {
+            ports.push(port(IMAGES_TLS_PORT_NAME, net.image_server_tls_port, host));
         }
     }
     let mut container = image_container(
         "httpd",
-        &inputs.version.ironic_image,
+        &resolved.version.ironic_image,
         "/bin/runhttpd",
-        env::httpd(inputs),
+        env::httpd(resolved),
         volumes.mounts.clone(),
     );
     container.ports = Some(ports);
     // The kernel exists only when the downloader ran and no other agent images are used.
-    let custom_agent = spec.overrides.as_ref().and_then(|o| o.agent_images.as_ref()).is_some_and(|a| !a.is_empty());
     let probe = url_probe(
         false,
-        net.image_server_port(),
+        net.image_server_port,
         KNOWN_IMAGE_PATH,
-        inputs.version.downloader_image.is_some() && !custom_agent,
+        resolved.version.downloader_image.is_some() && !resolved.settings.custom_agent_images(),
     );
-    let overrides = spec.overrides.clone().unwrap_or_default();
+    let overrides = resolved.settings.overrides.clone().unwrap_or_default();
     container.liveness_probe = Some(overrides.httpd_liveness_probe.unwrap_or_else(|| probe.clone()));
     container.readiness_probe = Some(overrides.httpd_readiness_probe.unwrap_or(probe));
     container
 }
 
 /// The `ramdisk-logs` container: prints the logs ramdisks upload.
-pub fn ramdisk_logs(inputs: &Inputs<'_>, volumes: &PodVolumes) -> Container {
+pub fn ramdisk_logs(resolved: &Resolved, volumes: &PodVolumes) -> Container {
     image_container(
         "ramdisk-logs",
-        &inputs.version.ironic_image,
+        &resolved.version.ironic_image,
         "/bin/runlogwatch.sh",
         Vec::new(),
         vec![volumes.shared.clone()],
@@ -155,13 +154,12 @@ pub fn ramdisk_logs(inputs: &Inputs<'_>, volumes: &PodVolumes) -> Container {
 }
 
 /// The `dnsmasq` container: DHCP and TFTP for network boot.
-pub fn dnsmasq(inputs: &Inputs<'_>, dhcp: &Dhcp) -> Container {
-    let spec: &IronicSpec = &inputs.ironic.spec;
+pub fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Container {
     let mut container = image_container(
         "dnsmasq",
-        &inputs.version.ironic_image,
+        &resolved.version.ironic_image,
         "/bin/rundnsmasq",
-        env::dnsmasq(spec, dhcp, inputs.tls_material().is_some()),
+        env::dnsmasq(resolved, dhcp),
         Vec::new(),
     );
     container.security_context =
@@ -173,24 +171,24 @@ pub fn dnsmasq(inputs: &Inputs<'_>, dhcp: &Dhcp) -> Container {
 }
 
 /// The `keepalived` container: holds the provisioning IP (and extra VIPs).
-pub fn keepalived(inputs: &Inputs<'_>, image: &str) -> Container {
+pub fn keepalived(resolved: &Resolved, image: &str) -> Container {
     let mut security = security(KEEPALIVED_USER, KEEPALIVED_USER, &["NET_ADMIN", "NET_BROADCAST", "NET_RAW"], true);
     security.privileged = Some(false);
     Container {
         name: "keepalived".to_string(),
         image: Some(image.to_string()),
-        env: Some(env::keepalived(&inputs.ironic.spec)),
+        env: Some(env::keepalived(&resolved.network)),
         security_context: Some(security),
         ..Default::default()
     }
 }
 
 /// The `ironic-prometheus-exporter` container.
-pub fn prometheus_exporter(inputs: &Inputs<'_>, volumes: &PodVolumes, bind_address: &str) -> Container {
-    let port_number = inputs.ironic.spec.networking.clone().unwrap_or_default().prometheus_exporter_port();
+pub fn prometheus_exporter(resolved: &Resolved, volumes: &PodVolumes, bind_address: &str) -> Container {
+    let port_number = resolved.network.exporter_port;
     let mut container = image_container(
         "ironic-prometheus-exporter",
-        &inputs.version.ironic_image,
+        &resolved.version.ironic_image,
         "/bin/runironic-exporter",
         vec![env::var("FLASK_RUN_HOST", bind_address), env::var("FLASK_RUN_PORT", port_number.to_string())],
         vec![volumes.shared.clone()],
@@ -206,11 +204,11 @@ pub fn prometheus_exporter(inputs: &Inputs<'_>, volumes: &PodVolumes, bind_addre
 
 /// The `ramdisk-downloader` init container: fetches the ironic-python-agent images into
 /// the shared volume.
-pub fn ramdisk_downloader(inputs: &Inputs<'_>, image: &str, volumes: &PodVolumes) -> Container {
+pub fn ramdisk_downloader(resolved: &Resolved, image: &str, volumes: &PodVolumes) -> Container {
     Container {
         name: "ramdisk-downloader".to_string(),
         image: Some(image.to_string()),
-        env: Some(env::downloader(inputs)).filter(|e| !e.is_empty()),
+        env: Some(env::downloader(resolved)).filter(|e| !e.is_empty()),
         volume_mounts: Some(vec![volumes.shared.clone()]),
         security_context: Some(ironic_security()),
         ..Default::default()

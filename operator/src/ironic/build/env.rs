@@ -1,11 +1,12 @@
 //! Environment of each container, with the variable names ironic-image reads and the values
 //! ironic-standalone-operator derives from the spec.
 
-use super::Inputs;
 use super::volumes::{CERTS_DIR, TRUSTED_CA_DIR};
+use crate::database::Connection;
 use crate::ironic::credentials::HTPASSWD_KEY;
-use crate::ironic::database::DatabaseConnection;
-use crds::ironic::{CpuArchitecture, Dhcp, IronicSpec, Networking};
+use crate::ironic::resolve::Resolved;
+use crate::ironic::resolve::{Network, Settings, VirtualIps};
+use crds::ironic::{CpuArchitecture, Dhcp};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, SecretKeySelector};
 
 /// `name=value`.
@@ -50,18 +51,14 @@ fn push_joined(env: &mut Vec<EnvVar>, name: &str, values: Option<&Vec<String>>, 
     }
 }
 
-fn networking(spec: &IronicSpec) -> Networking {
-    spec.networking.clone().unwrap_or_default()
-}
-
 /// Variables every Ironic image container shares (ironic, httpd, dnsmasq).
-pub fn common(spec: &IronicSpec, tls: bool) -> Vec<EnvVar> {
-    let net = networking(spec);
+pub fn common(resolved: &Resolved) -> Vec<EnvVar> {
+    let net = &resolved.network;
     let mut env = vec![
-        var("IRONIC_LISTEN_PORT", net.api_port().to_string()),
-        var("IRONIC_ACCESS_PORT", net.api_port().to_string()),
-        var("HTTP_PORT", net.image_server_port().to_string()),
-        var("LISTEN_ALL_INTERFACES", (!net.bind_interface.unwrap_or(false)).to_string()),
+        var("IRONIC_LISTEN_PORT", net.api_port.to_string()),
+        var("IRONIC_ACCESS_PORT", net.api_port.to_string()),
+        var("HTTP_PORT", net.image_server_port.to_string()),
+        var("LISTEN_ALL_INTERFACES", net.listen_all_interfaces.to_string()),
     ];
     let before = env.len();
     push_nonempty(&mut env, "PROVISIONING_IP", net.ip_address.as_deref());
@@ -69,31 +66,32 @@ pub fn common(spec: &IronicSpec, tls: bool) -> Vec<EnvVar> {
     push_joined(&mut env, "PROVISIONING_MACS", net.mac_addresses.as_ref(), ",");
     if env.len() == before {
         // Nothing names the provisioning network: use the address the pod runs on.
-        let path = if net.host_network() { "status.hostIP" } else { "status.podIP" };
+        let path = if net.host_network { "status.hostIP" } else { "status.podIP" };
         env.push(from_field("PROVISIONING_IP", path));
     }
-    if tls {
+    if net.serves_tls {
         // httpd terminates TLS and proxies to Ironic on a Unix socket.
         env.push(var("IRONIC_PRIVATE_PORT", "unix"));
         env.push(var("IRONIC_REVERSE_PROXY_SETUP", "true"));
-        if !disable_vmedia_tls(spec) {
-            env.push(var("VMEDIA_TLS_PORT", net.image_server_tls_port().to_string()));
+        if net.serves_vmedia_tls {
+            env.push(var("VMEDIA_TLS_PORT", net.image_server_tls_port.to_string()));
         }
     }
-    let ramdisk = spec.deploy_ramdisk.clone().unwrap_or_default();
+    let settings = &resolved.settings;
+    let ramdisk = &settings.deploy_ramdisk;
     push_nonempty(&mut env, "IRONIC_KERNEL_PARAMS", ramdisk.extra_kernel_params.as_deref());
     push_nonempty(&mut env, "IRONIC_RAMDISK_SSH_KEY", ramdisk.ssh_key.as_deref());
-    let inspection = spec.inspection.clone().unwrap_or_default();
+    let inspection = &settings.inspection;
     push_joined(&mut env, "IRONIC_IPA_COLLECTORS", inspection.collectors.as_ref(), ",");
     push_joined(&mut env, "IRONIC_ENABLE_VLAN_INTERFACES", inspection.vlan_interfaces.as_ref(), ",");
-    agent_images(&mut env, spec);
+    agent_images(&mut env, settings);
     env
 }
 
 /// `overrides.agentImages`: the default architecture as `DEPLOY_*_URL`, the others as
 /// `arch:url` lists.
-fn agent_images(env: &mut Vec<EnvVar>, spec: &IronicSpec) {
-    let images = spec.overrides.as_ref().and_then(|o| o.agent_images.clone()).unwrap_or_default();
+fn agent_images(env: &mut Vec<EnvVar>, settings: &Settings) {
+    let images = settings.overrides.as_ref().and_then(|o| o.agent_images.clone()).unwrap_or_default();
     let (mut kernels, mut ramdisks) = (Vec::new(), Vec::new());
     for image in &images {
         match image.architecture.unwrap_or(CpuArchitecture::Default) {
@@ -112,26 +110,22 @@ fn agent_images(env: &mut Vec<EnvVar>, spec: &IronicSpec) {
     push_joined(env, "DEPLOY_RAMDISK_BY_ARCH", Some(&ramdisks), ",");
 }
 
-pub fn disable_vmedia_tls(spec: &IronicSpec) -> bool {
-    spec.tls.as_ref().and_then(|t| t.disable_virtual_media_tls).unwrap_or(false)
-}
-
 /// Database client variables (the credentials come from the `/auth/mariadb` mount).
-pub fn database(db: &DatabaseConnection) -> Vec<EnvVar> {
+pub fn database(db: &Connection) -> Vec<EnvVar> {
     vec![var("MARIADB_HOST", db.host_with_port()), var("MARIADB_DATABASE", db.name.clone())]
 }
 
 /// The `ironic` container.
-pub fn ironic(inputs: &Inputs<'_>) -> Vec<EnvVar> {
-    let spec = &inputs.ironic.spec;
-    let net = networking(spec);
-    let ha = spec.high_availability();
-    let tls = inputs.tls_material().is_some();
-    let mut env = common(spec, tls);
-    env.push(var("IRONIC_USE_MARIADB", inputs.database.is_some().to_string()));
+pub fn ironic(resolved: &Resolved) -> Vec<EnvVar> {
+    let net = &resolved.network;
+    let settings = &resolved.settings;
+    let ha = settings.high_availability;
+    let tls = net.serves_tls;
+    let mut env = common(resolved);
+    env.push(var("IRONIC_USE_MARIADB", resolved.database.is_some().to_string()));
     env.push(var("IRONIC_EXPOSE_JSON_RPC", ha.to_string()));
-    env.push(var("IRONIC_JSON_RPC_PORT", net.rpc_port().to_string()));
-    if let Some(db) = inputs.database {
+    env.push(var("IRONIC_JSON_RPC_PORT", net.rpc_port.to_string()));
+    if let Some(db) = &resolved.database {
         env.extend(database(db));
         // Schema upgrades run in the pre-upgrade Job, never in the serving pods.
         env.push(var("IRONIC_SKIP_DBSYNC", "true"));
@@ -139,23 +133,23 @@ pub fn ironic(inputs: &Inputs<'_>) -> Vec<EnvVar> {
     if ha {
         // Needed for JSON RPC authentication between conductors.
         env.push(var("IRONIC_DEPLOYMENT", "Conductor"));
-        if spec.tls.as_ref().and_then(|t| t.insecure_rpc) == Some(true) {
+        if settings.insecure_rpc {
             env.push(var("OS_JSON_RPC__INSECURE", "true"));
         }
     }
     // With TLS, httpd authenticates API requests; JSON RPC always needs the password.
     if !tls || ha {
-        env.push(from_secret("IRONIC_HTPASSWD", &inputs.names.htpasswd(), HTPASSWD_KEY));
+        env.push(from_secret("IRONIC_HTPASSWD", &resolved.names.htpasswd(), HTPASSWD_KEY));
     }
-    if let Some(path) = &inputs.trusted_ca_path() {
+    if let Some(path) = &trusted_ca_path(resolved) {
         env.push(var("WEBSERVER_CACERT_FILE", path.clone()));
     }
     let serving_ca =
-        inputs.tls_material().and_then(|m| m.ca_pem.as_ref()).map(|_| format!("{CERTS_DIR}/ironic/ca.crt"));
-    if let Some(path) = serving_ca.or_else(|| inputs.trusted_ca_path()) {
+        resolved.tls.material.as_ref().and_then(|m| m.ca_pem.as_ref()).map(|_| format!("{CERTS_DIR}/ironic/ca.crt"));
+    if let Some(path) = serving_ca.or_else(|| trusted_ca_path(resolved)) {
         env.push(var("IRONIC_CACERT_FILE", path));
     }
-    for extra in spec.extra_config.iter().flatten() {
+    for extra in &settings.extra_config {
         let (Some(name), Some(value)) = (extra.name.as_deref(), extra.value.as_deref()) else { continue };
         if name.is_empty() || value.is_empty() {
             continue;
@@ -164,12 +158,9 @@ pub fn ironic(inputs: &Inputs<'_>) -> Vec<EnvVar> {
         env.push(var(&format!("OS_{}__{}", group.to_uppercase(), name.to_uppercase()), value));
     }
     push_nonempty(&mut env, "IRONIC_EXTERNAL_IP", net.external_ip.as_deref());
-    let ingress_url = net.ingress.as_ref().and_then(|i| i.host.as_deref()).map(|h| format!("https://{h}"));
-    let callback = net.external_callback_url.clone().or_else(|| ingress_url.clone());
-    push_nonempty(&mut env, "IRONIC_EXTERNAL_CALLBACK_URL", callback.as_deref());
-    let http_url = net.image_server_external_url.clone().or(ingress_url);
-    push_nonempty(&mut env, "IRONIC_EXTERNAL_HTTP_URL", http_url.as_deref());
-    if let Some(exporter) = spec.prometheus_exporter.as_ref().filter(|p| p.enabled) {
+    push_nonempty(&mut env, "IRONIC_EXTERNAL_CALLBACK_URL", net.callback_url.as_deref());
+    push_nonempty(&mut env, "IRONIC_EXTERNAL_HTTP_URL", net.image_server_url.as_deref());
+    if let Some(exporter) = &settings.exporter {
         env.push(var("SEND_SENSOR_DATA", "true"));
         env.push(var("OS_SENSOR_DATA__INTERVAL", exporter.sensor_collection_interval().to_string()));
     }
@@ -177,11 +168,10 @@ pub fn ironic(inputs: &Inputs<'_>) -> Vec<EnvVar> {
 }
 
 /// The `httpd` container.
-pub fn httpd(inputs: &Inputs<'_>) -> Vec<EnvVar> {
-    let tls = inputs.tls_material().is_some();
-    let mut env = common(&inputs.ironic.spec, tls);
-    if tls {
-        env.push(from_secret("IRONIC_HTPASSWD", &inputs.names.htpasswd(), HTPASSWD_KEY));
+pub fn httpd(resolved: &Resolved) -> Vec<EnvVar> {
+    let mut env = common(resolved);
+    if resolved.network.serves_tls {
+        env.push(from_secret("IRONIC_HTPASSWD", &resolved.names.htpasswd(), HTPASSWD_KEY));
     }
     env
 }
@@ -198,8 +188,8 @@ fn dhcp_range(tag: Option<&str>, cidr: Option<&str>, begin: Option<&str>, end: O
 
 /// The `dnsmasq` container. The main pool and `extraRanges` (tagged `range_<index>`) go in
 /// `DHCP_RANGE`, separated by `;`; per-pool gateways in `DHCP_OPTIONS`.
-pub fn dnsmasq(spec: &IronicSpec, dhcp: &Dhcp, tls: bool) -> Vec<EnvVar> {
-    let mut env = common(spec, tls);
+pub fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Vec<EnvVar> {
+    let mut env = common(resolved);
     let mut ranges: Vec<String> =
         dhcp_range(None, dhcp.network_cidr.as_deref(), dhcp.range_begin.as_deref(), dhcp.range_end.as_deref())
             .into_iter()
@@ -230,41 +220,20 @@ pub fn dnsmasq(spec: &IronicSpec, dhcp: &Dhcp, tls: bool) -> Vec<EnvVar> {
 /// The `keepalived` container: `KEEPALIVED_VIRTUAL_IPS` (`ip,interface[,prefix]`, space
 /// separated, the provisioning IP first) in the `keepalived` form, the provisioning IP and
 /// interface in the deprecated `ipAddressManager` form.
-pub fn keepalived(spec: &IronicSpec) -> Vec<EnvVar> {
-    let net = networking(spec);
-    let ip = net.ip_address.clone().unwrap_or_default();
-    let interface = net.interface.clone().unwrap_or_default();
-    match net.keepalived.as_ref().filter(|k| k.enabled == Some(true)) {
-        Some(keepalived) => {
-            let entry = |ip: &str, interface: &str, prefix: Option<String>| match prefix {
-                Some(prefix) => format!("{ip},{interface},{prefix}"),
-                None => format!("{ip},{interface}"),
-            };
-            let main_prefix = net
-                .dhcp
-                .as_ref()
-                .and_then(|d| d.network_cidr.as_deref())
-                .and_then(|c| c.split_once('/'))
-                .map(|(_, p)| p.to_string());
-            let mut entries = vec![entry(&ip, &interface, main_prefix)];
-            for vip in keepalived.additional_vips.iter().flatten() {
-                entries.push(entry(
-                    vip.ip_address.as_deref().unwrap_or_default(),
-                    vip.interface.as_deref().unwrap_or_default(),
-                    vip.prefix.map(|p| p.to_string()),
-                ));
-            }
-            vec![var("KEEPALIVED_VIRTUAL_IPS", entries.join(" "))]
+pub fn keepalived(network: &Network) -> Vec<EnvVar> {
+    match &network.virtual_ips {
+        VirtualIps::Keepalived(entries) => vec![var("KEEPALIVED_VIRTUAL_IPS", entries.join(" "))],
+        VirtualIps::Provisioning { ip, interface } => {
+            vec![var("PROVISIONING_IP", ip.clone()), var("PROVISIONING_INTERFACE", interface.clone())]
         }
-        None => vec![var("PROVISIONING_IP", ip), var("PROVISIONING_INTERFACE", interface)],
     }
 }
 
 /// The `ramdisk-downloader` init container.
-pub fn downloader(inputs: &Inputs<'_>) -> Vec<EnvVar> {
-    let settings = &inputs.config.downloader;
+pub fn downloader(resolved: &Resolved) -> Vec<EnvVar> {
+    let settings = &resolved.downloader;
     let mut env = Vec::new();
-    push_nonempty(&mut env, "IPA_BRANCH", inputs.version.agent_branch.as_deref());
+    push_nonempty(&mut env, "IPA_BRANCH", resolved.version.agent_branch.as_deref());
     for (name, value) in [
         ("IPA_BASEURI", &settings.base_uri),
         ("IPA_FLAVOR", &settings.flavor),
@@ -279,12 +248,17 @@ pub fn downloader(inputs: &Inputs<'_>) -> Vec<EnvVar> {
 }
 
 /// The upgrade Jobs: just enough for ironic-image's configuration script and the database.
-pub fn upgrade_job(db: &DatabaseConnection) -> Vec<EnvVar> {
+pub fn upgrade_job(db: &Connection) -> Vec<EnvVar> {
     let mut env = database(db);
     env.push(var("IRONIC_USE_MARIADB", "true"));
     // The configuration script insists on a provisioning IP, though migrations need none.
     env.push(from_field("PROVISIONING_IP", "status.podIP"));
     env
+}
+
+/// Where the pods find the trusted CA bundle.
+pub fn trusted_ca_path(resolved: &Resolved) -> Option<String> {
+    resolved.trusted_ca.as_ref().map(|(_, key)| trusted_ca_file(key))
 }
 
 /// The trusted CA bundle's path inside the pods.

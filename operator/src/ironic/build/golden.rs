@@ -3,91 +3,10 @@
 //! with `FERROMETAL_UPDATE_GOLDEN=1 cargo test -p operator --lib ironic::build` and review
 //! the diff.
 
-use super::{Desired, Inputs, UpgradeVersions, Workload, build};
-use crate::ironic::Config;
-use crate::ironic::credentials::{ApiCredentials, generated_source};
-use crate::ironic::database;
-use crate::ironic::linked::{self, Source, SourceKind};
-use crate::ironic::names::Names;
-use crate::ironic::tls::{
-    AutoSecrets, CertificateRequest, CertifiedPem, SubjectAltNames, TlsMaterial, TlsPlan, auto_serving_source,
-};
-use crate::ironic::version;
-use crds::ironic::{Ironic, TlsMode};
+use super::{Desired, Workload, build};
+use crate::ironic::fixtures;
 use serde_json::Value;
 use std::path::PathBuf;
-
-const FAKE_CA: &str = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n";
-
-fn ironic(yaml: &str) -> Ironic {
-    let mut ironic: Ironic = serde_saphyr::from_str(yaml).expect("fixture parses");
-    ironic.metadata.uid = Some("6f1e3c1a-0000-4000-8000-000000000001".to_string());
-    ironic.metadata.namespace.get_or_insert_with(|| "metal3".to_string());
-    ironic
-}
-
-fn credentials(ironic: &Ironic) -> ApiCredentials {
-    let names = Names::of(ironic);
-    let (secret_name, generated) = match ironic.spec.api_credentials_name.clone() {
-        Some(name) => (name, false),
-        None => (names.generated_credentials(), true),
-    };
-    ApiCredentials {
-        source: generated_source(&secret_name, "ironic", "password"),
-        secret_name,
-        username: "ironic".into(),
-        password: "password".into(),
-        generated,
-        newly_generated: false,
-        htpasswd: "ironic:$2y$10$0123456789012345678901uFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE".into(),
-        digest: "digest".into(),
-    }
-}
-
-fn material(name: &str) -> TlsMaterial {
-    let data = [("tls.crt", "CERT"), ("tls.key", "KEY"), ("ca.crt", FAKE_CA)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
-        .collect();
-    TlsMaterial {
-        secret_name: name.to_string(),
-        source: Source { kind: SourceKind::Secret, name: name.to_string(), data },
-        ca_pem: Some(FAKE_CA.to_string()),
-        not_after: None,
-        renewal_at: None,
-    }
-}
-
-fn tls_plan(ironic: &Ironic) -> TlsPlan {
-    let names = Names::of(ironic);
-    let tls = ironic.spec.tls.clone().unwrap_or_default();
-    let mode = tls.effective_mode();
-    let mut plan = TlsPlan { mode, ..Default::default() };
-    match mode {
-        None => {}
-        Some(TlsMode::Secret) => plan.material = Some(material(tls.certificate_name.as_deref().unwrap_or_default())),
-        Some(TlsMode::Auto) => {
-            let secrets = AutoSecrets {
-                ca: CertifiedPem { cert: FAKE_CA.into(), key: "CA KEY".into() },
-                serving: CertifiedPem { cert: "CERT".into(), key: "KEY".into() },
-            };
-            let source = auto_serving_source(&names.auto_serving(), &secrets);
-            plan.material = Some(TlsMaterial { source, ..material(&names.auto_serving()) });
-            plan.auto = Some(secrets);
-        }
-        Some(TlsMode::CertManager) => {
-            let sans = SubjectAltNames { dns: vec!["ironic-ha.metal3.svc".into()], ips: Vec::new() };
-            let request = CertificateRequest::new(
-                names.cert_manager_certificate(),
-                tls.cert_manager.as_ref().expect("cert-manager settings"),
-                &sans,
-            );
-            plan.material = Some(material(&request.secret_name));
-            plan.certificate = Some(request);
-        }
-    }
-    plan
-}
 
 /// An object as JSON, with its apiVersion and kind.
 fn typed<K: k8s_openapi::Resource + serde::Serialize>(object: &K) -> Value {
@@ -116,37 +35,9 @@ fn documents(desired: &Desired) -> Vec<Value> {
 }
 
 fn render_case(yaml: &str, upgrade_from: Option<&str>) -> String {
-    let ironic = ironic(yaml);
-    let config = Config::default();
-    let version = version::resolve(&ironic.spec, &config.images).expect("supported version");
-    let credentials = credentials(&ironic);
-    let tls = tls_plan(&ironic);
-    let db = match &ironic.spec.database {
-        Some(db) => database::resolve_external(db).ok(),
-        None => None,
-    };
-    let trusted_ca = linked::trusted_ca(&ironic.spec).map(|ca| {
-        let key = ca.key.clone().unwrap_or_else(|| "ca-bundle.crt".to_string());
-        (ca, key)
-    });
-    let inputs = Inputs {
-        names: Names::of(&ironic),
-        namespace: ironic.metadata.namespace.clone().unwrap_or_default(),
-        config: &config,
-        version: &version,
-        credentials: &credentials,
-        tls: &tls,
-        database: db.as_ref(),
-        bmc_ca: linked::bmc_ca(&ironic.spec),
-        trusted_ca,
-        content_hash: "0123456789abcdef0123456789abcdef".into(),
-        upgrade: db
-            .as_ref()
-            .map(|_| UpgradeVersions { from: upgrade_from.map(str::to_string), to: version.version.to_string() }),
-        ironic: &ironic,
-    };
-    let docs = documents(&build(&inputs));
-    assert_eq!(docs, documents(&build(&inputs)), "building is deterministic");
+    let resolved = fixtures::resolved(&fixtures::ironic(yaml), upgrade_from);
+    let docs = documents(&build(&resolved));
+    assert_eq!(docs, documents(&build(&resolved)), "building is deterministic");
     docs.iter().map(|d| serde_saphyr::to_string(d).expect("yaml")).collect::<Vec<_>>().join("---\n")
 }
 

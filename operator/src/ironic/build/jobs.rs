@@ -1,10 +1,13 @@
 //! The upgrade Jobs: the schema upgrade before the new pods roll (`pre`), the online data
 //! migrations after (`post`). Only with a database: SQLite lives and dies with the pod.
 
+use super::meta::meta;
 use super::volumes::{self, SHARED_DIR, SHARED_VOLUME};
-use super::{Inputs, containers, env, meta, pod};
-use crate::ironic::database::DatabaseConnection;
+use super::{containers, env, pod};
+use crate::database::Connection;
 use crate::ironic::names::{self, UPGRADE_PHASE_LABEL};
+use crate::ironic::resolve::Resolved;
+use crate::ironic::upgrade::UpgradeVersions;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{PodSpec, PodTemplateSpec};
 use kube::api::ObjectMeta;
@@ -42,20 +45,12 @@ impl Phase {
     }
 }
 
-/// The versions an upgrade goes between, as they appear in Job names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UpgradeVersions {
-    /// `None` for a first installation.
-    pub from: Option<String>,
-    pub to: String,
-}
-
 /// Directories ironic-image writes to, which a read-only root needs as volumes.
 const SCRATCH: [(&str, &str); 3] = [("ironic-conf", "/conf"), ("ironic-data", "/data"), ("ironic-tmp", "/tmp")];
 
-pub fn render(inputs: &Inputs<'_>, db: &DatabaseConnection, versions: &UpgradeVersions, phase: Phase) -> Job {
-    let name = inputs.names.upgrade_job(phase.label(), versions.from.as_deref(), &versions.to);
-    let mut labels = names::common_labels(&inputs.names.ironic, &versions.to);
+pub fn render(resolved: &Resolved, db: &Connection, versions: &UpgradeVersions, phase: Phase) -> Job {
+    let name = resolved.names.upgrade_job(phase.label(), versions.from.as_deref(), &versions.to);
+    let mut labels = names::common_labels(&resolved.names.ironic, &versions.to);
     labels.insert(UPGRADE_PHASE_LABEL.to_string(), phase.label().to_string());
 
     let (mut pod_volumes, mut mounts) = volumes::database(db);
@@ -65,8 +60,8 @@ pub fn render(inputs: &Inputs<'_>, db: &DatabaseConnection, versions: &UpgradeVe
         pod_volumes.push(volumes::empty_dir(volume));
         mounts.push(volumes::mount(volume, path, false));
     }
-    let spec = &inputs.ironic.spec;
-    let overrides = spec.overrides.clone().unwrap_or_default();
+    let settings = &resolved.settings;
+    let overrides = settings.overrides.clone().unwrap_or_default();
     let mut template_meta = ObjectMeta { labels: Some(labels.clone()), ..Default::default() };
     pod::merge_under(&mut template_meta.labels, overrides.labels.as_ref());
     pod::merge_under(&mut template_meta.annotations, overrides.annotations.as_ref());
@@ -75,25 +70,21 @@ pub fn render(inputs: &Inputs<'_>, db: &DatabaseConnection, versions: &UpgradeVe
         spec: Some(PodSpec {
             containers: vec![containers::upgrade_job(
                 phase.script(),
-                &inputs.version.ironic_image,
+                &resolved.version.ironic_image,
                 env::upgrade_job(db),
                 mounts,
             )],
             volumes: Some(pod_volumes),
             restart_policy: Some("Never".to_string()),
             automount_service_account_token: Some(false),
-            node_selector: spec.node_selector.clone().filter(|s| !s.is_empty()),
+            node_selector: settings.node_selector.clone(),
             tolerations: overrides.tolerations.clone().filter(|t| !t.is_empty()),
             ..Default::default()
         }),
     };
     Job {
-        metadata: meta(inputs, name, labels),
-        spec: Some(JobSpec {
-            backoff_limit: Some(inputs.config.upgrade_job_backoff_limit),
-            template,
-            ..Default::default()
-        }),
+        metadata: meta(resolved, name, labels),
+        spec: Some(JobSpec { backoff_limit: Some(resolved.upgrade_job_backoff_limit), template, ..Default::default() }),
         status: None,
     }
 }

@@ -1,8 +1,9 @@
 //! The Service in front of the pods, and the optional Ingress.
 
 use super::containers::{API_PORT_NAME, IMAGES_PORT_NAME, IMAGES_TLS_PORT_NAME, METRICS_PORT_NAME};
-use super::{Inputs, env, meta};
+use super::meta::meta;
 use crate::ironic::names;
+use crate::ironic::resolve::Resolved;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend, IngressSpec,
@@ -29,30 +30,28 @@ fn service_port(name: &str, port: i32) -> ServicePort {
     }
 }
 
-pub fn service(inputs: &Inputs<'_>) -> Service {
-    let spec = &inputs.ironic.spec;
-    let tls = inputs.tls_material().is_some();
-    let mut ports = vec![service_port(API_PORT_NAME, api_service_port(tls))];
+pub fn service(resolved: &Resolved) -> Service {
+    let network = &resolved.network;
+    let mut ports = vec![service_port(API_PORT_NAME, api_service_port(network.serves_tls))];
     // Each replica of a DaemonSet serves its own images; one Service cannot front them.
-    if !spec.high_availability() {
+    if !resolved.settings.high_availability {
         ports.push(service_port(IMAGES_PORT_NAME, IMAGES_SERVICE_PORT));
-        if tls && !env::disable_vmedia_tls(spec) {
+        if network.serves_vmedia_tls {
             ports.push(service_port(IMAGES_TLS_PORT_NAME, IMAGES_TLS_SERVICE_PORT));
         }
     }
-    if spec.prometheus_exporter.as_ref().is_some_and(|p| p.enabled) {
-        let port = spec.networking.clone().unwrap_or_default().prometheus_exporter_port();
-        ports.push(service_port(METRICS_PORT_NAME, port));
+    if resolved.settings.exporter.is_some() {
+        ports.push(service_port(METRICS_PORT_NAME, network.exporter_port));
     }
     Service {
         metadata: meta(
-            inputs,
-            inputs.names.service(),
-            names::common_labels(&inputs.names.ironic, &inputs.version.version.to_string()),
+            resolved,
+            resolved.names.service(),
+            names::common_labels(&resolved.names.ironic, &resolved.version.version.to_string()),
         ),
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".to_string()),
-            selector: Some(names::selector(&inputs.names)),
+            selector: Some(names::selector(&resolved.names)),
             ports: Some(ports),
             ..Default::default()
         }),
@@ -76,20 +75,15 @@ fn path(path: &str, service: &str, port: &str) -> HTTPIngressPath {
 
 /// The Ingress, when `networking.ingress` asks for one: `/` to the API, `/redfish` and
 /// `/images` to the image server.
-pub fn ingress(inputs: &Inputs<'_>) -> Option<Ingress> {
-    let spec = &inputs.ironic.spec;
-    let settings = spec.networking.as_ref()?.ingress.as_ref()?;
+pub fn ingress(resolved: &Resolved) -> Option<Ingress> {
+    let settings = resolved.network.ingress.as_ref()?;
     let host = settings.host.clone().filter(|h| !h.is_empty());
-    let service = inputs.names.service();
-    let images = if inputs.tls_material().is_some() && !env::disable_vmedia_tls(spec) {
-        IMAGES_TLS_PORT_NAME
-    } else {
-        IMAGES_PORT_NAME
-    };
+    let service = resolved.names.service();
+    let images = if resolved.network.serves_vmedia_tls { IMAGES_TLS_PORT_NAME } else { IMAGES_PORT_NAME };
     let mut metadata = meta(
-        inputs,
-        inputs.names.ingress(),
-        names::common_labels(&inputs.names.ironic, &inputs.version.version.to_string()),
+        resolved,
+        resolved.names.ingress(),
+        names::common_labels(&resolved.names.ironic, &resolved.version.version.to_string()),
     );
     metadata.annotations = settings.annotations.clone().filter(|a| !a.is_empty());
     Some(Ingress {
@@ -98,7 +92,7 @@ pub fn ingress(inputs: &Inputs<'_>) -> Option<Ingress> {
             ingress_class_name: settings.ingress_class_name.clone().filter(|c| !c.is_empty()),
             tls: Some(vec![IngressTLS {
                 hosts: host.clone().map(|h| vec![h]),
-                secret_name: Some(inputs.names.ingress_tls()),
+                secret_name: Some(resolved.names.ingress_tls()),
             }]),
             rules: Some(vec![IngressRule {
                 host,

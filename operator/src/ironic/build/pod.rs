@@ -1,44 +1,44 @@
 //! The Ironic pod template, with `spec.overrides` applied last.
 
-use super::{Inputs, containers, volumes};
+use super::{containers, volumes};
 use crate::ironic::names::{self, CONTENT_HASH_ANNOTATION};
+use crate::ironic::resolve::Resolved;
 use crds::ironic::Overrides;
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use kube::api::ObjectMeta;
 use std::collections::BTreeMap;
 
-pub fn template(inputs: &Inputs<'_>) -> PodTemplateSpec {
-    let spec = &inputs.ironic.spec;
-    let net = spec.networking.clone().unwrap_or_default();
-    let pod_volumes = volumes::pod(inputs);
+pub fn template(resolved: &Resolved) -> PodTemplateSpec {
+    let settings = &resolved.settings;
+    let pod_volumes = volumes::pod(resolved);
 
     let mut containers = vec![
-        containers::ironic(inputs, &pod_volumes),
-        containers::httpd(inputs, &pod_volumes),
-        containers::ramdisk_logs(inputs, &pod_volumes),
+        containers::ironic(resolved, &pod_volumes),
+        containers::httpd(resolved, &pod_volumes),
+        containers::ramdisk_logs(resolved, &pod_volumes),
     ];
-    // DHCP is not supported with highAvailability; validation refuses the combination.
-    if let Some(dhcp) = net.dhcp.as_ref().filter(|_| !spec.high_availability()) {
-        containers.push(containers::dnsmasq(inputs, dhcp));
+    // DHCP is not supported with highAvailability: the resolved network has none then.
+    if let Some(dhcp) = &resolved.network.dhcp {
+        containers.push(containers::dnsmasq(resolved, dhcp));
     }
-    if let Some(image) = &inputs.version.keepalived_image {
-        containers.push(containers::keepalived(inputs, image));
+    if let Some(image) = &resolved.version.keepalived_image {
+        containers.push(containers::keepalived(resolved, image));
     }
-    if let Some(exporter) = spec.prometheus_exporter.as_ref().filter(|p| p.enabled) {
-        containers.push(containers::prometheus_exporter(inputs, &pod_volumes, exporter.bind_address()));
+    if let Some(exporter) = &settings.exporter {
+        containers.push(containers::prometheus_exporter(resolved, &pod_volumes, exporter.bind_address()));
     }
-    let init_containers: Vec<Container> = inputs
+    let init_containers: Vec<Container> = resolved
         .version
         .downloader_image
         .iter()
-        .map(|image| containers::ramdisk_downloader(inputs, image, &pod_volumes))
+        .map(|image| containers::ramdisk_downloader(resolved, image, &pod_volumes))
         .collect();
 
-    let mut labels = names::common_labels(&inputs.names.ironic, &inputs.version.version.to_string());
-    labels.extend(names::selector(&inputs.names));
+    let mut labels = names::common_labels(&resolved.names.ironic, &resolved.version.version.to_string());
+    labels.extend(names::selector(&resolved.names));
     let annotations: BTreeMap<String, String> =
-        [(CONTENT_HASH_ANNOTATION.to_string(), inputs.content_hash.clone())].into();
-    let host_network = net.host_network();
+        [(CONTENT_HASH_ANNOTATION.to_string(), resolved.content_hash.clone())].into();
+    let host_network = resolved.network.host_network;
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta { labels: Some(labels), annotations: Some(annotations), ..Default::default() }),
         spec: Some(PodSpec {
@@ -48,12 +48,12 @@ pub fn template(inputs: &Inputs<'_>) -> PodTemplateSpec {
             // Hosts on the provisioning network reach Ironic, httpd and dnsmasq directly.
             host_network: host_network.then_some(true),
             dns_policy: host_network.then(|| "ClusterFirstWithHostNet".to_string()),
-            node_selector: spec.node_selector.clone().filter(|s| !s.is_empty()),
+            node_selector: settings.node_selector.clone(),
             automount_service_account_token: Some(false),
             ..Default::default()
         }),
     };
-    apply_overrides(template, spec.overrides.as_ref())
+    apply_overrides(template, settings.overrides.as_ref())
 }
 
 /// Applies `overrides`: labels and annotations (never replacing the operator's own),

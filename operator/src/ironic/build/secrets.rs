@@ -1,17 +1,18 @@
 //! The Secrets and ConfigMaps the operator owns: generated credentials, the htpasswd, the
 //! Auto TLS CA and serving certificate, and the published CA bundle.
 
-use super::{Inputs, meta};
+use super::meta::meta;
 use crate::ironic::credentials::{DIGEST_KEY, HTPASSWD_KEY};
 use crate::ironic::names;
+use crate::ironic::resolve::Resolved;
 use crate::ironic::tls::{CA_CERT_KEY, CA_KEY_KEY, auto_serving_source};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use std::collections::BTreeMap;
 
-fn secret(inputs: &Inputs<'_>, name: String, type_: &str, data: &[(&str, &[u8])]) -> Secret {
+fn secret(resolved: &Resolved, name: String, type_: &str, data: &[(&str, &[u8])]) -> Secret {
     Secret {
-        metadata: meta(inputs, name, names::owner_labels(&inputs.names.ironic)),
+        metadata: meta(resolved, name, names::owner_labels(&resolved.names.ironic)),
         type_: Some(type_.to_string()),
         data: Some(data.iter().map(|(k, v)| (k.to_string(), ByteString(v.to_vec()))).collect()),
         ..Default::default()
@@ -19,11 +20,11 @@ fn secret(inputs: &Inputs<'_>, name: String, type_: &str, data: &[(&str, &[u8])]
 }
 
 /// The generated API credentials, when `apiCredentialsName` is empty.
-pub fn generated_credentials(inputs: &Inputs<'_>) -> Option<Secret> {
-    let credentials = inputs.credentials;
+pub fn generated_credentials(resolved: &Resolved) -> Option<Secret> {
+    let credentials = &resolved.credentials;
     credentials.generated.then(|| {
         secret(
-            inputs,
+            resolved,
             credentials.secret_name.clone(),
             "kubernetes.io/basic-auth",
             &[("username", credentials.username.as_bytes()), ("password", credentials.password.as_bytes())],
@@ -32,39 +33,39 @@ pub fn generated_credentials(inputs: &Inputs<'_>) -> Option<Secret> {
 }
 
 /// The htpasswd line, with the digest of the credentials it was made from.
-pub fn htpasswd(inputs: &Inputs<'_>) -> Secret {
-    let credentials = inputs.credentials;
+pub fn htpasswd(resolved: &Resolved) -> Secret {
+    let credentials = &resolved.credentials;
     secret(
-        inputs,
-        inputs.names.htpasswd(),
+        resolved,
+        resolved.names.htpasswd(),
         "Opaque",
         &[(HTPASSWD_KEY, credentials.htpasswd.as_bytes()), (DIGEST_KEY, credentials.digest.as_bytes())],
     )
 }
 
 /// The Auto CA (with its key) and the serving certificate it signs.
-pub fn auto_tls(inputs: &Inputs<'_>) -> Vec<Secret> {
-    let Some(auto) = &inputs.tls.auto else {
+pub fn auto_tls(resolved: &Resolved) -> Vec<Secret> {
+    let Some(auto) = &resolved.tls.auto else {
         return Vec::new();
     };
     let ca = secret(
-        inputs,
-        inputs.names.auto_ca(),
+        resolved,
+        resolved.names.auto_ca(),
         "Opaque",
         &[(CA_CERT_KEY, auto.ca.cert.as_bytes()), (CA_KEY_KEY, auto.ca.key.as_bytes())],
     );
-    let serving_source = auto_serving_source(&inputs.names.auto_serving(), auto);
+    let serving_source = auto_serving_source(&resolved.names.auto_serving(), auto);
     let data: Vec<(&str, &[u8])> = serving_source.data.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
-    let serving = secret(inputs, inputs.names.auto_serving(), "kubernetes.io/tls", &data);
+    let serving = secret(resolved, resolved.names.auto_serving(), "kubernetes.io/tls", &data);
     vec![ca, serving]
 }
 
 /// The CA bundle clients use to verify the API, when the CA is known. A ConfigMap: the CA is
 /// public, and readers need no access to Secrets.
-pub fn ca_bundle(inputs: &Inputs<'_>) -> Option<ConfigMap> {
-    let ca = inputs.tls_material()?.ca_pem.clone()?;
+pub fn ca_bundle(resolved: &Resolved) -> Option<ConfigMap> {
+    let ca = resolved.tls.material.as_ref()?.ca_pem.clone()?;
     Some(ConfigMap {
-        metadata: meta(inputs, inputs.names.ca_bundle(), names::owner_labels(&inputs.names.ironic)),
+        metadata: meta(resolved, resolved.names.ca_bundle(), names::owner_labels(&resolved.names.ironic)),
         data: Some(BTreeMap::from([(CA_CERT_KEY.to_string(), ca)])),
         ..Default::default()
     })

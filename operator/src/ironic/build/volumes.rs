@@ -1,11 +1,11 @@
 //! Volumes of the Ironic pod and where the containers mount them (ironic-image's paths).
 
-use super::Inputs;
-use crate::ironic::database::DatabaseConnection;
+use crate::database::Connection;
 use crate::ironic::linked::{CaReference, SourceKind};
-use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, EmptyDirVolumeSource, SecretVolumeSource, Volume, VolumeMount,
-};
+use crate::ironic::resolve::Resolved;
+use crate::kube::pod::secret_volume;
+pub use crate::kube::pod::{empty_dir, mount};
+use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
 
 pub const SHARED_DIR: &str = "/shared";
 pub const AUTH_DIR: &str = "/auth";
@@ -28,27 +28,6 @@ pub struct PodVolumes {
     pub shared: VolumeMount,
 }
 
-pub fn mount(volume: &str, path: &str, read_only: bool) -> VolumeMount {
-    VolumeMount {
-        name: volume.to_string(),
-        mount_path: path.to_string(),
-        read_only: read_only.then_some(true),
-        ..Default::default()
-    }
-}
-
-pub fn empty_dir(name: &str) -> Volume {
-    Volume { name: name.to_string(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() }
-}
-
-fn secret_volume(name: &str, secret: &str) -> Volume {
-    Volume {
-        name: name.to_string(),
-        secret: Some(SecretVolumeSource { secret_name: Some(secret.to_string()), ..Default::default() }),
-        ..Default::default()
-    }
-}
-
 fn ca_volume(name: &str, reference: &CaReference) -> Volume {
     match reference.kind {
         SourceKind::Secret => secret_volume(name, &reference.name),
@@ -61,41 +40,40 @@ fn ca_volume(name: &str, reference: &CaReference) -> Volume {
 }
 
 /// The database client's credentials and CA, for the pods and the upgrade Jobs.
-pub fn database(db: &DatabaseConnection) -> (Vec<Volume>, Vec<VolumeMount>) {
+pub fn database(db: &Connection) -> (Vec<Volume>, Vec<VolumeMount>) {
     let mut volumes = vec![secret_volume(DB_AUTH_VOLUME, &db.credentials_secret)];
     let mut mounts = vec![mount(DB_AUTH_VOLUME, &format!("{AUTH_DIR}/mariadb"), true)];
-    if let Some(ca) = &db.ca_secret {
+    if let Some(ca) = db.ca_secret() {
         volumes.push(secret_volume(DB_CA_VOLUME, ca));
         mounts.push(mount(DB_CA_VOLUME, &format!("{CERTS_DIR}/ca/mariadb"), true));
     }
     (volumes, mounts)
 }
 
-pub fn pod(inputs: &Inputs<'_>) -> PodVolumes {
-    let spec = &inputs.ironic.spec;
+pub fn pod(resolved: &Resolved) -> PodVolumes {
     let shared = mount(SHARED_VOLUME, SHARED_DIR, false);
-    let mut volumes = vec![empty_dir(SHARED_VOLUME), secret_volume(AUTH_VOLUME, &inputs.credentials.secret_name)];
+    let mut volumes = vec![empty_dir(SHARED_VOLUME), secret_volume(AUTH_VOLUME, &resolved.credentials.secret_name)];
     let mut mounts = vec![shared.clone()];
-    if spec.high_availability() {
+    if resolved.settings.high_availability {
         // JSON RPC clients authenticate with the API credentials.
         mounts.push(mount(AUTH_VOLUME, &format!("{AUTH_DIR}/ironic-rpc"), true));
     }
-    if let Some(material) = inputs.tls_material() {
+    if let Some(material) = &resolved.tls.material {
         volumes.push(secret_volume(CERT_VOLUME, &material.secret_name));
         mounts.push(mount(CERT_VOLUME, &format!("{CERTS_DIR}/ironic"), true));
-        if !super::env::disable_vmedia_tls(spec) {
+        if resolved.network.serves_vmedia_tls {
             mounts.push(mount(CERT_VOLUME, &format!("{CERTS_DIR}/vmedia"), true));
         }
     }
-    if let Some(bmc) = &inputs.bmc_ca {
+    if let Some(bmc) = &resolved.bmc_ca {
         volumes.push(ca_volume(BMC_CA_VOLUME, bmc));
         mounts.push(mount(BMC_CA_VOLUME, &format!("{CERTS_DIR}/ca/bmc"), true));
     }
-    if let Some((trusted, _)) = &inputs.trusted_ca {
+    if let Some((trusted, _)) = &resolved.trusted_ca {
         volumes.push(ca_volume(TRUSTED_CA_VOLUME, trusted));
         mounts.push(mount(TRUSTED_CA_VOLUME, TRUSTED_CA_DIR, true));
     }
-    if let Some(db) = inputs.database {
+    if let Some(db) = &resolved.database {
         let (db_volumes, db_mounts) = database(db);
         volumes.extend(db_volumes);
         mounts.extend(db_mounts);

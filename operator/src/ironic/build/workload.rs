@@ -1,7 +1,9 @@
 //! The workload: a one-replica Deployment, or a DaemonSet with `highAvailability`.
 
-use super::{Inputs, meta, pod};
+use super::meta::meta;
+use super::pod;
 use crate::ironic::names;
+use crate::ironic::resolve::Resolved;
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -21,15 +23,15 @@ impl Workload {
     }
 }
 
-pub fn render(inputs: &Inputs<'_>) -> Workload {
+pub fn render(resolved: &Resolved) -> Workload {
     let metadata = meta(
-        inputs,
-        inputs.names.workload(),
-        names::common_labels(&inputs.names.ironic, &inputs.version.version.to_string()),
+        resolved,
+        resolved.names.workload(),
+        names::common_labels(&resolved.names.ironic, &resolved.version.version.to_string()),
     );
-    let selector = LabelSelector { match_labels: Some(names::selector(&inputs.names)), ..Default::default() };
-    let template = pod::template(inputs);
-    if inputs.ironic.spec.high_availability() {
+    let selector = LabelSelector { match_labels: Some(names::selector(&resolved.names)), ..Default::default() };
+    let template = pod::template(resolved);
+    if resolved.settings.high_availability {
         Workload::DaemonSet(Box::new(DaemonSet {
             metadata,
             spec: Some(DaemonSetSpec { selector, template, ..Default::default() }),

@@ -12,13 +12,13 @@ pub mod cert_manager;
 pub mod sans;
 
 use super::linked::{Linked, Source, SourceKind, fields};
-use super::names::{Names, controlled_by};
+use super::names::Names;
+use crate::kube::names::controlled_by;
 use crate::pki as auto;
 use crds::ironic::status::TlsStatus;
 use crds::ironic::{IronicSpec, TlsMode};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::Api;
 
 pub use crate::pki::{CA_CERT_KEY, CA_KEY_KEY, CertifiedPem, SubjectAltNames};
 pub use cert_manager::CertificateRequest;
@@ -26,12 +26,6 @@ pub use cert_manager::CertificateRequest;
 /// Why TLS could not be resolved.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot read Secret {name}")]
-    Kube {
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
     #[error("Secret {name} exists but is not managed by this Ironic; delete it or choose another TLS mode")]
     Conflict { name: String },
     #[error("cannot make the Auto TLS certificates")]
@@ -118,13 +112,35 @@ pub fn auto_serving_source(name: &str, secrets: &AutoSecrets) -> Source {
     Source { kind: SourceKind::Secret, name: name.to_string(), data }
 }
 
-/// Resolves the TLS mode of `spec`. `now` is Unix seconds.
-pub async fn resolve(
-    secrets: &Api<Secret>,
+/// The Secrets of TLS as they were read: the Auto CA and serving certificate (mode Auto), the
+/// Secret cert-manager writes (mode CertManager).
+#[derive(Clone, Debug, Default)]
+pub struct Stored {
+    pub auto_ca: Option<Secret>,
+    pub auto_serving: Option<Secret>,
+    pub cert_manager: Option<Secret>,
+}
+
+/// The Secrets to read for `spec`, by name: what [`Stored`] holds.
+pub fn to_read(spec: &IronicSpec, names: &Names) -> (Option<[String; 2]>, Option<String>) {
+    let tls = spec.tls.clone().unwrap_or_default();
+    match tls.effective_mode() {
+        Some(TlsMode::Auto) => (Some([names.auto_ca(), names.auto_serving()]), None),
+        Some(TlsMode::CertManager) if tls.cert_manager.is_some() => (None, Some(names.cert_manager_certificate())),
+        _ => (None, None),
+    }
+}
+
+/// Resolves the TLS mode of `spec` of the Ironic in `namespace`. Pure but for the Auto
+/// certificates it may make; `now` is Unix seconds.
+#[allow(clippy::too_many_arguments)]
+pub fn resolve(
     names: &Names,
+    namespace: &str,
     owner_uid: &str,
     spec: &IronicSpec,
     linked: &Linked,
+    stored: &Stored,
     sans: &SubjectAltNames,
     now: i64,
 ) -> Result<TlsPlan, Error> {
@@ -139,10 +155,10 @@ pub async fn resolve(
         }
         TlsMode::Auto => {
             let settings = tls.auto.clone().unwrap_or_default();
-            let ca = read_owned(secrets, &names.auto_ca(), owner_uid).await?.and_then(|s| {
+            let ca = owned(stored.auto_ca.as_ref(), &names.auto_ca(), owner_uid)?.and_then(|s| {
                 Some(CertifiedPem { cert: s.text(CA_CERT_KEY)?.to_string(), key: s.text(CA_KEY_KEY)?.to_string() })
             });
-            let serving = read_owned(secrets, &names.auto_serving(), owner_uid).await?.and_then(|s| {
+            let serving = owned(stored.auto_serving.as_ref(), &names.auto_serving(), owner_uid)?.and_then(|s| {
                 Some(CertifiedPem { cert: s.text("tls.crt")?.to_string(), key: s.text("tls.key")?.to_string() })
             });
             let cert_days = i64::from(settings.certificate_validity_days());
@@ -158,7 +174,7 @@ pub async fn resolve(
                         auto::Decision::NewCa { reason } | auto::Decision::IssueServing { reason } => reason,
                         auto::Decision::Keep => "the stored certificates are incomplete",
                     });
-                    let common_name = format!("{}/{} Ironic CA", spec_namespace(secrets), names.ironic);
+                    let common_name = format!("{namespace}/{} Ironic CA", names.ironic);
                     let ca = auto::new_ca(&common_name, i64::from(settings.ca_validity_days()), now)?;
                     let serving = auto::issue_serving(&ca, sans, cert_days, now)?;
                     (ca, serving)
@@ -174,11 +190,8 @@ pub async fn resolve(
                 return Ok(plan);
             };
             let request = CertificateRequest::new(names.cert_manager_certificate(), settings, sans);
-            let secret = secrets
-                .get_opt(&request.secret_name)
-                .await
-                .map_err(|source| Error::Kube { name: request.secret_name.clone(), source })?;
-            match secret.as_ref().map(Source::from_secret).filter(|s| s.has("tls.crt") && s.has("tls.key")) {
+            match stored.cert_manager.as_ref().map(Source::from_secret).filter(|s| s.has("tls.crt") && s.has("tls.key"))
+            {
                 Some(source) => plan.material = Some(material(source, false)),
                 None => {
                     plan.pending = Some(format!(
@@ -193,15 +206,11 @@ pub async fn resolve(
     Ok(plan)
 }
 
-fn spec_namespace(secrets: &Api<Secret>) -> String {
-    secrets.namespace().unwrap_or_default().to_string()
-}
-
 /// A Secret the operator manages, or `None`; someone else's Secret of that name is a conflict.
-async fn read_owned(secrets: &Api<Secret>, name: &str, owner_uid: &str) -> Result<Option<Source>, Error> {
-    match secrets.get_opt(name).await.map_err(|source| Error::Kube { name: name.to_string(), source })? {
+fn owned(secret: Option<&Secret>, name: &str, owner_uid: &str) -> Result<Option<Source>, Error> {
+    match secret {
         Some(secret) if !controlled_by(&secret.metadata, owner_uid) => Err(Error::Conflict { name: name.to_string() }),
-        Some(secret) => Ok(Some(Source::from_secret(&secret))),
+        Some(secret) => Ok(Some(Source::from_secret(secret))),
         None => Ok(None),
     }
 }

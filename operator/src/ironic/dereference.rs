@@ -1,0 +1,105 @@
+//! The dereference step, the only one of the Ironic's own steps that reads: the Ironic afresh,
+//! the user's linked Secrets and ConfigMaps, the Secrets the operator generated for it
+//! (credentials, htpasswd, Auto TLS), the Secret cert-manager writes, and the addresses of the
+//! nodes Ironic may run on. What it finds is judged later (validate, resolve); here a missing
+//! object is just absent.
+
+use super::credentials;
+use super::linked::{self, Reference, Source, SourceKind};
+use super::names::Names;
+use super::nodes;
+use super::tls::{self, sans};
+use crate::kube::ledger::Unstored;
+use crate::kube::{KubeError, Ledger, Verb};
+use crds::ironic::{Ironic, TlsMode};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use kube::{Client, ResourceExt};
+use std::net::IpAddr;
+
+/// Why the Ironic or what it refers to could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+    #[error("the Ironic was never stored")]
+    Unstored(#[from] Unstored),
+}
+
+impl Error {
+    /// The Kubernetes failure, when there is one.
+    pub fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Self::Kube(err) => Some(err),
+            Self::Unstored(_) => None,
+        }
+    }
+}
+
+/// What the Ironic refers to, as read, for the later steps to judge.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// The user's linked Secrets and ConfigMaps; `None` for one that does not exist.
+    pub linked: Vec<(Reference, Option<Source>)>,
+    pub credentials: credentials::Stored,
+    pub tls: tls::Stored,
+    /// InternalIP addresses of the nodes Ironic may serve on, when its certificate must
+    /// cover them.
+    pub node_ips: Vec<IpAddr>,
+}
+
+/// Reads the Ironic afresh and makes the ledger of this reconcile for it. The watch cache can
+/// trail the controller's own last status write, and the version sequences (the database's
+/// and Ironic's) decide their next step from status: a stale status would repeat a step.
+/// `None` when the Ironic is gone.
+pub async fn owner(client: &Client, cached: &Ironic) -> Result<Option<(Ironic, Ledger)>, Error> {
+    let namespace = cached.namespace().unwrap_or_default();
+    let name = cached.name_any();
+    let api: Api<Ironic> = Api::namespaced(client.clone(), &namespace);
+    let Some(ironic) = api.get_opt(&name).await.map_err(KubeError::of::<Ironic>(Verb::Get, &name))? else {
+        return Ok(None);
+    };
+    let ledger = Ledger::new(client.clone(), &ironic, Names::of(&ironic).scope())?;
+    Ok(Some((ironic, ledger)))
+}
+
+async fn secret(ledger: &Ledger, name: &str) -> Result<Option<Secret>, Error> {
+    Ok(ledger.get::<Secret>(name).await?)
+}
+
+/// Reads what `ironic` refers to, in its namespace (the ledger's).
+pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
+    let spec = &ironic.spec;
+    let names = Names::of(ironic);
+    let mut linked = Vec::new();
+    for reference in linked::references(spec) {
+        let source = match reference.kind {
+            SourceKind::Secret => secret(ledger, &reference.name).await?.map(|s| Source::from_secret(&s)),
+            SourceKind::ConfigMap => {
+                ledger.get::<ConfigMap>(&reference.name).await?.map(|c| Source::from_config_map(&c))
+            }
+        };
+        linked.push((reference, source));
+    }
+    let user_credentials = spec.api_credentials_name.as_deref().is_some_and(|n| !n.is_empty());
+    let credentials = credentials::Stored {
+        generated: if user_credentials { None } else { secret(ledger, &names.generated_credentials()).await? },
+        htpasswd: secret(ledger, &names.htpasswd()).await?,
+    };
+    let mut stored = tls::Stored::default();
+    match tls::to_read(spec, &names) {
+        (Some([ca, serving]), _) => {
+            stored.auto_ca = secret(ledger, &ca).await?;
+            stored.auto_serving = secret(ledger, &serving).await?;
+        }
+        (None, Some(cert_manager)) => stored.cert_manager = secret(ledger, &cert_manager).await?,
+        (None, None) => {}
+    }
+    let mode = spec.tls.as_ref().and_then(|t| t.effective_mode());
+    let node_ips = if matches!(mode, Some(TlsMode::Auto | TlsMode::CertManager)) && sans::uses_node_addresses(spec) {
+        nodes::addresses(ledger.client(), spec.node_selector.as_ref()).await
+    } else {
+        Vec::new()
+    };
+    Ok(Found { linked, credentials, tls: stored, node_ips })
+}
