@@ -15,6 +15,7 @@ pub mod host;
 pub mod ironic;
 pub mod kube;
 pub mod metrics;
+pub mod nodeset;
 pub mod pki;
 pub mod runtime;
 pub mod telemetry;
