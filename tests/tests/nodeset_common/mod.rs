@@ -129,6 +129,24 @@ impl NodeSetEnv {
         Ok(self.services.create(&PostParams::default(), &service).await?)
     }
 
+    /// A NodeSetService with this `job` template.
+    pub async fn service_with(&self, name: &str, run_once: bool, job: Value) -> anyhow::Result<NodeSetService> {
+        let service: NodeSetService = serde_json::from_value(json!({
+            "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSetService",
+            "metadata": {"name": name}, "spec": {"runOnce": run_once, "job": job},
+        }))?;
+        Ok(self.services.create(&PostParams::default(), &service).await?)
+    }
+
+    /// Pods of service Jobs running `image` fail with exit code 3 and `message`.
+    pub fn fail_image(&self, image: &str, message: &str) {
+        let (image, message) = (image.to_string(), message.to_string());
+        self.t.env.sim.add_rule(move |pod| {
+            let runs = pod.spec.as_ref().is_some_and(|s| s.containers.iter().any(|c| c.image.as_deref() == Some(&image)));
+            runs.then(|| PodFate::Failed { exit_code: 3, message: message.clone() })
+        });
+    }
+
     /// A NodeSet spec for `hosts`, provisioning the live ISO, with `services`, one address
     /// per host on the ctlplane network.
     pub fn spec(&self, hosts: &[&str], services: &[&str]) -> Value {
@@ -208,9 +226,10 @@ impl NodeSetEnv {
         self.t.ironic_request_count("set_provision_state")
     }
 
-    /// Records every service Job of the namespace.
-    pub fn record_jobs(&self) -> JobRecorder {
-        JobRecorder::start(self.jobs.clone())
+    /// Records every service Job of the namespace created from now on.
+    pub async fn record_jobs(&self) -> anyhow::Result<JobRecorder> {
+        let existing = self.jobs.list(&ListParams::default()).await?.items.iter().map(|j| j.name_any()).collect();
+        Ok(JobRecorder::start(self.jobs.clone(), existing))
     }
 
     /// Every service Job that exists now.
@@ -332,8 +351,8 @@ struct JobRecording {
     max_running_hosts: usize,
 }
 
-/// Watches the service Jobs of a namespace: every Job created, and the most hosts ever in
-/// running Jobs at once.
+/// Watches the service Jobs of a namespace: every Job created since it started, and the most
+/// hosts ever in running Jobs at once.
 pub struct JobRecorder {
     recording: Arc<Mutex<JobRecording>>,
     task: JoinHandle<()>,
@@ -347,7 +366,7 @@ fn finished(job: &Job) -> bool {
 }
 
 impl JobRecorder {
-    fn start(jobs: Api<Job>) -> Self {
+    fn start(jobs: Api<Job>, existing: HashSet<String>) -> Self {
         let recording = Arc::new(Mutex::new(JobRecording::default()));
         let sink = recording.clone();
         let task = tokio::spawn(async move {
@@ -358,6 +377,9 @@ impl JobRecorder {
                 match event {
                     Event::Apply(job) | Event::InitApply(job) => {
                         let name = job.name_any();
+                        if existing.contains(&name) {
+                            continue;
+                        }
                         let annotations = job.annotations();
                         let Some(service) = annotations.get(operator::nodeset::SERVICE_ANNOTATION).cloned() else {
                             continue;
@@ -432,4 +454,20 @@ pub fn names(prefix: &str, n: usize) -> Vec<String> {
 /// Waits until `f` holds for a settle period: nothing more happens.
 pub async fn settle() {
     tokio::time::sleep(secs(3)).await;
+}
+
+/// Waits until exactly `n` service Jobs exist per service, and returns all their names.
+pub async fn wait_for_jobs(env: &NodeSetEnv, n: usize) -> anyhow::Result<Vec<String>> {
+    wait::until_ok(&format!("{n} service Job per service"), secs(60), POLL, || async {
+        let jobs = env.service_jobs().await?;
+        let mut per_service: BTreeMap<String, usize> = BTreeMap::new();
+        for job in &jobs {
+            let service = job.annotations().get(operator::nodeset::SERVICE_ANNOTATION).cloned().unwrap_or_default();
+            *per_service.entry(service).or_default() += 1;
+        }
+        let mut names: Vec<String> = jobs.iter().map(|j| j.name_any()).collect();
+        names.sort();
+        Ok(per_service.values().all(|c| *c == n).then_some(names))
+    })
+    .await
 }
