@@ -379,13 +379,19 @@ impl Plan {
     }
 }
 
-/// Plans the deletion of a NodeSet: every host it claimed leaves per the deletion policy.
-/// Hosts are found by label, whatever status says.
+/// Plans the deletion of a NodeSet: every host of `spec.nodes` leaves per the deletion policy.
+/// Hosts are found by label, whatever status says; a machine released earlier (its key removed
+/// under Retain or Detach) is no longer the NodeSet's and stays as it is.
 pub fn plan_deletion(nodeset: &NodeSet, facts: &Facts) -> Plan {
     let owner = Owner::of(nodeset);
     let mut plan = Plan::default();
-    let mut claimed: Vec<(&str, &Arc<BareMetalHost>)> =
-        facts.hosts.iter().filter_map(|h| owner.hostname_of(h).map(|name| (name, h))).collect();
+    let nodes = nodeset.spec.nodes.clone().unwrap_or_default();
+    let mut claimed: Vec<(&str, &Arc<BareMetalHost>)> = facts
+        .hosts
+        .iter()
+        .filter_map(|h| owner.hostname_of(h).map(|name| (name, h)))
+        .filter(|(name, _)| nodes.contains_key(*name))
+        .collect();
     claimed.sort_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.name_any().cmp(&b.1.name_any())));
     let policy = nodeset.spec.deletion_policy();
     for (hostname, host) in claimed {

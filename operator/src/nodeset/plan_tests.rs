@@ -261,6 +261,18 @@ fn deleting_the_nodeset_deprovisions_only_under_the_deprovision_policy() {
 }
 
 #[test]
+fn deleting_the_nodeset_leaves_machines_released_earlier_alone() {
+    let n = nodeset(&edited(|s| {
+        s["deletionPolicy"] = json!("Deprovision");
+        drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
+    }));
+    // compute-2 was removed under Retain: its machine still carries the labels.
+    let plan = plan_deletion(&n, &facts(provisioned(&spec())));
+    let released: Vec<&str> = plan.releases.iter().map(|r| r.hostname.as_str()).collect();
+    assert_eq!(released, ["compute-0", "compute-1"]);
+}
+
+#[test]
 fn an_edited_mtu_reruns_the_network_service_on_one_host_at_a_time_and_writes_nothing_on_the_machines() {
     let plan = plan_edit(&edited(|s| s["nodeTemplate"]["networks"][0]["mtu"] = json!(9000)));
     assert!(plan.writes.is_empty(), "{:?}", plan.writes);
