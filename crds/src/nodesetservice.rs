@@ -18,6 +18,10 @@ pub const INVENTORY_ENV: &str = "FERROMETAL_INVENTORY";
 pub const RESERVED_ENV: [&str; 3] = [INVENTORY_ENV, "FERROMETAL_NODESET", "FERROMETAL_SERVICE"];
 /// Default retries of a service Job.
 pub const DEFAULT_BACKOFF_LIMIT: i32 = 2;
+/// Default `activeDeadlineSeconds` of a service Job: an hour. A configuration step that hangs
+/// (an unreachable host, a prompt nobody answers) must fail, or its hosts would stay
+/// unavailable and the rollout would never move on.
+pub const DEFAULT_ACTIVE_DEADLINE_SECONDS: i64 = 3600;
 
 /// A configuration step run on NodeSet hosts.
 // printcolumn(...) repeats type_ and priority by design; clippy reads them as duplicates.
@@ -57,9 +61,9 @@ pub struct NodeSetServiceSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceJob {
-    /// Seconds a run may take before it is failed.
+    /// Seconds a run may take before it is failed; an hour when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(extend("default" = 3600), range(min = 1))]
     pub active_deadline_seconds: Option<i64>,
     /// Arguments to the command.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -33,6 +33,9 @@ pub enum ControllerKind {
     Ironic,
     /// `BareMetalHost`: hosts driven through Ironic.
     Host,
+    /// `NodeSet`: groups of hosts claimed, provisioned and configured in place.
+    #[value(name = "nodeset")]
+    NodeSet,
 }
 
 /// Flags of `ferrometal run`.
@@ -52,7 +55,7 @@ pub struct RunArgs {
     pub health_addr: SocketAddr,
 
     /// Which controllers to run.
-    #[arg(long, env = "CONTROLLERS", value_enum, value_delimiter = ',', default_value = "ironic,host")]
+    #[arg(long, env = "CONTROLLERS", value_enum, value_delimiter = ',', default_value = "ironic,host,nodeset")]
     pub controllers: Vec<ControllerKind>,
 
     /// This replica's identity, for leader election and event reports.
@@ -71,6 +74,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub host: crate::host::HostArgs,
+
+    #[command(flatten)]
+    pub nodeset: crate::nodeset::NodeSetArgs,
 }
 
 #[cfg(test)]
@@ -88,7 +94,14 @@ mod tests {
         let cli = Cli::try_parse_from(["ferrometal", "run"]).expect("default flags parse");
         let Command::Run(args) = cli.command else { panic!("not run") };
         assert_eq!(args.namespaces, vec![String::new()]);
-        assert_eq!(args.controllers, vec![ControllerKind::Ironic, ControllerKind::Host]);
+        assert_eq!(args.controllers, vec![ControllerKind::Ironic, ControllerKind::Host, ControllerKind::NodeSet]);
+    }
+
+    #[test]
+    fn controllers_are_chosen_by_name() {
+        let cli = Cli::try_parse_from(["ferrometal", "run", "--controllers", "host,nodeset"]).expect("parse");
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.controllers, vec![ControllerKind::Host, ControllerKind::NodeSet]);
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct OperatorConfig {
     pub ironic: Option<crate::ironic::Config>,
     /// The `BareMetalHost` controller; `None` does not run it.
     pub host: Option<crate::host::Config>,
+    /// The `NodeSet` controller; `None` does not run it.
+    pub nodeset: Option<crate::nodeset::Config>,
 }
 
 impl OperatorConfig {
@@ -34,6 +36,7 @@ impl OperatorConfig {
             webhook: None,
             ironic: None,
             host: None,
+            nodeset: None,
         }
     }
 }
@@ -49,6 +52,7 @@ impl From<RunArgs> for OperatorConfig {
             webhook: args.webhook.into_config(),
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
             host: enabled(ControllerKind::Host).then(|| args.host.into()),
+            nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             identity,
         }
     }

@@ -14,6 +14,7 @@ pub mod install;
 pub mod ironic;
 pub mod kube;
 pub mod metrics;
+pub mod nodeset;
 pub mod pki;
 pub mod runtime;
 pub mod telemetry;

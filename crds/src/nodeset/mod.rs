@@ -16,7 +16,7 @@ pub use cel::{
 };
 pub use config::{Dns, NetworkConfig, NodeSection, NodeTemplate, Route, Variables};
 pub use hash::{EffectiveHostConfig, effective_host_config, host_config_hash, nodeset_config_hash, provisioning_hash};
-pub use status::{BmhRef, CompletedService, HostStatus, NodeSetStatus, RolloutStatus};
+pub use status::{BmhRef, CompletedService, HostStatus, NodeSetStatus, RolloutPhase, RolloutStatus};
 pub use template::{BaremetalSetTemplate, HardwareReqs, ProvisioningNetwork};
 pub use validation::validate_nodeset;
 
@@ -32,6 +32,18 @@ pub const NODESET_LABEL: &str = "ferrometal.io/nodeset";
 pub const HOSTNAME_LABEL: &str = "ferrometal.io/hostname";
 /// Finalizer that applies the deletion policy before a NodeSet goes away.
 pub const FINALIZER: &str = "nodeset.ferrometal.io";
+/// Label on every service Job (and its inventory Secret): the NodeSetService's name.
+pub const SERVICE_LABEL: &str = "ferrometal.io/service";
+/// Annotation on a claimed BareMetalHost: the provisioning hash it was provisioned with,
+/// written together with its image, so that what a machine runs is recorded on the machine.
+pub const PROVISIONED_HASH_ANNOTATION: &str = "ferrometal.io/provisioned-hash";
+/// Annotation on a claimed BareMetalHost: the last reprovisionToken acted on, written together
+/// with the write that clears its image.
+pub const REPROVISION_TOKEN_ANNOTATION: &str = "ferrometal.io/reprovision-token";
+/// Annotation on a claimed BareMetalHost: the services completed on the machine since it was
+/// provisioned (JSON, as `status.hosts.<h>.servicesCompleted`). It survives the NodeSet, so a
+/// recreated NodeSet adopts the machine without rerunning what already ran.
+pub const SERVICES_COMPLETED_ANNOTATION: &str = "ferrometal.io/services-completed";
 
 /// Desired state of a group of hosts.
 // printcolumn(...) repeats type_ and priority by design; clippy reads them as duplicates.
@@ -56,13 +68,25 @@ pub const FINALIZER: &str = "nodeset.ferrometal.io";
         description = "Every host is provisioned and configured"
     ),
     printcolumn(
-        name = "Claimed",
-        type_ = "integer",
-        json_path = ".status.claimedHosts",
-        description = "Hosts with a claimed BareMetalHost"
+        name = "Hosts",
+        type_ = "string",
+        json_path = ".status.provisionedHosts",
+        description = "Hosts provisioned, of the hosts in spec.nodes"
+    ),
+    printcolumn(
+        name = "Configured",
+        type_ = "string",
+        json_path = ".status.configuredHosts",
+        description = "Hosts at their desired configuration, of the hosts in spec.nodes"
     ),
     printcolumn(
         name = "Rollout",
+        type_ = "string",
+        json_path = ".status.rollout.phase",
+        description = "Where the rollout of the configuration stands"
+    ),
+    printcolumn(
+        name = "Strategy",
         type_ = "string",
         json_path = ".spec.rollout.strategy",
         description = "Rollout strategy",

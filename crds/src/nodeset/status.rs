@@ -40,6 +40,13 @@ pub struct NodeSetStatus {
     /// Generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Hosts at their desired configuration, of the hosts in spec.nodes, as "n/m".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configured_hosts: Option<String>,
+    /// Hosts whose machine is provisioned (every host of a preProvisioned NodeSet), of the
+    /// hosts in spec.nodes, as "n/m".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioned_hosts: Option<String>,
     /// The current or last rollout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutStatus>,
@@ -122,7 +129,26 @@ pub struct RolloutStatus {
     /// The NodeSet config hash being rolled out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// Where the rollout stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<RolloutPhase>,
     /// When the rollout started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<Time>,
+}
+
+/// Where a rollout stands. Values: Waiting, RollingOut, Pending, Failed, Complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = crate::schema_util::drop_description)]
+pub enum RolloutPhase {
+    /// Nothing can run yet: hosts are being claimed or provisioned.
+    Waiting,
+    /// Service Jobs run, or are about to.
+    RollingOut,
+    /// Manual strategy: the configuration changed and waits for a new spec.rollout.token.
+    Pending,
+    /// A service Job failed; the rollout stopped until the service or the configuration changes.
+    Failed,
+    /// Every host runs its desired configuration.
+    Complete,
 }

@@ -11,6 +11,7 @@
 //!   conditions it becomes;
 //! - [`events`]: Events collected during a reconcile, published after its status write;
 //! - [`observe`] and [`jobs`]: how Jobs and workloads are doing, Jobs that run once;
+//! - [`fresh`]: the newer of a cached object and what the controller's own write returned;
 //! - [`content`], [`names`], [`pod`]: Secret and ConfigMap content, labels and bounded names,
 //!   pod parts.
 //!
@@ -22,6 +23,7 @@ pub mod content;
 pub mod context;
 pub mod error;
 pub mod events;
+pub mod fresh;
 pub mod jobs;
 pub mod ledger;
 pub mod names;

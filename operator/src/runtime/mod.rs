@@ -163,6 +163,14 @@ async fn supervise(
                 .map_err(|e| Error::Controller { controller: "host", source: Box::new(e) })
         });
     }
+    if let Some(nodeset) = config.nodeset.clone() {
+        let (ctx, token) = (ctx.clone(), controllers.clone());
+        tasks.spawn(async move {
+            crate::nodeset::run(ctx, nodeset, token)
+                .await
+                .map_err(|e| Error::Controller { controller: "nodeset", source: Box::new(e) })
+        });
+    }
 
     let outcome = loop {
         tokio::select! {

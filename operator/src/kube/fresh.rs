@@ -1,0 +1,132 @@
+//! The newest copy of an object a controller knows: its reflector store's, or the one its own
+//! last write returned.
+//!
+//! A watch delivers a write's result a moment after the write. A reconcile that runs in
+//! between (woken by something else) would read the older cached copy and act on it: claim a
+//! host again, miss a Job it just created, forget a completion it just recorded. [`Recent`]
+//! keeps what writes returned until the store has caught up, and hands out the newer copy.
+//! Resource versions are compared as numbers, which etcd-backed apiservers use; an object whose
+//! version does not parse counts as oldest.
+
+use kube::{Resource, ResourceExt};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+type Key = (String, String);
+
+fn key<K: Resource>(object: &K) -> Key {
+    (object.namespace().unwrap_or_default(), object.name_any())
+}
+
+/// An object's resource version as a number; 0 when absent or opaque.
+pub fn version<K: Resource>(object: &K) -> u64 {
+    object.meta().resource_version.as_deref().and_then(|rv| rv.parse().ok()).unwrap_or(0)
+}
+
+/// Objects as the controller's own writes returned them, until the store shows them.
+pub struct Recent<K> {
+    written: Mutex<HashMap<Key, Arc<K>>>,
+}
+
+impl<K> Default for Recent<K> {
+    fn default() -> Self {
+        Self { written: Mutex::default() }
+    }
+}
+
+impl<K: Resource + Clone> Recent<K> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Arc<K>>> {
+        self.written.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Remembers what a write returned.
+    pub fn remember(&self, object: K) -> Arc<K> {
+        let object = Arc::new(object);
+        self.lock().insert(key(object.as_ref()), object.clone());
+        object
+    }
+
+    /// Forgets an object (it was deleted).
+    pub fn forget(&self, namespace: &str, name: &str) {
+        self.lock().remove(&(namespace.to_string(), name.to_string()));
+    }
+
+    /// The newer of `cached` and what a write returned; a remembered copy that the store has
+    /// caught up with is dropped.
+    pub fn freshest(&self, cached: Arc<K>) -> Arc<K> {
+        let mut written = self.lock();
+        let key = key(cached.as_ref());
+        match written.get(&key) {
+            Some(ours) if version(ours.as_ref()) > version(cached.as_ref()) => ours.clone(),
+            Some(_) => {
+                written.remove(&key);
+                cached
+            }
+            None => cached,
+        }
+    }
+
+    /// The store's objects with each replaced by its freshest copy, plus the remembered objects
+    /// of `namespace` the store does not show yet (just created), for which `wanted` holds.
+    pub fn overlay(&self, cached: Vec<Arc<K>>, namespace: &str, wanted: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
+        let mut seen: std::collections::HashSet<Key> = std::collections::HashSet::new();
+        let mut out: Vec<Arc<K>> = cached
+            .into_iter()
+            .map(|object| {
+                seen.insert(key(object.as_ref()));
+                self.freshest(object)
+            })
+            .collect();
+        let written = self.lock();
+        let mut extra: Vec<Arc<K>> = written
+            .iter()
+            .filter(|(k, object)| k.0 == namespace && !seen.contains(*k) && wanted(object))
+            .map(|(_, object)| object.clone())
+            .collect();
+        extra.sort_by_key(|o| o.name_any());
+        out.extend(extra);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ObjectMeta;
+
+    fn map(name: &str, rv: &str) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn the_newer_copy_wins_until_the_store_catches_up() {
+        let recent = Recent::default();
+        recent.remember((*map("a", "10")).clone());
+        assert_eq!(recent.freshest(map("a", "9")).resource_version().as_deref(), Some("10"));
+        assert_eq!(recent.freshest(map("a", "11")).resource_version().as_deref(), Some("11"));
+        // Caught up: the remembered copy is gone, even an older cache is believed again.
+        assert_eq!(recent.freshest(map("a", "9")).resource_version().as_deref(), Some("9"));
+    }
+
+    #[test]
+    fn objects_created_but_not_yet_cached_are_added_to_the_store_view() {
+        let recent = Recent::default();
+        recent.remember((*map("new", "12")).clone());
+        recent.remember((*map("other", "13")).clone());
+        let view = recent.overlay(vec![map("old", "5")], "ns", |m| m.name_any() != "other");
+        let names: Vec<_> = view.iter().map(|m| m.name_any()).collect();
+        assert_eq!(names, ["old", "new"]);
+        assert!(recent.overlay(vec![], "elsewhere", |_| true).is_empty(), "only the namespace asked for");
+        recent.forget("ns", "new");
+        assert_eq!(recent.overlay(vec![], "ns", |m| m.name_any() == "new").len(), 0);
+    }
+}

@@ -1,0 +1,153 @@
+//! Wiring: one kube-runtime controller per watched scope, woken by its NodeSets, the
+//! NodeSetServices they list, the BareMetalHosts they claim (by label) and the free ones a
+//! waiting host could claim, HardwareData, and the Jobs and inventory Secrets they own. Every
+//! watch but the NodeSets' feeds a reflector store that reconciles read instead of the API.
+
+use super::claims::Owner;
+use super::config::Config;
+use super::dereference::Caches;
+use super::job::COMPONENT;
+use super::memory::Memory;
+use super::reconcile::{CONTROLLER, NodeSetReconciler};
+use super::validate::bmh_namespace;
+use crate::kube::backoff::Backoff;
+use crate::kube::names::COMPONENT_LABEL;
+use crate::kube::runner::{Runner, drive, fan_out};
+use crate::kube::{Context, Scope};
+use crds::baremetalhost::BareMetalHost;
+use crds::hardwaredata::HardwareData;
+use crds::nodeset::{NODESET_LABEL, NodeSet};
+use crds::nodesetservice::NodeSetService;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::{Api, PartialObjectMeta};
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Why the NodeSet controller stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("a NodeSet controller task failed")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Runs the NodeSet controller until `shutdown`.
+pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
+    let memory = Arc::new(Memory::default());
+    tracing::info!(concurrency = config.concurrency, job_history = config.job_history, "starting the NodeSet controller");
+    let watched = ctx.namespaces.clone();
+    fan_out(ctx.scopes(), |scope| {
+        let (ctx, config, memory, watched, shutdown) =
+            (ctx.clone(), config.clone(), memory.clone(), watched.clone(), shutdown.clone());
+        async move { run_scope(ctx, scope, config, memory, watched, shutdown).await }
+    })
+    .await?;
+    tracing::info!("the NodeSet controller stopped");
+    Ok(())
+}
+
+/// A reflector of `api` whose events also wake NodeSets.
+fn reflected<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>>)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, config).default_backoff()).touched_objects();
+    (store, stream)
+}
+
+async fn run_scope(
+    ctx: Arc<Context>,
+    scope: Scope,
+    config: Config,
+    memory: Arc<Memory>,
+    watched: Vec<String>,
+    shutdown: CancellationToken,
+) {
+    let controller = Controller::new(scope.api::<NodeSet>(), watcher::Config::default().any_semantic())
+        .with_config(controller::Config::default().concurrency(config.concurrency));
+    let nodesets = controller.store();
+    let (hosts, host_events) = reflected(scope.api::<BareMetalHost>(), watcher::Config::default());
+    let (hardware, hardware_events) = reflected(scope.api::<HardwareData>(), watcher::Config::default());
+    let (services, service_events) = reflected(scope.api::<NodeSetService>(), watcher::Config::default());
+    let owned = watcher::Config::default().labels(&format!("{COMPONENT_LABEL}={COMPONENT}"));
+    let (jobs, job_events) = reflected(scope.api::<Job>(), owned.clone());
+    // Only their metadata: an inventory's content never needs to be cached.
+    let secret_events = watcher(scope.api::<PartialObjectMeta<Secret>>(), owned).default_backoff().touched_objects();
+
+    let (by_service, by_host, by_hardware) = (nodesets.clone(), nodesets.clone(), nodesets.clone());
+    let controller = controller
+        .watches_stream(service_events, move |service| listing(&by_service, &service))
+        .watches_stream(host_events, move |host| claiming(&by_host, &host))
+        .watches_stream(hardware_events, move |data| waiting(&by_hardware, &data.namespace().unwrap_or_default()))
+        .owns_stream(job_events)
+        .owns_stream::<PartialObjectMeta<Secret>>(secret_events);
+
+    let reconciler = Arc::new(NodeSetReconciler {
+        runner: Runner {
+            controller: CONTROLLER,
+            metrics: ctx.metrics(),
+            backoff: Backoff::new(config.backoff_base, config.backoff_max),
+        },
+        client: ctx.client.clone(),
+        caches: Caches { nodesets, hosts, hardware, services, jobs },
+        memory,
+        publisher: ctx.publisher(CONTROLLER),
+        watched,
+        config,
+    });
+    tracing::info!(%scope, "watching NodeSets");
+    drive(controller, reconciler, shutdown).await;
+}
+
+/// The NodeSets of the service's namespace that list it.
+fn listing(nodesets: &Store<NodeSet>, service: &NodeSetService) -> Vec<ObjectRef<NodeSet>> {
+    let (namespace, name) = (service.namespace(), service.name_any());
+    nodesets
+        .state()
+        .iter()
+        .filter(|n| n.namespace() == namespace && n.spec.services.iter().flatten().any(|s| *s == name))
+        .map(|n| ObjectRef::from_obj(n.as_ref()))
+        .collect()
+}
+
+/// The NodeSet that claimed `host`, and those waiting for a BareMetalHost in its namespace: a
+/// host that becomes available may satisfy them.
+fn claiming(nodesets: &Store<NodeSet>, host: &BareMetalHost) -> Vec<ObjectRef<NodeSet>> {
+    let namespace = host.namespace().unwrap_or_default();
+    let mut refs = waiting(nodesets, &namespace);
+    if let Some(label) = host.labels().get(NODESET_LABEL) {
+        let consumer_namespace =
+            host.spec.consumer_ref.as_ref().and_then(|c| c.namespace.clone()).unwrap_or_else(|| namespace.clone());
+        for nodeset in nodesets.state() {
+            let owner = Owner::of(&nodeset);
+            if owner.label == *label && owner.namespace == consumer_namespace {
+                refs.push(ObjectRef::from_obj(nodeset.as_ref()));
+            }
+        }
+    }
+    refs.sort_by_key(|r| (r.namespace.clone(), r.name.clone()));
+    refs.dedup();
+    refs
+}
+
+/// NodeSets with BareMetalHosts in `namespace` and a host still without one.
+fn waiting(nodesets: &Store<NodeSet>, namespace: &str) -> Vec<ObjectRef<NodeSet>> {
+    nodesets
+        .state()
+        .iter()
+        .filter(|n| !n.spec.pre_provisioned() && bmh_namespace(n) == namespace)
+        .filter(|n| {
+            let claimed = n.status.as_ref().and_then(|s| s.hosts.as_ref());
+            n.spec.nodes.iter().flatten().any(|(host, _)| {
+                claimed.and_then(|c| c.get(host)).is_none_or(|h| h.bmh_ref.is_none())
+            })
+        })
+        .map(|n| ObjectRef::from_obj(n.as_ref()))
+        .collect()
+}
+

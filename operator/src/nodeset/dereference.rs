@@ -1,0 +1,147 @@
+//! Dereference: what a NodeSet depends on, read from the watch caches (BareMetalHosts,
+//! HardwareData, NodeSetServices, Jobs), never with a request per host. The only requests are
+//! a list of a failed Job's pods, once per failed Job, to quote the container's failure.
+
+use super::facts::Facts;
+use super::job;
+use super::memory::Memory;
+use super::validate::bmh_namespace;
+use crate::kube::error::{KubeError, Verb};
+use crate::kube::names::controlled_by;
+use crate::kube::observe::failure_message;
+use crds::baremetalhost::BareMetalHost;
+use crds::hardwaredata::HardwareData;
+use crds::nodeset::NodeSet;
+use crds::nodesetservice::NodeSetService;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, ListParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// How long a reconcile waits for the caches to hold their first list.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The watch caches of one scope.
+#[derive(Clone)]
+pub struct Caches {
+    pub nodesets: Store<NodeSet>,
+    pub hosts: Store<BareMetalHost>,
+    pub hardware: Store<HardwareData>,
+    pub services: Store<NodeSetService>,
+    pub jobs: Store<Job>,
+}
+
+/// Why the facts could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DereferenceError {
+    /// A cache has not listed its objects yet: acting on an empty cache would, for one, report
+    /// every claimed host as unclaimed.
+    #[error("the {0} watch cache is not ready")]
+    NotReady(&'static str),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+}
+
+impl Caches {
+    /// Waits until every cache holds its first list.
+    pub async fn ready(&self) -> Result<(), DereferenceError> {
+        let all = async {
+            self.nodesets.wait_until_ready().await.map_err(|_| "NodeSet")?;
+            self.hosts.wait_until_ready().await.map_err(|_| "BareMetalHost")?;
+            self.hardware.wait_until_ready().await.map_err(|_| "HardwareData")?;
+            self.services.wait_until_ready().await.map_err(|_| "NodeSetService")?;
+            self.jobs.wait_until_ready().await.map_err(|_| "Job")?;
+            Ok::<(), &'static str>(())
+        };
+        match tokio::time::timeout(READY_TIMEOUT, all).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(what)) => Err(DereferenceError::NotReady(what)),
+            Err(_) => Err(DereferenceError::NotReady("NodeSet controller's")),
+        }
+    }
+
+    /// The names of the NodeSetServices of `namespace`.
+    pub fn service_names(&self, namespace: &str) -> BTreeSet<String> {
+        self.services
+            .state()
+            .iter()
+            .filter(|s| s.namespace().as_deref() == Some(namespace))
+            .map(|s| s.name_any())
+            .collect()
+    }
+}
+
+/// The BareMetalHosts of `namespace`, each the freshest copy known.
+pub fn hosts(caches: &Caches, memory: &Memory, namespace: &str) -> Vec<std::sync::Arc<BareMetalHost>> {
+    let cached = caches.hosts.state_filter(|h| h.namespace().as_deref() == Some(namespace));
+    let mut hosts: Vec<_> = cached.into_iter().map(|h| memory.hosts.freshest(h)).collect();
+    hosts.sort_by_key(|h| h.name_any());
+    hosts
+}
+
+/// Reads the facts of `nodeset`.
+pub async fn facts(
+    caches: &Caches,
+    memory: &Memory,
+    client: &Client,
+    nodeset: &NodeSet,
+    now: &Time,
+) -> Result<Facts, DereferenceError> {
+    let namespace = nodeset.namespace().unwrap_or_default();
+    let uid = nodeset.uid().unwrap_or_default();
+    let bmh_namespace = bmh_namespace(nodeset);
+    let mut facts = Facts { bmh_namespace: bmh_namespace.clone(), ..Facts::default() };
+    if !nodeset.spec.pre_provisioned() {
+        facts.hosts = hosts(caches, memory, &bmh_namespace);
+        for host in &facts.hosts {
+            let name = host.name_any();
+            let data = caches.hardware.get(&ObjectRef::new(&name).within(&bmh_namespace));
+            let hardware = data
+                .and_then(|d| d.spec.hardware.clone())
+                .or_else(|| host.status.as_ref().and_then(|s| s.hardware.clone()));
+            if let Some(hardware) = hardware {
+                facts.hardware.insert(name, hardware);
+            }
+        }
+        facts.lost = memory.still_lost(&facts.hosts);
+    }
+    let listed: BTreeSet<&String> = nodeset.spec.services.iter().flatten().collect();
+    for service in caches.services.state() {
+        if service.namespace().as_deref() == Some(namespace.as_str()) && listed.contains(&service.name_any()) {
+            facts.services.insert(service.name_any(), service);
+        }
+    }
+    let cached = caches
+        .jobs
+        .state_filter(|j| j.namespace().as_deref() == Some(namespace.as_str()) && controlled_by(&j.metadata, &uid));
+    let jobs = memory.jobs.overlay(cached, &namespace, |j| controlled_by(&j.metadata, &uid));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    for job in jobs {
+        let failed = job.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Failed" && c.status == "True");
+        let failure = if failed { Some(failure(&pods, memory, &job).await?) } else { None };
+        if let Some(observed) = job::observe(&job, failure.as_deref(), now) {
+            facts.jobs.push(observed);
+        }
+    }
+    Ok(facts)
+}
+
+/// The failure of a failed Job, quoting its container.
+async fn failure(pods: &Api<Pod>, memory: &Memory, job: &Job) -> Result<String, KubeError> {
+    let uid = job.uid().unwrap_or_default();
+    if let Some(message) = memory.failure(&uid) {
+        return Ok(message);
+    }
+    let selector = format!("job-name={}", job.name_any());
+    let listed = pods
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(KubeError::of::<Pod>(Verb::List, &selector))?;
+    let message = failure_message(job, &listed.items);
+    memory.remember_failure(&uid, &message);
+    Ok(message)
+}

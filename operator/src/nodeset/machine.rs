@@ -1,0 +1,265 @@
+//! What happens to one claimed machine (pure): provisioned once, reprovisioned only for a new
+//! `reprovisionToken`, otherwise left alone, whatever else changed in the NodeSet.
+//!
+//! What a machine was provisioned with is recorded on the machine, by annotations written in
+//! the same request as the image: the provisioning hash, and the last reprovision token acted
+//! on. So a crash between a write and the status that reports it, a restore, or a recreated
+//! NodeSet all read the truth from the BareMetalHost and never provision twice.
+
+use crds::baremetalhost::{BareMetalHost, ProvisioningState};
+use crds::nodeset::{
+    HostStatus, NodeSetSpec, PROVISIONED_HASH_ANNOTATION, REPROVISION_TOKEN_ANNOTATION, provisioning_hash,
+};
+use kube::ResourceExt;
+
+/// Where a claimed machine stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Claimed, waiting to be free of other work (registering, inspecting, deprovisioning).
+    Waiting(String),
+    /// Its image was written; baremetal-operator provisions it.
+    Provisioning,
+    /// Provisioned with what this NodeSet wrote: services may run.
+    Provisioned,
+    /// Provisioned, but not by this NodeSet (it had an image when it was adopted): services may
+    /// run; it is reprovisioned only for a new reprovisionToken.
+    Adopted,
+    /// Its image was removed by someone else; nothing is done until a new reprovisionToken.
+    Stranded,
+}
+
+impl Phase {
+    /// True when services may run on the machine.
+    pub fn runs_services(&self) -> bool {
+        matches!(self, Self::Provisioned | Self::Adopted)
+    }
+}
+
+/// What to do with the machine in this reconcile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing beyond keeping the consumer fields current.
+    Keep,
+    /// Write the image and first-boot data: the machine is free and has none.
+    Provision,
+    /// Clear the image, recording `token`: the user asked for this machine to be reprovisioned.
+    Reprovision { token: String },
+}
+
+/// The decision for one machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub phase: Phase,
+    pub action: Action,
+    /// The reprovisionToken to record in status.
+    pub token: String,
+    /// The provisioning hash the machine runs (after this decision's write).
+    pub provisioned_hash: Option<String>,
+    /// The provisioning inputs changed since.
+    pub outdated: Option<bool>,
+    /// Identifies this provisioning of this machine: completions of another epoch (another
+    /// machine, or before a reprovision) do not count.
+    pub epoch: String,
+    pub message: Option<String>,
+}
+
+fn annotation<'a>(host: &'a BareMetalHost, key: &str) -> Option<&'a str> {
+    host.annotations().get(key).map(String::as_str).filter(|v| !v.is_empty())
+}
+
+/// The epoch of a machine: its uid and the reprovision token last acted on.
+pub fn epoch(host: &BareMetalHost) -> String {
+    let uid = host.uid().unwrap_or_default();
+    let short = uid.split('-').next().unwrap_or_default().to_string();
+    match annotation(host, REPROVISION_TOKEN_ANNOTATION) {
+        Some(token) => format!("{short}/{}", crate::kube::names::bounded(token, 24)),
+        None => short,
+    }
+}
+
+/// Decides what happens to the machine `host`, claimed for `hostname`, given the host's
+/// previous status (`None`: seen for the first time, or status was lost).
+pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous: Option<&HostStatus>) -> Decision {
+    let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
+    let wanted_token = section.and_then(|s| s.reprovision_token.clone()).filter(|t| !t.is_empty());
+    let recorded_token = previous.and_then(|p| p.reprovision_token.clone());
+    let acted = annotation(host, REPROVISION_TOKEN_ANNOTATION);
+    let provisioned = annotation(host, PROVISIONED_HASH_ANNOTATION).map(str::to_string);
+    let image = host.spec.image.as_ref().is_some_and(|i| !i.url.is_empty());
+    let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
+    let current = provisioning_hash(hostname, spec);
+
+    // The token: a change is acted on once (the annotation written with the clear says it
+    // was); a token seen for the first time is only recorded; removing it does nothing.
+    let token = wanted_token.clone().or(recorded_token.clone()).unwrap_or_default();
+    let asked = match (&wanted_token, &recorded_token) {
+        (Some(wanted), Some(recorded)) => previous.is_some() && wanted != recorded,
+        (Some(_), None) => false,
+        (None, _) => false,
+    };
+    if asked && acted != wanted_token.as_deref() && (image || provisioned.is_some()) {
+        return Decision {
+            phase: Phase::Waiting("deprovisioning for a reprovision".into()),
+            action: Action::Reprovision { token: token.clone() },
+            token,
+            provisioned_hash: None,
+            outdated: None,
+            epoch: String::new(),
+            message: None,
+        };
+    }
+
+    let base = Decision {
+        phase: Phase::Provisioned,
+        action: Action::Keep,
+        token,
+        provisioned_hash: provisioned.clone(),
+        outdated: None,
+        epoch: epoch(host),
+        message: None,
+    };
+    match (&provisioned, image) {
+        (Some(hash), true) => {
+            let outdated = current.as_ref().map(|c| c != hash);
+            let phase = if state == ProvisioningState::Provisioned { Phase::Provisioned } else { Phase::Provisioning };
+            Decision { phase, outdated, ..base }
+        }
+        (Some(_), false) => Decision {
+            phase: Phase::Stranded,
+            message: Some(format!(
+                "the image of BareMetalHost {} was removed outside this NodeSet (it is {}); \
+                 set a new reprovisionToken to provision it again",
+                host.name_any(),
+                state_text(state)
+            )),
+            ..base
+        },
+        (None, true) => Decision {
+            phase: if state == ProvisioningState::Provisioned { Phase::Adopted } else { Phase::Waiting(state_text(state)) },
+            message: Some(format!(
+                "BareMetalHost {} already had an image when it was claimed; it keeps it until its reprovisionToken changes",
+                host.name_any()
+            )),
+            ..base
+        },
+        (None, false) if matches!(state, ProvisioningState::Available | ProvisioningState::Ready) => {
+            Decision { phase: Phase::Provisioning, action: Action::Provision, provisioned_hash: current, outdated: Some(false), ..base }
+        }
+        (None, false) => Decision { phase: Phase::Waiting(state_text(state)), provisioned_hash: None, ..base },
+    }
+}
+
+fn state_text(state: ProvisioningState) -> String {
+    match state {
+        ProvisioningState::None => "not registered yet".into(),
+        other => other.as_str().into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::baremetalhost::{BareMetalHostStatus, Image, ProvisionStatus};
+    use serde_json::json;
+
+    fn spec(image: &str, token: Option<&str>) -> NodeSetSpec {
+        serde_json::from_value(json!({
+            "baremetalSetTemplate": {"image": {"url": image}},
+            "nodes": {"compute-0": {"reprovisionToken": token}}
+        }))
+        .expect("spec")
+    }
+
+    fn host(state: ProvisioningState, image: Option<&str>, annotations: serde_json::Value) -> BareMetalHost {
+        let mut host: BareMetalHost = serde_json::from_value(json!({
+            "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+            "metadata": {"name": "server-0", "namespace": "metal3", "uid": "1234-5678", "annotations": annotations},
+            "spec": {"online": true}
+        }))
+        .expect("host");
+        host.spec.image = image.map(|url| Image { url: url.into(), ..Default::default() });
+        host.status = Some(BareMetalHostStatus { provisioning: ProvisionStatus { state, ..Default::default() }, ..Default::default() });
+        host
+    }
+
+    fn provisioned(hash: &str) -> BareMetalHost {
+        host(ProvisioningState::Provisioned, Some("http://i/os.qcow2"), json!({PROVISIONED_HASH_ANNOTATION: hash}))
+    }
+
+    fn status(token: &str) -> HostStatus {
+        HostStatus { reprovision_token: Some(token.into()), ..Default::default() }
+    }
+
+    #[test]
+    fn a_free_claimed_machine_is_provisioned_with_the_current_inputs() {
+        let spec = spec("http://i/os.qcow2", None);
+        let d = decide("compute-0", &host(ProvisioningState::Available, None, json!({})), &spec, None);
+        assert_eq!(d.action, Action::Provision);
+        assert_eq!(d.provisioned_hash, provisioning_hash("compute-0", &spec));
+        assert_eq!(d.token, "", "recorded as empty, so that a first token acts");
+    }
+
+    #[test]
+    fn a_machine_still_inspecting_waits() {
+        let d = decide("compute-0", &host(ProvisioningState::Inspecting, None, json!({})), &spec("http://i/a", None), None);
+        assert_eq!((d.action, d.phase), (Action::Keep, Phase::Waiting("inspecting".into())));
+    }
+
+    #[test]
+    fn a_new_image_marks_the_machine_outdated_and_changes_nothing() {
+        let old = spec("http://i/os.qcow2", None);
+        let hash = provisioning_hash("compute-0", &old).expect("hash");
+        let d = decide("compute-0", &provisioned(&hash), &spec("http://i/os-2.qcow2", None), Some(&status("")));
+        assert_eq!((d.action, d.phase, d.outdated), (Action::Keep, Phase::Provisioned, Some(true)));
+        assert_eq!(d.provisioned_hash.as_deref(), Some(hash.as_str()), "still what it was provisioned with");
+    }
+
+    #[test]
+    fn a_changed_reprovision_token_reprovisions_once() {
+        let spec = spec("http://i/os.qcow2", Some("2026-09-01"));
+        let hash = provisioning_hash("compute-0", &spec).expect("hash");
+        let d = decide("compute-0", &provisioned(&hash), &spec, Some(&status("2026-08-01")));
+        assert_eq!(d.action, Action::Reprovision { token: "2026-09-01".into() });
+        // The clear wrote the token on the machine: acting again would be a second reprovision.
+        let mut cleared = host(ProvisioningState::Deprovisioning, None, json!({REPROVISION_TOKEN_ANNOTATION: "2026-09-01"}));
+        cleared.metadata.uid = Some("1234-5678".into());
+        let d = decide("compute-0", &cleared, &spec, Some(&status("2026-08-01")));
+        assert_eq!((d.action, d.token.as_str()), (Action::Keep, "2026-09-01"));
+        // Once available again, it is provisioned with the current inputs, in a new epoch.
+        let available = host(ProvisioningState::Available, None, json!({REPROVISION_TOKEN_ANNOTATION: "2026-09-01"}));
+        let d = decide("compute-0", &available, &spec, Some(&status("2026-09-01")));
+        assert_eq!(d.action, Action::Provision);
+        assert_ne!(d.epoch, epoch(&provisioned(&hash)), "completions before the reprovision no longer count");
+    }
+
+    #[test]
+    fn a_token_seen_first_or_removed_does_nothing() {
+        let spec_with = spec("http://i/os.qcow2", Some("t1"));
+        let hash = provisioning_hash("compute-0", &spec_with).expect("hash");
+        let first = decide("compute-0", &provisioned(&hash), &spec_with, None);
+        assert_eq!((first.action, first.token.as_str()), (Action::Keep, "t1"), "restore or new host: recorded only");
+        let removed = decide("compute-0", &provisioned(&hash), &spec("http://i/os.qcow2", None), Some(&status("t1")));
+        assert_eq!((removed.action, removed.token.as_str()), (Action::Keep, "t1"));
+        let same = decide("compute-0", &provisioned(&hash), &spec_with, Some(&status("t1")));
+        assert_eq!(same.action, Action::Keep);
+    }
+
+    #[test]
+    fn a_machine_with_an_image_of_its_own_is_adopted_as_it_is() {
+        let d = decide("compute-0", &host(ProvisioningState::Provisioned, Some("http://x"), json!({})), &spec("http://i/a", None), None);
+        assert!(d.phase.runs_services());
+        assert_eq!((d.action, d.phase), (Action::Keep, Phase::Adopted));
+    }
+
+    #[test]
+    fn a_machine_whose_image_someone_removed_is_not_provisioned_again_by_itself() {
+        let d = decide(
+            "compute-0",
+            &host(ProvisioningState::Available, None, json!({PROVISIONED_HASH_ANNOTATION: "abc"})),
+            &spec("http://i/a", None),
+            Some(&status("")),
+        );
+        assert_eq!((d.action, d.phase), (Action::Keep, Phase::Stranded));
+        assert!(d.message.as_deref().is_some_and(|m| m.contains("reprovisionToken")));
+    }
+}

@@ -1,0 +1,85 @@
+//! What the NodeSet controller remembers between reconciles, shared by the controllers of every
+//! scope: its own writes until the caches show them, the claims it lost, and the failure
+//! messages of failed Jobs (read from their pods once; a failed Job never changes).
+
+use crate::kube::fresh::{Recent, version};
+use crds::baremetalhost::BareMetalHost;
+use crds::nodeset::NodeSet;
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+/// The controller's memory.
+#[derive(Default)]
+pub struct Memory {
+    pub nodesets: Recent<NodeSet>,
+    pub hosts: Recent<BareMetalHost>,
+    pub jobs: Recent<Job>,
+    /// BareMetalHosts (namespace, name) a claim lost, with the resource version it lost at.
+    lost: Mutex<HashMap<(String, String), u64>>,
+    /// Failure messages of failed Jobs, by uid.
+    failures: Mutex<HashMap<String, String>>,
+}
+
+impl Memory {
+    /// Remembers that a claim of `host` lost a race.
+    pub fn lost(&self, host: &BareMetalHost) {
+        let key = (host.namespace().unwrap_or_default(), host.name_any());
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).insert(key, version(host));
+    }
+
+    /// The hosts of `hosts` whose claim was lost and that the cache still shows as they were
+    /// then: the winner's write has not arrived yet, so they must not be chosen again.
+    pub fn still_lost(&self, hosts: &[std::sync::Arc<BareMetalHost>]) -> BTreeSet<String> {
+        let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = BTreeSet::new();
+        for host in hosts {
+            let key = (host.namespace().unwrap_or_default(), host.name_any());
+            if let Some(at) = lost.get(&key).copied() {
+                if version(host.as_ref()) <= at {
+                    out.insert(key.1);
+                } else {
+                    lost.remove(&key);
+                }
+            }
+        }
+        out
+    }
+
+    /// The remembered failure message of a Job.
+    pub fn failure(&self, uid: &str) -> Option<String> {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner()).get(uid).cloned()
+    }
+
+    pub fn remember_failure(&self, uid: &str, message: &str) {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded: a few thousand failed Jobs' worth; older entries are simply read again.
+        if failures.len() > 4096 {
+            failures.clear();
+        }
+        failures.insert(uid.to_string(), message.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn host(rv: &str) -> Arc<BareMetalHost> {
+        let mut h = BareMetalHost::new("server-0", Default::default());
+        h.metadata.namespace = Some("metal3".into());
+        h.metadata.resource_version = Some(rv.into());
+        Arc::new(h)
+    }
+
+    #[test]
+    fn a_lost_host_is_avoided_until_the_cache_shows_the_winner() {
+        let memory = Memory::default();
+        memory.lost(&host("5"));
+        assert_eq!(memory.still_lost(&[host("5")]), BTreeSet::from(["server-0".to_string()]));
+        assert!(memory.still_lost(&[host("6")]).is_empty(), "the cache caught up: the plan sees who won");
+        assert!(memory.still_lost(&[host("5")]).is_empty(), "and forgets");
+    }
+}

@@ -1,0 +1,405 @@
+//! The plan of one reconcile (pure): from the NodeSet and what the caches show, every write to
+//! make. Claims first, then each claimed machine's decision, then the rollout of services on
+//! the machines that run, then the writes that record it all on the BareMetalHosts.
+
+use super::claims::{ClaimPlan, Owner, plan_claims};
+use super::consumer::{
+    Body, Consumer, HostWrite, Purpose, apply_body, deprovision_patch, detach_patch, live_provisioning_fields,
+    provisioning_fields, recorded_completions, reprovision_patch,
+};
+use super::facts::Facts;
+use super::inventory::{InventoryHost, inventory};
+use super::job;
+use super::machine::{Action, Decision, decide};
+use super::network_data::network_data;
+use super::rollout::{self, HostWork, RolloutPlan, Service};
+use super::validate::Findings;
+use crds::baremetalhost::BareMetalHost;
+use crds::nodeset::{
+    CompletedService, DeletionPolicy, EffectiveHostConfig, HostStatus, NodeSet, RolloutStatus, effective_host_config,
+    host_config_hash, nodeset_config_hash,
+};
+use crds::nodesetservice::service_hash;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Finished Jobs kept per service by default.
+pub const DEFAULT_JOB_HISTORY: usize = 3;
+
+/// Where one host of the NodeSet stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostPhase {
+    /// No BareMetalHost, and why.
+    Unclaimed(String),
+    /// A claim is written in this reconcile.
+    Claiming,
+    /// A claimed machine, and what was decided for it.
+    Machine(Decision),
+    /// A host of a preProvisioned NodeSet: always running.
+    PreProvisioned,
+}
+
+/// One host of the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostPlan {
+    pub phase: HostPhase,
+    /// The BareMetalHost backing it (claimed, or being claimed).
+    pub bmh: Option<Arc<BareMetalHost>>,
+    pub config: EffectiveHostConfig,
+    pub desired: String,
+    /// Services completed, after this reconcile's records.
+    pub completed: Vec<CompletedService>,
+    pub configured: bool,
+    pub message: Option<String>,
+}
+
+impl HostPlan {
+    /// Services may run on the host.
+    pub fn runs_services(&self) -> bool {
+        match &self.phase {
+            HostPhase::PreProvisioned => true,
+            HostPhase::Machine(d) => d.phase.runs_services(),
+            _ => false,
+        }
+    }
+}
+
+/// A host leaving the NodeSet (its key was removed, or the NodeSet is deleted).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Release {
+    pub hostname: String,
+    pub bmh: String,
+    pub policy: DeletionPolicy,
+}
+
+/// A Job to run, with its inventory Secret and the generated network data it needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobRun {
+    pub secret: Secret,
+    pub job: Job,
+}
+
+/// Generated first-boot network data, written before the machine's image.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkData {
+    pub name: String,
+    pub namespace: String,
+    /// The BareMetalHost that owns it.
+    pub owner: Arc<BareMetalHost>,
+    pub content: serde_json::Value,
+}
+
+/// Everything one reconcile does.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub config_hash: String,
+    pub rollout_status: RolloutStatus,
+    pub hosts: BTreeMap<String, HostPlan>,
+    pub network_data: Vec<NetworkData>,
+    /// BareMetalHost writes: claims first.
+    pub writes: Vec<HostWrite>,
+    pub releases: Vec<Release>,
+    pub jobs: Vec<JobRun>,
+    /// Observed Jobs (and their Secrets) that stay.
+    pub keep: Vec<String>,
+    /// Observed Jobs to delete.
+    pub prune: Vec<String>,
+    pub rollout: RolloutPlan,
+}
+
+/// The generated network data Secret of a host.
+pub fn network_data_name(owner: &Owner, hostname: &str) -> String {
+    crate::kube::names::bounded(&format!("{}-{hostname}-network-data", owner.label), 253)
+}
+
+/// Plans the reconcile of a NodeSet that is not being deleted.
+pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usize, now: &Time) -> Plan {
+    let owner = Owner::of(nodeset);
+    let spec = &nodeset.spec;
+    let previous: BTreeMap<String, HostStatus> =
+        nodeset.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
+    let config_hash = nodeset_config_hash(spec);
+    let (rollout_status, gate) =
+        rollout::acknowledge(spec.rollout.as_ref(), nodeset.status.as_ref().and_then(|s| s.rollout.as_ref()), &config_hash, now);
+    let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
+    let nodes = spec.nodes.clone().unwrap_or_default();
+    for (hostname, section) in &nodes {
+        let config = effective_host_config(hostname, spec.node_template.as_ref(), Some(section));
+        let desired = host_config_hash(hostname, spec.node_template.as_ref(), Some(section));
+        let phase = if spec.pre_provisioned() { HostPhase::PreProvisioned } else { HostPhase::Unclaimed(String::new()) };
+        let completed = if spec.pre_provisioned() {
+            previous.get(hostname).and_then(|p| p.services_completed.clone()).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        plan.hosts.insert(
+            hostname.clone(),
+            HostPlan { phase, bmh: None, config, desired, completed, configured: false, message: None },
+        );
+    }
+    if findings.blocks() {
+        return plan;
+    }
+
+    let claims = if spec.pre_provisioned() {
+        ClaimPlan::default()
+    } else {
+        let preferred = previous
+            .iter()
+            .filter_map(|(h, s)| s.bmh_ref.as_ref().map(|r| (h.clone(), r.name.clone())))
+            .collect();
+        plan_claims(&owner, spec, &facts.hosts, &facts.hardware, &preferred, &facts.lost)
+    };
+    for (hostname, host) in &claims.new {
+        if let (Some(entry), Some(body)) = (
+            plan.hosts.get_mut(hostname),
+            apply_body(&owner, host, &Consumer::claim(hostname, spec), Purpose::Claim),
+        ) {
+            entry.phase = HostPhase::Claiming;
+            entry.bmh = Some(host.clone());
+            plan.writes.push(write(host, hostname, Purpose::Claim, Body::Apply(body)));
+        }
+    }
+    for (hostname, why) in &claims.unmatched {
+        if let Some(entry) = plan.hosts.get_mut(hostname) {
+            entry.phase = HostPhase::Unclaimed(why.clone());
+        }
+    }
+    for (hostname, host) in &claims.claimed {
+        let Some(entry) = plan.hosts.get_mut(hostname) else { continue };
+        let decision = decide(hostname, host, spec, previous.get(hostname));
+        entry.completed = match decision.action {
+            Action::Reprovision { .. } => Vec::new(),
+            _ => recorded_completions(host),
+        };
+        entry.message = decision.message.clone();
+        if let Some(others) = claims.duplicates.get(hostname) {
+            entry.message = Some(format!(
+                "BareMetalHosts {} also carry this host's labels; {} is used",
+                others.join(", "),
+                host.name_any()
+            ));
+        }
+        entry.bmh = Some(host.clone());
+        entry.phase = HostPhase::Machine(decision);
+    }
+
+    // The rollout, on the hosts whose machines run.
+    let services: Vec<Option<Service>> = spec
+        .services
+        .iter()
+        .flatten()
+        .map(|name| {
+            facts.services.get(name).map(|s| Service {
+                name: name.clone(),
+                run_once: s.spec.run_once.unwrap_or(false),
+                hash: service_hash(&s.spec),
+            })
+        })
+        .collect();
+    let work: Vec<HostWork> = plan
+        .hosts
+        .iter()
+        .map(|(name, host)| {
+            let before = previous.get(name);
+            HostWork {
+                name: name.clone(),
+                desired: host.desired.clone(),
+                epoch: match &host.phase {
+                    HostPhase::Machine(d) => d.epoch.clone(),
+                    _ => String::new(),
+                },
+                completed: host.completed.clone(),
+                ready: host.runs_services(),
+                configured_before: !host.completed.is_empty()
+                    && before.is_none_or(|b| b.deployed_config_hash.is_some()),
+            }
+        })
+        .collect();
+    let max_unavailable = rollout::max_unavailable(
+        spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()),
+        plan.hosts.len(),
+    );
+    plan.rollout = rollout::plan(&work, &services, &facts.jobs, gate, max_unavailable, history);
+    for (name, host) in plan.hosts.iter_mut() {
+        if let Some(completed) = plan.rollout.completed.get(name) {
+            host.completed = completed.clone();
+        }
+        host.configured = plan.rollout.configured.contains(name);
+    }
+
+    // What each claimed machine gets written.
+    for (hostname, host) in &claims.claimed {
+        let Some(entry) = plan.hosts.get(hostname) else { continue };
+        let HostPhase::Machine(decision) = &entry.phase else { continue };
+        let cleaning = spec
+            .baremetal_set_template
+            .as_ref()
+            .and_then(|t| t.automated_cleaning_mode)
+            .and_then(|m| serde_json::to_value(m).ok());
+        match &decision.action {
+            Action::Reprovision { token } => {
+                plan.writes.push(write(host, hostname, Purpose::Reprovision, Body::Merge(reprovision_patch(host, token))));
+            }
+            Action::Provision => {
+                let generated = generated_network_data(&owner, spec, entry, facts, host, hostname);
+                let generated_name = generated.as_ref().map(|g| g.name.clone());
+                plan.network_data.extend(generated);
+                let consumer = Consumer {
+                    hostname: hostname.clone(),
+                    cleaning,
+                    provisioned_hash: decision.provisioned_hash.clone(),
+                    completed: entry.completed.clone(),
+                    provisioning: Some(provisioning_fields(hostname, spec, &facts.bmh_namespace, generated_name.as_deref())),
+                };
+                if let Some(body) = apply_body(&owner, host, &consumer, Purpose::Provision) {
+                    plan.writes.push(write(host, hostname, Purpose::Provision, Body::Apply(body)));
+                }
+            }
+            Action::Keep => {
+                let consumer = Consumer {
+                    hostname: hostname.clone(),
+                    cleaning,
+                    provisioned_hash: decision.provisioned_hash.clone(),
+                    completed: entry.completed.clone(),
+                    // Only what this NodeSet provisioned is its to apply, and as it is now.
+                    provisioning: decision.provisioned_hash.as_ref().map(|_| live_provisioning_fields(host)),
+                };
+                if let Some(body) = apply_body(&owner, host, &consumer, Purpose::Update) {
+                    plan.writes.push(write(host, hostname, Purpose::Update, Body::Apply(body)));
+                }
+            }
+        }
+    }
+
+    // Hosts removed from spec.nodes leave per the deletion policy, once.
+    for (hostname, host) in &claims.removed {
+        if previous.contains_key(hostname) {
+            plan.release(host, hostname, spec.deletion_policy());
+        }
+    }
+
+    plan.jobs_for(nodeset, &owner, facts);
+    plan
+}
+
+fn write(host: &BareMetalHost, hostname: &str, purpose: Purpose, body: Body) -> HostWrite {
+    HostWrite {
+        host: host.name_any(),
+        namespace: host.namespace().unwrap_or_default(),
+        hostname: hostname.to_string(),
+        purpose,
+        body,
+    }
+}
+
+fn generated_network_data(
+    owner: &Owner,
+    spec: &crds::nodeset::NodeSetSpec,
+    entry: &HostPlan,
+    facts: &Facts,
+    host: &Arc<BareMetalHost>,
+    hostname: &str,
+) -> Option<NetworkData> {
+    let template = spec.baremetal_set_template.as_ref()?;
+    let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
+    if template.network_data.is_some() || section.is_some_and(|s| s.network_data.is_some()) {
+        return None;
+    }
+    let content = network_data(&entry.config, facts.hardware.get(&host.name_any()))?;
+    Some(NetworkData {
+        name: network_data_name(owner, hostname),
+        namespace: facts.bmh_namespace.clone(),
+        owner: host.clone(),
+        content,
+    })
+}
+
+impl Consumer {
+    /// What a claim writes: labels and consumerRef, and the cleaning mode.
+    pub fn claim(hostname: &str, spec: &crds::nodeset::NodeSetSpec) -> Self {
+        Consumer {
+            hostname: hostname.to_string(),
+            cleaning: spec
+                .baremetal_set_template
+                .as_ref()
+                .and_then(|t| t.automated_cleaning_mode)
+                .and_then(|m| serde_json::to_value(m).ok()),
+            provisioned_hash: None,
+            completed: Vec::new(),
+            provisioning: None,
+        }
+    }
+}
+
+impl Plan {
+    /// Releases `host` (claimed for `hostname`) per `policy`.
+    pub fn release(&mut self, host: &BareMetalHost, hostname: &str, policy: DeletionPolicy) {
+        match policy {
+            DeletionPolicy::Retain => {}
+            DeletionPolicy::Detach => {
+                if let Some(patch) = detach_patch(host) {
+                    self.writes.push(write(host, hostname, Purpose::Detach, Body::Merge(patch)));
+                }
+            }
+            DeletionPolicy::Deprovision => {
+                self.writes.push(write(host, hostname, Purpose::Deprovision, Body::Merge(deprovision_patch(host))));
+            }
+        }
+        self.releases.push(Release { hostname: hostname.to_string(), bmh: host.name_any(), policy });
+    }
+
+    fn jobs_for(&mut self, nodeset: &NodeSet, owner: &Owner, facts: &Facts) {
+        let pruned: BTreeSet<&String> = self.rollout.prunable.iter().collect();
+        self.keep = facts.jobs.iter().map(|j| j.name.clone()).filter(|n| !pruned.contains(n)).collect();
+        self.prune = self.rollout.prunable.clone();
+        for batch in &self.rollout.batches {
+            let Some(service) = facts.services.get(&batch.service) else { continue };
+            let name = job::name(&owner.label, batch);
+            let hosts: Vec<InventoryHost<'_>> = batch
+                .hosts
+                .keys()
+                .filter_map(|h| self.hosts.get(h))
+                .map(|h| InventoryHost {
+                    config: &h.config,
+                    config_hash: &h.desired,
+                    bmh: h.bmh.as_ref().map(|b| (b.metadata.name.as_deref().unwrap_or_default(), facts.bmh_namespace.as_str())),
+                })
+                .collect();
+            let content = inventory(&owner.name, &owner.namespace, &batch.service, &self.config_hash, &hosts);
+            self.jobs.push(JobRun {
+                secret: job::inventory_secret(&name, &owner.label, &batch.service, &content),
+                job: job::job(&name, &nodeset.name_any(), &owner.label, &service.spec, batch),
+            });
+        }
+    }
+}
+
+/// Plans the deletion of a NodeSet: every host of `spec.nodes` leaves per the deletion policy.
+/// Hosts are found by label, whatever status says; a machine released earlier (its key removed
+/// under Retain or Detach) is no longer the NodeSet's and stays as it is.
+pub fn plan_deletion(nodeset: &NodeSet, facts: &Facts) -> Plan {
+    let owner = Owner::of(nodeset);
+    let mut plan = Plan::default();
+    let nodes = nodeset.spec.nodes.clone().unwrap_or_default();
+    let mut claimed: Vec<(&str, &Arc<BareMetalHost>)> = facts
+        .hosts
+        .iter()
+        .filter_map(|h| owner.hostname_of(h).map(|name| (name, h)))
+        .filter(|(name, _)| nodes.contains_key(*name))
+        .collect();
+    claimed.sort_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.name_any().cmp(&b.1.name_any())));
+    let policy = nodeset.spec.deletion_policy();
+    for (hostname, host) in claimed {
+        plan.release(host, hostname, policy);
+    }
+    plan
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,333 @@
+use super::*;
+use crate::nodeset::consumer::Purpose;
+use crate::nodeset::machine::Phase;
+use crds::baremetalhost::{BareMetalHostStatus, ProvisionStatus, ProvisioningState};
+use crds::nodeset::{
+    BmhRef, HOSTNAME_LABEL, NODESET_LABEL, NodeSetStatus, PROVISIONED_HASH_ANNOTATION, provisioning_hash,
+};
+use crds::nodesetservice::NodeSetService;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+fn now() -> Time {
+    Time(Timestamp::from_second(1_000).expect("time"))
+}
+
+fn spec() -> Value {
+    json!({
+        "baremetalSetTemplate": {
+            "image": {"url": "http://images/os-1.qcow2", "checksum": "abc", "checksumType": "sha256", "format": "qcow2"},
+            "userData": {"name": "user-data"},
+            "automatedCleaningMode": "metadata",
+        },
+        "nodeTemplate": {
+            "networks": [{"name": "ctlplane", "interface": "eno1", "mtu": 1500, "gateway": "192.0.2.1"}],
+            "dns": {"nameservers": ["192.0.2.53"]},
+            "managementNetwork": "ctlplane",
+            "variables": {"timezone": "UTC"}
+        },
+        "nodes": {
+            "compute-0": {"networks": [{"name": "ctlplane", "addresses": ["192.0.2.10/24"]}]},
+            "compute-1": {"networks": [{"name": "ctlplane", "addresses": ["192.0.2.11/24"]}]},
+            "compute-2": {"networks": [{"name": "ctlplane", "addresses": ["192.0.2.12/24"]}]}
+        },
+        "services": ["bootstrap", "configure-network"],
+        "rollout": {"maxUnavailable": 1}
+    })
+}
+
+fn nodeset(spec: &Value) -> NodeSet {
+    serde_json::from_value(json!({
+        "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
+        "metadata": {"name": "computes", "namespace": "metal3", "uid": "ns-uid", "generation": 2},
+        "spec": spec
+    }))
+    .expect("nodeset")
+}
+
+fn bmh(name: &str, state: ProvisioningState) -> BareMetalHost {
+    let mut host: BareMetalHost = serde_json::from_value(json!({
+        "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+        "metadata": {"name": name, "namespace": "metal3", "uid": format!("uid-{name}"), "resourceVersion": "7"},
+        "spec": {"online": true, "bmc": {"address": format!("fake://{name}"), "credentialsName": "c"}}
+    }))
+    .expect("host");
+    host.status = Some(BareMetalHostStatus { provisioning: ProvisionStatus { state, ..Default::default() }, ..Default::default() });
+    host
+}
+
+/// The machines of `spec`'s hosts, provisioned by this NodeSet with `spec`'s inputs, every
+/// service completed at the current configuration.
+fn provisioned(spec: &Value) -> Vec<Arc<BareMetalHost>> {
+    let n = nodeset(spec);
+    let owner = Owner::of(&n);
+    n.spec
+        .nodes
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, (hostname, section))| {
+            let mut host = bmh(&format!("server-{i}"), ProvisioningState::Provisioned);
+            host.metadata.labels = Some(BTreeMap::from([
+                (NODESET_LABEL.to_string(), owner.label.clone()),
+                (HOSTNAME_LABEL.to_string(), hostname.clone()),
+            ]));
+            let desired = host_config_hash(hostname, n.spec.node_template.as_ref(), Some(section));
+            let completed: Vec<CompletedService> = ["bootstrap", "configure-network"]
+                .iter()
+                .map(|s| CompletedService {
+                    name: s.to_string(),
+                    config_hash: Some(desired.clone()),
+                    service_hash: Some(service_hash(&service(s).spec)),
+                    completed_at: Some(now()),
+                })
+                .collect();
+            host.metadata.annotations = Some(BTreeMap::from([
+                (PROVISIONED_HASH_ANNOTATION.to_string(), provisioning_hash(hostname, &n.spec).expect("hash")),
+                (crds::nodeset::SERVICES_COMPLETED_ANNOTATION.to_string(), serde_json::to_string(&completed).expect("json")),
+            ]));
+            host.spec.consumer_ref = Some(owner.consumer_ref());
+            host.spec.image = n.spec.baremetal_set_template.as_ref().and_then(|t| t.image.clone());
+            host.spec.user_data = Some(k8s_openapi::api::core::v1::SecretReference {
+                name: Some("user-data".into()),
+                namespace: Some("metal3".into()),
+            });
+            host.spec.automated_cleaning_mode = Some(crds::baremetalhost::AutomatedCleaningMode::Metadata);
+            Arc::new(host)
+        })
+        .collect()
+}
+
+/// The status the NodeSet had when `hosts` were provisioned and configured.
+fn status(spec: &Value, hosts: &[Arc<BareMetalHost>]) -> NodeSetStatus {
+    let n = nodeset(spec);
+    let entries = n
+        .spec
+        .nodes
+        .iter()
+        .flatten()
+        .zip(hosts)
+        .map(|((hostname, section), host)| {
+            let desired = host_config_hash(hostname, n.spec.node_template.as_ref(), Some(section));
+            (
+                hostname.clone(),
+                HostStatus {
+                    bmh_ref: Some(BmhRef { name: host.name_any(), namespace: "metal3".into(), uid: host.uid() }),
+                    reprovision_token: Some(String::new()),
+                    deployed_config_hash: Some(desired.clone()),
+                    desired_config_hash: Some(desired),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    NodeSetStatus {
+        hosts: Some(entries),
+        claimed_hosts: Some(3),
+        rollout: Some(RolloutStatus { config_hash: Some(nodeset_config_hash(&n.spec)), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+fn service(name: &str) -> NodeSetService {
+    let mut service: NodeSetService = serde_json::from_value(json!({
+        "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSetService",
+        "metadata": {"name": name, "namespace": "metal3"},
+        "spec": {"job": {"image": format!("{name}:1")}, "runOnce": name == "bootstrap"}
+    }))
+    .expect("service");
+    service.metadata.uid = Some(format!("uid-{name}"));
+    service
+}
+
+fn facts(hosts: Vec<Arc<BareMetalHost>>) -> Facts {
+    let services = ["bootstrap", "configure-network", "configure-os"]
+        .iter()
+        .map(|s| (s.to_string(), Arc::new(service(s))))
+        .collect();
+    Facts { bmh_namespace: "metal3".into(), hosts, services, ..Facts::default() }
+}
+
+/// Plans `edited` on a NodeSet whose hosts were provisioned and configured with `spec()`.
+fn plan_edit(edited: &Value) -> Plan {
+    let hosts = provisioned(&spec());
+    let mut n = nodeset(edited);
+    n.status = Some(status(&spec(), &hosts));
+    plan(&n, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now())
+}
+
+fn edited(edit: impl FnOnce(&mut Value)) -> Value {
+    let mut spec = spec();
+    edit(&mut spec);
+    spec
+}
+
+fn purposes(plan: &Plan) -> Vec<(String, Purpose)> {
+    plan.writes.iter().map(|w| (w.hostname.clone(), w.purpose)).collect()
+}
+
+/// Every kind of edit of the design's field classification, by what it touches.
+fn edits() -> Vec<(&'static str, Value)> {
+    vec![
+        ("nothing", spec()),
+        ("the MTU (a)", edited(|s| s["nodeTemplate"]["networks"][0]["mtu"] = json!(9000))),
+        ("a network added (a)", edited(|s| {
+            s["nodeTemplate"]["networks"].as_array_mut().expect("list").push(json!({"name": "storage", "interface": "eno2", "vlan": 30}))
+        })),
+        ("the DNS servers (a)", edited(|s| s["nodeTemplate"]["dns"]["nameservers"] = json!(["192.0.2.54"]))),
+        ("the variables (a)", edited(|s| s["nodeTemplate"]["variables"]["timezone"] = json!("Europe/Paris"))),
+        ("a host's variables (a)", edited(|s| s["nodes"]["compute-1"]["variables"] = json!({"role": "hci"}))),
+        ("a host's address (a)", edited(|s| s["nodes"]["compute-1"]["networks"][0]["addresses"] = json!(["192.0.2.99/24"]))),
+        ("the management network (a)", edited(|s| s["nodeTemplate"]["managementNetwork"] = Value::Null)),
+        ("the services (a)", edited(|s| s["services"] = json!(["bootstrap", "configure-os", "configure-network"]))),
+        ("the rollout strategy (a)", edited(|s| s["rollout"] = json!({"strategy": "Manual", "token": "x", "maxUnavailable": "50%"}))),
+        ("the cleaning mode (a)", edited(|s| s["baremetalSetTemplate"]["automatedCleaningMode"] = json!("disabled"))),
+        ("the deletion policy (a)", edited(|s| s["deletionPolicy"] = json!("Deprovision"))),
+        ("a host added (a)", edited(|s| s["nodes"]["compute-3"] = json!({}))),
+        ("the image (b)", edited(|s| s["baremetalSetTemplate"]["image"]["url"] = json!("http://images/os-2.qcow2"))),
+        ("the boot mode (b)", edited(|s| s["baremetalSetTemplate"]["bootMode"] = json!("legacy"))),
+        ("the root device hints (b)", edited(|s| s["baremetalSetTemplate"]["rootDeviceHints"] = json!({"minSizeGigabytes": 500}))),
+        ("the user data (b)", edited(|s| s["baremetalSetTemplate"]["userData"] = json!({"name": "other"}))),
+        ("the network data (b)", edited(|s| s["baremetalSetTemplate"]["networkData"] = json!({"name": "nd"}))),
+        ("a host's user data (b)", edited(|s| s["nodes"]["compute-0"]["userData"] = json!({"name": "ud-0"}))),
+        ("the ramdisk network (b)", edited(|s| {
+            s["baremetalSetTemplate"]["provisioningNetwork"] = json!({"preprovisioningNetworkDataName": "ramdisk"})
+        })),
+        ("the selector, past the lock (c)", edited(|s| s["baremetalSetTemplate"]["bmhLabelSelector"] = json!({"matchLabels": {"rack": "r9"}}))),
+        ("the hardware requirements, past the lock (c)", edited(|s| s["baremetalSetTemplate"]["hardwareReqs"] = json!({"minCpuCount": 512}))),
+        ("a host's selector, past the lock (c)", edited(|s| s["nodes"]["compute-0"]["bmhLabelSelector"] = json!({"matchLabels": {"x": "y"}}))),
+        ("a host removed under Retain", edited(|s| drop(s["nodes"].as_object_mut().expect("map").remove("compute-2")))),
+        ("a host removed under Detach", edited(|s| {
+            s["deletionPolicy"] = json!("Detach");
+            drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
+        })),
+        ("a first reprovision token (request, first sight is recorded)", edited(|s| s["nodes"]["compute-0"]["reprovisionToken"] = json!(""))),
+    ]
+}
+
+#[test]
+fn no_edit_but_the_two_explicit_requests_deprovisions_a_machine() {
+    let hosts = provisioned(&spec());
+    for (what, edited) in edits() {
+        let plan = plan_edit(&edited);
+        for write in &plan.writes {
+            assert!(!write.clears_image(), "editing {what} cleared the image of {}: {write:?}", write.host);
+            assert_ne!(write.purpose, Purpose::Provision, "editing {what} provisioned {} again", write.host);
+            if let (Some(applied), Some(host)) = (write.applied_image(), hosts.iter().find(|h| h.name_any() == write.host)) {
+                let live = serde_json::to_value(&host.spec.image).expect("json");
+                assert_eq!(applied, &live, "editing {what} changed the image applied to {}", write.host);
+            }
+            if let Body::Apply(body) = &write.body
+                && hosts.iter().any(|h| h.name_any() == write.host)
+            {
+                assert!(body.pointer("/spec/image").is_some(), "editing {what} applied {} without its image", write.host);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_new_reprovision_token_reprovisions_that_machine_only() {
+    let mut n = nodeset(&edited(|s| s["nodes"]["compute-1"]["reprovisionToken"] = json!("2026-09-01")));
+    let hosts = provisioned(&spec());
+    n.status = Some(status(&spec(), &hosts));
+    let plan = plan(&n, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    let clearing: Vec<&str> = plan.writes.iter().filter(|w| w.clears_image()).map(|w| w.hostname.as_str()).collect();
+    assert_eq!(clearing, ["compute-1"]);
+    assert_eq!(purposes(&plan), [("compute-1".to_string(), Purpose::Reprovision)]);
+    assert!(plan.hosts["compute-1"].completed.is_empty(), "every service runs again after it");
+}
+
+#[test]
+fn removing_a_host_under_deprovision_deprovisions_that_machine_only() {
+    let plan = plan_edit(&edited(|s| {
+        s["deletionPolicy"] = json!("Deprovision");
+        drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
+    }));
+    let clearing: Vec<(&str, Purpose)> = plan.writes.iter().filter(|w| w.clears_image()).map(|w| (w.hostname.as_str(), w.purpose)).collect();
+    assert_eq!(clearing, [("compute-2", Purpose::Deprovision)]);
+    assert_eq!(plan.releases.len(), 1);
+}
+
+#[test]
+fn deleting_the_nodeset_deprovisions_only_under_the_deprovision_policy() {
+    for (policy, clears, writes) in [("Retain", 0, 0), ("Detach", 0, 3), ("Deprovision", 3, 3)] {
+        let n = nodeset(&edited(|s| s["deletionPolicy"] = json!(policy)));
+        let plan = plan_deletion(&n, &facts(provisioned(&spec())));
+        assert_eq!(plan.writes.iter().filter(|w| w.clears_image()).count(), clears, "{policy}");
+        assert_eq!(plan.writes.len(), writes, "{policy}");
+        assert_eq!(plan.releases.len(), 3, "{policy}: every host is released");
+    }
+}
+
+#[test]
+fn deleting_the_nodeset_leaves_machines_released_earlier_alone() {
+    let n = nodeset(&edited(|s| {
+        s["deletionPolicy"] = json!("Deprovision");
+        drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
+    }));
+    // compute-2 was removed under Retain: its machine still carries the labels.
+    let plan = plan_deletion(&n, &facts(provisioned(&spec())));
+    let released: Vec<&str> = plan.releases.iter().map(|r| r.hostname.as_str()).collect();
+    assert_eq!(released, ["compute-0", "compute-1"]);
+}
+
+#[test]
+fn an_edited_mtu_reruns_the_network_service_on_one_host_at_a_time_and_writes_nothing_on_the_machines() {
+    let plan = plan_edit(&edited(|s| s["nodeTemplate"]["networks"][0]["mtu"] = json!(9000)));
+    assert!(plan.writes.is_empty(), "{:?}", plan.writes);
+    let jobs: Vec<(String, Vec<String>)> =
+        plan.rollout.batches.iter().map(|b| (b.service.clone(), b.hosts.keys().cloned().collect())).collect();
+    assert_eq!(jobs, [("configure-network".to_string(), vec!["compute-0".to_string()])], "bootstrap runs once");
+    assert_eq!(plan.jobs.len(), 1);
+}
+
+#[test]
+fn an_edited_image_marks_every_machine_outdated_and_writes_nothing() {
+    let plan = plan_edit(&edited(|s| s["baremetalSetTemplate"]["image"]["url"] = json!("http://images/os-2.qcow2")));
+    assert!(plan.writes.is_empty());
+    for host in plan.hosts.values() {
+        let HostPhase::Machine(decision) = &host.phase else { panic!("claimed") };
+        assert_eq!((decision.outdated, &decision.phase), (Some(true), &Phase::Provisioned));
+    }
+}
+
+#[test]
+fn a_new_nodeset_claims_one_free_machine_per_host() {
+    let free: Vec<Arc<BareMetalHost>> =
+        (0..4).map(|i| Arc::new(bmh(&format!("server-{i}"), ProvisioningState::Available))).collect();
+    let plan = plan(&nodeset(&spec()), &facts(free), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(
+        purposes(&plan),
+        [
+            ("compute-0".to_string(), Purpose::Claim),
+            ("compute-1".to_string(), Purpose::Claim),
+            ("compute-2".to_string(), Purpose::Claim)
+        ]
+    );
+    assert!(plan.jobs.is_empty(), "nothing runs before the machines do");
+}
+
+#[test]
+fn a_claimed_free_machine_is_provisioned_with_the_template() {
+    let hosts = provisioned(&spec());
+    let mut fresh = (*hosts[0]).clone();
+    fresh.spec.image = None;
+    fresh.metadata.annotations = None;
+    fresh.status.as_mut().expect("status").provisioning.state = ProvisioningState::Available;
+    let mut n = nodeset(&spec());
+    n.status = Some(status(&spec(), &hosts));
+    let plan = plan(&n, &facts(vec![Arc::new(fresh), hosts[1].clone(), hosts[2].clone()]), &Findings::default(), 3, &now());
+    let write = plan.writes.iter().find(|w| w.purpose == Purpose::Provision).expect("a provision write");
+    assert_eq!(write.hostname, "compute-0");
+    assert_eq!(write.applied_image().and_then(|i| i["url"].as_str()), Some("http://images/os-1.qcow2"));
+    assert_eq!(plan.network_data.len(), 1, "network data generated from the host's networks");
+}
+
+#[test]
+fn a_blocking_finding_plans_nothing() {
+    let findings = Findings { refused: Some("no".into()), ..Findings::default() };
+    let free = vec![Arc::new(bmh("server-0", ProvisioningState::Available))];
+    let plan = plan(&nodeset(&spec()), &facts(free), &findings, 3, &now());
+    assert!(plan.writes.is_empty() && plan.jobs.is_empty());
+}

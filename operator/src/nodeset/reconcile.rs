@@ -1,0 +1,169 @@
+//! One reconcile of a NodeSet: dereference → validate → plan → apply → status, and, for a
+//! NodeSet being deleted, the deletion policy behind the finalizer.
+
+use super::apply::{self, Applied, ApplyError};
+use super::config::Config;
+use super::dereference::{self, Caches, DereferenceError};
+use super::facts::Facts;
+use super::memory::Memory;
+use super::plan::{self, Plan};
+use super::status;
+use super::validate;
+use crate::kube::error::{KubeError, Verb};
+use crate::kube::runner::{MetricLabel, Reconcile, Runner};
+use crate::kube::{Notice, Publisher};
+use crds::nodeset::{FINALIZER, NodeSet};
+use futures::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The controller's name: metrics, spans, Events.
+pub const CONTROLLER: &str = "nodeset";
+
+/// Why a reconcile failed; it is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read what the NodeSet depends on")]
+    Dereference(#[from] DereferenceError),
+    #[error("cannot apply the NodeSet's plan")]
+    Apply(#[from] ApplyError),
+    #[error("cannot write the NodeSet's status or finalizer")]
+    Write(#[from] KubeError),
+}
+
+impl MetricLabel for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Dereference(_) => "dereference",
+            Self::Apply(_) => "apply",
+            Self::Write(_) => "write",
+        }
+    }
+}
+
+/// The reconciler of one scope.
+pub struct NodeSetReconciler {
+    pub runner: Runner,
+    pub client: Client,
+    pub caches: Caches,
+    pub memory: Arc<Memory>,
+    pub publisher: Publisher,
+    /// The namespaces the operator watches one by one; empty for all.
+    pub watched: Vec<String>,
+    pub config: Config,
+}
+
+impl Reconcile for NodeSetReconciler {
+    type Object = NodeSet;
+    type Error = Error;
+
+    fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    fn reconcile(self: Arc<Self>, object: Arc<NodeSet>) -> BoxFuture<'static, Result<Action, Error>> {
+        Box::pin(async move { self.run(object).await })
+    }
+}
+
+impl NodeSetReconciler {
+    async fn run(&self, object: Arc<NodeSet>) -> Result<Action, Error> {
+        self.caches.ready().await?;
+        let nodeset = self.memory.nodesets.freshest(object);
+        let now = Time(Timestamp::now());
+        if nodeset.metadata.deletion_timestamp.is_some() {
+            return self.delete(&nodeset).await;
+        }
+        let nodeset = self.ensure_finalizer(nodeset).await?;
+        let facts = dereference::facts(&self.caches, &self.memory, &self.client, &nodeset, &now).await?;
+        let existing = self.caches.service_names(&nodeset.namespace().unwrap_or_default());
+        let findings = validate::check(&nodeset, &existing, &self.watched);
+        let plan = plan::plan(&nodeset, &facts, &findings, self.config.job_history, &now);
+        let applied = apply::apply(&self.client, &nodeset, &plan, &self.memory).await?;
+        let (status, notices) = status::compute(&nodeset, &plan, &applied, &findings, &now);
+        if nodeset.status.as_ref() != Some(&status) {
+            let api: Api<NodeSet> = Api::namespaced(self.client.clone(), &nodeset.namespace().unwrap_or_default());
+            let stored = crate::kube::status::apply(&api, &nodeset.name_any(), &status).await?;
+            self.memory.nodesets.remember(stored);
+            self.runner.metrics.status_written(CONTROLLER);
+        }
+        self.publisher.publish(nodeset.as_ref(), notices).await;
+        Ok(self.next(&plan, &applied))
+    }
+
+    /// When to look again regardless of watches.
+    fn next(&self, plan: &Plan, applied: &Applied) -> Action {
+        if applied.conflicts {
+            // A race was lost: the winner's write is on its way through the watch.
+            return Action::requeue(Duration::from_secs(1));
+        }
+        if !plan.jobs.is_empty() || !plan.writes.is_empty() {
+            return Action::requeue(Duration::from_secs(30));
+        }
+        Action::requeue(crate::kube::backoff::spread(self.config.resync_interval))
+    }
+
+    /// Adds the finalizer that runs the deletion policy.
+    async fn ensure_finalizer(&self, nodeset: Arc<NodeSet>) -> Result<Arc<NodeSet>, Error> {
+        if nodeset.finalizers().iter().any(|f| f == FINALIZER) {
+            return Ok(nodeset);
+        }
+        let mut finalizers = nodeset.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_string());
+        let stored = self.set_finalizers(&nodeset, finalizers).await?;
+        Ok(self.memory.nodesets.remember(stored))
+    }
+    /// Replaces the finalizers, guarded by the resourceVersion they were read at: a merge patch
+    /// replaces the whole list, so a concurrent change must fail it rather than be lost.
+    async fn set_finalizers(&self, nodeset: &NodeSet, finalizers: Vec<String>) -> Result<NodeSet, KubeError> {
+        let api: Api<NodeSet> = Api::namespaced(self.client.clone(), &nodeset.namespace().unwrap_or_default());
+        let name = nodeset.name_any();
+        let patch = json!({"metadata": {"resourceVersion": nodeset.resource_version(), "finalizers": finalizers}});
+        let params = PatchParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..Default::default() };
+        api.patch(&name, &params, &Patch::Merge(&patch)).await.map_err(KubeError::of::<NodeSet>(Verb::Patch, &name))
+    }
+
+    /// The NodeSet is being deleted: every host it claimed leaves per the deletion policy,
+    /// then the finalizer goes. Retain writes nothing: the machines keep running, claimed.
+    async fn delete(&self, nodeset: &NodeSet) -> Result<Action, Error> {
+        if !nodeset.finalizers().iter().any(|f| f == FINALIZER) {
+            return Ok(Action::await_change());
+        }
+        let facts = Facts {
+            bmh_namespace: validate::bmh_namespace(nodeset),
+            hosts: if nodeset.spec.pre_provisioned() {
+                Vec::new()
+            } else {
+                dereference::hosts(&self.caches, &self.memory, &validate::bmh_namespace(nodeset))
+            },
+            ..Facts::default()
+        };
+        let plan = plan::plan_deletion(nodeset, &facts);
+        let mut applied = Applied::default();
+        apply::apply_host_writes(&self.client, &plan, &self.memory, &mut applied).await?;
+        for release in &plan.releases {
+            if applied.released.contains(&release.hostname) {
+                let note = format!("{} released BareMetalHost {} ({:?})", release.hostname, release.bmh, release.policy);
+                self.publisher.one(nodeset, &Notice::normal("HostReleased", note)).await;
+            }
+        }
+        if applied.conflicts || !applied.refused.is_empty() {
+            for (host, message) in &applied.refused {
+                self.publisher.one(nodeset, &Notice::warning("ReleaseRefused", format!("{host}: {message}"))).await;
+            }
+            return Ok(Action::requeue(Duration::from_secs(2)));
+        }
+        let rest: Vec<String> = nodeset.finalizers().iter().filter(|f| *f != FINALIZER).cloned().collect();
+        match self.set_finalizers(nodeset, rest).await {
+            Ok(_) => Ok(Action::await_change()),
+            Err(err) if err.is_not_found() => Ok(Action::await_change()),
+            Err(err) => Err(err.into()),
+        }
+    }
+}

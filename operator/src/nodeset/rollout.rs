@@ -1,0 +1,375 @@
+//! Day-2 rollouts (pure): which services must run on which hosts, in which batches, and when a
+//! rollout stops.
+//!
+//! A service runs on a host when the host's effective config hash or the service's spec hash
+//! differs from what `servicesCompleted` recorded for it (once, ever, for a `runOnce` service).
+//! Services run in the listed order, one Job per service and batch of hosts. At most
+//! `maxUnavailable` hosts that already run a configuration are in running Jobs at once; a host
+//! being brought up (never configured since it was provisioned) is not serving, so it gets all
+//! its services at once, unthrottled. A failed Job stops the rollout until the service's spec
+//! or the hosts' configuration changes; nothing is undone.
+
+use crds::nodeset::{CompletedService, Rollout, RolloutStatus, RolloutStrategy};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Hosts in one Job at most: bounds the inventory Secret (1 MiB) and the Job's annotations.
+pub const MAX_BATCH_HOSTS: usize = 100;
+
+/// A host as the rollout sees it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostWork {
+    pub name: String,
+    /// Its effective config hash now.
+    pub desired: String,
+    /// The machine's epoch (completions of another epoch do not count).
+    pub epoch: String,
+    /// Completions recorded so far.
+    pub completed: Vec<CompletedService>,
+    /// Services may run on it (provisioned, or preProvisioned).
+    pub ready: bool,
+    /// It was fully configured once since it was provisioned.
+    pub configured_before: bool,
+}
+
+/// A service of the NodeSet that exists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Service {
+    pub name: String,
+    pub run_once: bool,
+    pub hash: String,
+}
+
+/// One host of a Job: what it ran with.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct JobHost {
+    #[serde(rename = "configHash")]
+    pub config_hash: String,
+    pub epoch: String,
+}
+
+/// How a Job ended, or that it has not yet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobOutcome {
+    Running,
+    Succeeded { at: Time },
+    Failed { message: String, at: Time },
+}
+
+/// A service Job of this NodeSet, as the watch cache shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservedJob {
+    pub name: String,
+    pub service: String,
+    pub service_hash: String,
+    pub hosts: BTreeMap<String, JobHost>,
+    pub outcome: JobOutcome,
+    pub created: Time,
+}
+
+impl ObservedJob {
+    fn finished(&self) -> Option<&Time> {
+        match &self.outcome {
+            JobOutcome::Running => None,
+            JobOutcome::Succeeded { at } | JobOutcome::Failed { at, .. } => Some(at),
+        }
+    }
+}
+
+/// A Job to create: one service for a batch of hosts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Batch {
+    pub service: String,
+    pub service_hash: String,
+    pub hosts: BTreeMap<String, JobHost>,
+    /// Per host, when the service last completed on it: a run after that is a new run, so
+    /// its Job gets a new name even when the configuration is one the host had before.
+    pub previous: BTreeMap<String, String>,
+}
+
+/// A failed Job that stops the rollout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub job: String,
+    pub service: String,
+    pub hosts: Vec<String>,
+    pub message: String,
+}
+
+/// What the rollout does in this reconcile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RolloutPlan {
+    /// Per host, the completions after recording finished Jobs.
+    pub completed: BTreeMap<String, Vec<CompletedService>>,
+    /// Hosts with every service done for their desired hash.
+    pub configured: BTreeSet<String>,
+    /// Hosts in running Jobs.
+    pub running: BTreeSet<String>,
+    pub failures: Vec<Failure>,
+    /// Jobs to create.
+    pub batches: Vec<Batch>,
+    /// Finished Jobs past the history bound whose outcome status holds: to delete.
+    pub prunable: Vec<String>,
+    /// Work held back: a Manual rollout waits for its token.
+    pub pending: bool,
+}
+
+/// `maxUnavailable` as a number of hosts: a count, or a percentage of `hosts` rounded down;
+/// at least one, so a rollout always moves.
+pub fn max_unavailable(value: Option<&IntOrString>, hosts: usize) -> usize {
+    let n = match value {
+        None => 1,
+        Some(IntOrString::Int(n)) => usize::try_from(*n).unwrap_or(1),
+        Some(IntOrString::String(s)) => {
+            let percent = s.trim().strip_suffix('%').and_then(|p| p.trim().parse::<usize>().ok()).unwrap_or(0);
+            // hosts * percent / 100, without overflowing.
+            let percent = percent.min(100);
+            (hosts / 100).saturating_mul(percent).saturating_add(hosts % 100 * percent / 100)
+        }
+    };
+    n.max(1)
+}
+
+/// The rollout's record, and whether hosts that run a configuration may get a new one: always
+/// with the Automatic strategy; with Manual, only for the configuration acknowledged by the
+/// last new `spec.rollout.token` (the first configuration is acknowledged on first sight).
+pub fn acknowledge(
+    rollout: Option<&Rollout>,
+    previous: Option<&RolloutStatus>,
+    config_hash: &str,
+    now: &Time,
+) -> (RolloutStatus, bool) {
+    let strategy = rollout.and_then(|r| r.strategy).unwrap_or_default();
+    let token = rollout.and_then(|r| r.token.clone()).filter(|t| !t.is_empty());
+    let mut status = previous.cloned().unwrap_or_default();
+    let start = |status: &mut RolloutStatus| {
+        status.config_hash = Some(config_hash.to_string());
+        status.started_at = Some(now.clone());
+        status.completed_at = None;
+    };
+    match strategy {
+        RolloutStrategy::Automatic => {
+            if status.config_hash.as_deref() != Some(config_hash) {
+                start(&mut status);
+            }
+            (status, true)
+        }
+        RolloutStrategy::Manual => {
+            if previous.is_none() || (token.is_some() && token != status.acknowledged_token) {
+                status.acknowledged_token = token;
+                start(&mut status);
+            }
+            let go = status.config_hash.as_deref() == Some(config_hash);
+            (status, go)
+        }
+    }
+}
+
+/// True when `service` is done on a host whose desired hash is `desired`.
+pub fn done(completed: &[CompletedService], service: &Service, desired: &str) -> bool {
+    completed.iter().any(|c| {
+        c.name == service.name
+            && (service.run_once
+                || (c.config_hash.as_deref() == Some(desired) && c.service_hash.as_deref() == Some(&service.hash)))
+    })
+}
+
+fn completed_at<'a>(completed: &'a [CompletedService], service: &str) -> Option<&'a Time> {
+    completed.iter().find(|c| c.name == service).and_then(|c| c.completed_at.as_ref())
+}
+
+/// Plans the rollout. `services` is `spec.services` in order, `None` where no such
+/// NodeSetService exists (nothing new runs then); `gate` says whether configured hosts may
+/// get new work (see [`acknowledge`]).
+pub fn plan(
+    hosts: &[HostWork],
+    services: &[Option<Service>],
+    jobs: &[ObservedJob],
+    gate: bool,
+    max_unavailable: usize,
+    history: usize,
+) -> RolloutPlan {
+    let mut plan = RolloutPlan::default();
+    let by_name: BTreeMap<&str, &HostWork> = hosts.iter().map(|h| (h.name.as_str(), h)).collect();
+    let known: BTreeMap<&str, &Service> = services.iter().flatten().map(|s| (s.name.as_str(), s)).collect();
+
+    // Record what finished Jobs completed, oldest first so that the newest run wins.
+    plan.completed = hosts.iter().map(|h| (h.name.clone(), h.completed.clone())).collect();
+    let mut succeeded: Vec<(&ObservedJob, &Time)> = jobs
+        .iter()
+        .filter_map(|j| match &j.outcome {
+            JobOutcome::Succeeded { at } => Some((j, at)),
+            _ => None,
+        })
+        .collect();
+    succeeded.sort_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| a.0.name.cmp(&b.0.name)));
+    for (job, at) in succeeded {
+        for (hostname, ran) in &job.hosts {
+            let (Some(host), Some(completed)) = (by_name.get(hostname.as_str()), plan.completed.get_mut(hostname)) else {
+                continue;
+            };
+            if ran.epoch != host.epoch {
+                continue;
+            }
+            let record = CompletedService {
+                name: job.service.clone(),
+                config_hash: Some(ran.config_hash.clone()),
+                service_hash: Some(job.service_hash.clone()),
+                completed_at: Some(at.clone()),
+            };
+            match completed.iter_mut().find(|c| c.name == job.service) {
+                Some(entry) if entry.completed_at.as_ref().is_some_and(|t| t.0 >= at.0) => {}
+                Some(entry) => *entry = record,
+                None => completed.push(record),
+            }
+        }
+    }
+
+    let all_known = services.iter().all(Option::is_some);
+    let ordered: Vec<&Service> = services.iter().flatten().collect();
+    for host in hosts {
+        let completed = &plan.completed[&host.name];
+        if all_known && ordered.iter().all(|s| done(completed, s, &host.desired)) {
+            plan.configured.insert(host.name.clone());
+        }
+    }
+
+    for job in jobs {
+        match &job.outcome {
+            JobOutcome::Running => plan.running.extend(job.hosts.keys().cloned()),
+            JobOutcome::Failed { message, .. } => {
+                let Some(service) = known.get(job.service.as_str()).filter(|s| s.hash == job.service_hash) else {
+                    continue;
+                };
+                let blocked: Vec<String> = job
+                    .hosts
+                    .iter()
+                    .filter(|(hostname, ran)| {
+                        by_name.get(hostname.as_str()).is_some_and(|host| {
+                            let completed = &plan.completed[hostname.as_str()];
+                            ran.epoch == host.epoch
+                                && ran.config_hash == host.desired
+                                && !done(completed, service, &host.desired)
+                                && completed_at(completed, &service.name).is_none_or(|t| t.0 < job.created.0)
+                        })
+                    })
+                    .map(|(h, _)| h.clone())
+                    .collect();
+                if !blocked.is_empty() {
+                    plan.failures.push(Failure {
+                        job: job.name.clone(),
+                        service: job.service.clone(),
+                        hosts: blocked,
+                        message: message.clone(),
+                    });
+                }
+            }
+            JobOutcome::Succeeded { .. } => {}
+        }
+    }
+
+    plan.prunable = prunable(jobs, &plan, &by_name, history);
+
+    let wanting: Vec<&HostWork> =
+        hosts.iter().filter(|h| h.ready && !plan.configured.contains(&h.name) && !plan.running.contains(&h.name)).collect();
+    if !plan.failures.is_empty() || !all_known {
+        return plan;
+    }
+    let busy = plan.running.iter().filter(|h| by_name.get(h.as_str()).is_some_and(|h| h.configured_before)).count();
+    let mut slots = max_unavailable.saturating_sub(busy);
+    // Hosts that started a rollout finish it before others start one.
+    let partial = |h: &HostWork| {
+        let completed = &plan.completed[&h.name];
+        ordered.iter().any(|s| !s.run_once && done(completed, s, &h.desired))
+    };
+    let mut updates: Vec<&HostWork> = wanting.iter().copied().filter(|h| h.configured_before).collect();
+    updates.sort_by_key(|h| (!partial(h), h.name.clone()));
+    let mut chosen: Vec<&HostWork> = wanting.iter().copied().filter(|h| !h.configured_before).collect();
+    if !updates.is_empty() && !gate {
+        plan.pending = true;
+    }
+    for host in updates.into_iter().filter(|_| gate) {
+        if slots == 0 {
+            break;
+        }
+        slots -= 1;
+        chosen.push(host);
+    }
+    let mut groups: BTreeMap<&str, Vec<&HostWork>> = BTreeMap::new();
+    for host in chosen {
+        let completed = &plan.completed[&host.name];
+        if let Some(next) = ordered.iter().find(|s| !done(completed, s, &host.desired)) {
+            groups.entry(next.name.as_str()).or_default().push(host);
+        }
+    }
+    for (service, mut members) in groups {
+        let Some(service) = known.get(service) else { continue };
+        members.sort_by(|a, b| a.name.cmp(&b.name));
+        for chunk in members.chunks(MAX_BATCH_HOSTS) {
+            plan.batches.push(Batch {
+                service: service.name.clone(),
+                service_hash: service.hash.clone(),
+                hosts: chunk
+                    .iter()
+                    .map(|h| (h.name.clone(), JobHost { config_hash: h.desired.clone(), epoch: h.epoch.clone() }))
+                    .collect(),
+                previous: chunk
+                    .iter()
+                    .map(|h| {
+                        let at = completed_at(&plan.completed[&h.name], &service.name);
+                        (h.name.clone(), at.map(|t| t.0.to_string()).unwrap_or_default())
+                    })
+                    .collect(),
+            });
+        }
+    }
+    plan
+}
+
+/// Finished Jobs beyond the newest `history` of each service whose outcome is recorded: a
+/// success that every host's stored completions reflect (or whose host left), a failure that
+/// stops nothing any more.
+fn prunable(
+    jobs: &[ObservedJob],
+    plan: &RolloutPlan,
+    hosts: &BTreeMap<&str, &HostWork>,
+    history: usize,
+) -> Vec<String> {
+    let blocking: BTreeSet<&str> = plan.failures.iter().map(|f| f.job.as_str()).collect();
+    let mut by_service: BTreeMap<&str, Vec<&ObservedJob>> = BTreeMap::new();
+    for job in jobs.iter().filter(|j| j.finished().is_some()) {
+        by_service.entry(job.service.as_str()).or_default().push(job);
+    }
+    let mut out = Vec::new();
+    for (_, mut finished) in by_service {
+        finished.sort_by(|a, b| {
+            let (ta, tb) = (a.finished().map(|t| t.0), b.finished().map(|t| t.0));
+            tb.cmp(&ta).then_with(|| b.name.cmp(&a.name))
+        });
+        for job in finished.into_iter().skip(history) {
+            let recorded = match &job.outcome {
+                JobOutcome::Succeeded { at } => job.hosts.iter().all(|(hostname, ran)| {
+                    match hosts.get(hostname.as_str()) {
+                        None => true,
+                        Some(host) if host.epoch != ran.epoch => true,
+                        // What was persisted before this plan, not what it records now: a Job
+                        // goes only once its outcome is stored.
+                        Some(host) => completed_at(&host.completed, &job.service).is_some_and(|t| t.0 >= at.0),
+                    }
+                }),
+                JobOutcome::Failed { .. } => !blocking.contains(job.name.as_str()),
+                JobOutcome::Running => false,
+            };
+            if recorded {
+                out.push(job.name.clone());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+#[path = "rollout_tests.rs"]
+mod tests;

@@ -1,0 +1,246 @@
+use super::*;
+use k8s_openapi::jiff::Timestamp;
+
+fn at(secs: i64) -> Time {
+    Time(Timestamp::from_second(secs).expect("time"))
+}
+
+fn service(name: &str, run_once: bool) -> Option<Service> {
+    Some(Service { name: name.into(), run_once, hash: format!("{name}-v1") })
+}
+
+fn completion(name: &str, config: &str, secs: i64) -> CompletedService {
+    CompletedService {
+        name: name.into(),
+        config_hash: Some(config.into()),
+        service_hash: Some(format!("{name}-v1")),
+        completed_at: Some(at(secs)),
+    }
+}
+
+/// A host at `desired` that completed `done` (service names) at config `at_config`.
+fn host(name: &str, desired: &str, done: &[&str], at_config: &str) -> HostWork {
+    HostWork {
+        name: name.into(),
+        desired: desired.into(),
+        epoch: "e".into(),
+        completed: done.iter().map(|s| completion(s, at_config, 10)).collect(),
+        ready: true,
+        configured_before: !done.is_empty(),
+    }
+}
+
+fn job(name: &str, service: &str, hosts: &[(&str, &str)], outcome: JobOutcome) -> ObservedJob {
+    ObservedJob {
+        name: name.into(),
+        service: service.into(),
+        service_hash: format!("{service}-v1"),
+        hosts: hosts.iter().map(|(h, c)| (h.to_string(), JobHost { config_hash: c.to_string(), epoch: "e".into() })).collect(),
+        outcome,
+        created: at(20),
+    }
+}
+
+fn batches(plan: &RolloutPlan) -> Vec<(String, Vec<String>)> {
+    plan.batches.iter().map(|b| (b.service.clone(), b.hosts.keys().cloned().collect())).collect()
+}
+
+fn services() -> Vec<Option<Service>> {
+    vec![service("bootstrap", true), service("configure-network", false), service("configure-os", false)]
+}
+
+const ALL: [&str; 3] = ["bootstrap", "configure-network", "configure-os"];
+
+#[test]
+fn new_hosts_get_their_first_service_together_and_unthrottled() {
+    let hosts = [host("c-0", "A", &[], ""), host("c-1", "A", &[], ""), host("c-2", "A", &[], "")];
+    let plan = plan(&hosts, &services(), &[], true, 1, 3);
+    assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["c-0".into(), "c-1".into(), "c-2".into()])]);
+}
+
+#[test]
+fn a_configured_host_needs_nothing() {
+    let plan = plan(&[host("c-0", "A", &ALL, "A")], &services(), &[], true, 1, 3);
+    assert!(plan.batches.is_empty());
+    assert!(plan.configured.contains("c-0"));
+}
+
+#[test]
+fn an_edit_reruns_every_service_but_the_run_once_ones_at_most_max_unavailable_hosts_at_a_time() {
+    let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A"), host("c-2", "B", &ALL, "A")];
+    let plan = plan(&hosts, &services(), &[], true, 2, 3);
+    assert_eq!(batches(&plan), [("configure-network".to_string(), vec!["c-0".into(), "c-1".into()])]);
+}
+
+#[test]
+fn hosts_in_running_jobs_count_against_max_unavailable() {
+    let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A")];
+    let running = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Running);
+    let plan = plan(&hosts, &services(), &[running], true, 1, 3);
+    assert!(plan.batches.is_empty(), "c-0 is unavailable, and one is the limit");
+    assert_eq!(plan.running, BTreeSet::from(["c-0".to_string()]));
+}
+
+#[test]
+fn a_succeeded_job_is_recorded_and_the_host_moves_to_the_next_service() {
+    let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A")];
+    let finished = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Succeeded { at: at(30) });
+    let plan = plan(&hosts, &services(), &[finished], true, 1, 3);
+    assert_eq!(plan.completed["c-0"][1], completion("configure-network", "B", 30));
+    assert_eq!(batches(&plan), [("configure-os".to_string(), vec!["c-0".into()])], "c-0 finishes before c-1 starts");
+}
+
+#[test]
+fn run_once_services_run_once_per_host_ever() {
+    let hosts = [host("c-0", "C", &ALL, "A")];
+    let plan = plan(&hosts, &[service("bootstrap", true)], &[], true, 1, 3);
+    assert!(plan.batches.is_empty());
+    assert!(plan.configured.contains("c-0"));
+}
+
+#[test]
+fn a_changed_service_spec_reruns_that_service() {
+    let mut changed = services();
+    changed[2] = Some(Service { name: "configure-os".into(), run_once: false, hash: "configure-os-v2".into() });
+    let plan = plan(&[host("c-0", "A", &ALL, "A")], &changed, &[], true, 1, 3);
+    assert_eq!(batches(&plan), [("configure-os".to_string(), vec!["c-0".into()])]);
+}
+
+#[test]
+fn a_failed_job_stops_the_rollout_and_quotes_the_job() {
+    let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A")];
+    let failed = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
+    let plan = plan(&hosts, &services(), &[failed], true, 5, 3);
+    assert_eq!(
+        plan.failures,
+        [Failure { job: "j".into(), service: "configure-network".into(), hosts: vec!["c-0".into()], message: "exit 3".into() }]
+    );
+    assert!(plan.batches.is_empty(), "c-1 does not start either");
+}
+
+#[test]
+fn fixing_the_service_resumes_a_failed_rollout() {
+    let hosts = [host("c-0", "B", &ALL, "A")];
+    let failed = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
+    let mut fixed = services();
+    fixed[1] = Some(Service { name: "configure-network".into(), run_once: false, hash: "configure-network-v2".into() });
+    let plan = plan(&hosts, &fixed, &[failed], true, 1, 3);
+    assert!(plan.failures.is_empty());
+    assert_eq!(batches(&plan), [("configure-network".to_string(), vec!["c-0".into()])]);
+}
+
+#[test]
+fn a_manual_rollout_holds_configured_hosts_but_brings_new_ones_up() {
+    let hosts = [host("c-0", "B", &ALL, "A"), host("new", "B", &[], "")];
+    let plan = plan(&hosts, &services(), &[], false, 1, 3);
+    assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["new".into()])]);
+    assert!(plan.pending);
+}
+
+#[test]
+fn an_unknown_service_runs_nothing_new() {
+    let hosts = [host("c-0", "A", &[], "")];
+    let plan = plan(&hosts, &[service("bootstrap", true), None], &[], true, 1, 3);
+    assert!(plan.batches.is_empty());
+    assert!(!plan.configured.contains("c-0"));
+}
+
+#[test]
+fn completions_of_another_epoch_do_not_count() {
+    let hosts = [host("c-0", "A", &[], "")];
+    let mut old = job("j", "bootstrap", &[("c-0", "A")], JobOutcome::Succeeded { at: at(30) });
+    old.hosts.get_mut("c-0").expect("host").epoch = "before-reprovision".into();
+    let plan = plan(&hosts, &services(), &[old], true, 1, 3);
+    assert!(plan.completed["c-0"].is_empty());
+    assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["c-0".into()])]);
+}
+
+#[test]
+fn large_groups_are_split_into_bounded_batches() {
+    let hosts: Vec<HostWork> = (0..250).map(|i| host(&format!("c-{i:03}"), "A", &[], "")).collect();
+    let plan = plan(&hosts, &services(), &[], true, 1, 3);
+    let sizes: Vec<usize> = plan.batches.iter().map(|b| b.hosts.len()).collect();
+    assert_eq!(sizes, [100, 100, 50]);
+}
+
+#[test]
+fn finished_jobs_beyond_the_history_are_pruned_once_recorded() {
+    let hosts = [host("c-0", "A", &ALL, "A")];
+    let mut jobs = Vec::new();
+    for (i, name) in ["j1", "j2", "j3"].iter().enumerate() {
+        let secs = 5 + i64::try_from(i).expect("small");
+        jobs.push(job(name, "configure-os", &[("c-0", "A")], JobOutcome::Succeeded { at: at(secs) }));
+    }
+    let plan = plan(&hosts, &services(), &jobs, true, 1, 2);
+    // c-0's configure-os completed at 10, after every one of them: all recorded.
+    assert_eq!(plan.prunable, ["j1"], "the two newest are kept");
+    let running = job("r", "configure-os", &[("c-0", "A")], JobOutcome::Running);
+    let plan = super::plan(&hosts, &services(), &[running], true, 1, 0);
+    assert!(plan.prunable.is_empty(), "a running Job is never pruned");
+}
+
+#[test]
+fn a_success_is_pruned_only_after_its_outcome_was_stored() {
+    let mut hosts = [host("c-0", "B", &[], "")];
+    let finished = job("j", "bootstrap", &[("c-0", "B")], JobOutcome::Succeeded { at: at(30) });
+    let first = plan(&hosts, &services(), std::slice::from_ref(&finished), true, 1, 0);
+    assert_eq!(first.completed["c-0"].len(), 1, "recorded by this plan");
+    assert!(first.prunable.is_empty(), "but not stored yet: a failed status write must not lose it");
+    hosts[0].completed = first.completed["c-0"].clone();
+    let next = plan(&hosts, &services(), &[finished], true, 1, 0);
+    assert_eq!(next.prunable, ["j"]);
+}
+
+#[test]
+fn max_unavailable_is_a_count_or_a_percentage_and_never_zero() {
+    for (value, hosts, expected) in [
+        (None, 10, 1),
+        (Some(IntOrString::Int(3)), 10, 3),
+        (Some(IntOrString::Int(0)), 10, 1),
+        (Some(IntOrString::Int(-5)), 10, 1),
+        (Some(IntOrString::String("25%".into())), 10, 2),
+        (Some(IntOrString::String("100%".into())), 10, 10),
+        (Some(IntOrString::String("1%".into())), 10, 1),
+        (Some(IntOrString::String("500%".into())), usize::MAX, usize::MAX),
+        (Some(IntOrString::String("nonsense".into())), 10, 1),
+    ] {
+        assert_eq!(max_unavailable(value.as_ref(), hosts), expected, "{value:?} of {hosts}");
+    }
+}
+
+#[test]
+fn the_manual_strategy_rolls_out_what_its_token_acknowledged() {
+    let manual = |token: Option<&str>| Rollout {
+        strategy: Some(RolloutStrategy::Manual),
+        token: token.map(str::to_string),
+        ..Default::default()
+    };
+    // First sight: the initial configuration is acknowledged.
+    let (first, go) = acknowledge(Some(&manual(None)), None, "A", &at(1));
+    assert!(go);
+    assert_eq!(first.config_hash.as_deref(), Some("A"));
+    // An edit waits.
+    let (waiting, go) = acknowledge(Some(&manual(None)), Some(&first), "B", &at(2));
+    assert!(!go);
+    assert_eq!(waiting.config_hash.as_deref(), Some("A"));
+    // A new token acknowledges the current configuration.
+    let (acked, go) = acknowledge(Some(&manual(Some("2026-08-01"))), Some(&waiting), "B", &at(3));
+    assert!(go);
+    assert_eq!(
+        (acked.acknowledged_token.as_deref(), acked.config_hash.as_deref(), acked.started_at.clone()),
+        (Some("2026-08-01"), Some("B"), Some(at(3)))
+    );
+    // An edit during it waits for the next token.
+    let (_, go) = acknowledge(Some(&manual(Some("2026-08-01"))), Some(&acked), "C", &at(4));
+    assert!(!go);
+}
+
+#[test]
+fn the_automatic_strategy_starts_a_rollout_per_configuration() {
+    let (first, go) = acknowledge(None, None, "A", &at(1));
+    assert!(go);
+    let (same, _) = acknowledge(None, Some(&first), "A", &at(5));
+    assert_eq!(same.started_at, Some(at(1)), "the same configuration is the same rollout");
+    let (next, _) = acknowledge(None, Some(&first), "B", &at(6));
+    assert_eq!((next.config_hash.as_deref(), next.started_at), (Some("B"), Some(at(6))));
+}

@@ -1,0 +1,400 @@
+//! Status (pure): from the plan and what applying it did, the NodeSet's status, its five
+//! conditions, and an Event for every transition.
+
+use super::apply::Applied;
+use super::machine::{Action, Phase};
+use super::plan::{HostPhase, HostPlan, Plan};
+use super::validate::Findings;
+use crate::kube::Notices;
+use crate::kube::condition::{AS_EXPECTED, COMPLETE, Conditions, NOTHING_WRONG, bounded_message, set_all};
+use crds::condition::{DEGRADED, PROGRESSING, READY};
+use crds::nodeset::status::conditions::{CONFIGURED, PROVISIONED, ROLLOUT_PENDING};
+use crds::nodeset::{BmhRef, HostStatus, NodeSet, NodeSetStatus, RolloutPhase};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt;
+use std::collections::BTreeMap;
+
+/// Ready's reasons.
+pub const REASON_READY: &str = "Ready";
+pub const REASON_PROVISIONING: &str = "Provisioning";
+pub const REASON_ROLLING_OUT: &str = "RollingOut";
+pub const REASON_FAILED: &str = "Failed";
+
+/// The status to write and the Events to publish after it.
+pub fn compute(
+    nodeset: &NodeSet,
+    plan: &Plan,
+    applied: &Applied,
+    findings: &Findings,
+    now: &Time,
+) -> (NodeSetStatus, Notices) {
+    let previous = nodeset.status.clone().unwrap_or_default();
+    let before = previous.hosts.clone().unwrap_or_default();
+    let mut notices = Notices::default();
+    let failures_by_host: BTreeMap<&str, String> = plan
+        .rollout
+        .failures
+        .iter()
+        .flat_map(|f| {
+            f.hosts
+                .iter()
+                .map(move |h| (h.as_str(), format!("service {} failed in Job {}: {}", f.service, f.job, f.message)))
+        })
+        .collect();
+
+    let mut hosts = BTreeMap::new();
+    for (name, host) in &plan.hosts {
+        let prev = before.get(name);
+        let mut status = host_status(nodeset, name, host, prev, applied);
+        if let Some(failure) = failures_by_host.get(name.as_str()) {
+            status.message = Some(bounded_message(failure.clone()));
+        }
+        if let Some(refused) = applied.refused.get(name) {
+            status.message = Some(bounded_message(refused.clone()));
+        }
+        host_notices(&mut notices, name, host, prev, &status, applied);
+        hosts.insert(name.clone(), status);
+    }
+    for released in &plan.releases {
+        if applied.released.contains(&released.hostname) {
+            notices.normal(
+                "HostReleased",
+                format!("{} released BareMetalHost {} ({:?})", released.hostname, released.bmh, released.policy),
+            );
+        }
+    }
+    // A host released by a failed write stays until the write succeeds.
+    for (name, prev) in &before {
+        if !hosts.contains_key(name) && plan.releases.iter().any(|r| &r.hostname == name && !applied.released.contains(name)) {
+            hosts.insert(name.clone(), prev.clone());
+        }
+    }
+    for name in &applied.jobs_created {
+        notices.normal("JobCreated", format!("created Job {name}"));
+    }
+
+    let total = plan.hosts.len();
+    let provisioned = plan.hosts.values().filter(|h| h.runs_services()).count();
+    let configured = plan.hosts.values().filter(|h| h.configured).count();
+    let phase = if !plan.rollout.failures.is_empty() {
+        RolloutPhase::Failed
+    } else if plan.rollout.pending {
+        RolloutPhase::Pending
+    } else if configured == total {
+        RolloutPhase::Complete
+    } else if plan.hosts.values().any(|h| h.runs_services() && !h.configured) {
+        RolloutPhase::RollingOut
+    } else {
+        RolloutPhase::Waiting
+    };
+    let mut rollout = plan.rollout_status.clone();
+    let previous_phase = previous.rollout.as_ref().and_then(|r| r.phase);
+    rollout.phase = Some(phase);
+    if phase == RolloutPhase::Complete && rollout.completed_at.is_none() {
+        let same = previous.rollout.as_ref().filter(|r| r.config_hash == rollout.config_hash);
+        rollout.completed_at = same.and_then(|r| r.completed_at.clone()).or_else(|| Some(now.clone()));
+    }
+    rollout_notices(&mut notices, &previous, &rollout, plan, previous_phase, phase);
+
+    let problem = problem(plan, findings, applied, &hosts);
+    // Transition times stay while a condition's status does.
+    let mut conditions = previous.conditions.clone().unwrap_or_default();
+    set_all(&mut conditions, make_conditions(nodeset, plan, phase, problem.as_ref(), (total, provisioned, configured), now));
+    let claimed = hosts.values().filter(|h| h.bmh_ref.is_some()).count();
+    let status = NodeSetStatus {
+        observed_generation: nodeset.metadata.generation,
+        conditions: Some(conditions),
+        config_hash: Some(plan.config_hash.clone()),
+        claimed_hosts: Some(i32::try_from(claimed).unwrap_or(i32::MAX)),
+        provisioned_hosts: Some(format!("{provisioned}/{total}")),
+        configured_hosts: Some(format!("{configured}/{total}")),
+        hosts: Some(hosts),
+        rollout: Some(rollout),
+    };
+    (status, notices)
+}
+
+fn host_status(
+    nodeset: &NodeSet,
+    name: &str,
+    host: &HostPlan,
+    prev: Option<&HostStatus>,
+    applied: &Applied,
+) -> HostStatus {
+    let bmh = applied.written.get(name).or(host.bmh.as_ref());
+    let bmh_ref = |b: &crds::baremetalhost::BareMetalHost| BmhRef {
+        name: b.name_any(),
+        namespace: b.namespace().unwrap_or_default(),
+        uid: b.uid(),
+    };
+    let spec_token = nodeset
+        .spec
+        .nodes
+        .as_ref()
+        .and_then(|n| n.get(name))
+        .and_then(|s| s.reprovision_token.clone())
+        .unwrap_or_default();
+    let mut status = HostStatus {
+        desired_config_hash: Some(host.desired.clone()),
+        reprovision_token: prev.and_then(|p| p.reprovision_token.clone()).or(Some(spec_token)),
+        services_completed: (!host.completed.is_empty()).then(|| host.completed.clone()),
+        deployed_config_hash: if host.configured {
+            Some(host.desired.clone())
+        } else if host.completed.is_empty() {
+            None
+        } else {
+            prev.and_then(|p| p.deployed_config_hash.clone())
+        },
+        ..HostStatus::default()
+    };
+    match &host.phase {
+        HostPhase::PreProvisioned => {}
+        HostPhase::Unclaimed(why) => {
+            status.message = (!why.is_empty()).then(|| bounded_message(format!("no BareMetalHost: {why}")));
+        }
+        HostPhase::Claiming => {
+            if applied.claims_won.contains(name) {
+                status.bmh_ref = bmh.map(|b| bmh_ref(b));
+                status.provisioning_state = bmh.and_then(|b| b.status.as_ref()).map(|s| s.provisioning.state);
+            }
+        }
+        HostPhase::Machine(decision) => {
+            status.bmh_ref = bmh.map(|b| bmh_ref(b));
+            status.provisioning_state = bmh.and_then(|b| b.status.as_ref()).map(|s| s.provisioning.state);
+            status.message = decision.message.clone().or(host.message.clone());
+            status.provisioning_outdated = decision.outdated;
+            status.provisioned_hash = decision.provisioned_hash.clone();
+            status.reprovision_token = Some(decision.token.clone());
+            match &decision.action {
+                Action::Provision if !applied.provisioned.contains(name) => {
+                    status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
+                    status.provisioning_outdated = prev.and_then(|p| p.provisioning_outdated);
+                }
+                Action::Reprovision { .. } if !applied.reprovisioned.contains(name) => {
+                    // Not acted on yet: what status said stays, so the next reconcile acts.
+                    status.reprovision_token = prev.and_then(|p| p.reprovision_token.clone());
+                    status.services_completed = prev.and_then(|p| p.services_completed.clone());
+                    status.deployed_config_hash = prev.and_then(|p| p.deployed_config_hash.clone());
+                    status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
+                }
+                Action::Reprovision { .. } => {
+                    status.deployed_config_hash = None;
+                    status.provisioning_outdated = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    status
+}
+
+fn host_notices(
+    notices: &mut Notices,
+    name: &str,
+    host: &HostPlan,
+    prev: Option<&HostStatus>,
+    now: &HostStatus,
+    applied: &Applied,
+) {
+    let prev_bmh = prev.and_then(|p| p.bmh_ref.as_ref()).map(|r| r.name.as_str());
+    if let Some(bmh) = now.bmh_ref.as_ref().map(|r| r.name.as_str())
+        && prev_bmh != Some(bmh)
+    {
+        let how = if applied.claims_won.contains(name) { "claimed" } else { "adopted" };
+        notices.normal("Claimed", format!("{name}: {how} BareMetalHost {bmh}"));
+    }
+    if applied.provisioned.contains(name) {
+        notices.normal("Provisioning", format!("{name}: provisioning BareMetalHost {}", prev_bmh.or(now.bmh_ref.as_ref().map(|r| r.name.as_str())).unwrap_or("")));
+    }
+    if applied.reprovisioned.contains(name) {
+        notices.normal(
+            "Reprovisioning",
+            format!("{name}: reprovisioning for reprovisionToken {:?}", now.reprovision_token.as_deref().unwrap_or("")),
+        );
+    }
+    let state = |s: Option<&HostStatus>| s.and_then(|s| s.provisioning_state);
+    if state(Some(now)) == Some(crds::baremetalhost::ProvisioningState::Provisioned)
+        && state(prev) != Some(crds::baremetalhost::ProvisioningState::Provisioned)
+        && matches!(&host.phase, HostPhase::Machine(d) if d.phase == Phase::Provisioned)
+    {
+        notices.normal("Provisioned", format!("{name}: BareMetalHost {} is provisioned", prev_bmh.unwrap_or_else(|| now.bmh_ref.as_ref().map(|r| r.name.as_str()).unwrap_or(""))));
+    }
+    if let HostPhase::Unclaimed(why) = &host.phase
+        && !why.is_empty()
+        && prev.and_then(|p| p.message.as_ref()) != now.message.as_ref()
+    {
+        notices.warning("NoMatchingHost", format!("{name}: {why}"));
+    }
+}
+
+fn rollout_notices(
+    notices: &mut Notices,
+    previous: &NodeSetStatus,
+    rollout: &crds::nodeset::RolloutStatus,
+    plan: &Plan,
+    before: Option<RolloutPhase>,
+    phase: RolloutPhase,
+) {
+    let started_before = previous.rollout.as_ref().and_then(|r| r.started_at.clone());
+    if rollout.started_at != started_before && phase != RolloutPhase::Complete {
+        notices.normal("RolloutStarted", format!("rolling out configuration {}", short(&plan.config_hash)));
+    }
+    if before == Some(phase) {
+        return;
+    }
+    match phase {
+        RolloutPhase::Complete if before.is_some() => {
+            notices.normal("RolloutCompleted", format!("every host runs configuration {}", short(&plan.config_hash)))
+        }
+        RolloutPhase::Failed => {
+            let quoted: Vec<String> = plan
+                .rollout
+                .failures
+                .iter()
+                .map(|f| format!("Job {} ({} on {}): {}", f.job, f.service, f.hosts.join(", "), f.message))
+                .collect();
+            notices.warning("RolloutFailed", quoted.join("; "));
+        }
+        RolloutPhase::Pending => notices.normal(
+            "RolloutPending",
+            format!("configuration {} waits for a new spec.rollout.token", short(&plan.config_hash)),
+        ),
+        _ => {}
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
+
+/// Degraded's reason and message: the first problem, naming the hosts.
+fn problem(
+    plan: &Plan,
+    findings: &Findings,
+    applied: &Applied,
+    hosts: &BTreeMap<String, HostStatus>,
+) -> Option<(&'static str, String)> {
+    if let Some(found) = findings.problem().filter(|_| findings.blocks()) {
+        return Some(found);
+    }
+    if !plan.rollout.failures.is_empty() {
+        let quoted: Vec<String> = plan
+            .rollout
+            .failures
+            .iter()
+            .map(|f| format!("Job {} of service {} failed on {}: {}", f.job, f.service, f.hosts.join(", "), f.message))
+            .collect();
+        return Some(("JobFailed", quoted.join("; ")));
+    }
+    if !applied.refused.is_empty() {
+        let list: Vec<String> = applied.refused.iter().map(|(h, m)| format!("{h}: {m}")).collect();
+        return Some(("WriteRefused", list.join("; ")));
+    }
+    let unmatched: Vec<String> = plan
+        .hosts
+        .iter()
+        .filter_map(|(name, h)| match &h.phase {
+            HostPhase::Unclaimed(why) if !why.is_empty() => Some(format!("{name}: {why}")),
+            _ => None,
+        })
+        .collect();
+    if !unmatched.is_empty() {
+        return Some(("NoMatchingHost", unmatched.join("; ")));
+    }
+    if let Some(found) = findings.problem() {
+        return Some(found);
+    }
+    let stranded: Vec<String> = plan
+        .hosts
+        .iter()
+        .filter(|(_, h)| matches!(&h.phase, HostPhase::Machine(d) if d.phase == Phase::Stranded))
+        .map(|(name, _)| format!("{name}: {}", hosts.get(name).and_then(|h| h.message.clone()).unwrap_or_default()))
+        .collect();
+    (!stranded.is_empty()).then(|| ("ImageRemoved", stranded.join("; ")))
+}
+
+fn make_conditions(
+    nodeset: &NodeSet,
+    plan: &Plan,
+    phase: RolloutPhase,
+    problem: Option<&(&'static str, String)>,
+    (total, provisioned, configured): (usize, usize, usize),
+    now: &Time,
+) -> Vec<crds::condition::Condition> {
+    let make = Conditions::new(nodeset.metadata.generation, now.clone());
+    let moving = plan.hosts.values().any(|h| match &h.phase {
+        HostPhase::Claiming => true,
+        HostPhase::Machine(d) => matches!(d.phase, Phase::Waiting(_) | Phase::Provisioning),
+        _ => false,
+    });
+    let running = !plan.rollout.running.is_empty() || !plan.jobs.is_empty();
+    let waiting: Vec<String> = plan
+        .hosts
+        .iter()
+        .filter(|(_, h)| !h.runs_services())
+        .map(|(name, h)| match &h.phase {
+            HostPhase::Machine(d) => match &d.phase {
+                Phase::Waiting(why) => format!("{name} ({why})"),
+                Phase::Provisioning => format!("{name} (provisioning)"),
+                _ => name.clone(),
+            },
+            HostPhase::Claiming => format!("{name} (claiming)"),
+            _ => format!("{name} (unclaimed)"),
+        })
+        .collect();
+    let provisioned_message = if waiting.is_empty() {
+        "every host's machine is provisioned".to_string()
+    } else {
+        format!("{provisioned} of {total} hosts provisioned; waiting for {}", waiting.join(", "))
+    };
+    let configured_message = format!("{configured} of {total} hosts run their desired configuration");
+
+    let mut list = Vec::new();
+    let (ready, ready_reason, ready_message) = if let Some((_, message)) = problem {
+        (false, REASON_FAILED, message.clone())
+    } else if provisioned < total {
+        (false, REASON_PROVISIONING, provisioned_message.clone())
+    } else if phase == RolloutPhase::Pending {
+        (false, ROLLOUT_PENDING, format!("{configured_message}; the new configuration waits for a new spec.rollout.token"))
+    } else if configured < total {
+        (false, REASON_ROLLING_OUT, configured_message.clone())
+    } else {
+        (true, REASON_READY, format!("{total} hosts provisioned and configured"))
+    };
+    list.push(make.make(READY, ready, ready_reason, ready_message));
+    list.push(if moving {
+        make.make(PROGRESSING, true, REASON_PROVISIONING, provisioned_message.clone())
+    } else if running {
+        make.make(PROGRESSING, true, REASON_ROLLING_OUT, configured_message.clone())
+    } else if phase == RolloutPhase::Pending {
+        make.make(PROGRESSING, false, ROLLOUT_PENDING, "waiting for a new spec.rollout.token")
+    } else if problem.is_some() {
+        make.make(PROGRESSING, false, "Stopped", "stopped until the problem is fixed")
+    } else {
+        make.make(PROGRESSING, false, COMPLETE, "nothing is in progress")
+    });
+    list.push(match problem {
+        Some((reason, message)) => make.make(DEGRADED, true, reason, message.clone()),
+        None => make.make(DEGRADED, false, AS_EXPECTED, NOTHING_WRONG),
+    });
+    if !nodeset.spec.pre_provisioned() {
+        list.push(if provisioned == total {
+            make.make(PROVISIONED, true, "Provisioned", provisioned_message)
+        } else {
+            make.make(PROVISIONED, false, REASON_PROVISIONING, provisioned_message)
+        });
+    }
+    let configured_reason = match phase {
+        RolloutPhase::Complete => "Configured",
+        RolloutPhase::Failed => REASON_FAILED,
+        RolloutPhase::Pending => ROLLOUT_PENDING,
+        RolloutPhase::RollingOut => REASON_ROLLING_OUT,
+        RolloutPhase::Waiting => REASON_PROVISIONING,
+    };
+    list.push(make.make(CONFIGURED, configured == total, configured_reason, configured_message));
+    list
+}
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;

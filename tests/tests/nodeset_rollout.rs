@@ -1,0 +1,185 @@
+//! Rollouts of day-2 configuration: Manual waits for its token, maxUnavailable is never
+//! exceeded, a failed Job stops the rollout and a fixed service resumes it, old Jobs go once
+//! their outcome is in status, unknown services, and preProvisioned NodeSets.
+
+mod common;
+mod host_common;
+mod nodeset_common;
+
+use host_common::secs;
+use nodeset_common::{NodeSetEnv, Setup, condition, condition_is, names, processed, settle};
+use serde_json::json;
+use std::time::Duration;
+
+fn mtu(mtu: u16) -> serde_json::Value {
+    json!({"nodeTemplate": {"networks": [{"name": "ctlplane", "interface": "eno1", "mtu": mtu, "gateway": "192.0.2.1"}]}})
+}
+
+fn rollout_phase(n: &crds::nodeset::NodeSet) -> Option<crds::nodeset::RolloutPhase> {
+    n.status.as_ref()?.rollout.as_ref()?.phase
+}
+
+#[tokio::test]
+async fn a_manual_rollout_waits_for_its_token_and_an_unknown_service_is_a_condition() -> anyhow::Result<()> {
+    let env = NodeSetEnv::start("nset-manual", Setup::default()).await?;
+    env.free_hosts(&names("server", 2), json!({})).await?;
+    env.service("configure-os", false, "configure-os:1").await?;
+    let jobs = env.record_jobs().await?;
+    let mut spec = env.spec(&["compute-0", "compute-1"], &["configure-os"]);
+    spec["rollout"] = json!({"strategy": "Manual"});
+    env.create_nodeset("computes", spec).await?;
+    env.wait_ready("computes", secs(300)).await?;
+    assert_eq!(jobs.runs_by_service()["configure-os"], 2, "new hosts are brought up without a token");
+
+    let edited = env.patch_spec("computes", mtu(9000)).await?;
+    let pending = env
+        .wait_nodeset("computes", "the rollout pending", secs(60), |n| {
+            processed(n) && n.metadata.generation == edited.metadata.generation
+        })
+        .await?;
+    let ready = condition(&pending, "Ready").cloned().expect("Ready");
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "RolloutPending"), "{ready:?}");
+    assert!(condition_is(&pending, "Progressing", "False"));
+    assert_eq!(rollout_phase(&pending), Some(crds::nodeset::RolloutPhase::Pending));
+    settle().await;
+    assert_eq!(jobs.runs_by_service()["configure-os"], 2, "nothing runs before the token");
+
+    env.patch_spec("computes", json!({"rollout": {"token": "2026-08-01"}})).await?;
+    let done = env.wait_ready("computes", secs(120)).await?;
+    assert_eq!(jobs.runs_by_service()["configure-os"], 4, "the token rolled the edit out to both hosts");
+    let rollout = done.status.as_ref().and_then(|s| s.rollout.clone()).unwrap_or_default();
+    assert_eq!(rollout.acknowledged_token.as_deref(), Some("2026-08-01"));
+    assert_eq!(rollout.config_hash, done.status.as_ref().and_then(|s| s.config_hash.clone()));
+
+    // A service that does not exist is a condition, not a crash; creating it runs it.
+    env.patch_spec("computes", json!({"services": ["configure-os", "not-yet"], "rollout": {"token": "2"}})).await?;
+    let degraded = env
+        .wait_nodeset("computes", "degraded", secs(60), |n| processed(n) && condition_is(n, "Degraded", "True"))
+        .await?;
+    let cause = condition(&degraded, "Degraded").cloned().expect("Degraded");
+    assert_eq!(cause.reason, "ServiceNotFound");
+    assert!(cause.message.contains("not-yet"), "{}", cause.message);
+    env.service("not-yet", false, "not-yet:1").await?;
+    env.wait_ready("computes", secs(120)).await?;
+    assert_eq!(jobs.runs_by_service().get("not-yet"), Some(&2));
+    Ok(())
+}
+
+#[tokio::test]
+async fn max_unavailable_is_never_exceeded_and_old_jobs_go_once_recorded() -> anyhow::Result<()> {
+    let mut setup = Setup::default();
+    setup.nodeset.job_history = 1;
+    let env = NodeSetEnv::start("nset-batch", setup).await?;
+    let hosts = ["compute-0", "compute-1", "compute-2", "compute-3"];
+    env.free_hosts(&names("server", 4), json!({})).await?;
+    env.service("configure-os", false, "configure-os:1").await?;
+    let mut spec = env.spec(&hosts, &["configure-os"]);
+    spec["rollout"] = json!({"maxUnavailable": 2});
+    env.create_nodeset("computes", spec).await?;
+    env.wait_ready("computes", secs(300)).await?;
+    let _hold = env.hold_service_pods(Duration::from_secs(2));
+
+    for (max_unavailable, limit) in [(json!(2), 2), (json!("25%"), 1)] {
+        let jobs = env.record_jobs().await?;
+        let mut edit = mtu(if limit == 2 { 9000 } else { 1500 });
+        edit["rollout"] = json!({"maxUnavailable": max_unavailable});
+        env.patch_spec("computes", edit).await?;
+        env.wait_nodeset("computes", "the edit rolled out", secs(180), |n| {
+            processed(n) && condition_is(n, "Ready", "True") && rollout_phase(n) == Some(crds::nodeset::RolloutPhase::Complete)
+        })
+        .await?;
+        let seen = jobs.max_running_hosts();
+        println!("maxUnavailable {max_unavailable}: at most {seen} hosts in running Jobs at once");
+        assert_eq!(seen, limit, "never more than {limit} hosts unavailable, and that many when it may: {:?}", jobs.seen());
+        assert_eq!(jobs.runs_by_service()["configure-os"], 4);
+    }
+
+    // One finished Job kept; the outcome of every other is in status.
+    let remaining = nodeset_common::wait_for_jobs(&env, 1).await?;
+    let nodeset = env.nodesets.get("computes").await?;
+    println!("service Jobs left: {remaining:?}");
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(env.t.env.client(), env.ns());
+    let inventories = secrets.list(&kube::api::ListParams::default().labels(crds::nodeset::SERVICE_LABEL)).await?;
+    let inventory_names: Vec<String> = inventories.items.iter().filter_map(|s| s.metadata.name.clone()).collect();
+    assert_eq!(inventory_names, remaining, "each inventory Secret goes with its Job");
+    for (host, status) in nodeset.status.and_then(|s| s.hosts).unwrap_or_default() {
+        assert_eq!(status.deployed_config_hash, status.desired_config_hash, "{host}");
+        assert!(status.services_completed.is_some_and(|c| c.iter().any(|s| s.name == "configure-os")), "{host}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failed_job_degrades_quoting_the_job_stops_the_rollout_and_a_fixed_service_resumes_it()
+-> anyhow::Result<()> {
+    let env = NodeSetEnv::start("nset-fail", Setup::default()).await?;
+    let machines = names("server", 2);
+    env.free_hosts(&machines, json!({})).await?;
+    env.fail_image("configure-network:broken", "ip: invalid MTU 9000 on eno1");
+    env.service_with("configure-network", false, json!({"image": "configure-network:broken", "backoffLimit": 0})).await?;
+    env.service("configure-os", false, "configure-os:1").await?;
+    let jobs = env.record_jobs().await?;
+    env.create_nodeset("computes", env.spec(&["compute-0", "compute-1"], &["configure-network", "configure-os"])).await?;
+    let failed = env
+        .wait_nodeset("computes", "degraded by the Job", secs(300), |n| {
+            condition(n, "Degraded").is_some_and(|c| c.status == "True" && c.reason == "JobFailed")
+        })
+        .await?;
+    let degraded = condition(&failed, "Degraded").cloned().expect("Degraded");
+    let failed_job = jobs.seen().into_iter().find(|(_, j)| j.service == "configure-network").map(|(n, _)| n).unwrap_or_default();
+    assert!(degraded.message.contains(&failed_job), "the condition quotes the Job: {}", degraded.message);
+    assert!(degraded.message.contains("invalid MTU 9000"), "and its container's failure: {}", degraded.message);
+    assert_eq!(rollout_phase(&failed), Some(crds::nodeset::RolloutPhase::Failed));
+    // Published right after the status write.
+    env.t.wait_events("computes", &["RolloutFailed"]).await?;
+    settle().await;
+    assert_eq!(jobs.runs_by_service().get("configure-os"), None, "the rollout stopped");
+    assert!(env.jobs.get_opt(&failed_job).await?.is_some(), "nothing is deleted");
+    for machine in &machines {
+        assert_eq!(host_common::state_of(&env.t.hosts.get(machine).await?), "provisioned");
+    }
+
+    // Fixing the service (its spec hash changes) resumes the rollout.
+    env.services
+        .patch(
+            "configure-network",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"job": {"image": "configure-network:2"}}})),
+        )
+        .await?;
+    env.wait_ready("computes", secs(120)).await?;
+    let fixed: Vec<String> = jobs
+        .seen()
+        .into_values()
+        .filter(|j| j.image == "configure-network:2")
+        .flat_map(|j| j.hosts)
+        .collect();
+    assert_eq!(fixed, ["compute-0", "compute-1"], "the fixed service ran on both hosts: {:?}", jobs.seen());
+    assert_eq!(jobs.runs_by_service()["configure-os"], 2, "and the rest of the rollout followed");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_preprovisioned_nodeset_only_runs_services_addressed_through_its_management_network() -> anyhow::Result<()> {
+    let env = NodeSetEnv::start("nset-prepro", Setup::default()).await?;
+    env.service("configure-os", false, "configure-os:1").await?;
+    let jobs = env.record_jobs().await?;
+    let mut spec = env.spec(&["edge-0", "edge-1"], &["configure-os"]);
+    spec.as_object_mut().map(|s| s.remove("baremetalSetTemplate"));
+    spec["preProvisioned"] = json!(true);
+    env.create_nodeset("edge", spec).await?;
+    let ready = env.wait_ready("edge", secs(120)).await?;
+    assert_eq!(ready.status.as_ref().and_then(|s| s.claimed_hosts), Some(0), "no BareMetalHost");
+    assert!(condition(&ready, "Provisioned").is_none(), "nothing to provision");
+    assert_eq!(jobs.runs_by_service()["configure-os"], 2);
+    let name = jobs.seen().into_keys().next().expect("a Job ran");
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(env.t.env.client(), env.ns());
+    let secret = secrets.get(&name).await?;
+    let inventory: serde_json::Value =
+        serde_json::from_slice(&secret.data.unwrap_or_default()[operator::nodeset::INVENTORY_KEY].0)?;
+    assert_eq!(inventory["hosts"]["edge-0"]["managementAddress"], "192.0.2.10");
+    assert_eq!(inventory["hosts"]["edge-1"]["managementAddress"], "192.0.2.11");
+    assert!(inventory["hosts"]["edge-0"].get("bmh").is_none());
+    assert_eq!(env.t.hosts.list(&Default::default()).await?.items.len(), 0);
+    Ok(())
+}
