@@ -2,6 +2,11 @@
 
 use crate::cli::{ControllerKind, RunArgs};
 use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How long the controllers get to finish their reconciles on shutdown
+/// before they are aborted; inside Kubernetes' default 30 s termination grace.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 
 /// Everything the runtime needs to start. `ferrometal run` builds it from
 /// its flags; tests build it directly.
@@ -21,6 +26,8 @@ pub struct OperatorConfig {
     pub ironic: Option<crate::ironic::Config>,
     /// The `BareMetalHost` controller; `None` does not run it.
     pub host: Option<crate::host::Config>,
+    /// How long the controllers get to stop on shutdown before they are aborted.
+    pub shutdown_grace: Duration,
 }
 
 impl OperatorConfig {
@@ -34,6 +41,7 @@ impl OperatorConfig {
             webhook: None,
             ironic: None,
             host: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -49,6 +57,7 @@ impl From<RunArgs> for OperatorConfig {
             webhook: args.webhook.into_config(),
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
             host: enabled(ControllerKind::Host).then(|| args.host.into()),
+            shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             identity,
         }
     }
