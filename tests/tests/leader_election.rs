@@ -76,7 +76,10 @@ async fn a_leader_cut_off_from_the_apiserver_stops_its_controllers_before_anothe
         (severed.elapsed(), result)
     });
     let took_over = until_leading(&other, Duration::from_secs(60)).await?;
-    let (stopped, result) = exited.await?;
+    let (stopped, result) = tokio::time::timeout(TIMING.duration, exited).await.map_err(|_| {
+        let waited = TIMING.duration;
+        anyhow::anyhow!("the cut-off replica still ran its controllers {waited:?} after another replica took over")
+    })??;
     println!("the cut-off leader stopped {stopped:?} after the cut; the other took over after {took_over:?}");
 
     assert!(
