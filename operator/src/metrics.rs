@@ -24,6 +24,11 @@ pub struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OperationLabels {
     pub operation: String,
 }
@@ -38,6 +43,8 @@ pub struct Metrics {
     ironic_requests: Family<OperationLabels, Counter>,
     leader: Gauge,
     lease_renewal_failures: Counter,
+    webhook_connections: Gauge,
+    webhook_connections_cut: Family<ReasonLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -69,6 +76,18 @@ impl Metrics {
             "Attempts to renew the held leader lease that failed or timed out",
             lease_renewal_failures.clone(),
         );
+        let webhook_connections = Gauge::default();
+        registry.register(
+            "webhook_connections",
+            "Connections the webhook server holds open (at most its connection cap)",
+            webhook_connections.clone(),
+        );
+        let webhook_connections_cut = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "webhook_connections_cut",
+            "Webhook connections the server closed because a client was too slow, by reason",
+            webhook_connections_cut.clone(),
+        );
         Self {
             registry: Mutex::new(registry),
             reconciles,
@@ -78,6 +97,8 @@ impl Metrics {
             ironic_requests,
             leader,
             lease_renewal_failures,
+            webhook_connections,
+            webhook_connections_cut,
         }
     }
 
@@ -121,6 +142,30 @@ impl Metrics {
     /// Failed renewals of the leader lease so far.
     pub fn lease_renewal_failure_count(&self) -> u64 {
         self.lease_renewal_failures.get()
+    }
+
+    /// Counts a webhook connection opening (`true`) or closing (`false`).
+    pub fn webhook_connection(&self, open: bool) {
+        if open {
+            self.webhook_connections.inc();
+        } else {
+            self.webhook_connections.dec();
+        }
+    }
+
+    /// Webhook connections open now.
+    pub fn webhook_open_connections(&self) -> i64 {
+        self.webhook_connections.get()
+    }
+
+    /// Counts a webhook connection closed for `reason` (`handshake_timeout`, `no_request`, `idle`).
+    pub fn webhook_connection_cut(&self, reason: &str) {
+        self.webhook_connections_cut.get_or_create(&ReasonLabels { reason: reason.into() }).inc();
+    }
+
+    /// Webhook connections closed so far for `reason`.
+    pub fn webhook_cut_count(&self, reason: &str) -> u64 {
+        self.webhook_connections_cut.get_or_create(&ReasonLabels { reason: reason.into() }).get()
     }
 
     /// Reconciles run so far by `controller`.
