@@ -144,7 +144,8 @@ mod tests {
                         }
                         let head = String::from_utf8_lossy(&buf[..read]).into_owned();
                         let body = if head.starts_with("GET /v1 ") {
-                            r#"{"id": "v1", "version": {"id": "v1", "version": "1.115", "min_version": "1.1"}}"#.to_string()
+                            r#"{"id": "v1", "version": {"id": "v1", "version": "1.115", "min_version": "1.1"}}"#
+                                .to_string()
                         } else {
                             page(counter.fetch_add(1, Ordering::SeqCst))
                         };

@@ -69,7 +69,11 @@ impl Metrics {
         registry.register("status_writes", "Status subresource writes, by controller", status_writes.clone());
         registry.register("ironic_requests", "Requests sent to Ironic's API, by operation", ironic_requests.clone());
         let leader = Gauge::default();
-        registry.register("leader", "1 while this replica holds the leader lease and runs the controllers", leader.clone());
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader lease and runs the controllers",
+            leader.clone(),
+        );
         let lease_renewal_failures = Counter::default();
         registry.register(
             "leader_lease_renewal_failures",

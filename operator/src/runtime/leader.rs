@@ -36,11 +36,19 @@ pub struct LeaderArgs {
     #[arg(long = "leader-election-lease", env = "LEADER_ELECTION_LEASE", default_value = "ferrometal-leader")]
     pub lease: String,
     /// Seconds a lease lasts without renewal; another replica takes over after that.
-    #[arg(long = "leader-election-lease-duration-seconds", env = "LEADER_ELECTION_LEASE_DURATION", default_value_t = 15)]
+    #[arg(
+        long = "leader-election-lease-duration-seconds",
+        env = "LEADER_ELECTION_LEASE_DURATION",
+        default_value_t = 15
+    )]
     pub duration_seconds: u64,
     /// Seconds the leader may go without a successful renewal before it stops its
     /// controllers; shorter than the lease duration.
-    #[arg(long = "leader-election-renew-deadline-seconds", env = "LEADER_ELECTION_RENEW_DEADLINE", default_value_t = 10)]
+    #[arg(
+        long = "leader-election-renew-deadline-seconds",
+        env = "LEADER_ELECTION_RENEW_DEADLINE",
+        default_value_t = 10
+    )]
     pub renew_deadline_seconds: u64,
     /// Seconds between attempts to take or renew the lease.
     #[arg(long = "leader-election-retry-period-seconds", env = "LEADER_ELECTION_RETRY_PERIOD", default_value_t = 2)]
@@ -91,7 +99,9 @@ pub enum Loss {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
     /// Leading until `deadline` unless renewed again before it.
-    Leading { deadline: Instant },
+    Leading {
+        deadline: Instant,
+    },
     Lost(Loss),
 }
 

@@ -284,9 +284,7 @@ mod tests {
         let sent = Instant::now();
         let mut observer = Observer::default();
         let seen = sent + Duration::from_millis(1);
-        let Verdict::Held { until, .. } = observer.judge(&held_by("a", 15, 0), "b", seen) else {
-            panic!("held")
-        };
+        let Verdict::Held { until, .. } = observer.judge(&held_by("a", 15, 0), "b", seen) else { panic!("held") };
         assert!(timing.deadline_after(sent) + timing.margin() <= until);
     }
 }

@@ -127,4 +127,3 @@ async fn termination() -> std::io::Result<()> {
         _ = term.recv() => Ok(()),
     }
 }
-

@@ -19,8 +19,10 @@ use tokio_util::sync::CancellationToken;
 /// Name of the Secret holding operator-managed webhook certificates.
 pub const SECRET_NAME: &str = "ferrometal-webhook-tls";
 /// Keys of the Secret: the signing CA and serving certificate (the
-/// `kubernetes.io/tls` layout), and during a rotation the incoming and the
-/// outgoing CA.
+/// `kubernetes.io/tls` layout), and the incoming and the outgoing CA of a
+/// rotation. Those two are always written, empty between rotations: an apply
+/// that merely leaves a key out does not remove it when another field manager
+/// (whoever created the Secret) co-owns `data`, as Kubernetes 1.20 shows.
 const CA_CERT: &str = "ca.crt";
 const CA_KEY: &str = "ca.key";
 const TLS_CERT: &str = "tls.crt";
@@ -108,7 +110,8 @@ pub fn spawn_renewal(
                     let names = config.register.as_ref().map(|c| c.subject_alt_names()).unwrap_or_default();
                     let Some(register) = &config.register else { continue };
                     let published = super::registration::published_ca_bundle(&client).await;
-                    match stored_bundle(&client, secret_namespace, &names, settle(&config), published.as_deref()).await {
+                    match stored_bundle(&client, secret_namespace, &names, settle(&config), published.as_deref()).await
+                    {
                         Ok(bundle) => {
                             let trusted = bundle.trusted();
                             if published_ca.as_deref() != Some(trusted.as_str()) {
@@ -206,7 +209,7 @@ async fn stored_bundle(
 
 fn bundle_from_secret(secret: &Secret) -> Option<Bundle> {
     let data = secret.data.as_ref()?;
-    let get = |k: &str| data.get(k).and_then(|v| String::from_utf8(v.0.clone()).ok());
+    let get = |k: &str| data.get(k).and_then(|v| String::from_utf8(v.0.clone()).ok()).filter(|v| !v.is_empty());
     let pair = |cert: &str, key: &str| Some(Pair { cert: get(cert)?, key: get(key)? });
     Some(Bundle {
         ca: pair(CA_CERT, CA_KEY)?,
@@ -229,7 +232,7 @@ fn bundle_secret(bundle: &Bundle, namespace: &str) -> Secret {
     ];
     let data: BTreeMap<String, ByteString> = entries
         .into_iter()
-        .filter_map(|(k, v)| Some((k.to_string(), ByteString(v?.as_bytes().to_vec()))))
+        .map(|(k, v)| (k.to_string(), ByteString(v.map(|v| v.as_bytes().to_vec()).unwrap_or_default())))
         .collect();
     Secret {
         metadata: ObjectMeta {
@@ -261,8 +264,10 @@ mod tests {
         let mut bundle = rotation::fresh(&names, now).expect("bundle");
         let secret = bundle_secret(&bundle, "ops");
         assert_eq!(bundle_from_secret(&secret), Some(bundle.clone()));
-        let keys: Vec<_> = secret.data.as_ref().expect("data").keys().cloned().collect();
-        assert_eq!(keys, ["ca.crt", "ca.key", "tls.crt", "tls.key"], "the kubernetes.io/tls layout, nothing more");
+        let data = secret.data.as_ref().expect("data");
+        for key in ["next-ca.crt", "next-ca.key", "retired-ca.crt"] {
+            assert_eq!(data.get(key).map(|v| v.0.len()), Some(0), "{key} is written empty between rotations");
+        }
 
         let other = rotation::fresh(&names, now).expect("another");
         bundle.next = Some(other.ca.clone());

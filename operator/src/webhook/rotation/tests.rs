@@ -120,7 +120,10 @@ fn a_ca_is_rotated_with_overlap_and_every_step_is_trusted_by_the_bundles_on_eith
 
     // Not signing before it has settled, nor before the bundle holding it is published.
     let settled = start + SETTLE;
-    assert_eq!(plan(Some(&step1), &names(), start + SETTLE / 2, SETTLE, Some(&step1.trusted())).expect("plan"), Plan::Keep);
+    assert_eq!(
+        plan(Some(&step1), &names(), start + SETTLE / 2, SETTLE, Some(&step1.trusted())).expect("plan"),
+        Plan::Keep
+    );
     assert_eq!(plan(Some(&step1), &names(), settled, SETTLE, Some(&old.trusted())).expect("plan"), Plan::Keep);
     assert_eq!(plan(Some(&step1), &names(), settled, SETTLE, None).expect("plan"), Plan::Keep);
 
@@ -129,7 +132,10 @@ fn a_ca_is_rotated_with_overlap_and_every_step_is_trusted_by_the_bundles_on_eith
     assert_eq!(Some(&step2.ca), step1.next.as_ref());
     assert_eq!(step2.retired.as_deref(), Some(old.ca.cert.as_str()));
     assert_eq!(count(&step2.trusted()), 2);
-    assert_eq!(plan(Some(&step2), &names(), settled + SETTLE / 2, SETTLE, Some(&step2.trusted())).expect("plan"), Plan::Keep);
+    assert_eq!(
+        plan(Some(&step2), &names(), settled + SETTLE / 2, SETTLE, Some(&step2.trusted())).expect("plan"),
+        Plan::Keep
+    );
 
     // Step 3: the old CA leaves once every replica serves the new certificate.
     let done = settled + SETTLE;
