@@ -137,15 +137,12 @@ pub(super) enum Stopped {
 
 /// Cancels `token` and waits for `tasks` to finish, for at most `grace` and
 /// not past a loss of the lease; then aborts the rest.
-pub(super) async fn stop_within<T: 'static>(
+pub(super) async fn stop_within<T: std::fmt::Display + 'static>(
     tasks: &mut JoinSet<Result<(), T>>,
     token: &CancellationToken,
     grace: Duration,
     leadership: &mut Option<Leadership>,
-) -> Stopped
-where
-    T: std::fmt::Display,
-{
+) -> Stopped {
     token.cancel();
     let drained = async {
         while let Some(done) = tasks.join_next().await {
