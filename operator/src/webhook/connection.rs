@@ -3,8 +3,8 @@
 //!
 //! - the TLS handshake must finish within `handshake_timeout`;
 //! - the first request must arrive within `header_timeout` of the handshake,
-//!   and on HTTP/1 every request head within `header_timeout` of its start
-//!   (hyper's own timer, which also closes idle keep-alive connections);
+//!   and on HTTP/1 its head within `header_timeout` (hyper's own timer); an
+//!   HTTP/1 connection carries one request;
 //! - a connection that reads nothing for `idle_timeout` is shut down
 //!   gracefully (a GOAWAY on HTTP/2, so the apiserver opens a new one without
 //!   failing a request), then closed if it is not gone within `request_timeout`;
@@ -118,7 +118,10 @@ pub async fn serve(
 fn builder(h2: bool, limits: Limits) -> hyper_util::server::conn::auto::Builder<TokioExecutor> {
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     let mut builder = if h2 { builder.http2_only() } else { builder.http1_only() };
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    // One request per HTTP/1 connection: hyper's header timer would otherwise close idle
+    // keep-alive connections after `header_timeout`, and a client's POST racing that close
+    // fails (clients resend only idempotent requests). The apiserver speaks HTTP/2 anyway.
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout).keep_alive(false);
     builder
         .http2()
         .timer(TokioTimer::new())
