@@ -71,7 +71,7 @@ impl Metrics {
         let leader = Gauge::default();
         registry.register(
             "leader",
-            "1 while this replica holds the leader lease and runs the controllers",
+            "1 while this replica runs the controllers (with leader election: while it holds the lease)",
             leader.clone(),
         );
         let lease_renewal_failures = Counter::default();
