@@ -157,6 +157,15 @@ pub enum Error {
         /// Ironic's `last_error`.
         last_error: Option<String>,
     },
+    /// A listing did not end: the server kept sending `next` links that led
+    /// back to a page already read, or more pages than any real collection has.
+    #[error("listing for {operation} did not end: {fault}")]
+    Paging {
+        /// The listing.
+        operation: Operation,
+        /// How it failed to end.
+        fault: PagingFault,
+    },
     /// The node did not reach the wanted state in time.
     #[error("node {node} did not reach {wanted} within {waited:?}; last seen {current}")]
     WaitTimeout {
@@ -168,6 +177,27 @@ pub enum Error {
         current: String,
         /// How long we waited.
         waited: Duration,
+    },
+}
+
+/// Why a paginated listing was abandoned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PagingFault {
+    /// Page `page` ended with `marker`, which an earlier page had ended with:
+    /// following it would read the same pages again, forever.
+    #[error("page {page} ended with marker {marker}, as an earlier page did")]
+    RepeatedMarker {
+        /// The repeated marker (an Ironic UUID).
+        marker: String,
+        /// Which page repeated it, from 1.
+        page: usize,
+    },
+    /// Still more pages after `limit` of them.
+    #[error("still more pages after {limit}")]
+    TooManyPages {
+        /// The page limit that was reached.
+        limit: usize,
     },
 }
 

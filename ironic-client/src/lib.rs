@@ -61,7 +61,7 @@ mod wait;
 
 pub use client::IronicClient;
 pub use config::{Auth, DEFAULT_MAX_IN_FLIGHT, IronicClientBuilder};
-pub use error::{ApiError, Error, Result};
+pub use error::{ApiError, Error, PagingFault, Result};
 pub use metrics::{Metrics, Operation, OperationStats};
 pub use redact::Secret;
 pub use retry::RetryPolicy;

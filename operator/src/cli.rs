@@ -63,6 +63,11 @@ pub struct RunArgs {
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
 
+    /// Seconds the controllers get to finish their reconciles on shutdown before
+    /// they are aborted (and the process exits with an error).
+    #[arg(long, env = "SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
+    pub shutdown_grace_seconds: u64,
+
     #[command(flatten)]
     pub leader: crate::runtime::leader::LeaderArgs,
 

@@ -2,6 +2,11 @@
 
 use crate::cli::{ControllerKind, RunArgs};
 use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How long the controllers get to finish their reconciles on shutdown
+/// before they are aborted; inside Kubernetes' default 30 s termination grace.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 
 /// Everything the runtime needs to start. `ferrometal run` builds it from
 /// its flags; tests build it directly.
@@ -23,6 +28,8 @@ pub struct OperatorConfig {
     pub host: Option<crate::host::Config>,
     /// The `NodeSet` controller; `None` does not run it.
     pub nodeset: Option<crate::nodeset::Config>,
+    /// How long the controllers get to stop on shutdown before they are aborted.
+    pub shutdown_grace: Duration,
 }
 
 impl OperatorConfig {
@@ -37,6 +44,7 @@ impl OperatorConfig {
             ironic: None,
             host: None,
             nodeset: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 }
@@ -53,6 +61,7 @@ impl From<RunArgs> for OperatorConfig {
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
             host: enabled(ControllerKind::Host).then(|| args.host.into()),
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
+            shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             identity,
         }
     }

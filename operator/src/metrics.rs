@@ -6,6 +6,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::sync::Mutex;
@@ -23,6 +24,11 @@ pub struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OperationLabels {
     pub operation: String,
 }
@@ -35,6 +41,10 @@ pub struct Metrics {
     durations: Family<ControllerLabels, Histogram>,
     status_writes: Family<ControllerLabels, Counter>,
     ironic_requests: Family<OperationLabels, Counter>,
+    leader: Gauge,
+    lease_renewal_failures: Counter,
+    webhook_connections: Gauge,
+    webhook_connections_cut: Family<ReasonLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -58,7 +68,42 @@ impl Metrics {
         registry.register("reconcile_duration_seconds", "Time spent in a reconcile, by controller", durations.clone());
         registry.register("status_writes", "Status subresource writes, by controller", status_writes.clone());
         registry.register("ironic_requests", "Requests sent to Ironic's API, by operation", ironic_requests.clone());
-        Self { registry: Mutex::new(registry), reconciles, failures, durations, status_writes, ironic_requests }
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica runs the controllers (with leader election: while it holds the lease)",
+            leader.clone(),
+        );
+        let lease_renewal_failures = Counter::default();
+        registry.register(
+            "leader_lease_renewal_failures",
+            "Attempts to renew the held leader lease that failed or timed out",
+            lease_renewal_failures.clone(),
+        );
+        let webhook_connections = Gauge::default();
+        registry.register(
+            "webhook_connections",
+            "Connections the webhook server holds open (at most its connection cap)",
+            webhook_connections.clone(),
+        );
+        let webhook_connections_cut = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "webhook_connections_cut",
+            "Webhook connections the server closed because a client was too slow, by reason",
+            webhook_connections_cut.clone(),
+        );
+        Self {
+            registry: Mutex::new(registry),
+            reconciles,
+            failures,
+            durations,
+            status_writes,
+            ironic_requests,
+            leader,
+            lease_renewal_failures,
+            webhook_connections,
+            webhook_connections_cut,
+        }
     }
 
     /// Starts timing a reconcile of `controller`; the timer records when dropped.
@@ -81,6 +126,50 @@ impl Metrics {
     /// Counts `n` requests to Ironic of `operation`.
     pub fn ironic_requests(&self, operation: &str, n: u64) {
         self.ironic_requests.get_or_create(&OperationLabels { operation: operation.into() }).inc_by(n);
+    }
+
+    /// Whether this replica leads (holds the lease and runs the controllers).
+    pub fn set_leading(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// Whether this replica leads now.
+    pub fn leading(&self) -> bool {
+        self.leader.get() == 1
+    }
+
+    /// Counts a failed renewal of the held leader lease.
+    pub fn lease_renewal_failed(&self) {
+        self.lease_renewal_failures.inc();
+    }
+
+    /// Failed renewals of the leader lease so far.
+    pub fn lease_renewal_failure_count(&self) -> u64 {
+        self.lease_renewal_failures.get()
+    }
+
+    /// Counts a webhook connection opening (`true`) or closing (`false`).
+    pub fn webhook_connection(&self, open: bool) {
+        if open {
+            self.webhook_connections.inc();
+        } else {
+            self.webhook_connections.dec();
+        }
+    }
+
+    /// Webhook connections open now.
+    pub fn webhook_open_connections(&self) -> i64 {
+        self.webhook_connections.get()
+    }
+
+    /// Counts a webhook connection closed for `reason` (`handshake_timeout`, `no_request`, `idle`).
+    pub fn webhook_connection_cut(&self, reason: &str) {
+        self.webhook_connections_cut.get_or_create(&ReasonLabels { reason: reason.into() }).inc();
+    }
+
+    /// Webhook connections closed so far for `reason`.
+    pub fn webhook_cut_count(&self, reason: &str) -> u64 {
+        self.webhook_connections_cut.get_or_create(&ReasonLabels { reason: reason.into() }).get()
     }
 
     /// Reconciles run so far by `controller`.

@@ -216,6 +216,22 @@ current-context: test
         &self.server
     }
 
+    /// The apiserver's address on loopback.
+    pub fn server_addr(&self) -> crate::Result<std::net::SocketAddr> {
+        let port = self.ports.last().copied().context("the apiserver has no port")?;
+        Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    /// An admin client that reaches the apiserver through `addr` (a
+    /// [`crate::proxy::TcpProxy`] in front of [`Self::server_addr`]) instead of
+    /// directly. The apiserver's certificate names 127.0.0.1, so TLS checks pass.
+    pub async fn client_through(&self, addr: std::net::SocketAddr) -> crate::Result<Client> {
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig)?;
+        let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+        config.cluster_url = format!("https://{addr}").parse()?;
+        Ok(Client::try_from(config)?)
+    }
+
     /// The process ids of etcd, kube-apiserver and kube-controller-manager.
     pub fn pids(&self) -> Vec<u32> {
         [Some(&self.etcd), Some(&self.apiserver), self.controller_manager.as_ref()]

@@ -7,6 +7,9 @@
 //! local processes when asked to ([`pod_simulator`]), Ironic ([`ironic`]),
 //! sushy-tools Redfish BMCs ([`sushy`]) and MariaDB ([`mariadb`]).
 //!
+//! A [`proxy::TcpProxy`] stands between one client and a server when a test
+//! needs to cut that client off (a partition) while others still get through.
+//!
 //! Servers bind 127.0.0.1 on ports that no other test holds, stop when
 //! dropped, and keep their logs (and print their tails) when the test that
 //! owns them fails. `design/testing.md` explains the whole environment.
@@ -22,6 +25,7 @@ pub mod pki;
 pub mod pod_simulator;
 pub mod ports;
 pub mod process;
+pub mod proxy;
 pub mod sushy;
 pub mod wait;
 pub mod workdir;

@@ -220,11 +220,11 @@ async fn every_alm_example_is_accepted_by_a_server_side_dry_run() -> anyhow::Res
     let ns = cp.namespace("olm-examples").await?;
     let port = ports::free_port()?;
     let mut config = operator::OperatorConfig::minimal("dry-run");
-    config.webhook = Some(operator::webhook::Config {
-        addr: ([127, 0, 0, 1], port).into(),
-        certificates: operator::webhook::Certificates::SelfManaged { secret_namespace: ns.clone() },
-        register: Some(operator::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
-    });
+    config.webhook = Some(operator::webhook::Config::new(
+        ([127, 0, 0, 1], port).into(),
+        operator::webhook::Certificates::SelfManaged { secret_namespace: ns.clone() },
+        Some(operator::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
+    ));
     let _operator = operator::Operator::start(cp.client(), config).await?;
     let csv = objects.iter().find(|o| kind_of(o) == "ClusterServiceVersion").cloned().expect("one CSV");
     let examples: Vec<Value> =

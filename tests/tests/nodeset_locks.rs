@@ -96,7 +96,9 @@ async fn locked_edits_are_refused_with_what_to_do_instead_and_spec_writers_canno
     assert!(message.contains("spec.baremetalSetTemplate.bmhLabelSelector"), "{message}");
     let mut current = as_writer.get("computes").await?;
     current.status = Some(Default::default());
-    current.spec.baremetal_set_template.as_mut().map(|t| t.hardware_reqs = Some(Default::default()));
+    if let Some(template) = current.spec.baremetal_set_template.as_mut() {
+        template.hardware_reqs = Some(Default::default());
+    }
     let (code, message) = denial(as_writer.replace("computes", &PostParams::default(), &current).await);
     assert_eq!(code, 400, "a whole-object update with an empty status is refused too: {message}");
     let nodeset = env.nodesets.get("computes").await?;

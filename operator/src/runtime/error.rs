@@ -17,9 +17,11 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error("leader election failed")]
-    LeaderElection(#[source] kube_lease_manager::LeaseManagerError),
-    #[error("lost the leader lease; stopping so that another replica takes over")]
-    LostLeadership,
+    LeaderElection(#[source] crate::runtime::leader::Error),
+    #[error("lost the leader lease; stopped so that another replica takes over")]
+    LostLeadership(#[source] crate::runtime::leader::Loss),
+    #[error("the controllers did not stop within the shutdown grace period of {grace:?}; aborted them")]
+    StopTimeout { grace: std::time::Duration },
     #[error("webhook setup failed")]
     Webhook(#[source] crate::webhook::Error),
     #[error("the {controller} controller failed")]

@@ -4,7 +4,9 @@
 pub mod error;
 pub mod health;
 pub mod leader;
+pub mod lease;
 pub mod readiness;
+mod supervise;
 
 use crate::cli::RunArgs;
 use crate::config::OperatorConfig;
@@ -15,7 +17,6 @@ use kube::Client;
 use readiness::Readiness;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// A running operator.
@@ -31,6 +32,9 @@ impl Operator {
     /// Binds the servers (so address errors surface at once) and starts the
     /// controllers in the background.
     pub async fn start(client: Client, config: OperatorConfig) -> Result<Self, Error> {
+        if let Some(election) = &config.leader_election {
+            election.timing.validate().map_err(|e| Error::LeaderElection(leader::Error::Timing(e)))?;
+        }
         let metrics = Arc::new(Metrics::new());
         let shutdown = CancellationToken::new();
         let ready = Arc::new(Readiness::default());
@@ -58,7 +62,7 @@ impl Operator {
             None => None,
         };
         // Probes and webhooks serve on every replica, leader or not.
-        let task = tokio::spawn(supervise(ctx, config, ready, shutdown.clone()));
+        let task = tokio::spawn(supervise::supervise(ctx, config, ready, shutdown.clone()));
         Ok(Self { shutdown, task, metrics, health_addr, webhook_addr })
     }
 
@@ -76,7 +80,16 @@ impl Operator {
         self.webhook_addr
     }
 
-    /// Stops everything and waits for the controllers to finish.
+    /// Stops everything at once, as a killed process would: no reconcile is
+    /// waited for and the leader lease is not released, so another replica
+    /// takes over only when it expires. For tests of what a crash leaves.
+    pub fn abort(self) {
+        self.task.abort();
+        self.shutdown.cancel();
+    }
+
+    /// Stops everything and waits for the controllers to finish (at most the
+    /// shutdown grace period; then they are aborted and this is an error).
     pub async fn shutdown(self) -> Result<(), Error> {
         self.shutdown.cancel();
         self.wait().await
@@ -119,83 +132,5 @@ async fn termination() -> std::io::Result<()> {
     tokio::select! {
         result = tokio::signal::ctrl_c() => result,
         _ = term.recv() => Ok(()),
-    }
-}
-
-/// Waits for leadership (when configured), runs the controllers, and stops
-/// them all when one fails, leadership is lost, or shutdown is asked for.
-async fn supervise(
-    ctx: Arc<Context>,
-    config: OperatorConfig,
-    ready: Arc<Readiness>,
-    shutdown: CancellationToken,
-) -> Result<(), Error> {
-    let mut leading = match &config.leader_election {
-        Some(election) => tokio::select! {
-            () = shutdown.cancelled() => return Ok(()),
-            acquired = leader::acquire(ctx.client.clone(), election, &config.identity, || ready.standing_by()) => {
-                Some(acquired.map_err(Error::LeaderElection)?)
-            }
-        },
-        None => None,
-    };
-    // Before any controller starts, so that every watch it syncs is expected.
-    let running: Vec<&str> = [config.ironic.is_some().then_some("ironic"), config.host.is_some().then_some("host")]
-        .into_iter()
-        .flatten()
-        .collect();
-    ready.leading(&running, &config.namespaces);
-    let controllers = shutdown.child_token();
-    let mut tasks: JoinSet<Result<(), Error>> = JoinSet::new();
-    if let Some(ironic) = config.ironic.clone() {
-        let (ctx, token) = (ctx.clone(), controllers.clone());
-        tasks.spawn(async move {
-            crate::ironic::run(ctx, ironic, token)
-                .await
-                .map_err(|e| Error::Controller { controller: "ironic", source: Box::new(e) })
-        });
-    }
-    if let Some(host) = config.host.clone() {
-        let (ctx, token) = (ctx.clone(), controllers.clone());
-        tasks.spawn(async move {
-            crate::host::run(ctx, host, token)
-                .await
-                .map_err(|e| Error::Controller { controller: "host", source: Box::new(e) })
-        });
-    }
-    if let Some(nodeset) = config.nodeset.clone() {
-        let (ctx, token) = (ctx.clone(), controllers.clone());
-        tasks.spawn(async move {
-            crate::nodeset::run(ctx, nodeset, token)
-                .await
-                .map_err(|e| Error::Controller { controller: "nodeset", source: Box::new(e) })
-        });
-    }
-
-    let outcome = loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break Ok(()),
-            () = lost_leadership(&mut leading) => break Err(Error::LostLeadership),
-            Some(done) = tasks.join_next() => match done {
-                Ok(Ok(())) => continue,
-                Ok(Err(err)) => break Err(err),
-                Err(join) => break Err(Error::Controller { controller: "runtime", source: Box::new(join) }),
-            },
-        }
-    };
-    controllers.cancel();
-    while tasks.join_next().await.is_some() {}
-    outcome
-}
-
-/// Resolves when a held lease is lost; never, without leader election.
-async fn lost_leadership(leading: &mut Option<tokio::sync::watch::Receiver<bool>>) {
-    match leading {
-        Some(rx) => loop {
-            if rx.changed().await.is_err() || !*rx.borrow() {
-                return;
-            }
-        },
-        None => std::future::pending().await,
     }
 }

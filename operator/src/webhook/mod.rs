@@ -10,15 +10,23 @@
 //! reloaded when they change) or are managed by the operator: a CA and a
 //! serving certificate made with rcgen, kept in a Secret so replicas share
 //! them, renewed at two-thirds of their lifetime, with the CA published in
-//! the `caBundle` of the ValidatingWebhookConfiguration the operator applies.
+//! the `caBundle` of the ValidatingWebhookConfiguration the operator applies;
+//! the CA itself is rotated with an overlap (`rotation.rs`).
+//!
+//! The server bounds what any one client can hold: handshake, header, request
+//! and idle timeouts, and a cap on connections (`connection.rs`, `server.rs`).
+//! `design/webhooks.md` explains both.
 
 mod admission;
 mod certs;
+mod connection;
 mod registration;
+mod rotation;
 mod server;
 
 pub use admission::{Kind, review};
 pub use certs::SECRET_NAME;
+pub use connection::Limits;
 pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
 
 use crate::kube::Context;
@@ -59,6 +67,9 @@ pub struct WebhookArgs {
     /// Namespace of the Secret holding operator-managed webhook certificates.
     #[arg(long = "webhook-secret-namespace", env = "POD_NAMESPACE", default_value = "default")]
     pub secret_namespace: String,
+    /// Connections the webhook server serves at once; more wait until one closes.
+    #[arg(long = "webhook-max-connections", env = "WEBHOOK_MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
+    pub max_connections: usize,
 }
 
 impl WebhookArgs {
@@ -76,7 +87,9 @@ impl WebhookArgs {
             (None, Some(url)) => Some(ClientConfig::Url(url)),
             (None, None) => None,
         };
-        Some(Config { addr: self.addr, certificates, register: client })
+        let mut config = Config::new(self.addr, certificates, client);
+        config.limits.max_connections = self.max_connections;
+        Some(config)
     }
 }
 
@@ -98,6 +111,21 @@ pub struct Config {
     pub certificates: Certificates,
     /// Apply the ValidatingWebhookConfiguration pointing here.
     pub register: Option<ClientConfig>,
+    /// Timeouts and the connection cap.
+    pub limits: Limits,
+    /// How often the certificate is checked: mounted files re-read, the
+    /// operator-managed Secret re-read and renewed or rotated when due.
+    pub refresh: std::time::Duration,
+}
+
+/// How often the certificate is checked by default.
+pub const DEFAULT_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Config {
+    /// A configuration with the default limits and refresh period.
+    pub fn new(addr: SocketAddr, certificates: Certificates, register: Option<ClientConfig>) -> Self {
+        Self { addr, certificates, register, limits: Limits::default(), refresh: DEFAULT_REFRESH }
+    }
 }
 
 /// Why the webhook server could not start.
@@ -141,7 +169,8 @@ pub struct Webhook {
 /// the webhooks are registered.
 pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<Webhook, Error> {
     let (resolver, ca_pem) = certs::load(&ctx.client, &config).await?;
-    let addr = server::serve(config.addr, resolver.clone(), shutdown.clone()).await?;
+    let addr =
+        server::serve(config.addr, resolver.clone(), config.limits, ctx.metrics.clone(), shutdown.clone()).await?;
     if let Some(client) = &config.register {
         registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(|e| Error::Register(Box::new(e)))?;
     }

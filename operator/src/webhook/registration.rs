@@ -121,6 +121,21 @@ pub async fn apply(client: &kube::Client, config: &ClientConfig, ca_bundle: Opti
     Ok(())
 }
 
+/// The caBundle the apiserver has now, when every webhook of the
+/// configuration carries the same one; `None` when it cannot be read or the
+/// webhooks disagree (a publication in progress).
+pub async fn published_ca_bundle(client: &kube::Client) -> Option<String> {
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let configuration = api.get_opt(CONFIGURATION_NAME).await.ok().flatten()?;
+    common_bundle(&configuration)
+}
+
+fn common_bundle(configuration: &ValidatingWebhookConfiguration) -> Option<String> {
+    let mut bundles = configuration.webhooks.iter().flatten().map(|w| w.client_config.ca_bundle.as_ref());
+    let first = bundles.next()??;
+    bundles.all(|b| b == Some(first)).then(|| String::from_utf8(first.0.clone()).ok()).flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +166,18 @@ mod tests {
         assert_eq!(rule.api_groups, Some(vec!["ironic.metal3.io".to_string()]));
         assert_eq!(ironic.side_effects, "None");
         assert_eq!(ironic.failure_policy.as_deref(), Some("Fail"));
+    }
+
+    #[test]
+    fn the_published_bundle_is_the_one_every_webhook_carries() {
+        let client = ClientConfig::Url("https://127.0.0.1:9443".into());
+        assert_eq!(common_bundle(&render_configuration(&client, Some("PEM"))).as_deref(), Some("PEM"));
+        let mut mixed = render_configuration(&client, Some("PEM"));
+        if let Some(first) = mixed.webhooks.as_mut().and_then(|w| w.first_mut()) {
+            first.client_config.ca_bundle = Some(ByteString(b"OTHER".to_vec()));
+        }
+        assert_eq!(common_bundle(&mixed), None);
+        assert_eq!(common_bundle(&render_configuration(&client, None)), None);
     }
 
     #[test]

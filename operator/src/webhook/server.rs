@@ -1,18 +1,28 @@
 //! The HTTPS server that answers admission reviews.
+//!
+//! At most `max_connections` connections are served at once: beyond that the
+//! server stops accepting, and new connections wait in the kernel's listen
+//! backlog until a slot frees, rather than being refused. Slots free quickly
+//! because no client can hold one without making progress (`connection.rs`).
 
 use super::Error;
 use super::admission::{Kind, review};
 use super::certs::Resolver;
-use axum::extract::Path;
+use super::connection::{self, Limits};
+use crate::metrics::Metrics;
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use kube::core::DynamicObject;
 use kube::core::admission::AdmissionReview;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
@@ -20,6 +30,8 @@ use tokio_util::sync::CancellationToken;
 pub async fn serve(
     addr: SocketAddr,
     resolver: Arc<Resolver>,
+    limits: Limits,
+    metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, Error> {
     let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
@@ -31,40 +43,61 @@ pub async fn serve(
         .with_cert_resolver(resolver);
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = TlsAcceptor::from(Arc::new(tls));
-    let app = router();
-    tracing::info!(%bound, "webhook server listening");
+    let app = router(limits.request_timeout);
+    // At least one slot, whatever the flag says: zero would serve nobody.
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    tracing::info!(%bound, max_connections = limits.max_connections, "webhook server listening");
     tokio::spawn(async move {
         loop {
+            // A slot first, then the connection: at the cap, clients wait in the backlog.
+            let permit = tokio::select! {
+                () = shutdown.cancelled() => return,
+                permit = slots.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => return,
+                },
+            };
             let (stream, peer) = tokio::select! {
                 () = shutdown.cancelled() => return,
                 accepted = listener.accept() => match accepted {
                     Ok(conn) => conn,
-                    Err(err) => { tracing::warn!(error = %err, "webhook accept failed"); continue }
+                    Err(err) => {
+                        // Out of file descriptors, most likely: wait rather than spin.
+                        tracing::warn!(error = %err, "webhook accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
                 },
             };
-            let acceptor = acceptor.clone();
-            let app = app.clone();
-            tokio::spawn(async move {
-                let stream = match acceptor.accept(stream).await {
-                    Ok(stream) => stream,
-                    Err(err) => {
-                        tracing::debug!(%peer, error = %err, "webhook TLS handshake failed");
-                        return;
-                    }
-                };
-                let service = hyper_util::service::TowerToHyperService::new(app);
-                let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                if let Err(err) = builder.serve_connection(TokioIo::new(stream), service).await {
-                    tracing::debug!(%peer, error = %err, "webhook connection ended with an error");
-                }
-            });
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(connection::serve(
+                stream,
+                peer,
+                permit,
+                acceptor.clone(),
+                app.clone(),
+                limits,
+                metrics.clone(),
+            ));
         }
     });
     Ok(bound)
 }
 
-fn router() -> Router {
-    Router::new().route("/validate/{kind}", post(validate)).route("/healthz", get(|| async { "ok" }))
+fn router(request_timeout: Duration) -> Router {
+    Router::new()
+        .route("/validate/{kind}", post(validate))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(middleware::from_fn_with_state(request_timeout, bounded))
+}
+
+/// Answers within `limit`, reading the body included: a client that trickles
+/// its body gets 408 instead of holding the request open.
+async fn bounded(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => (StatusCode::REQUEST_TIMEOUT, "request took too long").into_response(),
+    }
 }
 
 async fn validate(

@@ -42,11 +42,11 @@ impl Env {
     /// at a loopback URL, with operator-managed certificates.
     pub fn with_webhooks(&self, config: &mut OperatorConfig) -> anyhow::Result<()> {
         let port = ferrometal_tests::ports::free_port()?;
-        config.webhook = Some(operator::webhook::Config {
-            addr: ([127, 0, 0, 1], port).into(),
-            certificates: operator::webhook::Certificates::SelfManaged { secret_namespace: self.ns.clone() },
-            register: Some(operator::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
-        });
+        config.webhook = Some(operator::webhook::Config::new(
+            ([127, 0, 0, 1], port).into(),
+            operator::webhook::Certificates::SelfManaged { secret_namespace: self.ns.clone() },
+            Some(operator::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
+        ));
         Ok(())
     }
 

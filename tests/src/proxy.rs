@@ -1,0 +1,137 @@
+//! A TCP proxy on loopback that a test can sever: the network partition
+//! between one client and a server, while every other client still reaches it.
+//!
+//! [`TcpProxy::sever`] stops forwarding at once, in both directions, on every
+//! open connection, and holds new connections open without forwarding
+//! anything: the client sees no error and no answer, as behind a partition or
+//! a dead link (a refused connection would be the easier case: clients notice
+//! it). [`TcpProxy::restore`] forwards new connections again and closes the
+//! ones that were cut off, as a link that comes back with its connection state
+//! lost.
+
+use std::net::SocketAddr;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Forwarding,
+    Severed,
+    Closed,
+}
+
+/// A proxy from a loopback port to `target`. Dropping it closes every connection.
+pub struct TcpProxy {
+    addr: SocketAddr,
+    mode: watch::Sender<Mode>,
+    accept: JoinHandle<()>,
+}
+
+impl TcpProxy {
+    /// Listens on a free loopback port and forwards every connection to `target`.
+    pub async fn start(target: SocketAddr) -> crate::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let (mode, _) = watch::channel(Mode::Forwarding);
+        let modes = mode.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(pipe(client, target, modes.subscribe()));
+            }
+        });
+        Ok(Self { addr, mode, accept })
+    }
+
+    /// Where clients connect.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops forwarding anything on any connection, old or new, without closing them.
+    pub fn sever(&self) {
+        self.mode.send_replace(Mode::Severed);
+    }
+
+    /// Forwards new connections again; the ones cut off are closed.
+    pub fn restore(&self) {
+        self.mode.send_replace(Mode::Forwarding);
+    }
+}
+
+impl Drop for TcpProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.mode.send_replace(Mode::Closed);
+    }
+}
+
+async fn pipe(mut client: TcpStream, target: SocketAddr, mut mode: watch::Receiver<Mode>) {
+    if *mode.borrow_and_update() == Mode::Forwarding {
+        let Ok(mut upstream) = TcpStream::connect(target).await else { return };
+        tokio::select! {
+            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => return,
+            _ = mode.wait_for(|m| *m != Mode::Forwarding) => {}
+        }
+        // Cut off: hold both ends, silent, until the link comes back or the proxy goes.
+        let _ = mode.wait_for(|m| *m != Mode::Severed).await;
+        drop(upstream);
+    } else {
+        // Accepted while severed: held open, never forwarded.
+        let _ = mode.wait_for(|m| *m == Mode::Closed || *m == Mode::Forwarding).await;
+    }
+    drop(client);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn echo() -> SocketAddr {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 64];
+                    while let Ok(n @ 1..) = socket.read(&mut buf).await {
+                        if socket.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    async fn round_trip(stream: &mut TcpStream) -> Option<Vec<u8>> {
+        stream.write_all(b"ping").await.ok()?;
+        let mut buf = [0u8; 4];
+        tokio::time::timeout(Duration::from_millis(300), stream.read_exact(&mut buf)).await.ok()?.ok()?;
+        Some(buf.to_vec())
+    }
+
+    #[tokio::test]
+    async fn a_severed_proxy_forwards_nothing_on_old_or_new_connections_and_closes_neither() {
+        let proxy = TcpProxy::start(echo().await).await.unwrap();
+        let mut old = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(round_trip(&mut old).await.as_deref(), Some(&b"ping"[..]));
+
+        proxy.sever();
+        assert_eq!(round_trip(&mut old).await, None, "nothing comes back on an open connection");
+        let mut new = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(round_trip(&mut new).await, None, "nor on a new one");
+        let mut buf = [0u8; 1];
+        let closed = tokio::time::timeout(Duration::from_millis(200), new.read(&mut buf)).await;
+        assert!(closed.is_err(), "the connection stays open, silent");
+
+        proxy.restore();
+        let mut after = TcpStream::connect(proxy.addr()).await.unwrap();
+        assert_eq!(round_trip(&mut after).await.as_deref(), Some(&b"ping"[..]));
+        let closed = tokio::time::timeout(Duration::from_secs(2), old.read(&mut buf)).await;
+        assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "the cut-off connection is closed: {closed:?}");
+    }
+}
