@@ -7,7 +7,7 @@
 
 use super::kinds::CERT_MANAGER_CERTIFICATES;
 use super::{Access, Component, Feature, Reach, Resource, Verb};
-use Verb::{Create, Delete, Get, List, Patch, Watch};
+use Verb::{Create, Delete, Get, List, Patch, Update, Watch};
 
 const fn access(resource: Resource, verbs: &'static [Verb], why: &'static str) -> Access {
     Access { resource, verbs, names: &[], reach: Reach::Watched, feature: Feature::Always, why }
@@ -150,7 +150,9 @@ pub const RUNTIME: Component = Component {
         Access {
             names: &[LEADER_LEASE],
             reach: Reach::OperatorNamespace,
-            ..access(LEASES, &[Get, Patch], "hold and renew the leader Lease")
+            // The elector takes and renews the Lease with a replace (PUT: verb update) carrying
+            // its resourceVersion, so that two replicas never both win one write.
+            ..access(LEASES, &[Get, Update], "hold and renew the leader Lease")
         },
     ],
 };
