@@ -135,7 +135,7 @@ pub const NODESET: Component = Component {
         access(JOBS, &[Get, List, Watch, Create, Delete], "service Jobs"),
         access(PODS, &[Get, List], "why a Job's pod failed"),
         access(SECRETS, &[Get, List, Watch, Create, Patch, Delete], "inventory Secrets; user and network data"),
-        access(EVENTS, &[Get, List, Watch, Create, Patch], "Events of the claimed hosts; its own Events"),
+        access(EVENTS, &[Get, List, Create, Patch], "Events of the claimed hosts; its own Events"),
     ],
 };
 
