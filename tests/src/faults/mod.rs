@@ -47,12 +47,15 @@ pub fn seed(scenario: &str) -> u64 {
 }
 
 /// Prints the figures (header and row) and, with `FERROMETAL_FAULTS_TABLE`, appends the row
-/// to that file; then asserts them clean.
+/// to that file (the header first when it is empty); then asserts them clean.
 pub fn report(figures: &Figures) {
     println!("{}\n{figures}", Figures::HEADER);
     if let Ok(path) = std::env::var("FERROMETAL_FAULTS_TABLE")
         && let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path)
     {
+        if file.metadata().is_ok_and(|m| m.len() == 0) {
+            let _ = writeln!(file, "{}", Figures::HEADER);
+        }
         let _ = writeln!(file, "{figures}");
     }
     figures.assert_clean();

@@ -40,6 +40,14 @@ impl Replicas {
         Ok(replicas)
     }
 
+    /// Adds a replica started from `launch`; its index is the next one.
+    pub fn with(mut self, launch: Launch) -> crate::Result<Self> {
+        self.launches.push(launch);
+        self.running.push(None);
+        self.restart(self.launches.len() - 1)?;
+        Ok(self)
+    }
+
     /// Starts replica `i` (again), if it is not running.
     pub fn restart(&mut self, i: usize) -> crate::Result<()> {
         let launch = self.launches.get(i).ok_or_else(|| anyhow::anyhow!("no replica {i}"))?;
@@ -94,6 +102,24 @@ impl Replicas {
             anyhow::ensure!(tokio::time::Instant::now() < deadline, "no replica leads after {timeout:?}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Starts again every replica that exited by itself, as the kubelet restarts a container
+    /// that stopped (the operator exits when it loses its lease); how many it restarted.
+    pub fn revive(&mut self) -> crate::Result<usize> {
+        let mut revived = 0;
+        for i in 0..self.running.len() {
+            if let Some(process) = self.running[i].as_mut()
+                && process.ensure_running().is_err()
+            {
+                if let Some(process) = self.running[i].take() {
+                    self.panics_before += panics_in(&process.log());
+                }
+                self.restart(i)?;
+                revived += 1;
+            }
+        }
+        Ok(revived)
     }
 
     /// Fails if a running replica exited by itself (a panic, an error exit), with its log.
