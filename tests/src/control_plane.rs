@@ -358,16 +358,16 @@ fn spawn_apiserver(args: &[String], dir: &WorkDir) -> crate::Result<ManagedProce
 
 /// Waits until the apiserver's `/readyz` says ok, failing at once if it or etcd died.
 async fn wait_ready(client: &Client, etcd: &mut ManagedProcess, apiserver: &mut ManagedProcess) -> crate::Result<()> {
-        wait::until_ok("kube-apiserver /readyz", Duration::from_secs(90), Duration::from_millis(250), || {
-            let client = client.clone();
-            let ready = etcd.ensure_running().and_then(|()| apiserver.ensure_running());
-            async move {
-                ready?;
-                let req = http::Request::get("/readyz").body(Vec::new())?;
-                Ok(client.request_text(req).await.ok().filter(|body| body.trim() == "ok"))
-            }
-        })
-        .await?;
+    wait::until_ok("kube-apiserver /readyz", Duration::from_secs(90), Duration::from_millis(250), || {
+        let client = client.clone();
+        let ready = etcd.ensure_running().and_then(|()| apiserver.ensure_running());
+        async move {
+            ready?;
+            let req = http::Request::get("/readyz").body(Vec::new())?;
+            Ok(client.request_text(req).await.ok().filter(|body| body.trim() == "ok"))
+        }
+    })
+    .await?;
     Ok(())
 }
 

@@ -9,15 +9,15 @@
 
 mod install_common;
 
-#[path = "faults/cluster.rs"]
-mod cluster;
-#[path = "faults/operator_kills.rs"]
-mod operator_kills;
-#[path = "faults/ironic_restarts.rs"]
-mod ironic_restarts;
 #[path = "faults/apiserver_restart.rs"]
 mod apiserver_restart;
+#[path = "faults/cluster.rs"]
+mod cluster;
+#[path = "faults/ironic_restarts.rs"]
+mod ironic_restarts;
 #[path = "faults/leader_failover.rs"]
 mod leader_failover;
+#[path = "faults/operator_kills.rs"]
+mod operator_kills;
 #[path = "faults/webhook_down.rs"]
 mod webhook_down;

@@ -163,11 +163,18 @@ mod tests {
     fn a_clean_run_has_zero_figures_and_prints_one_row() {
         let mut record = Record::default();
         record.machines.insert("h0".into(), machine(&[("u0", &["enroll", "manageable", "deploying", "active"])]));
-        let figures =
-            Figures::compute("kill", 3, &record, Convergence { not_converged: 0, time: Some(Duration::from_millis(2500)) });
+        let figures = Figures::compute(
+            "kill",
+            3,
+            &record,
+            Convergence { not_converged: 0, time: Some(Duration::from_millis(2500)) },
+        );
         figures.assert_clean();
         assert_eq!(figures.to_string(), "| kill | 3 | 1 | 0 | 0 | 0 | 0 | 0 | 2.5 s | 0 |");
-        assert_eq!(figures.to_string().matches('|').count(), Figures::HEADER.lines().next().unwrap().matches('|').count());
+        assert_eq!(
+            figures.to_string().matches('|').count(),
+            Figures::HEADER.lines().next().unwrap().matches('|').count()
+        );
     }
 
     #[test]
@@ -181,7 +188,13 @@ mod tests {
         record.orphans.insert("stray".into());
         let figures = Figures::compute("x", 0, &record, Convergence { not_converged: 1, time: None });
         assert_eq!(
-            (figures.duplicates, figures.reprovisions, figures.left_active, figures.lost_finalizers, figures.not_converged),
+            (
+                figures.duplicates,
+                figures.reprovisions,
+                figures.left_active,
+                figures.lost_finalizers,
+                figures.not_converged
+            ),
             (2, 1, 1, 1, 1)
         );
         assert!(std::panic::catch_unwind(|| figures.assert_clean()).is_err());

@@ -77,11 +77,8 @@ pub async fn converge(
     let mut not_converged = hosts;
     while since.elapsed() < timeout {
         if let Ok(list) = api.list(&Default::default()).await {
-            let done = list
-                .items
-                .into_iter()
-                .filter(|h| converged(&serde_json::to_value(h).unwrap_or_default()))
-                .count();
+            let done =
+                list.items.into_iter().filter(|h| converged(&serde_json::to_value(h).unwrap_or_default())).count();
             not_converged = hosts.saturating_sub(done);
             if not_converged == 0 {
                 return Convergence { not_converged, time: Some(since.elapsed()) };

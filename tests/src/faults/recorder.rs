@@ -158,8 +158,16 @@ mod tests {
         let mut record = Record::default();
         let host = |state: &str| json!({"metadata": {"name": "h0", "finalizers": ["x"]}, "status": {"provisioning": {"state": state}}});
         let node = |state: &str| json!({"uuid": "u0", "name": "ns~h0", "provision_state": state});
-        for (i, (h, n)) in [("registering", "enroll"), ("registering", "enroll"), ("available", "available")].iter().enumerate() {
-            observe(&mut record, Duration::from_secs(i as u64), "ns~", &[node(n), json!({"uuid": "u9", "name": "ns~gone"})], &[host(h)]);
+        for (i, (h, n)) in
+            [("registering", "enroll"), ("registering", "enroll"), ("available", "available")].iter().enumerate()
+        {
+            observe(
+                &mut record,
+                Duration::from_secs(i as u64),
+                "ns~",
+                &[node(n), json!({"uuid": "u9", "name": "ns~gone"})],
+                &[host(h)],
+            );
         }
         let machine = &record.machines["h0"];
         let states: Vec<&str> = machine.nodes[0].states.iter().map(|(_, s)| s.as_str()).collect();

@@ -33,7 +33,8 @@ fn panics_in(log: &str) -> usize {
 impl Replicas {
     /// Starts one process per launch (replica `i` is named `ferrometal-<i>`).
     pub fn start(launches: Vec<Launch>) -> crate::Result<Self> {
-        let mut replicas = Self { running: launches.iter().map(|_| None).collect(), launches, kills: 0, panics_before: 0 };
+        let mut replicas =
+            Self { running: launches.iter().map(|_| None).collect(), launches, kills: 0, panics_before: 0 };
         for i in 0..replicas.launches.len() {
             replicas.restart(i)?;
         }

@@ -22,7 +22,8 @@ async fn the_apiserver_restarted_under_the_operator_recovers_within_30_s_and_rep
     let mut replicas = cluster.one_replica().await?;
     let names = cluster.provisioned_hosts("api", hosts).await?;
     let timeout = Duration::from_secs(faults::length(240, 900));
-    let c = faults::converge(&cluster.cp.client(), &cluster.ns, names.len(), Instant::now(), timeout, provisioned).await;
+    let c =
+        faults::converge(&cluster.cp.client(), &cluster.ns, names.len(), Instant::now(), timeout, provisioned).await;
     anyhow::ensure!(c.not_converged == 0, "the hosts did not provision before the fault: {c:?}");
 
     let log = IronicLog::new(&cluster.ironic.dir().join("ironic.log"));
@@ -44,7 +45,10 @@ async fn the_apiserver_restarted_under_the_operator_recovers_within_30_s_and_rep
             if let Some(i) = replicas.leader().await {
                 break i;
             }
-            anyhow::ensure!(started.elapsed() < RECOVERY, "no replica leads {RECOVERY:?} after the apiserver came back");
+            anyhow::ensure!(
+                started.elapsed() < RECOVERY,
+                "no replica leads {RECOVERY:?} after the apiserver came back"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
         let leading = started.elapsed();

@@ -86,7 +86,8 @@ impl Cluster {
         let kubeconfig = match apiserver {
             None => self.kubeconfig.clone(),
             Some(addr) => {
-                let text = std::fs::read_to_string(&self.kubeconfig)?.replace(self.cp.server(), &format!("https://{addr}"));
+                let text =
+                    std::fs::read_to_string(&self.kubeconfig)?.replace(self.cp.server(), &format!("https://{addr}"));
                 let path = self.kubeconfig.with_file_name(format!("replica-{i}-{}.kubeconfig", addr.port()));
                 std::fs::write(&path, text)?;
                 path

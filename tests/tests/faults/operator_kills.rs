@@ -31,9 +31,15 @@ async fn the_operator_killed_at_random_moments_while_hosts_provision_loses_and_r
         replicas.restart(0)?;
     }
     let last_fault = Instant::now();
-    let convergence =
-        faults::converge(&cluster.cp.client(), &cluster.ns, names.len(), last_fault, Duration::from_secs(faults::length(240, 900)), provisioned)
-            .await;
+    let convergence = faults::converge(
+        &cluster.cp.client(),
+        &cluster.ns,
+        names.len(),
+        last_fault,
+        Duration::from_secs(faults::length(240, 900)),
+        provisioned,
+    )
+    .await;
     replicas.ensure_running()?;
     let mut figures = Figures::compute(scenario, replicas.kills, &recorder.stop(), convergence);
     figures.panics = replicas.panics();
