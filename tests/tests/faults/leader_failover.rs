@@ -3,7 +3,7 @@
 //! proxy), and it makes no Ironic call after its local deadline (its Ironic traffic goes
 //! through a proxy of its own that notes when it last forwarded a request).
 
-use crate::cluster::{Cluster, LEASE_SECONDS, RENEW_DEADLINE_SECONDS, provisioned};
+use crate::cluster::{Cluster, LEASE_SECONDS, RENEW_DEADLINE_SECONDS, RETRY_PERIOD_SECONDS, provisioned};
 use ferrometal_tests::faults::{self, Figures, Replicas};
 use ferrometal_tests::ironic::IronicConfig;
 use ferrometal_tests::proxy::TcpProxy;
@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 /// The lease duration, counted from the follower's own sight of the last renewal (it polls
 /// every retry period), its next attempt, and the requests' time on a busy 2-core machine:
-/// the bound the in-process leader-election test uses, with 1 s retries.
-const TAKEOVER: Duration = Duration::from_secs(LEASE_SECONDS + 2 + 3);
+/// the bound the in-process leader-election test uses.
+const TAKEOVER: Duration = Duration::from_secs(LEASE_SECONDS + 2 * RETRY_PERIOD_SECONDS + 3);
 
 #[tokio::test]
 async fn a_killed_leader_is_replaced_within_the_lease_and_a_cut_off_leader_stops_calling_ironic() -> anyhow::Result<()>
