@@ -37,7 +37,7 @@ FAULTS_TABLE ?= $${TMPDIR:-/tmp}/ferrometal-faults.md
 faults: install
 	rm -f "$(FAULTS_TABLE)"
 	FERROMETAL_FAULTS_FULL=1 FERROMETAL_FAULTS_TABLE="$(FAULTS_TABLE)" \
-		$(CARGO) nextest run -p ferrometal-tests --test faults --locked --test-threads 1 --no-fail-fast --no-capture; \
+		$(CARGO) nextest run -p ferrometal-tests --test faults --locked --no-fail-fast --no-capture; \
 	status=$$?; \
 	echo; echo "Fault figures ($$(date -u +%FT%TZ), $$(git rev-parse --short HEAD), $$(nproc) cores):"; \
 	cat "$(FAULTS_TABLE)"; \
