@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 CARGO ?= cargo
 
-.PHONY: help install build test test-unit lint lab lab-up lab-down crds manifests bundle release
+.PHONY: help install build test test-unit lint lab lab-up lab-down crds manifests bundle release faults
 
 help:
 	@echo "make lab    start the local lab (foreground; Ctrl-C stops it)"
@@ -29,6 +29,19 @@ test: build
 # Unit tests only: no servers, no install step.
 test-unit:
 	$(CARGO) nextest run --workspace --lib --bins
+
+# The fault scenarios at full length (tests/tests/faults.rs; FERROMETAL_FAULTS_FULL=1), one at
+# a time, then one table of their figures. FERROMETAL_FAULT_SEED replays a run's kill moments.
+FAULTS_TABLE ?= $${TMPDIR:-/tmp}/ferrometal-faults.md
+
+faults: install
+	rm -f "$(FAULTS_TABLE)"
+	FERROMETAL_FAULTS_FULL=1 FERROMETAL_FAULTS_TABLE="$(FAULTS_TABLE)" \
+		$(CARGO) nextest run -p ferrometal-tests --test faults --locked --no-fail-fast --no-capture; \
+	status=$$?; \
+	echo; echo "Fault figures ($$(date -u +%FT%TZ), $$(git rev-parse --short HEAD), $$(nproc) cores):"; \
+	cat "$(FAULTS_TABLE)"; \
+	exit $$status
 
 lint:
 	$(CARGO) fmt --all -- --check

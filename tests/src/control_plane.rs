@@ -49,7 +49,10 @@ pub struct ControlPlane {
     ports: Vec<u16>,
     // Declared in stop order: fields drop top to bottom.
     controller_manager: Option<ManagedProcess>,
-    apiserver: ManagedProcess,
+    /// `None` while a test has it stopped ([`Self::stop_apiserver`]).
+    apiserver: Option<ManagedProcess>,
+    /// How to start the apiserver again, on the same port and etcd.
+    apiserver_args: Vec<String>,
     etcd: ManagedProcess,
     _etcd_data: tempfile::TempDir,
     dir: WorkDir,
@@ -91,38 +94,30 @@ impl ControlPlane {
         let pki = Pki::write(&dir)?;
         let api_port = ports::free_port()?;
         let server = format!("https://127.0.0.1:{api_port}");
-        let mut cmd = Command::new(env::kube_bin("kube-apiserver")?);
-        cmd.arg(format!("--etcd-servers={etcd_url}"))
-            .arg(format!("--cert-dir={}", dir.subdir("apiserver-certs")?.display()))
-            .arg(format!("--tls-cert-file={}", pki.serving_cert.display()))
-            .arg(format!("--tls-private-key-file={}", pki.serving_key.display()))
-            .arg(format!("--client-ca-file={}", pki.ca.display()))
-            .arg(format!("--secure-port={api_port}"))
-            .arg("--bind-address=127.0.0.1")
-            .arg("--advertise-address=127.0.0.1")
-            .arg("--insecure-port=0")
-            .arg("--service-cluster-ip-range=10.0.0.0/24")
-            .arg("--allow-privileged=true")
-            .arg("--authorization-mode=RBAC")
-            .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg(format!("--service-account-key-file={}", pki.service_account_pub.display()))
-            .arg(format!("--service-account-signing-key-file={}", pki.service_account_key.display()))
-            .arg("--v=1");
-        let mut apiserver = ManagedProcess::spawn("kube-apiserver", cmd, &dir.path().join("kube-apiserver.log"))?;
+        let apiserver_args: Vec<String> = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--cert-dir={}", dir.subdir("apiserver-certs")?.display()),
+            format!("--tls-cert-file={}", pki.serving_cert.display()),
+            format!("--tls-private-key-file={}", pki.serving_key.display()),
+            format!("--client-ca-file={}", pki.ca.display()),
+            format!("--secure-port={api_port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            "--insecure-port=0".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--allow-privileged=true".into(),
+            "--authorization-mode=RBAC".into(),
+            "--service-account-issuer=https://kubernetes.default.svc".into(),
+            format!("--service-account-key-file={}", pki.service_account_pub.display()),
+            format!("--service-account-signing-key-file={}", pki.service_account_key.display()),
+            "--v=1".into(),
+        ];
+        let mut apiserver = spawn_apiserver(&apiserver_args, &dir)?;
 
         let kubeconfig = dir.write("admin.kubeconfig", pki.kubeconfig(&server))?;
         let client = client_from_kubeconfig(&kubeconfig).await?;
 
-        wait::until_ok("kube-apiserver /readyz", Duration::from_secs(90), Duration::from_millis(250), || {
-            let client = client.clone();
-            let ready = etcd.ensure_running().and_then(|()| apiserver.ensure_running());
-            async move {
-                ready?;
-                let req = http::Request::get("/readyz").body(Vec::new())?;
-                Ok(client.request_text(req).await.ok().filter(|body| body.trim() == "ok"))
-            }
-        })
-        .await?;
+        wait_ready(&client, &mut etcd, &mut apiserver).await?;
         // /readyz answers before the apiserver has created its own namespaces.
         let namespaces: Api<Namespace> = Api::all(client.clone());
         wait::until("the default namespace", Duration::from_secs(30), Duration::from_millis(100), || {
@@ -161,7 +156,8 @@ impl ControlPlane {
             ca_pem: pki.ca_pem,
             ports: vec![etcd_port, peer_port, api_port],
             controller_manager,
-            apiserver,
+            apiserver: Some(apiserver),
+            apiserver_args,
             etcd,
             _etcd_data: etcd_data,
             dir,
@@ -234,7 +230,7 @@ current-context: test
 
     /// The process ids of etcd, kube-apiserver and kube-controller-manager.
     pub fn pids(&self) -> Vec<u32> {
-        [Some(&self.etcd), Some(&self.apiserver), self.controller_manager.as_ref()]
+        [Some(&self.etcd), self.apiserver.as_ref(), self.controller_manager.as_ref()]
             .into_iter()
             .flatten()
             .map(ManagedProcess::pid)
@@ -260,10 +256,32 @@ current-context: test
     /// Fails if any control-plane process has died.
     pub fn ensure_running(&mut self) -> crate::Result<()> {
         self.etcd.ensure_running()?;
-        self.apiserver.ensure_running()?;
+        if let Some(apiserver) = self.apiserver.as_mut() {
+            apiserver.ensure_running()?;
+        }
         if let Some(kcm) = self.controller_manager.as_mut() {
             kcm.ensure_running()?;
         }
+        Ok(())
+    }
+
+    /// Stops kube-apiserver (SIGTERM, SIGKILL after 10 s) and keeps etcd and the controller
+    /// manager running: every client sees refused connections until [`Self::start_apiserver`].
+    pub async fn stop_apiserver(&mut self) -> crate::Result<()> {
+        if let Some(mut apiserver) = self.apiserver.take() {
+            apiserver.stop(Duration::from_secs(10)).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts kube-apiserver again on the same port and etcd, and waits until it is ready.
+    pub async fn start_apiserver(&mut self) -> crate::Result<()> {
+        if self.apiserver.is_some() {
+            return Ok(());
+        }
+        let mut apiserver = spawn_apiserver(&self.apiserver_args, &self.dir)?;
+        wait_ready(&self.client, &mut self.etcd, &mut apiserver).await?;
+        self.apiserver = Some(apiserver);
         Ok(())
     }
 
@@ -330,6 +348,27 @@ current-context: test
         }
         Ok(())
     }
+}
+
+fn spawn_apiserver(args: &[String], dir: &WorkDir) -> crate::Result<ManagedProcess> {
+    let mut cmd = Command::new(env::kube_bin("kube-apiserver")?);
+    cmd.args(args);
+    ManagedProcess::spawn("kube-apiserver", cmd, &dir.path().join("kube-apiserver.log"))
+}
+
+/// Waits until the apiserver's `/readyz` says ok, failing at once if it or etcd died.
+async fn wait_ready(client: &Client, etcd: &mut ManagedProcess, apiserver: &mut ManagedProcess) -> crate::Result<()> {
+    wait::until_ok("kube-apiserver /readyz", Duration::from_secs(90), Duration::from_millis(250), || {
+        let client = client.clone();
+        let ready = etcd.ensure_running().and_then(|()| apiserver.ensure_running());
+        async move {
+            ready?;
+            let req = http::Request::get("/readyz").body(Vec::new())?;
+            Ok(client.request_text(req).await.ok().filter(|body| body.trim() == "ok"))
+        }
+    })
+    .await?;
+    Ok(())
 }
 
 async fn wait_for_service_account(client: &Client, namespace: &str, kcm: &mut ManagedProcess) -> crate::Result<()> {

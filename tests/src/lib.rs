@@ -16,6 +16,7 @@
 
 pub mod control_plane;
 pub mod env;
+pub mod faults;
 pub mod http_server;
 pub mod ironic;
 pub mod lab;

@@ -139,6 +139,12 @@ impl OperatorProcess {
         self.process.log()
     }
 
+    /// SIGKILLs it at once: no shutdown, nothing released, as when a node dies or the OOM
+    /// killer strikes.
+    pub fn kill(&mut self) {
+        self.process.kill();
+    }
+
     /// Stops it with SIGTERM (SIGKILL after `grace`); true when it exited in time.
     pub async fn stop(&mut self, grace: Duration) -> crate::Result<bool> {
         self.process.stop(grace).await

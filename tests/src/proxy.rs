@@ -10,6 +10,9 @@
 //! lost.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -26,7 +29,11 @@ pub struct TcpProxy {
     addr: SocketAddr,
     mode: watch::Sender<Mode>,
     accept: JoinHandle<()>,
+    sent: Sent,
 }
+
+/// When the client last sent bytes that were forwarded, and how many times it did.
+type Sent = Arc<Mutex<(Option<Instant>, u64)>>;
 
 impl TcpProxy {
     /// Listens on a free loopback port and forwards every connection to `target`.
@@ -35,12 +42,14 @@ impl TcpProxy {
         let addr = listener.local_addr()?;
         let (mode, _) = watch::channel(Mode::Forwarding);
         let modes = mode.clone();
+        let sent = Sent::default();
+        let record = sent.clone();
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                tokio::spawn(pipe(client, target, modes.subscribe()));
+                tokio::spawn(pipe(client, target, modes.subscribe(), record.clone()));
             }
         });
-        Ok(Self { addr, mode, accept })
+        Ok(Self { addr, mode, accept, sent })
     }
 
     /// Where clients connect.
@@ -51,6 +60,12 @@ impl TcpProxy {
     /// Stops forwarding anything on any connection, old or new, without closing them.
     pub fn sever(&self) {
         self.mode.send_replace(Mode::Severed);
+    }
+
+    /// When a client last sent something that was forwarded (a request reaching the server),
+    /// and how many reads of client bytes were forwarded in all.
+    pub fn last_forwarded(&self) -> (Option<Instant>, u64) {
+        self.sent.lock().map(|s| *s).unwrap_or_default()
     }
 
     /// Forwards new connections again; the ones cut off are closed.
@@ -66,12 +81,30 @@ impl Drop for TcpProxy {
     }
 }
 
-async fn pipe(mut client: TcpStream, target: SocketAddr, mut mode: watch::Receiver<Mode>) {
+async fn pipe(mut client: TcpStream, target: SocketAddr, mut mode: watch::Receiver<Mode>, sent: Sent) {
     if *mode.borrow_and_update() == Mode::Forwarding {
         let Ok(mut upstream) = TcpStream::connect(target).await else { return };
-        tokio::select! {
-            _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => return,
-            _ = mode.wait_for(|m| *m != Mode::Forwarding) => {}
+        {
+            let (mut from_client, mut to_client) = client.split();
+            let (mut from_upstream, mut to_upstream) = upstream.split();
+            let up = async {
+                let mut buf = vec![0u8; 16 * 1024];
+                loop {
+                    let n = from_client.read(&mut buf).await?;
+                    if n == 0 {
+                        return to_upstream.shutdown().await;
+                    }
+                    if let Ok(mut s) = sent.lock() {
+                        *s = (Some(Instant::now()), s.1.saturating_add(1));
+                    }
+                    to_upstream.write_all(&buf[..n]).await?;
+                }
+            };
+            let down = tokio::io::copy(&mut from_upstream, &mut to_client);
+            tokio::select! {
+                _ = async { tokio::join!(up, down) } => return,
+                _ = mode.wait_for(|m| *m != Mode::Forwarding) => {}
+            }
         }
         // Cut off: hold both ends, silent, until the link comes back or the proxy goes.
         let _ = mode.wait_for(|m| *m != Mode::Severed).await;
@@ -87,7 +120,6 @@ async fn pipe(mut client: TcpStream, target: SocketAddr, mut mode: watch::Receiv
 mod tests {
     use super::*;
     use std::time::Duration;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     async fn echo() -> SocketAddr {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
@@ -119,6 +151,8 @@ mod tests {
         let proxy = TcpProxy::start(echo().await).await.unwrap();
         let mut old = TcpStream::connect(proxy.addr()).await.unwrap();
         assert_eq!(round_trip(&mut old).await.as_deref(), Some(&b"ping"[..]));
+        let (forwarded, count) = proxy.last_forwarded();
+        assert!(forwarded.is_some() && count == 1, "the forwarded request is counted: {count}");
 
         proxy.sever();
         assert_eq!(round_trip(&mut old).await, None, "nothing comes back on an open connection");
@@ -127,6 +161,7 @@ mod tests {
         let mut buf = [0u8; 1];
         let closed = tokio::time::timeout(Duration::from_millis(200), new.read(&mut buf)).await;
         assert!(closed.is_err(), "the connection stays open, silent");
+        assert_eq!(proxy.last_forwarded(), (forwarded, count), "nothing sent while severed was forwarded");
 
         proxy.restore();
         let mut after = TcpStream::connect(proxy.addr()).await.unwrap();

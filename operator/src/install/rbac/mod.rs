@@ -248,7 +248,7 @@ macro_rules! require_access {
 
 #[cfg(test)]
 mod tests {
-    use super::table::{HOST, IRONIC};
+    use super::table::{HOST, IRONIC, NODESET};
     use super::*;
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::Node;
@@ -272,5 +272,13 @@ mod tests {
         assert!(watched.contains(&Resource::new("metal3.io", "baremetalhosts")));
         assert!(watched.contains(&Resource::new("", "secrets")));
         assert!(!watched.contains(&Resource::new("metal3.io", "hardwaredata")), "written, not watched");
+    }
+
+    #[test]
+    fn the_nodeset_controller_is_not_expected_to_watch_events() {
+        // `/readyz` waits for a synced watch of every watched resource; the controller never
+        // watches Events, so a Watch grant here kept a leading replica unready for ever.
+        assert!(!NODESET.watched().contains(&Resource::new("events.k8s.io", "events")));
+        assert!(NODESET.watched().contains(&Resource::new("metal3.io", "hardwaredata")));
     }
 }

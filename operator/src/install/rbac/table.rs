@@ -150,7 +150,9 @@ pub const RUNTIME: Component = Component {
         Access {
             names: &[LEADER_LEASE],
             reach: Reach::OperatorNamespace,
-            ..access(LEASES, &[Get, Update], "hold, renew and release the leader Lease (replaced with its resourceVersion)")
+            // The elector takes and renews the Lease with a replace (PUT: verb update) carrying
+            // its resourceVersion, so that two replicas never both win one write.
+            ..access(LEASES, &[Get, Update], "hold, renew and release the leader Lease")
         },
     ],
 };

@@ -1,0 +1,23 @@
+//! Faults survived, in figures: the operator SIGKILLed, Ironic restarted, the apiserver
+//! stopped, the leader killed or cut off, the webhook gone, while hosts register and
+//! provision. Every scenario records every state of every machine and asserts the same
+//! figures clean (`ferrometal_tests::faults`): no duplicate Ironic node, no node leaving
+//! `active`, no reprovision, no lost finalizer, every host converged, no panic.
+//!
+//! Short by default (CI); `FERROMETAL_FAULTS_FULL=1` runs the full length (`make faults`).
+//! Random moments are seeded: the seed is printed, `FERROMETAL_FAULT_SEED` replays it.
+
+mod install_common;
+
+#[path = "faults/apiserver_restart.rs"]
+mod apiserver_restart;
+#[path = "faults/cluster.rs"]
+mod cluster;
+#[path = "faults/ironic_restarts.rs"]
+mod ironic_restarts;
+#[path = "faults/leader_failover.rs"]
+mod leader_failover;
+#[path = "faults/operator_kills.rs"]
+mod operator_kills;
+#[path = "faults/webhook_down.rs"]
+mod webhook_down;
