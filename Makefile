@@ -5,11 +5,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 CARGO ?= cargo
 
-.PHONY: help install build test test-unit lint lab lab-up lab-down crds manifests bundle release faults
+.PHONY: help install build test test-unit lint fuzz faults lab lab-up lab-down crds manifests bundle release
 
 help:
 	@echo "make lab    start the local lab (foreground; Ctrl-C stops it)"
 	@echo "make test   install what is missing, build, run every test"
+	@echo "make fuzz   fuzz every parser (FUZZ_RUNS executions per target, default 1000000)"
 
 install:
 	scripts/install.sh
@@ -46,6 +47,13 @@ faults: install
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Coverage-guided fuzzing of the crds parsers and validators (fuzz/, its own workspace, so
+# `make test` never builds it): installs cargo-fuzz when missing, runs every target for
+# FUZZ_RUNS executions (default 1000000; FUZZ_TARGETS picks some) and prints one table of
+# executions, crashes and time. Fails when a target crashed.
+fuzz:
+	fuzz/run.sh
 
 lab: build
 	scripts/lab.sh run

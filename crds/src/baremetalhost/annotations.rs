@@ -2,7 +2,7 @@
 
 use super::hardware::HardwareDetails;
 use super::status::BareMetalHostStatus;
-use crate::validation::structural::conform;
+use crate::validation::structural::{Nonconforming, conform};
 use kube::CustomResourceExt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -90,6 +90,10 @@ pub enum AnnotationJsonError {
     /// A field the type does not have (a typing mistake would otherwise be dropped silently).
     #[error("has an unknown field {0:?}")]
     UnknownField(String),
+    /// A required field is missing and has no empty value to default to (an enum without
+    /// `""`, such as a RAID level; a timestamp): the status it would make is not valid.
+    #[error("is missing {0:?}, which is required and has no empty value")]
+    MissingField(String),
 }
 
 /// The status schema of the BareMetalHost CRD, as the apiserver reads it.
@@ -104,7 +108,8 @@ static STATUS_SCHEMA: LazyLock<Value> = LazyLock::new(|| {
 
 /// Reads the value of [`STATUS`] as baremetal-operator does: a partial status is accepted
 /// (`{"operationalStatus":"OK"}`; every missing field takes its zero value or default), an
-/// unknown field is refused.
+/// unknown field is refused, and so is a missing required field whose zero value the schema
+/// does not allow (a RAID volume's `level`, a condition's `lastTransitionTime`).
 pub fn parse_status_annotation(value: &str) -> Result<BareMetalHostStatus, AnnotationJsonError> {
     parse_strict(value, &STATUS_SCHEMA)
 }
@@ -120,7 +125,10 @@ fn parse_strict<T: DeserializeOwned>(text: &str, schema: &Value) -> Result<T, An
     if !value.is_object() {
         return Err(AnnotationJsonError::Invalid("expected a JSON object".into()));
     }
-    conform(&mut value, schema, "").map_err(AnnotationJsonError::UnknownField)?;
+    conform(&mut value, schema, "").map_err(|e| match e {
+        Nonconforming::Unknown(path) => AnnotationJsonError::UnknownField(path),
+        Nonconforming::NoZero(path) => AnnotationJsonError::MissingField(path),
+    })?;
     serde_json::from_value(value).map_err(|e| AnnotationJsonError::Invalid(e.to_string()))
 }
 
@@ -173,6 +181,30 @@ mod tests {
         }
         let message = parse_status_annotation(r#"{"poweredon":true}"#).expect_err("unknown").to_string();
         assert_eq!(message, r#"has an unknown field "poweredon""#);
+    }
+
+    #[test]
+    fn status_annotations_name_a_missing_field_that_has_no_empty_value() {
+        // Go would leave "" and a zero time, which the apiserver refuses when the status is
+        // written back; the annotation is refused at once, naming the field.
+        let cases = [
+            (
+                r#"{"provisioning":{"raid":{"softwareRAIDVolumes":[{}]}}}"#,
+                "provisioning.raid.softwareRAIDVolumes[0].level",
+            ),
+            (
+                r#"{"conditions":[{"type":"Ready","status":"True","reason":"R","message":""}]}"#,
+                "conditions[0].lastTransitionTime",
+            ),
+        ];
+        for (text, path) in cases {
+            assert_eq!(parse_status_annotation(text), Err(AnnotationJsonError::MissingField(path.into())), "{text}");
+        }
+        let message = parse_status_annotation(cases[0].0).expect_err("missing").to_string();
+        assert_eq!(
+            message,
+            r#"is missing "provisioning.raid.softwareRAIDVolumes[0].level", which is required and has no empty value"#
+        );
     }
 
     #[test]

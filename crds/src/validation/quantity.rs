@@ -48,15 +48,20 @@ pub fn parse_quantity_bytes(s: &str) -> Result<u128, QuantityError> {
         return Err(malformed());
     }
     let digits: u128 = format!("{whole}{frac}").parse().map_err(|_| QuantityError::Overflow(s.to_string()))?;
-    let exp = exp10 - i32::try_from(frac.len()).map_err(|_| malformed())?;
+    // The exponent is the user's (`1.5e-2147483648`): saturating, since a number that small
+    // rounds up to one byte either way.
+    let exp = exp10.saturating_sub(i32::try_from(frac.len()).unwrap_or(i32::MAX));
     let overflow = || QuantityError::Overflow(s.to_string());
     let scaled = digits.checked_mul(multiplier).ok_or_else(overflow)?;
     if exp >= 0 {
         let pow = 10u128.checked_pow(exp.unsigned_abs()).ok_or_else(overflow)?;
         scaled.checked_mul(pow).ok_or_else(overflow)
     } else {
-        let pow = 10u128.checked_pow(exp.unsigned_abs()).ok_or_else(overflow)?;
-        Ok(scaled.div_ceil(pow))
+        match 10u128.checked_pow(exp.unsigned_abs()) {
+            Some(pow) => Ok(scaled.div_ceil(pow)),
+            // A divisor past 128 bits is larger than any `scaled`: less than a byte, rounded up.
+            None => Ok(u128::from(scaled > 0)),
+        }
     }
 }
 
@@ -72,6 +77,15 @@ mod tests {
         assert_eq!(parse_quantity_bytes("1e3"), Ok(1000));
         assert_eq!(parse_quantity_bytes("2048"), Ok(2048));
         assert_eq!(parse_quantity_bytes("0.5k"), Ok(500));
+    }
+
+    #[test]
+    fn tiny_quantities_round_up_to_a_byte_whatever_their_exponent() {
+        assert_eq!(parse_quantity_bytes("1.5e-2147483648"), Ok(1));
+        assert_eq!(parse_quantity_bytes("1e-39"), Ok(1));
+        assert_eq!(parse_quantity_bytes("1e-38"), Ok(1));
+        assert_eq!(parse_quantity_bytes("0.0e-2147483648"), Ok(0));
+        assert_eq!(parse_quantity_bytes("15e-1"), Ok(2));
     }
 
     #[test]

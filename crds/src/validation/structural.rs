@@ -3,12 +3,26 @@
 //! and a required field that is missing gets its zero value (or its schema default). That is
 //! how baremetal-operator reads the JSON its users put in annotations, so partial objects work
 //! and typing mistakes do not pass silently.
+//!
+//! Where Go's zero value is not a value the schema allows (an enum without `""`, such as a
+//! RAID level; a timestamp, which Go writes back as `null`), the apiserver would refuse the
+//! object that baremetal-operator builds from it, so the missing field is refused here, by its
+//! path, rather than later with a message that names no field.
 
 use serde_json::{Map, Value};
 
-/// Checks `value` against `schema` and fills in missing required fields. Returns the dotted
-/// path of the first unknown field.
-pub(crate) fn conform(value: &mut Value, schema: &Value, path: &str) -> Result<(), String> {
+/// Why a value does not conform to its schema; each names a field by its dotted path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Nonconforming {
+    /// A field the schema does not know.
+    Unknown(String),
+    /// A required field that is missing and has no zero value the schema allows.
+    NoZero(String),
+}
+
+/// Checks `value` against `schema` and fills in missing required fields. Returns the first
+/// field that does not conform.
+pub(crate) fn conform(value: &mut Value, schema: &Value, path: &str) -> Result<(), Nonconforming> {
     let Some(schema) = schema.as_object() else {
         // No schema to compare with: nothing is unknown.
         return Ok(());
@@ -29,7 +43,7 @@ pub(crate) fn conform(value: &mut Value, schema: &Value, path: &str) -> Result<(
                     if open {
                         continue;
                     }
-                    return Err(child_path);
+                    return Err(Nonconforming::Unknown(child_path));
                 };
                 let nullable = child_schema.get("nullable") == Some(&Value::Bool(true));
                 if fields.get(&key).is_some_and(Value::is_null) && !nullable {
@@ -46,7 +60,8 @@ pub(crate) fn conform(value: &mut Value, schema: &Value, path: &str) -> Result<(
                 if !fields.contains_key(name)
                     && let Some(field_schema) = properties.get(name)
                 {
-                    fields.insert(name.to_string(), zero(field_schema));
+                    let field_path = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+                    fields.insert(name.to_string(), zero(field_schema, &field_path)?);
                 }
             }
             Ok(())
@@ -64,12 +79,13 @@ pub(crate) fn conform(value: &mut Value, schema: &Value, path: &str) -> Result<(
     }
 }
 
-/// The value Go gives a field that is absent: its schema default, or the zero of its type.
-fn zero(schema: &Value) -> Value {
+/// The value Go gives the field at `path` when it is absent: its schema default, or the zero
+/// of its type, when the schema allows that zero.
+fn zero(schema: &Value, path: &str) -> Result<Value, Nonconforming> {
     if let Some(default) = schema.get("default") {
-        return default.clone();
+        return Ok(default.clone());
     }
-    match schema.get("type").and_then(Value::as_str) {
+    let zero = match schema.get("type").and_then(Value::as_str) {
         Some("string") => Value::String(String::new()),
         Some("integer" | "number") => Value::from(0),
         Some("boolean") => Value::Bool(false),
@@ -77,11 +93,14 @@ fn zero(schema: &Value) -> Value {
         Some("object") => {
             let mut object = Value::Object(Map::new());
             // An empty object has no unknown fields; only its own required fields are added.
-            let _ = conform(&mut object, schema, "");
+            conform(&mut object, schema, path)?;
             object
         }
         _ => Value::Null,
-    }
+    };
+    let timestamp = schema.get("format").and_then(Value::as_str) == Some("date-time");
+    let outside_enum = schema.get("enum").and_then(Value::as_array).is_some_and(|values| !values.contains(&zero));
+    if timestamp || outside_enum { Err(Nonconforming::NoZero(path.to_string())) } else { Ok(zero) }
 }
 
 #[cfg(test)]
@@ -91,6 +110,9 @@ mod tests {
 
     fn schema() -> Value {
         json!({"type": "object", "required": ["count", "inner", "name"], "properties": {
+            "level": {"type": "string", "enum": ["0", "1"]},
+            "kind": {"type": "string", "enum": ["", "a"]},
+            "at": {"type": "string", "format": "date-time"},
             "count": {"type": "integer", "default": 3},
             "name": {"type": "string"},
             "note": {"type": "string", "nullable": true},
@@ -102,7 +124,7 @@ mod tests {
         }})
     }
 
-    fn conformed(mut value: Value) -> Result<Value, String> {
+    fn conformed(mut value: Value) -> Result<Value, Nonconforming> {
         conform(&mut value, &schema(), "").map(|()| value)
     }
 
@@ -118,9 +140,28 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_refused_with_their_path() {
-        assert_eq!(conformed(json!({"nmae": "x"})), Err("nmae".to_string()));
-        assert_eq!(conformed(json!({"inner": {"of": true}})), Err("inner.of".to_string()));
-        assert_eq!(conformed(json!({"list": [{"id": "a"}, {"ID": "b"}]})), Err("list[1].ID".to_string()));
+        let unknown = |path: &str| Err(Nonconforming::Unknown(path.to_string()));
+        assert_eq!(conformed(json!({"nmae": "x"})), unknown("nmae"));
+        assert_eq!(conformed(json!({"inner": {"of": true}})), unknown("inner.of"));
+        assert_eq!(conformed(json!({"list": [{"id": "a"}, {"ID": "b"}]})), unknown("list[1].ID"));
+    }
+
+    #[test]
+    fn a_missing_field_whose_zero_the_schema_refuses_is_named() {
+        let with = |required: &str| {
+            let mut schema = schema();
+            schema["required"] = json!([required]);
+            let mut value = json!({});
+            conform(&mut value, &schema, "").map(|()| value)
+        };
+        assert_eq!(with("level"), Err(Nonconforming::NoZero("level".into())), "an enum without \"\"");
+        assert_eq!(with("at"), Err(Nonconforming::NoZero("at".into())), "a timestamp");
+        assert_eq!(with("kind"), Ok(json!({"kind": ""})), "an enum that has \"\"");
+        let mut nested = json!({"type": "object", "required": ["inner"], "properties": {"inner": {
+            "type": "object", "required": ["level"], "properties": {"level": {"type": "string", "enum": ["1"]}}}}});
+        assert_eq!(conform(&mut json!({}), &nested, ""), Err(Nonconforming::NoZero("inner.level".into())));
+        nested["properties"]["inner"]["properties"]["level"]["default"] = json!("1");
+        assert_eq!(conform(&mut json!({}), &nested, ""), Ok(()), "a default is a value");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use super::BmcScheme;
 use super::host_name::is_valid_host_name;
+use std::fmt;
 use thiserror::Error;
 
 /// Explicit transport of a Redfish address (`redfish+http://`).
@@ -54,6 +55,38 @@ impl BmcAddress {
     pub fn redfish_system_id(&self) -> Option<&str> {
         let names_system = !matches!(self.path.trim_end_matches('/'), "" | "/redfish/v1");
         (self.scheme.is_redfish() && names_system).then_some(self.path.as_str())
+    }
+}
+
+/// The canonical form, `scheme[+transport]://host[:port][path][?privilegelevel=…]`, which
+/// [`parse_bmc_address`] reads back to the same address. It carries nothing the parsed address
+/// dropped (user info, other query parameters, a fragment), so it never shows a password
+/// written into the address.
+impl fmt::Display for BmcAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let transport = match self.transport {
+            Some(Transport::Http) => "+http",
+            Some(Transport::Https) => "+https",
+            None => "",
+        };
+        write!(f, "{}{transport}://", self.scheme)?;
+        if self.scheme == BmcScheme::Fake {
+            return f.write_str(&self.host);
+        }
+        if self.host.contains(':') {
+            write!(f, "[{}]", self.host)?;
+        } else {
+            f.write_str(&self.host)?;
+        }
+        if let Some(port) = self.port {
+            write!(f, ":{port}")?;
+        }
+        f.write_str(&self.path)?;
+        if let Some(level) = &self.privilege_level {
+            let encoded: String = url::form_urlencoded::byte_serialize(level.as_bytes()).collect();
+            write!(f, "?privilegelevel={encoded}")?;
+        }
+        Ok(())
     }
 }
 
@@ -234,6 +267,26 @@ mod tests {
         assert_eq!(default.privilege_level, None);
         assert_eq!(default.ipmi_privilege_level(), "ADMINISTRATOR");
         assert_eq!(parsed("redfish://10.0.0.1/?privilegelevel=USER").privilege_level, None, "IPMI only");
+    }
+
+    #[test]
+    fn the_canonical_form_keeps_what_was_parsed_and_drops_the_rest() {
+        let cases = [
+            ("10.0.0.1:623", "ipmi://10.0.0.1:623"),
+            ("IPMI:bmc.example.com", "ipmi://bmc.example.com"),
+            (
+                "ipmi://admin:secret@[fd00::1]:623/?privilegelevel=OPERATOR&x=1#f",
+                "ipmi://[fd00::1]:623/?privilegelevel=OPERATOR",
+            ),
+            ("Redfish+HTTP://10.0.0.1/redfish/v1/Systems/1", "redfish+http://10.0.0.1/redfish/v1/Systems/1"),
+            ("fake:// any thing", "fake:// any thing"),
+            ("libvirt://h?privilegelevel=a+b%26c", "libvirt://h?privilegelevel=a+b%26c"),
+        ];
+        for (address, canonical) in cases {
+            let parsed = parsed(address);
+            assert_eq!(parsed.to_string(), canonical, "{address}");
+            assert_eq!(parse_bmc_address(canonical), Ok(parsed), "{address}");
+        }
     }
 
     #[test]
