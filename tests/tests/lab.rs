@@ -66,7 +66,7 @@ fn host_states(env: &HashMap<String, String>) -> HashMap<String, String> {
         .collect()
 }
 
-fn nodeset(env: &HashMap<String, String>) -> serde_json::Value {
+fn nodeset_of(env: &HashMap<String, String>) -> serde_json::Value {
     let (namespace, name) = env["NODESET"].split_once('/').expect("namespace/name");
     serde_json::from_str(&kubectl(env, &["get", "nodeset", name, "-n", namespace, "-o", "json"], None)).expect("json")
 }
@@ -152,7 +152,7 @@ fn exercise(state: &Path) {
     let states = host_states(&env);
     assert_eq!(states.len(), 3, "the default lab has 4 BMCs, one of them spare: {states:?}");
     assert!(states.values().all(|s| s == "provisioned"), "{states:?}");
-    let nodeset = nodeset(&env);
+    let nodeset = nodeset_of(&env);
     assert_eq!(nodeset["status"]["provisionedHosts"], "3/3", "the sample NodeSet provisioned them: {nodeset}");
     assert_eq!(condition(&nodeset, "Ready"), "True", "{nodeset}");
     let (namespace, name) = env["NODESET"].split_once('/').expect("namespace/name");
@@ -174,7 +174,7 @@ fn exercise(state: &Path) {
     assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let now = nodeset(&env);
+        let now = nodeset_of(&env);
         let rolled = now["status"]["configHash"] != before
             && now["status"]["rollout"]["phase"] == "Complete"
             && now["status"]["rollout"]["configHash"] == now["status"]["configHash"]
