@@ -213,7 +213,10 @@ fn host_notices(
         );
     }
     let state = |s: Option<&HostStatus>| s.and_then(|s| s.provisioning_state);
+    // Only a machine this NodeSet saw before it was provisioned: one adopted already
+    // provisioned (a recreated NodeSet) was not provisioned now, and says so as `Claimed`.
     if state(Some(now)) == Some(crds::baremetalhost::ProvisioningState::Provisioned)
+        && prev_bmh.is_some()
         && state(prev) != Some(crds::baremetalhost::ProvisioningState::Provisioned)
         && matches!(&host.phase, HostPhase::Machine(d) if d.phase == Phase::Provisioned)
     {

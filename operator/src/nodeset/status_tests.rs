@@ -206,3 +206,34 @@ fn the_same_status_again_keeps_its_transition_times() {
     assert_eq!(first, again, "nothing changed: nothing to write");
     assert!(notices.is_empty());
 }
+
+#[test]
+fn events_mark_provisioned_and_the_rollout_starting_and_completing_once_each() {
+    let provisioning = plan_of(vec![("c-0", machine(Phase::Provisioning, ProvisioningState::Provisioning, false, "s0"))]);
+    let mut n = nodeset(false);
+    let (first, _) = compute(&n, &provisioning, &Applied::default(), &Findings::default(), &now());
+    n.status = Some(first);
+
+    let mut running = plan_of(vec![("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, false, "s0"))]);
+    running.rollout_status.started_at = Some(now());
+    running.rollout_status.config_hash = Some(running.config_hash.clone());
+    let (second, notices) = compute(&n, &running, &Applied::default(), &Findings::default(), &now());
+    assert_eq!(second.rollout.as_ref().and_then(|r| r.phase), Some(RolloutPhase::RollingOut));
+    assert_eq!(notices.reasons(), vec!["Provisioned", "RolloutStarted"]);
+    n.status = Some(second);
+    let (_, again) = compute(&n, &running, &Applied::default(), &Findings::default(), &now());
+    assert!(again.is_empty(), "a transition is told once: {:?}", again.reasons());
+
+    let mut done = plan_of(vec![("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s0"))]);
+    done.rollout_status = running.rollout_status.clone();
+    let (third, notices) = compute(&n, &done, &Applied::default(), &Findings::default(), &now());
+    assert_eq!(third.rollout.as_ref().and_then(|r| r.phase), Some(RolloutPhase::Complete));
+    assert_eq!(notices.reasons(), vec!["RolloutCompleted"]);
+}
+
+#[test]
+fn a_machine_adopted_already_provisioned_is_claimed_not_provisioned() {
+    let plan = plan_of(vec![("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s0"))]);
+    let (_, notices) = compute(&nodeset(false), &plan, &Applied::default(), &Findings::default(), &now());
+    assert_eq!(notices.reasons(), vec!["Claimed"], "adopted by label: nothing was provisioned");
+}
