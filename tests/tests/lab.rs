@@ -107,7 +107,7 @@ fn process_is_alive(pid: u32) -> bool {
 }
 
 #[test]
-fn the_lab_provisions_its_hosts_and_the_spare_and_leaves_nothing_behind() {
+fn the_lab_provisions_through_a_nodeset_rolls_an_mtu_edit_out_in_place_enrols_the_spare_and_leaves_nothing_behind() {
     ferrometal_tests::init();
     let state = tempfile::tempdir().expect("state dir");
     let up = make("lab-up", state.path());
@@ -162,7 +162,8 @@ fn exercise(state: &Path) {
 
     // The summary's one command edits the MTU; the rollout runs in place.
     let summary = std::fs::read_to_string(state.join("summary.txt")).expect("summary.txt");
-    let command = summary.lines().map(str::trim).find(|l| l.starts_with("kubectl patch nodeset")).expect("the MTU command");
+    let command =
+        summary.lines().map(str::trim).find(|l| l.starts_with("kubectl patch nodeset")).expect("the MTU command");
     let before = nodeset["status"]["configHash"].clone();
     let kubectl_bin = ferrometal_tests::env::kube_bin("kubectl").expect("kubectl is installed");
     let out = Command::new("sh")

@@ -116,7 +116,10 @@ async fn start(options: &LabOptions) -> crate::Result<Running> {
     let mut operator = start_operator(options, &kubeconfig, &ironic, &auth_dir, health_port, webhook_port)?;
     wait_operator_ready(&mut operator, health_port).await?;
 
-    say(options, "applying the samples: an Ironic, BareMetalHosts without an image, and a NodeSet that provisions them");
+    say(
+        options,
+        "applying the samples: an Ironic, BareMetalHosts without an image, and a NodeSet that provisions them",
+    );
     let client = cp.client();
     let (sample_bmcs, spare) = bmcs.systems().split_at(options.bmcs.saturating_sub(1));
     apply(&client, samples::ironic()).await?;
@@ -437,7 +440,10 @@ mod tests {
         assert!(text.contains("2 hosts provisioned on emulated BMCs (host-0, host-1)"), "{text}");
         assert!(text.contains("bootMACAddress: \"52:54:00:00:00:03\""), "{text}");
         assert!(text.contains("http://127.0.0.1:26385/v1/nodes/lab~host-0"), "{text}");
-        assert!(text.contains(&format!("\n  {}\n", samples::mtu_edit_command(9000))), "one command edits the MTU: {text}");
+        assert!(
+            text.contains(&format!("\n  {}\n", samples::mtu_edit_command(9000))),
+            "one command edits the MTU: {text}"
+        );
         assert!(text.contains("kubectl get nodeset computes -n lab -w"), "{text}");
     }
 }

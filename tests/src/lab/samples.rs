@@ -84,7 +84,10 @@ pub fn ctlplane(mtu: u16) -> Value {
 pub fn nodeset(hosts: usize, image_url: &str) -> Value {
     let nodes: serde_json::Map<String, Value> = (0..hosts)
         .map(|i| {
-            (format!("compute-{i}"), json!({"networks": [{"name": "ctlplane", "addresses": [format!("192.0.2.{}/24", 10 + i)]}]}))
+            (
+                format!("compute-{i}"),
+                json!({"networks": [{"name": "ctlplane", "addresses": [format!("192.0.2.{}/24", 10 + i)]}]}),
+            )
         })
         .collect();
     json!({
@@ -122,7 +125,8 @@ mod tests {
 
     #[test]
     fn hosts_have_no_image_and_the_nodeset_selects_and_provisions_them() {
-        let h = host("host-0", "redfish-virtualmedia+http://127.0.0.1:1/redfish/v1/Systems/x", "c", "52:54:00:00:00:01");
+        let h =
+            host("host-0", "redfish-virtualmedia+http://127.0.0.1:1/redfish/v1/Systems/x", "c", "52:54:00:00:00:01");
         assert!(h["spec"].get("image").is_none(), "the NodeSet provisions it");
         assert_eq!(h["spec"]["bmc"]["credentialsName"], "c");
         assert_eq!(h["metadata"]["namespace"], NAMESPACE);
@@ -133,7 +137,8 @@ mod tests {
         assert_eq!(n["spec"]["nodes"].as_object().map(|m| m.len()), Some(3));
         let parsed: crds::nodeset::NodeSet = serde_json::from_value(n).expect("a NodeSet");
         assert!(crds::nodeset::validate_nodeset(&parsed, None).is_empty(), "the sample is valid");
-        let s: crds::nodesetservice::NodeSetService = serde_json::from_value(service("bootstrap", true)).expect("service");
+        let s: crds::nodesetservice::NodeSetService =
+            serde_json::from_value(service("bootstrap", true)).expect("service");
         assert!(crds::nodesetservice::validate_nodeset_service(&s.spec).is_empty());
     }
 
