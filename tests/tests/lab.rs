@@ -1,4 +1,5 @@
-//! The lab as a user drives it: `make lab-up`, kubectl, `make lab-down`.
+//! The lab as a user drives it: `make lab-up`, kubectl (the summary's MTU edit of the sample
+//! NodeSet, enrolling the spare BMC), `make lab-down`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,37 @@ fn host_states(env: &HashMap<String, String>) -> HashMap<String, String> {
         .collect()
 }
 
+fn nodeset_of(env: &HashMap<String, String>) -> serde_json::Value {
+    let (namespace, name) = env["NODESET"].split_once('/').expect("namespace/name");
+    serde_json::from_str(&kubectl(env, &["get", "nodeset", name, "-n", namespace, "-o", "json"], None)).expect("json")
+}
+
+fn condition(object: &serde_json::Value, type_: &str) -> String {
+    let conditions = object["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    conditions.iter().find(|c| c["type"] == type_).and_then(|c| c["status"].as_str()).unwrap_or_default().to_string()
+}
+
+/// What the MTU edit did to each host: the same machine, provisioned once; `configure-network`
+/// ran again at the host's new configuration; `bootstrap` (runOnce) did not.
+fn assert_in_place(before: &serde_json::Value, after: &serde_json::Value) {
+    let hosts = after["status"]["hosts"].as_object().expect("status.hosts");
+    assert_eq!(hosts.len(), 3, "{after}");
+    let completed = |host: &serde_json::Value, service: &str| {
+        host["servicesCompleted"].as_array().and_then(|c| c.iter().find(|s| s["name"] == service).cloned())
+    };
+    for (name, now) in hosts {
+        let then = &before["status"]["hosts"][name];
+        assert_eq!(now["bmhRef"], then["bmhRef"], "{name} keeps its machine");
+        assert_eq!(now["provisionedHash"], then["provisionedHash"], "{name} was not reprovisioned");
+        assert_ne!(now["desiredConfigHash"], then["desiredConfigHash"], "the MTU is part of {name}'s configuration");
+        assert_eq!(now["deployedConfigHash"], now["desiredConfigHash"], "{name}: {now}");
+        let bootstrap = completed(now, "bootstrap").expect("bootstrap ran");
+        assert_eq!(Some(bootstrap), completed(then, "bootstrap"), "{name}: bootstrap runs once, ever");
+        let network = completed(now, "configure-network").expect("configure-network ran");
+        assert_eq!(network["configHash"], now["desiredConfigHash"], "{name}: configure-network ran again: {now}");
+    }
+}
+
 fn port_is_free(port: u16) -> bool {
     std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
@@ -75,7 +107,7 @@ fn process_is_alive(pid: u32) -> bool {
 }
 
 #[test]
-fn the_lab_provisions_its_hosts_and_the_spare_and_leaves_nothing_behind() {
+fn the_lab_provisions_through_a_nodeset_rolls_an_mtu_edit_out_in_place_enrols_the_spare_and_leaves_nothing_behind() {
     ferrometal_tests::init();
     let state = tempfile::tempdir().expect("state dir");
     let up = make("lab-up", state.path());
@@ -114,12 +146,50 @@ fn exercise(state: &Path) {
         .lines()
         .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
         .collect();
-    for key in ["KUBECONFIG", "IRONIC_ENDPOINT", "SPARE_BMC_ADDRESS", "SPARE_BMC_CREDENTIALS"] {
+    for key in ["KUBECONFIG", "IRONIC_ENDPOINT", "SPARE_BMC_ADDRESS", "SPARE_BMC_CREDENTIALS", "NODESET"] {
         assert!(env.get(key).is_some_and(|v| !v.is_empty()), "{key} missing from env");
     }
     let states = host_states(&env);
     assert_eq!(states.len(), 3, "the default lab has 4 BMCs, one of them spare: {states:?}");
     assert!(states.values().all(|s| s == "provisioned"), "{states:?}");
+    let nodeset = nodeset_of(&env);
+    assert_eq!(nodeset["status"]["provisionedHosts"], "3/3", "the sample NodeSet provisioned them: {nodeset}");
+    assert_eq!(condition(&nodeset, "Ready"), "True", "{nodeset}");
+    let (namespace, name) = env["NODESET"].split_once('/').expect("namespace/name");
+    let row = kubectl(&env, &["get", "nodeset", name, "-n", namespace, "--no-headers"], None);
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(columns.get(..5), Some(&[name, "True", "3/3", "3/3", "Complete"][..]), "the printer columns: {row}");
+
+    // The summary's one command edits the MTU; the rollout runs in place.
+    let summary = std::fs::read_to_string(state.join("summary.txt")).expect("summary.txt");
+    let command =
+        summary.lines().map(str::trim).find(|l| l.starts_with("kubectl patch nodeset")).expect("the MTU command");
+    let before = nodeset["status"]["configHash"].clone();
+    let kubectl_bin = ferrometal_tests::env::kube_bin("kubectl").expect("kubectl is installed");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command.replacen("kubectl", &kubectl_bin.display().to_string(), 1))
+        .env("KUBECONFIG", &env["KUBECONFIG"])
+        .output()
+        .expect("sh runs");
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let now = nodeset_of(&env);
+        let rolled = now["status"]["configHash"] != before
+            && now["status"]["rollout"]["phase"] == "Complete"
+            && now["status"]["rollout"]["configHash"] == now["status"]["configHash"]
+            && now["status"]["observedGeneration"] == now["metadata"]["generation"];
+        if rolled {
+            assert_eq!(now["status"]["configuredHosts"], "3/3", "{now}");
+            assert_in_place(&nodeset, &now);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the MTU edit did not roll out: {now}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let states = host_states(&env);
+    assert!(states.values().all(|s| s == "provisioned"), "no machine was reprovisioned: {states:?}");
 
     // Enrol the spare BMC as a user would, with the values from .lab/env.
     let (namespace, secret) = env["SPARE_BMC_CREDENTIALS"].split_once('/').expect("namespace/name");

@@ -116,7 +116,10 @@ async fn start(options: &LabOptions) -> crate::Result<Running> {
     let mut operator = start_operator(options, &kubeconfig, &ironic, &auth_dir, health_port, webhook_port)?;
     wait_operator_ready(&mut operator, health_port).await?;
 
-    say(options, "applying the samples: an Ironic and BareMetalHosts with live-iso images");
+    say(
+        options,
+        "applying the samples: an Ironic, BareMetalHosts without an image, and a NodeSet that provisions them",
+    );
     let client = cp.client();
     let (sample_bmcs, spare) = bmcs.systems().split_at(options.bmcs.saturating_sub(1));
     apply(&client, samples::ironic()).await?;
@@ -126,10 +129,14 @@ async fn start(options: &LabOptions) -> crate::Result<Running> {
         let secret = format!("{name}-bmc");
         apply(&client, samples::bmc_secret(&secret)).await?;
         let address = bmcs.bmc_address("redfish-virtualmedia", system);
-        apply(&client, samples::host(&name, &address, &secret, &system.mac, &image_url)).await?;
+        apply(&client, samples::host(&name, &address, &secret, &system.mac)).await?;
         names.push(name);
     }
     apply(&client, samples::bmc_secret(SPARE_CREDENTIALS)).await?;
+    for (service, run_once) in [("bootstrap", true), ("configure-network", false)] {
+        apply(&client, samples::service(service, run_once)).await?;
+    }
+    apply(&client, samples::nodeset(names.len(), &image_url)).await?;
 
     let mut progress = Progress::new(options.terminal);
     wait_provisioned(&client, &names, &mut progress, &mut operator, options.timeout).await?;
@@ -145,6 +152,7 @@ async fn start(options: &LabOptions) -> crate::Result<Running> {
     writeln!(env, "SPARE_BMC_CREDENTIALS={}/{SPARE_CREDENTIALS}", samples::NAMESPACE)?;
     writeln!(env, "SPARE_BMC_MAC={}", spare.mac)?;
     writeln!(env, "LAB_IMAGE_URL={image_url}")?;
+    writeln!(env, "NODESET={}/{}", samples::NAMESPACE, samples::NODESET)?;
     std::fs::write(state.join("env"), env)?;
     // Every process and port of the lab, the lab itself included, for `make lab-down` (and
     // its test) to check that nothing is left.
@@ -261,7 +269,7 @@ async fn apply(client: &kube::Client, object: Value) -> crate::Result<()> {
     Ok(())
 }
 
-/// Shows progress until every named host is provisioned.
+/// Shows progress until every named host is provisioned and the sample NodeSet is Ready.
 async fn wait_provisioned(
     client: &kube::Client,
     names: &[String],
@@ -278,6 +286,11 @@ async fn wait_provisioned(
         client.clone(),
         samples::NAMESPACE,
         &ApiResource::from_gvk(&GroupVersionKind::gvk("ironic.metal3.io", "v1alpha1", "Ironic")),
+    );
+    let nodesets: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        samples::NAMESPACE,
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("ferrometal.io", "v1alpha1", "NodeSet")),
     );
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
@@ -303,8 +316,16 @@ async fn wait_provisioned(
             .collect();
         let ironic_ready =
             ironics.get_opt("ironic").await.ok().flatten().map(|i| ready_text(&i.data)).unwrap_or_default();
-        progress.update(&format!("Ironic {}/ironic: {ironic_ready}", samples::NAMESPACE), &rows);
-        if rows.iter().all(|r| r.state == "provisioned") {
+        let nodeset = nodesets.get_opt(samples::NODESET).await.ok().flatten();
+        let nodeset_text = nodeset.as_ref().map(|n| nodeset_text(&n.data)).unwrap_or_default();
+        let title = format!(
+            "Ironic {ns}/ironic: {ironic_ready}\nNodeSet {ns}/{}: {nodeset_text}",
+            samples::NODESET,
+            ns = samples::NAMESPACE
+        );
+        progress.update(&title, &rows);
+        let nodeset_ready = nodeset.as_ref().is_some_and(|n| ready_text(&n.data).starts_with("Ready=True"));
+        if rows.iter().all(|r| r.state == "provisioned") && nodeset_ready {
             return Ok(());
         }
         if tokio::time::Instant::now() >= deadline {
@@ -312,6 +333,19 @@ async fn wait_provisioned(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// `Ready=… (…), hosts 2/3, configured 1/3, rollout RollingOut`.
+fn nodeset_text(nodeset: &Value) -> String {
+    let status = &nodeset["status"];
+    let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
+    format!(
+        "{}, hosts {}, configured {}, rollout {}",
+        ready_text(nodeset),
+        text(&status["provisionedHosts"]),
+        text(&status["configuredHosts"]),
+        text(&status["rollout"]["phase"])
+    )
 }
 
 fn ready_text(ironic: &Value) -> String {
@@ -338,14 +372,23 @@ fn summary(s: &Summary<'_>) -> String {
     let Summary { names, state, ironic_endpoint, ironic_password, spare_address, spare_mac, image_url } = *s;
     let kubectl = crate::env::kube_bin("kubectl").map(|p| p.display().to_string()).unwrap_or_else(|_| "kubectl".into());
     let ns = samples::NAMESPACE;
+    let nodeset = samples::NODESET;
+    let mtu = samples::mtu_edit_command(9000);
     format!(
-        "The lab is ready: {count} hosts provisioned on emulated BMCs ({list}).
+        "The lab is ready: {count} hosts provisioned on emulated BMCs ({list}), claimed and provisioned by
+the NodeSet {ns}/{nodeset}, which ran its services on them (bootstrap once, configure-network).
 
 Use kubectl against the lab:
   export KUBECONFIG={kubeconfig}
   alias kubectl={kubectl}
-  kubectl get baremetalhosts -n {ns}
+  kubectl get nodesets,baremetalhosts -n {ns}
   kubectl get ironic,deployments,services,pods -n {ns}
+
+Edit the NodeSet's MTU; it is applied in place, no machine is reprovisioned:
+  {mtu}
+Watch the rollout (Configured n/m, Rollout), and the service Jobs it runs:
+  kubectl get nodeset {nodeset} -n {ns} -w
+  kubectl get jobs -n {ns} -l ferrometal.io/nodeset={nodeset}
 
 Enrol the spare BMC as a new host:
   kubectl apply -f - <<EOF
@@ -397,5 +440,10 @@ mod tests {
         assert!(text.contains("2 hosts provisioned on emulated BMCs (host-0, host-1)"), "{text}");
         assert!(text.contains("bootMACAddress: \"52:54:00:00:00:03\""), "{text}");
         assert!(text.contains("http://127.0.0.1:26385/v1/nodes/lab~host-0"), "{text}");
+        assert!(
+            text.contains(&format!("\n  {}\n", samples::mtu_edit_command(9000))),
+            "one command edits the MTU: {text}"
+        );
+        assert!(text.contains("kubectl get nodeset computes -n lab -w"), "{text}");
     }
 }

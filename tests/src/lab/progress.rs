@@ -18,17 +18,20 @@ pub struct Progress {
     terminal: bool,
     drawn_lines: usize,
     last: Vec<Row>,
+    last_title: String,
 }
 
 impl Progress {
     pub fn new(terminal: bool) -> Self {
-        Self { terminal, drawn_lines: 0, last: Vec::new() }
+        Self { terminal, drawn_lines: 0, last: Vec::new(), last_title: String::new() }
     }
 
-    /// Shows `rows` under `title`. On a terminal the previous table is
-    /// overwritten; otherwise only changed rows are printed, one line each.
+    /// Shows `rows` under `title` (one line per resource, e.g. the Ironic's
+    /// and the NodeSet's progress). On a terminal the previous table is
+    /// overwritten; otherwise only changed title lines and rows are printed,
+    /// one line each.
     pub fn update(&mut self, title: &str, rows: &[Row]) {
-        if rows == self.last.as_slice() {
+        if rows == self.last.as_slice() && title == self.last_title {
             return;
         }
         let mut out = std::io::stdout().lock();
@@ -41,13 +44,23 @@ impl Progress {
             let _ = write!(out, "{table}");
             self.drawn_lines = table.lines().count();
         } else {
+            for line in changed_lines(&self.last_title, title) {
+                let _ = writeln!(out, "{line}");
+            }
             for row in rows.iter().filter(|r| !self.last.contains(r)) {
                 let _ = writeln!(out, "{}", plain_line(row));
             }
         }
         let _ = out.flush();
         self.last = rows.to_vec();
+        self.last_title = title.to_string();
     }
+}
+
+/// The lines of `now` that `before` did not have.
+fn changed_lines<'a>(before: &str, now: &'a str) -> Vec<&'a str> {
+    let before: Vec<&str> = before.lines().collect();
+    now.lines().filter(|l| !before.contains(l)).collect()
 }
 
 /// `host-0: provisioned, power on` (plus the error when there is one).
@@ -96,6 +109,14 @@ mod tests {
         assert_eq!(&lines[2][power..power + 2], "on");
         assert_eq!(&lines[3][power..power + 2], "on");
         assert_eq!(lines[1].find("ERROR"), Some(power + "POWER".len() + 2));
+    }
+
+    #[test]
+    fn plain_progress_prints_only_the_title_lines_that_changed() {
+        let before = "Ironic lab/ironic: Ready=True (Ready)\nNodeSet lab/computes: Ready=False (Provisioning)";
+        let now = "Ironic lab/ironic: Ready=True (Ready)\nNodeSet lab/computes: Ready=True (Ready)";
+        assert_eq!(changed_lines(before, now), vec!["NodeSet lab/computes: Ready=True (Ready)"]);
+        assert_eq!(changed_lines("", now).len(), 2);
     }
 
     #[test]

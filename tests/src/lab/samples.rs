@@ -34,26 +34,89 @@ pub fn bmc_secret(name: &str) -> Value {
     })
 }
 
-/// A BareMetalHost on an emulated BMC, to be provisioned with the live ISO.
+/// Label of the sample hosts, which the sample NodeSet selects.
+pub const SAMPLE_LABEL: &str = "lab.ferrometal.io/sample";
+/// The sample NodeSet.
+pub const NODESET: &str = "computes";
+
+/// A BareMetalHost on an emulated BMC, without an image: the sample NodeSet claims and
+/// provisions it.
 ///
 /// Inspection is out-of-band (`fast`, through Redfish) and cleaning is off:
 /// both of the alternatives boot Ironic's agent ramdisk, which the emulated
 /// machines cannot run.
-pub fn host(name: &str, bmc_address: &str, credentials: &str, boot_mac: &str, image_url: &str) -> Value {
+pub fn host(name: &str, bmc_address: &str, credentials: &str, boot_mac: &str) -> Value {
     json!({
         "apiVersion": "metal3.io/v1alpha1",
         "kind": "BareMetalHost",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"lab.ferrometal.io/sample": "true"}},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {SAMPLE_LABEL: "true"}},
         "spec": {
             "bmc": {"address": bmc_address, "credentialsName": credentials},
             "bootMACAddress": boot_mac,
             "bootMode": "UEFI",
             "online": true,
-            "image": {"url": image_url, "format": "live-iso"},
             "inspectionMode": "fast",
             "automatedCleaningMode": "disabled",
         }
     })
+}
+
+/// A NodeSetService. Its Job's pods come from the simulator, which reports them succeeded.
+pub fn service(name: &str, run_once: bool) -> Value {
+    json!({
+        "apiVersion": "ferrometal.io/v1alpha1",
+        "kind": "NodeSetService",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "runOnce": run_once,
+            "job": {"image": format!("registry.example.com/lab/{name}:1"), "command": [format!("/usr/bin/{name}")]},
+        }
+    })
+}
+
+/// The ctlplane network of every sample host, with this MTU.
+pub fn ctlplane(mtu: u16) -> Value {
+    json!({"name": "ctlplane", "interface": "eno1", "mtu": mtu})
+}
+
+/// The sample NodeSet: `hosts` compute hosts on the sample BareMetalHosts, provisioned with the
+/// live ISO, and two services, `bootstrap` (once per host) and `configure-network`.
+pub fn nodeset(hosts: usize, image_url: &str) -> Value {
+    let nodes: serde_json::Map<String, Value> = (0..hosts)
+        .map(|i| {
+            (
+                format!("compute-{i}"),
+                json!({"networks": [{"name": "ctlplane", "addresses": [format!("192.0.2.{}/24", 10 + i)]}]}),
+            )
+        })
+        .collect();
+    json!({
+        "apiVersion": "ferrometal.io/v1alpha1",
+        "kind": "NodeSet",
+        "metadata": {"name": NODESET, "namespace": NAMESPACE},
+        "spec": {
+            "baremetalSetTemplate": {
+                "bmhLabelSelector": {"matchLabels": {SAMPLE_LABEL: "true"}},
+                "image": {"url": image_url, "format": "live-iso"},
+                "bootMode": "UEFI",
+                "automatedCleaningMode": "disabled",
+            },
+            "nodeTemplate": {
+                "networks": [ctlplane(1500)],
+                "dns": {"nameservers": ["192.0.2.53"]},
+                "managementNetwork": "ctlplane",
+                "variables": {"timezone": "UTC"},
+            },
+            "nodes": nodes,
+            "services": ["bootstrap", "configure-network"],
+        }
+    })
+}
+
+/// The one command that edits the sample NodeSet's MTU (applied in place).
+pub fn mtu_edit_command(mtu: u16) -> String {
+    let patch = json!({"spec": {"nodeTemplate": {"networks": [ctlplane(mtu)]}}});
+    format!("kubectl patch nodeset {NODESET} -n {NAMESPACE} --type merge -p '{patch}'")
 }
 
 #[cfg(test)]
@@ -61,16 +124,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hosts_are_live_iso_on_their_bmc() {
-        let h = host(
-            "host-0",
-            "redfish-virtualmedia+http://127.0.0.1:1/redfish/v1/Systems/x",
-            "c",
-            "52:54:00:00:00:01",
-            "http://i/live.iso",
-        );
-        assert_eq!(h["spec"]["image"]["format"], "live-iso");
+    fn hosts_have_no_image_and_the_nodeset_selects_and_provisions_them() {
+        let h =
+            host("host-0", "redfish-virtualmedia+http://127.0.0.1:1/redfish/v1/Systems/x", "c", "52:54:00:00:00:01");
+        assert!(h["spec"].get("image").is_none(), "the NodeSet provisions it");
         assert_eq!(h["spec"]["bmc"]["credentialsName"], "c");
         assert_eq!(h["metadata"]["namespace"], NAMESPACE);
+        let n = nodeset(3, "http://i/live.iso");
+        assert_eq!(n["spec"]["baremetalSetTemplate"]["bmhLabelSelector"]["matchLabels"][SAMPLE_LABEL], "true");
+        assert_eq!(h["metadata"]["labels"][SAMPLE_LABEL], "true");
+        assert_eq!(n["spec"]["baremetalSetTemplate"]["image"]["format"], "live-iso");
+        assert_eq!(n["spec"]["nodes"].as_object().map(|m| m.len()), Some(3));
+        let parsed: crds::nodeset::NodeSet = serde_json::from_value(n).expect("a NodeSet");
+        assert!(crds::nodeset::validate_nodeset(&parsed, None).is_empty(), "the sample is valid");
+        let s: crds::nodesetservice::NodeSetService =
+            serde_json::from_value(service("bootstrap", true)).expect("service");
+        assert!(crds::nodesetservice::validate_nodeset_service(&s.spec).is_empty());
+    }
+
+    #[test]
+    fn the_mtu_edit_is_a_merge_patch_of_the_template_networks() {
+        let command = mtu_edit_command(9000);
+        assert!(command.starts_with("kubectl patch nodeset computes -n lab --type merge -p '"), "{command}");
+        let patch: Value = serde_json::from_str(command.split('\'').nth(1).expect("quoted")).expect("JSON");
+        assert_eq!(patch["spec"]["nodeTemplate"]["networks"][0]["mtu"], 9000);
+        assert_eq!(patch["spec"]["nodeTemplate"]["networks"][0]["interface"], "eno1");
     }
 }

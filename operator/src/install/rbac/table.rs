@@ -122,8 +122,9 @@ pub const HOST: Component = Component {
 };
 
 /// The `NodeSet` controller (`operator/src/nodeset`, `design/nodeset.md`): NodeSets and their
-/// services, the BareMetalHosts it claims (as their consumer), service Jobs and inventory
-/// Secrets.
+/// services, the BareMetalHosts it claims (as their consumer; it reads them, and HardwareData,
+/// from watch caches), service Jobs and their inventory Secrets, and the first-boot network
+/// data it generates. It never reads a Secret's content: its Secret watch is of metadata only.
 pub const NODESET: Component = Component {
     name: "nodeset",
     access: &[
@@ -133,8 +134,12 @@ pub const NODESET: Component = Component {
         access(BAREMETALHOSTS, &[Get, List, Watch, Patch], "claim, provision, release hosts as their consumer"),
         access(HARDWAREDATA, &[Get, List, Watch], "match hosts to hardware requirements"),
         access(JOBS, &[Get, List, Watch, Create, Delete], "service Jobs"),
-        access(PODS, &[Get, List], "why a Job's pod failed"),
-        access(SECRETS, &[Get, List, Watch, Create, Patch, Delete], "inventory Secrets; user and network data"),
+        access(PODS, &[List], "a failed Job's pods, once, to quote why it failed"),
+        access(
+            SECRETS,
+            &[List, Watch, Create, Patch, Delete],
+            "inventory Secrets (applied, watched by metadata, pruned) and generated network data",
+        ),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
 };
@@ -181,8 +186,7 @@ pub const WEBHOOK: Component = Component {
     ],
 };
 
-/// The controllers, in `--controllers` order. The NodeSet controller is listed before it
-/// exists so that every install already grants what it will use.
+/// The controllers, in `--controllers` order.
 pub const CONTROLLERS: [&Component; 4] = [&IRONIC, &DATABASE, &HOST, &NODESET];
 
 /// Everything: the controllers, the runtime and the webhook server.
