@@ -53,7 +53,8 @@ pub struct Options {
 
 impl Options {
     /// The full benchmark: N = 100, 300, 1000 (`FERROMETAL_BENCH_HOSTS`, a comma list,
-    /// changes it), 100 NodeSets, a NodeSet of 100 hosts edited. The limits are the
+    /// changes it), 100 NodeSets, a NodeSet of 100 hosts edited (`FERROMETAL_BENCH_ROLLOUT_HOSTS`
+    /// changes that; 0 skips P4). The limits are the
     /// operator's defaults (baremetal-operator's provisioning limit of 20, a 3 s fast poll)
     /// with 8 hosts reconciled at once; the slow poll is 20 s instead of 60 s so that a
     /// one-minute window holds three polls.
@@ -61,7 +62,10 @@ impl Options {
         Self {
             hosts: hosts_from_env().unwrap_or_else(|| vec![100, 300, 1000]),
             nodesets: 100,
-            rollout_hosts: 100,
+            rollout_hosts: std::env::var("FERROMETAL_BENCH_ROLLOUT_HOSTS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100),
             steady_window: Duration::from_secs(60),
             limits: Limits {
                 concurrency: 8,
