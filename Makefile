@@ -5,12 +5,14 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 CARGO ?= cargo
 
-.PHONY: help install build test test-unit lint fuzz faults lab lab-up lab-down crds manifests bundle release
+.PHONY: help install build test test-unit bench lint fuzz faults lab lab-up lab-down crds manifests bundle release
 
 help:
 	@echo "make lab    start the local lab (foreground; Ctrl-C stops it)"
 	@echo "make test   install what is missing, build, run every test"
 	@echo "make fuzz   fuzz every parser (FUZZ_RUNS executions per target, default 1000000)"
+	@echo "make bench  the scale benchmark: the operator against the floor, one table"
+	@echo "make faults the fault scenarios at full length, one table of figures"
 
 install:
 	scripts/install.sh
@@ -43,6 +45,14 @@ faults: install
 	echo; echo "Fault figures ($$(date -u +%FT%TZ), $$(git rev-parse --short HEAD), $$(nproc) cores):"; \
 	cat "$(FAULTS_TABLE)"; \
 	exit $$status
+
+# The scale benchmark (issue 17, design/performance.md): the operator as its own process
+# against a minimal ironic-client driver on the same Ironic, at N = 100, 300, 1000 hosts.
+# FERROMETAL_BENCH_HOSTS=100,300 chooses the counts; FERROMETAL_BENCH_OPERATOR=dist/ferrometal
+# measures that binary (`make release`) instead of the debug build the harness makes. The dev
+# profile spares a release build of the harness; the short form runs in `make test`.
+bench: install
+	$(CARGO) bench --locked --profile dev -p ferrometal-tests --bench scale
 
 lint:
 	$(CARGO) fmt --all -- --check

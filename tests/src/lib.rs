@@ -14,6 +14,7 @@
 //! dropped, and keep their logs (and print their tails) when the test that
 //! owns them fails. `design/testing.md` explains the whole environment.
 
+pub mod bench;
 pub mod control_plane;
 pub mod env;
 pub mod faults;

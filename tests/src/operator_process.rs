@@ -70,9 +70,21 @@ impl OperatorProcess {
     /// `PATH` and `HOME`), authenticated by `kubeconfig`, serving health on a free port it
     /// passes as `--health-addr`.
     pub fn start(name: &str, kubeconfig: &Path, args: &[String], env: &[(String, String)]) -> crate::Result<Self> {
+        Self::start_binary(&binary()?, name, kubeconfig, args, env)
+    }
+
+    /// Like [`OperatorProcess::start`], with a `ferrometal` binary built elsewhere (the
+    /// benchmark measures a release build when given one).
+    pub fn start_binary(
+        binary: &Path,
+        name: &str,
+        kubeconfig: &Path,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> crate::Result<Self> {
         let dir = WorkDir::new(name)?;
         let health_port = ports::free_port()?;
-        let mut command = Command::new(binary()?);
+        let mut command = Command::new(binary);
         command.env_clear();
         for key in ["PATH", "HOME"] {
             if let Some(value) = std::env::var_os(key) {
@@ -127,6 +139,16 @@ impl OperatorProcess {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// The process ID, to read its memory and CPU from `/proc`.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    /// Where its Prometheus metrics are served (beside the health endpoints).
+    pub fn metrics_url(&self) -> String {
+        format!("http://127.0.0.1:{}/metrics", self.health_port)
     }
 
     /// Fails if the process has exited.

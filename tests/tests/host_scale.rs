@@ -125,3 +125,20 @@ async fn steady_state_ironic_calls_per_poll_do_not_grow_with_the_number_of_hosts
     assert_eq!((writes_five, writes_fifty), (0, 0), "no status writes when nothing changes");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_host_is_registered_with_its_cleaning_mode_so_providing_it_sends_no_patch() -> anyhow::Result<()> {
+    let t = HostEnv::with_operator("host-patches", Options::default()).await?;
+    let mut spec = t.fake_spec("lean-0");
+    spec["image"] = json!({"url": t.ironic.image_server().write_live_iso("live.iso")?, "format": "live-iso"});
+    spec["inspectionMode"] = json!("disabled");
+    spec["automatedCleaningMode"] = json!("disabled");
+    t.create_host("lean-0", spec, json!({})).await?;
+    t.wait_provisioned("lean-0", secs(120)).await?;
+    let node = t.node("lean-0").await?.ok_or_else(|| anyhow::anyhow!("no Ironic node"))?;
+    assert_eq!(node["automated_clean"], false, "automatedCleaningMode: disabled, from registration on");
+    // Ironic's writes are what limits provisioning at scale (design/performance.md): the one
+    // PATCH left is the deploy settings (image, boot mode).
+    assert_eq!(t.ironic_request_count("update_node")?, 1, "one PATCH per provisioned host");
+    Ok(())
+}

@@ -169,6 +169,10 @@ impl Calls<'_> {
         if request.disable_power_off {
             create.disable_power_off = Some(true);
         }
+        // Registered with the host's cleaning mode, `provide` finds it set and sends no
+        // PATCH: Ironic's state-changing requests are its bottleneck at scale
+        // (design/performance.md).
+        create.automated_clean = Some(request.automated_clean);
         create
     }
 

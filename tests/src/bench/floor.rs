@@ -1,0 +1,164 @@
+//! The floor: the least a client of Ironic must do to take N fake-hardware nodes through the
+//! states the operator takes its hosts through (enroll, manageable, available, active), with
+//! the operator's image and deploy settings and its concurrency limits. It shares the
+//! operator's way of watching nodes (one bulk status list per poll interval), so the ratio of
+//! the two times is what the operator's own work costs, not a different polling strategy.
+
+use super::Limits;
+use anyhow::Context as _;
+use futures::{StreamExt, TryStreamExt};
+use ironic_client::{IronicClient, NodeCreate, NodeStatusSummary, PatchOperation, ProvisionState};
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+/// What the floor measured.
+#[derive(Clone, Debug)]
+pub struct FloorRun {
+    pub hosts: usize,
+    pub elapsed: Duration,
+    pub ironic_requests: u64,
+    pub polls: u64,
+}
+
+/// What the floor does next with one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Manage,
+    Provide,
+    Deploy,
+}
+
+/// The step a node in this status needs, if it rests in a state that is not the goal.
+fn step_for(node: &NodeStatusSummary) -> Option<Step> {
+    if node.target_provision_state.is_some() || node.reservation.is_some() {
+        return None;
+    }
+    match node.provision_state.as_ref()? {
+        ProvisionState::Enroll => Some(Step::Manage),
+        ProvisionState::Manageable => Some(Step::Provide),
+        ProvisionState::Available => Some(Step::Deploy),
+        _ => None,
+    }
+}
+
+/// Takes `count` nodes named `{prefix}-NNNN` from nothing to `active` deploying the live ISO
+/// `iso`, at most `limits.provisioning` deploying at once and `limits.concurrency` requests in
+/// flight, polling every `limits.fast_poll`.
+pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: &Limits) -> crate::Result<FloorRun> {
+    let client = IronicClient::builder(endpoint).max_in_flight(limits.concurrency.max(1)).build().await?;
+    let base = client.metrics().total_requests();
+    let started = Instant::now();
+    let names: Vec<String> = (0..count).map(|i| format!("{prefix}-{i:04}")).collect();
+    // Registering: create and manage at once, as the operator does in one reconcile.
+    futures::stream::iter(names.iter())
+        .map(|name| {
+            let client = client.clone();
+            async move {
+                let node = client.create_node(&node_create(name)).await?;
+                client.manage(&node.uuid).await?;
+                Ok::<_, anyhow::Error>(())
+            }
+        })
+        .buffer_unordered(limits.concurrency.max(1))
+        .try_collect::<Vec<()>>()
+        .await?;
+
+    let ours: HashSet<&str> = names.iter().map(String::as_str).collect();
+    let mut deploying: HashSet<String> = HashSet::new();
+    let mut polls = 0u64;
+    let deadline = started + limits.timeout;
+    loop {
+        tokio::time::sleep(limits.fast_poll).await;
+        let statuses = client.node_statuses().await?;
+        polls += 1;
+        let nodes: HashMap<&str, &NodeStatusSummary> =
+            statuses.iter().filter_map(|n| Some((n.name.as_deref()?, n))).filter(|(n, _)| ours.contains(n)).collect();
+        if let Some((name, node)) =
+            nodes.iter().find(|(_, n)| n.provision_state.as_ref().is_some_and(|s| s.is_failure()))
+        {
+            anyhow::bail!("floor: node {name} failed: {:?}", node.last_error);
+        }
+        let active = nodes.values().filter(|n| n.provision_state == Some(ProvisionState::Active)).count();
+        deploying
+            .retain(|name| nodes.get(name.as_str()).is_none_or(|n| n.provision_state != Some(ProvisionState::Active)));
+        if active == count {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "floor: {active} of {count} nodes active after {:?}",
+            limits.timeout
+        );
+        let mut slots = limits.provisioning.saturating_sub(deploying.len());
+        let mut work = Vec::new();
+        for (name, node) in &nodes {
+            match step_for(node) {
+                Some(Step::Deploy) if slots == 0 || deploying.contains(*name) => {}
+                Some(Step::Deploy) => {
+                    slots -= 1;
+                    deploying.insert(name.to_string());
+                    work.push((node.uuid.clone(), Step::Deploy));
+                }
+                Some(step) => work.push((node.uuid.clone(), step)),
+                None => {}
+            }
+        }
+        let iso = iso.to_string();
+        futures::stream::iter(work)
+            .map(|(uuid, step)| {
+                let (client, iso) = (client.clone(), iso.clone());
+                async move { act(&client, &uuid, step, &iso).await.with_context(|| format!("floor: {step:?} {uuid}")) }
+            })
+            .buffer_unordered(limits.concurrency.max(1))
+            // A node locked by the conductor is retried on the next poll, as the operator does.
+            .for_each(|result| async move {
+                if let Err(err) = result {
+                    tracing::debug!("{err:#}");
+                }
+            })
+            .await;
+    }
+    Ok(FloorRun {
+        hosts: count,
+        elapsed: started.elapsed(),
+        ironic_requests: client.metrics().total_requests() - base,
+        polls,
+    })
+}
+
+/// A fake-hardware node with the interfaces and boot-mode capability the operator registers
+/// a `fake://` host with; automated cleaning off, as the benchmark's hosts ask.
+fn node_create(name: &str) -> NodeCreate {
+    let mut create = NodeCreate::new("fake-hardware").name(name.to_string());
+    for interface in [
+        &mut create.interfaces.boot_interface,
+        &mut create.interfaces.deploy_interface,
+        &mut create.interfaces.inspect_interface,
+        &mut create.interfaces.management_interface,
+        &mut create.interfaces.power_interface,
+    ] {
+        *interface = Some("fake".to_string());
+    }
+    create.properties.insert("capabilities".into(), json!("boot_mode:uefi"));
+    create.automated_clean = Some(false);
+    create
+}
+
+async fn act(client: &IronicClient, uuid: &str, step: Step, iso: &str) -> crate::Result<()> {
+    match step {
+        Step::Manage => client.manage(uuid).await?,
+        Step::Provide => client.provide(uuid).await?,
+        Step::Deploy => {
+            // The settings the operator sends for a live ISO, in one patch.
+            let ops = [
+                PatchOperation::add("/instance_info/boot_iso", iso),
+                PatchOperation::add("/instance_info/capabilities", json!({})),
+                PatchOperation::add("/driver_info/force_persistent_boot_device", "Default"),
+            ];
+            client.update_node(uuid, &ops).await?;
+            client.deploy(uuid, ironic_client::DeployRequest::default()).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! The scale benchmark of `make bench` (issue 17): the operator, as its own `ferrometal run`
+//! process, against the floor (a minimal driver on `ironic-client`) on the same Ironic with
+//! the same limits, at several host counts; one table of figures (`design/performance.md`
+//! records them). It measures; it asserts nothing about time.
+//!
+//! Per host count, on a fresh control plane and Ironic (fake-hardware, SQLite):
+//! - **P1**: the floor takes N nodes to `active`; Ironic is emptied; the operator takes N
+//!   BareMetalHosts (live ISO, no inspection or cleaning) to `provisioned`;
+//! - **P4** (first host count only): a NodeSet claims, provisions and configures
+//!   `rollout_hosts` more hosts, and its MTU is edited;
+//! - then NodeSets up to `nodesets` (holding no nodes) are created, and after a settling
+//!   slow poll a steady window gives **P2** (Ironic requests per poll, writes and reconciles
+//!   per minute) and **P3** (the process's resident memory and CPU from `/proc`).
+
+pub mod floor;
+pub mod probe;
+mod scenario;
+mod table;
+
+pub use floor::FloorRun;
+pub use table::render;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The limits both the operator and the floor run under.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Ironic requests in flight (the floor) and hosts reconciled at once (the operator).
+    pub concurrency: usize,
+    /// Nodes deploying at once.
+    pub provisioning: usize,
+    /// Poll interval while anything moves.
+    pub fast_poll: Duration,
+    /// Poll interval in steady state.
+    pub slow_poll: Duration,
+    /// Longest wait for any phase.
+    pub timeout: Duration,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Host counts, one run each.
+    pub hosts: Vec<usize>,
+    /// NodeSets present during the steady window.
+    pub nodesets: usize,
+    /// Hosts of the NodeSet edited in P4 (in the first run only; 0 skips P4).
+    pub rollout_hosts: usize,
+    pub steady_window: Duration,
+    pub limits: Limits,
+}
+
+impl Options {
+    /// The full benchmark: N = 100, 300, 1000 (`FERROMETAL_BENCH_HOSTS`, a comma list,
+    /// changes it), 100 NodeSets, a NodeSet of 100 hosts edited (`FERROMETAL_BENCH_ROLLOUT_HOSTS`
+    /// changes that; 0 skips P4). The limits are the
+    /// operator's defaults (baremetal-operator's provisioning limit of 20, a 3 s fast poll)
+    /// with 8 hosts reconciled at once; the slow poll is 20 s instead of 60 s so that a
+    /// one-minute window holds three polls.
+    pub fn full() -> Self {
+        Self {
+            hosts: hosts_from_env().unwrap_or_else(|| vec![100, 300, 1000]),
+            nodesets: 100,
+            rollout_hosts: std::env::var("FERROMETAL_BENCH_ROLLOUT_HOSTS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100),
+            steady_window: Duration::from_secs(60),
+            limits: Limits {
+                concurrency: 8,
+                provisioning: 20,
+                fast_poll: Duration::from_secs(3),
+                slow_poll: Duration::from_secs(20),
+                timeout: Duration::from_secs(3600),
+            },
+        }
+    }
+
+    /// The short form `make test` runs to prove the benchmark works: 50 hosts, 10 NodeSets
+    /// (one of 5 hosts edited), short intervals.
+    pub fn short() -> Self {
+        Self {
+            hosts: vec![50],
+            nodesets: 10,
+            rollout_hosts: 5,
+            steady_window: Duration::from_secs(5),
+            limits: Limits {
+                concurrency: 8,
+                provisioning: 20,
+                fast_poll: Duration::from_millis(500),
+                slow_poll: Duration::from_secs(2),
+                timeout: Duration::from_secs(300),
+            },
+        }
+    }
+}
+
+fn hosts_from_env() -> Option<Vec<usize>> {
+    let value = std::env::var("FERROMETAL_BENCH_HOSTS").ok()?;
+    let counts: Vec<usize> = value.split(',').filter_map(|v| v.trim().parse().ok()).filter(|n| *n > 0).collect();
+    (!counts.is_empty()).then_some(counts)
+}
+
+/// P1, the operator's side.
+#[derive(Clone, Debug)]
+pub struct Provisioning {
+    pub elapsed: Duration,
+    /// Ironic requests by operation.
+    pub ironic: BTreeMap<String, u64>,
+    pub status_writes: u64,
+    pub reconciles: u64,
+}
+
+/// P2.
+#[derive(Clone, Debug)]
+pub struct Steady {
+    pub window: Duration,
+    pub polls: u64,
+    pub ironic: BTreeMap<String, u64>,
+    pub status_writes_per_minute: f64,
+    pub reconciles_per_minute: f64,
+}
+
+/// P3, bytes and a fraction of one core.
+#[derive(Clone, Copy, Debug)]
+pub struct Footprint {
+    pub peak_rss: u64,
+    pub steady_rss: u64,
+    pub idle_cpu: f64,
+}
+
+/// P4.
+#[derive(Clone, Debug)]
+pub struct Rollout {
+    pub hosts: usize,
+    /// The NodeSet created until Ready.
+    pub bring_up: Duration,
+    /// The edit until the first new Job exists.
+    pub first_job: Duration,
+    /// The edit until Ready again.
+    pub complete: Duration,
+    pub ironic_to_first_job: BTreeMap<String, u64>,
+    pub ironic_during: BTreeMap<String, u64>,
+    pub reconciles: u64,
+}
+
+impl Rollout {
+    pub fn provision_state_requests(&self) -> u64 {
+        self.ironic_during.get("set_provision_state").copied().unwrap_or(0)
+    }
+}
+
+/// Everything measured at one host count.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub hosts: usize,
+    pub nodesets: usize,
+    pub floor: FloorRun,
+    pub provisioning: Provisioning,
+    pub steady: Steady,
+    pub footprint: Footprint,
+    pub rollout: Option<Rollout>,
+}
+
+impl Report {
+    /// Operator time over floor time.
+    pub fn ratio(&self) -> f64 {
+        self.provisioning.elapsed.as_secs_f64() / self.floor.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    pub fn ironic_per_host(&self) -> f64 {
+        self.provisioning.ironic.values().sum::<u64>() as f64 / self.hosts.max(1) as f64
+    }
+
+    pub fn status_writes_per_host(&self) -> f64 {
+        self.provisioning.status_writes as f64 / self.hosts.max(1) as f64
+    }
+
+    /// Ironic requests per bulk poll in the steady window, and how many were not the list.
+    pub fn per_poll(&self) -> (f64, u64) {
+        let total: u64 = self.steady.ironic.values().sum();
+        let other = total - self.steady.ironic.get("node_status").copied().unwrap_or(0);
+        (total as f64 / self.steady.polls.max(1) as f64, other)
+    }
+}
+
+/// Runs every host count of `options` in turn, printing progress on stderr.
+pub async fn run(options: &Options) -> crate::Result<Vec<Report>> {
+    let mut reports = Vec::new();
+    for i in 0..options.hosts.len() {
+        reports.push(run_one(options, i).await?);
+    }
+    Ok(reports)
+}
+
+/// Runs the `index`th host count of `options` (P4 only with the first).
+pub async fn run_one(options: &Options, index: usize) -> crate::Result<Report> {
+    crate::init();
+    let hosts = options.hosts.get(index).copied().ok_or_else(|| anyhow::anyhow!("no host count {index}"))?;
+    let rollout = if index == 0 { options.rollout_hosts } else { 0 };
+    scenario::run(hosts, options, rollout).await
+}

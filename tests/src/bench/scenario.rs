@@ -1,0 +1,358 @@
+//! One run of the benchmark at one host count: the environment, the floor, then the operator
+//! as its own process taking the same number of hosts through the same Ironic (P1), NodeSets
+//! and the day-2 edit (P4), and a steady window (P2, P3).
+
+use super::probe::{ProcSample, Scrape, difference};
+use super::{Footprint, Limits, Options, Provisioning, Report, Rollout, Steady, floor};
+use crate::ironic::{IronicConfig, IronicServer};
+use crate::operator_process::OperatorProcess;
+use crate::{ControlPlane, PodSimulator, wait};
+use crds::baremetalhost::BareMetalHost;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::runtime::watcher::{self, Event};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Hosts and NodeSets are created this many at once, as a client applying a directory would.
+const CREATORS: usize = 16;
+
+struct Bench {
+    cp: ControlPlane,
+    _simulator: PodSimulator,
+    ns: String,
+    ironic: IronicServer,
+    operator: OperatorProcess,
+    iso: String,
+    limits: Limits,
+}
+
+pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate::Result<Report> {
+    let limits = options.limits.clone();
+    let mut cp = ControlPlane::start().await?;
+    cp.install_crds(&crds::all_crds()).await?;
+    let simulator = PodSimulator::start(cp.client()).await?;
+    let ns = cp.namespace("bench").await?;
+    let mut ironic = IronicServer::start(IronicConfig::default()).await?;
+    let iso = ironic.image_server().write_live_iso("live.iso")?;
+    eprintln!("[bench] N={hosts}: floor");
+    let floor = floor::run(ironic.endpoint(), "floor", hosts, &iso, &limits).await?;
+    // The same Ironic, emptied: the operator starts from no nodes, as the floor did.
+    ironic.restart(true).await?;
+    let operator = start_operator(&cp, &ns, &ironic, &limits).await?;
+    let mut bench = Bench { cp, _simulator: simulator, ns, ironic, operator, iso, limits };
+
+    eprintln!("[bench] N={hosts}: operator");
+    let provisioning = bench.provision(hosts).await?;
+    eprintln!("[bench] N={hosts}: {} NodeSets", options.nodesets);
+    let rollout = bench.create_nodesets(options.nodesets, rollout_hosts).await?;
+    eprintln!("[bench] N={hosts}: steady window of {:?}", options.steady_window);
+    let (steady, footprint) = bench.steady(options.steady_window).await?;
+    bench.operator.ensure_running()?;
+    let _ = bench.operator.stop(Duration::from_secs(20)).await;
+    let _ = bench.ironic.stop().await;
+    drop(bench.cp);
+    Ok(Report { hosts, nodesets: options.nodesets, floor, provisioning, steady, footprint, rollout })
+}
+
+async fn start_operator(
+    cp: &ControlPlane,
+    ns: &str,
+    ironic: &IronicServer,
+    limits: &Limits,
+) -> crate::Result<OperatorProcess> {
+    let args: Vec<String> = ["run", "--controllers=host,nodeset", "--disable-webhooks", &format!("--namespaces={ns}")]
+        .map(String::from)
+        .into();
+    let go = |d: Duration| format!("{}ms", d.as_millis());
+    let env: Vec<(String, String)> = [
+        ("IRONIC_ENDPOINT", ironic.endpoint().to_string()),
+        ("BMO_CONCURRENCY", limits.concurrency.to_string()),
+        ("PROVISIONING_LIMIT", limits.provisioning.to_string()),
+        ("HOST_FAST_POLL_INTERVAL", go(limits.fast_poll)),
+        ("HOST_SLOW_POLL_INTERVAL", go(limits.slow_poll)),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .into();
+    let binary = match std::env::var_os("FERROMETAL_BENCH_OPERATOR") {
+        Some(path) => std::path::PathBuf::from(path),
+        None => crate::operator_process::binary()?,
+    };
+    let mut operator = OperatorProcess::start_binary(&binary, "ferrometal-bench", cp.kubeconfig(), &args, &env)?;
+    wait_started(&mut operator, Duration::from_secs(180)).await?;
+    Ok(operator)
+}
+
+/// Waits until the process leads with its watches synced. The Events watch is not waited
+/// for: the RBAC table grants the NodeSet controller a watch of Events that nothing starts,
+/// so `/readyz` never passes with that controller running (recorded in
+/// design/performance.md).
+async fn wait_started(operator: &mut OperatorProcess, timeout: Duration) -> crate::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        operator.ensure_running()?;
+        if let Some((status, report)) = operator.readyz().await {
+            let failing =
+                report.lines().filter(|l| l.starts_with("[-]")).all(|l| l.contains("watch events.events.k8s.io"));
+            if status == 200 || (failing && report.contains("leader election: leading")) {
+                return Ok(());
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the operator did not start in {timeout:?}: {report}");
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the operator did not answer /readyz in {timeout:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn state_of(host: &BareMetalHost) -> &'static str {
+    host.status.as_ref().map(|s| s.provisioning.state.as_str()).unwrap_or("")
+}
+
+fn nodeset_ready(nodeset: &DynamicObject) -> bool {
+    let status = &nodeset.data["status"];
+    status["observedGeneration"] == json!(nodeset.metadata.generation)
+        && status["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+fn processed(nodeset: &DynamicObject) -> bool {
+    nodeset.data["status"]["observedGeneration"] == json!(nodeset.metadata.generation)
+}
+
+impl Bench {
+    fn hosts(&self) -> Api<BareMetalHost> {
+        Api::namespaced(self.cp.client(), &self.ns)
+    }
+
+    fn nodesets(&self) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk("ferrometal.io", "v1alpha1", "NodeSet");
+        Api::namespaced_with(self.cp.client(), &self.ns, &ApiResource::from_gvk(&gvk))
+    }
+
+    async fn scrape(&self) -> crate::Result<Scrape> {
+        Scrape::fetch(&self.operator.metrics_url()).await
+    }
+
+    async fn create_hosts(&self, names: &[String], image: Option<&str>) -> crate::Result<()> {
+        let api = self.hosts();
+        futures::stream::iter(names)
+            .map(|name| {
+                let api = api.clone();
+                let mut spec = json!({
+                    "bmc": {"address": format!("fake://{name}"), "credentialsName": "fake-bmc"}, "online": true,
+                    // Inspection and cleaning take slots too; the floor does neither.
+                    "inspectionMode": "disabled", "automatedCleaningMode": "disabled",
+                });
+                if let Some(url) = image {
+                    spec["image"] = json!({"url": url, "format": "live-iso"});
+                }
+                async move {
+                    let host: BareMetalHost = serde_json::from_value(json!({
+                        "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+                        "metadata": {"name": name}, "spec": spec,
+                    }))?;
+                    api.create(&PostParams::default(), &host).await?;
+                    Ok::<_, anyhow::Error>(())
+                }
+            })
+            .buffer_unordered(CREATORS)
+            .try_collect::<Vec<()>>()
+            .await?;
+        Ok(())
+    }
+
+    /// P1: `count` hosts created at once, timed until all are provisioned.
+    async fn provision(&self, count: usize) -> crate::Result<Provisioning> {
+        let seen: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let sink = seen.clone();
+        let watch = tokio::spawn(watcher::watcher(self.hosts(), watcher::Config::default()).for_each(move |event| {
+            if let Ok(Event::Apply(host) | Event::InitApply(host)) = event
+                && state_of(&host) == "provisioned"
+            {
+                sink.lock().unwrap_or_else(|e| e.into_inner()).insert(host.name_any());
+            }
+            async {}
+        }));
+        let before = self.scrape().await?;
+        let started = Instant::now();
+        let names: Vec<String> = (0..count).map(|i| format!("host-{i:04}")).collect();
+        self.create_hosts(&names, Some(&self.iso)).await?;
+        let done = wait::until("every host provisioned", self.limits.timeout, Duration::from_millis(100), || async {
+            (seen.lock().unwrap_or_else(|e| e.into_inner()).len() >= count).then_some(())
+        })
+        .await;
+        let elapsed = started.elapsed();
+        watch.abort();
+        if let Err(err) = done {
+            let provisioned = seen.lock().unwrap_or_else(|e| e.into_inner()).len();
+            return Err(err.context(format!("{provisioned} of {count} hosts provisioned")));
+        }
+        let after = self.scrape().await?;
+        Ok(Provisioning {
+            elapsed,
+            ironic: difference(&after.ironic(), &before.ironic()),
+            status_writes: after.status_writes("host") - before.status_writes("host"),
+            reconciles: after.reconciles("host") - before.reconciles("host"),
+        })
+    }
+
+    /// `total` NodeSets: with `rollout_hosts`, one of them claims and provisions that many free
+    /// hosts and has its MTU edited (P4); the others hold no nodes and cost only their watch
+    /// and reconciles.
+    async fn create_nodesets(&self, total: usize, rollout_hosts: usize) -> crate::Result<Option<Rollout>> {
+        let api = self.nodesets();
+        let rollout = if rollout_hosts > 0 && total > 0 { Some(self.rollout(rollout_hosts).await?) } else { None };
+        let idle: Vec<String> = (rollout.iter().count()..total).map(|i| format!("idle-{i:03}")).collect();
+        futures::stream::iter(&idle)
+            .map(|name| {
+                let api = api.clone();
+                let nodeset = json!({
+                    "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet", "metadata": {"name": name},
+                    "spec": {
+                        "baremetalSetTemplate": {"image": {"url": self.iso, "format": "live-iso"}},
+                        "nodeTemplate": {"networks": network(1500), "managementNetwork": "ctlplane"},
+                        "nodes": {},
+                    }
+                });
+                async move {
+                    api.create(&PostParams::default(), &serde_json::from_value(nodeset)?).await?;
+                    Ok::<_, anyhow::Error>(())
+                }
+            })
+            .buffer_unordered(CREATORS)
+            .try_collect::<Vec<()>>()
+            .await?;
+        wait::until_ok("every NodeSet processed", self.limits.timeout, Duration::from_millis(500), || async {
+            let list = api.list(&Default::default()).await?;
+            Ok((list.items.len() == total && list.items.iter().all(processed)).then_some(()))
+        })
+        .await?;
+        Ok(rollout)
+    }
+
+    /// P4: a NodeSet of `count` hosts brought up, then its MTU edited.
+    async fn rollout(&self, count: usize) -> crate::Result<Rollout> {
+        let client = self.cp.client();
+        let machines: Vec<String> = (0..count).map(|i| format!("server-{i:03}")).collect();
+        self.create_hosts(&machines, None).await?;
+        let services: Api<DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            &self.ns,
+            &ApiResource::from_gvk(&GroupVersionKind::gvk("ferrometal.io", "v1alpha1", "NodeSetService")),
+        );
+        for (name, run_once) in [("bootstrap", true), ("configure-network", false)] {
+            let service = json!({
+                "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSetService", "metadata": {"name": name},
+                "spec": {"runOnce": run_once, "job": {"image": format!("{name}:1")}}
+            });
+            services.create(&PostParams::default(), &serde_json::from_value(service)?).await?;
+        }
+        let nodes: serde_json::Map<String, Value> = (0..count)
+            .map(|i| {
+                let address = format!("10.0.{}.{}/16", i / 250, i % 250 + 1);
+                (format!("compute-{i:03}"), json!({"networks": [{"name": "ctlplane", "addresses": [address]}]}))
+            })
+            .collect();
+        let nodeset = json!({
+            "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet", "metadata": {"name": "computes"},
+            "spec": {
+                "baremetalSetTemplate": {"image": {"url": self.iso, "format": "live-iso"}, "automatedCleaningMode": "disabled"},
+                "nodeTemplate": {"networks": network(1500), "managementNetwork": "ctlplane"},
+                "nodes": nodes,
+                "services": ["bootstrap", "configure-network"],
+                "rollout": {"maxUnavailable": "10%"},
+            }
+        });
+        let api = self.nodesets();
+        let started = Instant::now();
+        api.create(&PostParams::default(), &serde_json::from_value(nodeset)?).await?;
+        self.wait_ready("computes").await?;
+        let bring_up = started.elapsed();
+
+        let jobs: Api<Job> = Api::namespaced(client, &self.ns);
+        let existing: HashSet<String> =
+            jobs.list(&Default::default()).await?.items.iter().map(|j| j.name_any()).collect();
+        let (first_tx, first_rx) = tokio::sync::oneshot::channel::<Instant>();
+        let watch = tokio::spawn(async move {
+            let mut first = Some(first_tx);
+            let mut events = watcher::watcher(jobs, watcher::Config::default()).boxed();
+            while let Some(event) = events.next().await {
+                if let Ok(Event::Apply(job) | Event::InitApply(job)) = event
+                    && !existing.contains(&job.name_any())
+                    && let Some(tx) = first.take()
+                {
+                    let _ = tx.send(Instant::now());
+                }
+            }
+        });
+        // The watch must be established before the edit, or its first event is late.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let before = self.scrape().await?;
+        let edited = Instant::now();
+        let patch = json!({"spec": {"nodeTemplate": {"networks": network(9000)}}});
+        api.patch("computes", &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        let first = tokio::time::timeout(self.limits.timeout, first_rx).await??;
+        let at_first = self.scrape().await?;
+        self.wait_ready("computes").await?;
+        let complete = edited.elapsed();
+        watch.abort();
+        let after = self.scrape().await?;
+        Ok(Rollout {
+            hosts: count,
+            bring_up,
+            first_job: first.duration_since(edited),
+            complete,
+            ironic_to_first_job: difference(&at_first.ironic(), &before.ironic()),
+            ironic_during: difference(&after.ironic(), &before.ironic()),
+            reconciles: after.reconciles("nodeset") - before.reconciles("nodeset"),
+        })
+    }
+
+    async fn wait_ready(&self, name: &str) -> crate::Result<()> {
+        let api = self.nodesets();
+        wait::until_ok(&format!("NodeSet {name} Ready"), self.limits.timeout, Duration::from_millis(250), || async {
+            Ok(api.get_opt(name).await?.filter(nodeset_ready).map(|_| ()))
+        })
+        .await
+    }
+
+    /// P2 and P3: after one slow poll interval to settle, a window of `window` with nothing
+    /// changing, read from the process's counters and `/proc`.
+    async fn steady(&self, window: Duration) -> crate::Result<(Steady, Footprint)> {
+        tokio::time::sleep(self.limits.slow_poll).await;
+        let pid = self.operator.pid();
+        let (before, proc_before) = (self.scrape().await?, ProcSample::read(pid)?);
+        let started = Instant::now();
+        tokio::time::sleep(window).await;
+        let (after, proc_after) = (self.scrape().await?, ProcSample::read(pid)?);
+        let elapsed = started.elapsed();
+        let minutes = elapsed.as_secs_f64() / 60.0;
+        let writes = (after.status_writes("host") + after.status_writes("nodeset"))
+            - (before.status_writes("host") + before.status_writes("nodeset"));
+        let reconciles = (after.reconciles("host") + after.reconciles("nodeset"))
+            - (before.reconciles("host") + before.reconciles("nodeset"));
+        let steady = Steady {
+            window: elapsed,
+            polls: after.bulk_polls() - before.bulk_polls(),
+            ironic: difference(&after.ironic(), &before.ironic()),
+            status_writes_per_minute: writes as f64 / minutes,
+            reconciles_per_minute: reconciles as f64 / minutes,
+        };
+        let cpu = proc_after.cpu.saturating_sub(proc_before.cpu);
+        let footprint = Footprint {
+            peak_rss: proc_after.peak_rss,
+            steady_rss: proc_after.rss,
+            idle_cpu: cpu.as_secs_f64() / elapsed.as_secs_f64(),
+        };
+        Ok((steady, footprint))
+    }
+}
+
+fn network(mtu: u16) -> Value {
+    json!([{"name": "ctlplane", "interface": "eno1", "mtu": mtu}])
+}

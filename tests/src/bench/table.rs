@@ -1,0 +1,87 @@
+//! The one table `make bench` prints: a column per host count, a row per figure with the
+//! issue's target beside it, then what each count's requests were made of.
+
+use super::Report;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn row(out: &mut String, name: &str, target: &str, reports: &[Report], cell: impl Fn(&Report) -> String) {
+    let _ = write!(out, "{name:<44}{target:>10}");
+    for report in reports {
+        let _ = write!(out, "{:>12}", cell(report));
+    }
+    out.push('\n');
+}
+
+fn ops(map: &BTreeMap<String, u64>) -> String {
+    map.iter().map(|(op, n)| format!("{op}={n}")).collect::<Vec<_>>().join(" ")
+}
+
+/// The table of `reports`.
+pub fn render(reports: &[Report]) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "{:<44}{:>10}", "figure", "target");
+    for report in reports {
+        let _ = write!(out, "{:>12}", format!("N={}", report.hosts));
+    }
+    out.push('\n');
+    out.push_str(&"-".repeat(54 + 12 * reports.len()));
+    out.push('\n');
+    row(&mut out, "P1 floor: N nodes to active (s)", "", reports, |r| format!("{:.1}", r.floor.elapsed.as_secs_f64()));
+    row(&mut out, "P1 operator: N hosts to provisioned (s)", "", reports, |r| {
+        format!("{:.1}", r.provisioning.elapsed.as_secs_f64())
+    });
+    row(&mut out, "P1 operator / floor", "<= 1.25", reports, |r| format!("{:.2}", r.ratio()));
+    row(&mut out, "P1 Ironic requests per host, operator", "<= 8", reports, |r| format!("{:.1}", r.ironic_per_host()));
+    row(&mut out, "P1 Ironic requests per host, floor", "", reports, |r| {
+        format!("{:.1}", r.floor.ironic_requests as f64 / r.hosts.max(1) as f64)
+    });
+    row(&mut out, "P1 status writes per host", "<= 6", reports, |r| format!("{:.1}", r.status_writes_per_host()));
+    row(&mut out, "P1 host reconciles per host", "", reports, |r| {
+        format!("{:.1}", r.provisioning.reconciles as f64 / r.hosts.max(1) as f64)
+    });
+    row(&mut out, "P2 Ironic requests per poll", "1 list", reports, |r| format!("{:.2}", r.per_poll().0));
+    row(&mut out, "P2 Ironic requests besides the list", "0", reports, |r| r.per_poll().1.to_string());
+    row(&mut out, "P2 status writes per minute", "0", reports, |r| format!("{:.1}", r.steady.status_writes_per_minute));
+    row(&mut out, "P2 reconciles per minute", "", reports, |r| format!("{:.1}", r.steady.reconciles_per_minute));
+    row(&mut out, "P3 peak RSS (MiB)", "<= 64", reports, |r| format!("{:.1}", r.footprint.peak_rss as f64 / MIB));
+    row(&mut out, "P3 steady RSS (MiB)", "<= 64", reports, |r| format!("{:.1}", r.footprint.steady_rss as f64 / MIB));
+    row(&mut out, "P3 idle CPU (% of a core)", "< 1", reports, |r| format!("{:.2}", r.footprint.idle_cpu * 100.0));
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "\nN={} ({} NodeSets in the steady window of {:.0} s):",
+            r.hosts,
+            r.nodesets,
+            r.steady.window.as_secs_f64()
+        );
+        let _ = writeln!(out, "  P1 operator Ironic requests: {}", ops(&r.provisioning.ironic));
+        let _ = writeln!(out, "  P1 floor: {} Ironic requests, {} bulk polls", r.floor.ironic_requests, r.floor.polls);
+        let _ = writeln!(out, "  P2 {} polls, Ironic requests: {}", r.steady.polls, ops(&r.steady.ironic));
+        if let Some(p4) = &r.rollout {
+            let _ = writeln!(
+                out,
+                "  P4 MTU edit of a NodeSet with {} provisioned hosts (brought up in {:.1} s):",
+                p4.hosts,
+                p4.bring_up.as_secs_f64()
+            );
+            let _ = writeln!(out, "     first Job after {:.0} ms (target < 1000)", p4.first_job.as_secs_f64() * 1e3);
+            let _ = writeln!(out, "     Ironic requests until then: {}", ops(&p4.ironic_to_first_job));
+            let _ = writeln!(
+                out,
+                "     rollout complete after {:.1} s, {} NodeSet reconciles",
+                p4.complete.as_secs_f64(),
+                p4.reconciles
+            );
+            let _ = writeln!(
+                out,
+                "     provision-state requests during it: {} (target 0); all Ironic requests: {}",
+                p4.provision_state_requests(),
+                ops(&p4.ironic_during)
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,24 @@
+//! The short form of `make bench` (50 hosts, 10 NodeSets): proves the benchmark still runs
+//! end to end and that its figures were measured. It asserts no timing.
+
+use ferrometal_tests::bench::{self, Options};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow::Result<()> {
+    let options = Options::short();
+    let reports = bench::run(&options).await?;
+    println!("{}", bench::render(&reports));
+    let [report] = reports.as_slice() else { anyhow::bail!("one report per host count: {}", reports.len()) };
+    assert_eq!(report.hosts, 50);
+    assert_eq!(report.floor.hosts, 50, "the floor took every node to active");
+    assert!(report.floor.ironic_requests >= 50 * 4, "the floor registered, managed, provided and deployed each node");
+    let ops = &report.provisioning.ironic;
+    assert!(ops.get("create_node").copied().unwrap_or(0) >= 50, "the operator registered every host: {ops:?}");
+    assert!(report.provisioning.status_writes >= 50, "status writes were counted");
+    assert!(report.steady.polls > 0, "the steady window saw bulk polls");
+    assert!(report.footprint.steady_rss > 0 && report.footprint.peak_rss >= report.footprint.steady_rss);
+    let rollout = report.rollout.as_ref().ok_or_else(|| anyhow::anyhow!("no day-2 figures"))?;
+    assert_eq!(rollout.hosts, 5);
+    assert!(rollout.reconciles > 0, "the edit was reconciled");
+    Ok(())
+}
