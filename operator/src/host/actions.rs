@@ -135,7 +135,7 @@ enum InspectionSince {
 /// died before it could record it.
 fn inspection_since(node: &Node, written: Option<k8s_openapi::jiff::Timestamp>) -> Option<InspectionSince> {
     let written = written?;
-    let at = |t: &Option<String>| t.as_deref().and_then(|t| parse_ironic_time(t)).is_some_and(|t| t >= written);
+    let at = |t: &Option<String>| t.as_deref().and_then(parse_ironic_time).is_some_and(|t| t >= written);
     if !at(&node.inspection_started_at) {
         return None;
     }

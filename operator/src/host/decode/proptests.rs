@@ -102,7 +102,7 @@ proptest! {
         let mut h = with_bmc(host(&[]), "redfish://1.2.3.4/redfish/v1/Systems/1");
         h.metadata.generation = Some(generation);
         h.metadata.annotations = Some(extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
-        h.metadata.deletion_timestamp = (generation % 2 == 0).then(|| Time(now));
+        h.metadata.deletion_timestamp = (generation % 2 == 0).then_some(Time(now));
         if let Ok(mut status) = parse_status_annotation(&raw) {
             // What the operator acts on: the annotation as restored...
             let unclamped = status.clone();
