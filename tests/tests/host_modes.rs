@@ -79,6 +79,59 @@ async fn a_host_recreated_with_its_status_annotation_is_adopted_not_redeployed()
 }
 
 #[tokio::test]
+async fn a_host_whose_status_was_lost_while_its_node_is_active_is_adopted_not_redeployed() -> anyhow::Result<()> {
+    let t = HostEnv::with_operator("host-lost-status", Options::default()).await?;
+    let (provisioned, _) = t.provisioned_fake_host("lost-0").await?;
+    let spec = serde_json::to_value(&provisioned.spec)?;
+    let uuid = t.node_uuid("lost-0").await?;
+    let before = t.ironic_transitions(&uuid)?;
+    let count = |seen: &[String], state: &str| seen.iter().filter(|s| *s == state).count();
+
+    // The status is lost without the operator's help: the host is paused (the operator lets
+    // it be), its finalizer is dropped by hand and it is created again, without a status
+    // annotation. Ironic still has the node, active.
+    t.patch_host("lost-0", json!({"metadata": {"annotations": {"baremetalhost.metal3.io/paused": ""}}})).await?;
+    t.hosts.delete("lost-0", &DeleteParams::default()).await?;
+    t.hosts.patch("lost-0", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await?;
+    t.wait_gone("lost-0", secs(30)).await?;
+    assert_eq!(t.node_uuid("lost-0").await?, uuid, "Ironic keeps the node");
+
+    t.create_host("lost-0", spec, json!({})).await?;
+    let host = t.wait_provisioned("lost-0", secs(60)).await?;
+    let status = host.status.expect("status");
+    assert!(status.error_type.is_none(), "{status:?}");
+    assert_eq!(status.provisioning.id, uuid, "the same node");
+    let transitions = t.ironic_transitions(&uuid)?;
+    assert_eq!(transitions.len(), before.len(), "the node never moved again: {transitions:?}");
+    assert_eq!(count(&transitions, "deploying"), count(&before, "deploying"), "never redeployed: {transitions:?}");
+    assert_eq!(count(&transitions, "inspecting"), count(&before, "inspecting"), "not inspected again: {transitions:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_restored_condition_time_at_the_end_of_the_calendar_does_not_crash_the_controller() -> anyhow::Result<()> {
+    let t = HostEnv::with_operator("host-restore-far", Options::default()).await?;
+    // A registration error "recorded" just before the end of what the API can represent.
+    let status = json!({
+        "errorType": "registration error", "errorCount": 2147483647, "errorMessage": "boom",
+        "operationalStatus": "error",
+        "provisioning": {"state": "registering", "ID": ""},
+        "conditions": [{"type": "Degraded", "status": "True", "reason": "RegistrationError", "message": "boom",
+            "observedGeneration": 1, "lastTransitionTime": "9999-12-30T00:00:00Z"}],
+    });
+    t.create_host("far-0", t.fake_spec("far-0"), json!({STATUS: status.to_string()})).await?;
+    let warned = t.wait_events("far-0", &["StatusRestored", "StatusRestoreCorrected"]).await?;
+    assert!(warned.iter().any(|r| r == "StatusRestoreCorrected"), "{warned:?}");
+    // The controller lives on: another host goes all the way.
+    t.provisioned_fake_host("next-0").await?;
+    let host = t.hosts.get("far-0").await?;
+    let conditions = host.status.and_then(|s| s.conditions).unwrap_or_default();
+    let now = k8s_openapi::jiff::Timestamp::now();
+    assert!(conditions.iter().all(|c| c.last_transition_time.0 <= now), "{conditions:?}");
+    Ok(())
+}
+
+#[tokio::test]
 async fn the_inspect_annotation_inspects_an_available_host_again_and_is_consumed() -> anyhow::Result<()> {
     let t = HostEnv::with_operator("host-reinspect", Options::default()).await?;
     let recorder = t.record();

@@ -158,7 +158,7 @@ fn begin(f: &Facts<'_>, live: &str) -> Upgrade {
 }
 
 fn retry(u: &Upgrade, f: &Facts<'_>, token: &str) -> Upgrade {
-    let attempt = u.attempt.unwrap_or(1) + 1;
+    let attempt = u.attempt.unwrap_or(1).saturating_add(1);
     let step = u.failed_step.unwrap_or(Step::SlowShutdownEnabled);
     let (from, to) = (u.from_image.as_deref().unwrap_or_default(), u.to_image.as_deref().unwrap_or_default());
     let mut next = Upgrade {
@@ -182,7 +182,7 @@ fn retry(u: &Upgrade, f: &Facts<'_>, token: &str) -> Upgrade {
 
 fn retarget(u: &Upgrade, f: &Facts<'_>) -> Upgrade {
     Upgrade {
-        attempt: Some(u.attempt.unwrap_or(1) + 1),
+        attempt: Some(u.attempt.unwrap_or(1).saturating_add(1)),
         to_image: Some(f.desired_image.to_string()),
         to_version: f.desired_version.map(str::to_string),
         step: Some(Step::RollingOut),
@@ -267,7 +267,7 @@ pub fn plan(current: Option<&Upgrade>, f: &Facts<'_>) -> Plan {
                 let step = status.step.map(step_name).unwrap_or_default();
                 let note = Note::normal(
                     "DatabaseUpgradeRetried",
-                    format!("{}: attempt {} resumes at step {step}", describe(u), attempt + 1),
+                    format!("{}: attempt {} resumes at step {step}", describe(u), attempt.saturating_add(1)),
                 );
                 return Plan::Record { status: Some(Box::new(status)), note };
             }
@@ -374,8 +374,9 @@ pub fn advance(u: &Upgrade, step: Step, report: Report, f: &Facts<'_>) -> Advanc
         },
         Report::Retrying(message) => {
             let since = unix(u.failing_since.as_ref()).unwrap_or(f.now);
-            if f.now - since >= f.step_timeout {
-                return fail(u, step, format!("{message} (for {} s, longer than the step timeout)", f.now - since));
+            let failing_for = f.now.saturating_sub(since);
+            if failing_for >= f.step_timeout {
+                return fail(u, step, format!("{message} (for {failing_for} s, longer than the step timeout)"));
             }
             Advance {
                 status: Upgrade { failing_since: time(since), ..u.clone() },

@@ -122,6 +122,37 @@ pub async fn detach(client: &IronicClient, request: &Request) -> Result<Answer, 
     answer(Calls { client, request }.delete_node().await)
 }
 
+/// An inspection of the node that began after the host's last status write.
+#[derive(Debug, PartialEq, Eq)]
+enum InspectionSince {
+    Running,
+    Finished,
+}
+
+/// Whether Ironic shows an inspection that began after `written` (Ironic's clock against
+/// ours: a status write and an inspect call are seconds apart at least, far more than the
+/// skew of synchronised clocks). Such an inspection is ours, started by a reconcile that
+/// died before it could record it.
+fn inspection_since(node: &Node, written: Option<k8s_openapi::jiff::Timestamp>) -> Option<InspectionSince> {
+    let written = written?;
+    let at = |t: &Option<String>| t.as_deref().and_then(parse_ironic_time).is_some_and(|t| t >= written);
+    if !at(&node.inspection_started_at) {
+        return None;
+    }
+    if matches!(node.provision_state, Some(ProvisionState::Inspecting | ProvisionState::InspectWait)) {
+        Some(InspectionSince::Running)
+    } else if at(&node.inspection_finished_at) && node.provision_state == Some(ProvisionState::Manageable) {
+        Some(InspectionSince::Finished)
+    } else {
+        None
+    }
+}
+
+/// Ironic's times: RFC 3339, with an offset, or without one (then UTC).
+fn parse_ironic_time(text: &str) -> Option<k8s_openapi::jiff::Timestamp> {
+    text.parse().ok().or_else(|| format!("{text}Z").parse().ok())
+}
+
 /// The patch operations setting every `driver_info` key (one operation per
 /// key, so that the debug output of a patch hides the secret ones).
 fn driver_info_ops(info: &DriverInfo) -> Result<Vec<PatchOperation>, Stop> {
@@ -252,6 +283,19 @@ impl Calls<'_> {
         let uuid = self.node()?;
         let bmc = self.bmc()?;
         let node = self.client.get_node(uuid).await?;
+        match inspection_since(&node, self.request.status_written_at) {
+            Some(InspectionSince::Running) => {
+                tracing::info!("an inspection started before the last status write is still running; waiting for it");
+                learned.inspection_started = true;
+                return Ok(Answer::Called);
+            }
+            Some(InspectionSince::Finished) => {
+                tracing::info!("an inspection started before the last status write has finished; reading its data");
+                learned.inspection_started = true;
+                return self.finish_inspection(learned).await;
+            }
+            None => {}
+        }
         let wanted = inspect_interface(&bmc.driver, self.request.fast_inspection);
         if node.interfaces.inspect_interface.as_deref() != Some(wanted) {
             self.client.update_node(uuid, &[PatchOperation::add("/inspect_interface", wanted)]).await?;
@@ -395,6 +439,32 @@ mod tests {
 
     fn api(status: u16, message: &str) -> ApiError {
         ApiError { operation: Operation::SetProvisionState, status, message: message.into(), request_id: None }
+    }
+
+    #[test]
+    fn an_inspection_begun_after_the_last_status_write_is_never_started_again() {
+        let written: k8s_openapi::jiff::Timestamp = "2026-12-01T10:00:00Z".parse().expect("time");
+        let node = |state: ProvisionState, started: Option<&str>, finished: Option<&str>| {
+            let mut node: Node = serde_json::from_value(json!({"uuid": "n"})).expect("node");
+            node.provision_state = Some(state);
+            node.inspection_started_at = started.map(Into::into);
+            node.inspection_finished_at = finished.map(Into::into);
+            node
+        };
+        let after = Some("2026-12-01T10:00:05.123456+00:00");
+        let done = Some("2026-12-01T10:03:00");
+        let before = Some("2026-11-30T10:00:00+00:00");
+        use InspectionSince::{Finished, Running};
+        assert_eq!(inspection_since(&node(ProvisionState::InspectWait, after, None), Some(written)), Some(Running));
+        assert_eq!(inspection_since(&node(ProvisionState::Manageable, after, done), Some(written)), Some(Finished));
+        assert_eq!(inspection_since(&node(ProvisionState::Manageable, before, before), Some(written)), None, "older");
+        assert_eq!(inspection_since(&node(ProvisionState::Manageable, None, None), Some(written)), None);
+        assert_eq!(inspection_since(&node(ProvisionState::Manageable, after, done), None), None);
+        assert_eq!(
+            inspection_since(&node(ProvisionState::InspectFailed, after, done), Some(written)),
+            None,
+            "a failed one is for the plan"
+        );
     }
 
     #[test]

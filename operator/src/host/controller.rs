@@ -12,6 +12,7 @@ use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
 use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::secrets;
+use crate::host::trouble::Troubles;
 use crate::host::wake::Wakeups;
 use crate::kube::backoff::Backoff;
 use crate::kube::runner::{Runner, drive, fan_out};
@@ -50,6 +51,7 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
         capacity: Capacity::new(config.provisioning_limit, wakeups.clone()),
         publisher: ctx.publisher(CONTROLLER),
         memory: Memory::default(),
+        troubles: Troubles::new(retry, config.slow_poll_interval.max(retry).saturating_mul(5)),
         ironic_metrics: IronicMetricsSync::new(client_metrics, ctx.metrics()),
         permits: Semaphore::new(usize::from(config.concurrency.max(1))),
         config: config.clone(),

@@ -225,9 +225,13 @@ fn backoff_remaining(
     let reset_by_credentials = error == ErrorType::Registration && credentials_changed;
     let reset_by_spec = status::error_generation(status).is_some_and(|g| Some(g) != host.meta().generation);
     let delay = error_backoff(status.error_count, config.error_backoff_base, config.error_backoff_max, uid);
-    let due = at + SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX);
+    // The anchor comes from status, which anyone allowed to patch it (or to restore it from
+    // the status annotation) sets: a time near the end of the calendar must not overflow.
+    let due = at.saturating_add(SignedDuration::try_from(delay).unwrap_or(SignedDuration::MAX)).unwrap_or(at);
     let waiting = now < due && !reset_by_credentials && !reset_by_spec;
-    waiting.then(|| Duration::try_from(due - now).unwrap_or(delay).max(Duration::from_millis(100)))
+    // An anchor in the future never waits longer than the delay itself.
+    let remaining = Duration::try_from(now.duration_until(due)).unwrap_or(delay).min(delay);
+    waiting.then(|| remaining.max(Duration::from_millis(100)))
 }
 
 /// The reboot annotations: whether any asks for a hard power off, and whether the one-shot

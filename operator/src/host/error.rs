@@ -1,9 +1,10 @@
 //! Why a reconcile of a host failed, to be retried with the runner's backoff. Failures of the
 //! host itself (bad credentials, a failed deployment, an Ironic refusal) are not errors here:
-//! the reconcile records them in the host's status and succeeds.
+//! the reconcile records them in the host's status and succeeds. Nor are Ironic calls that
+//! fail transiently: each host retries those with its own backoff (`trouble`), and its
+//! status says so after a few attempts.
 
 use crate::host::connection::ProvisionerError;
-use crate::host::machine::Act;
 use crate::kube::KubeError;
 use crate::kube::ledger::Unstored;
 use crate::kube::runner::MetricLabel;
@@ -18,13 +19,6 @@ pub enum ReconcileError {
     Unstored(#[from] Unstored),
     #[error("no Ironic connection")]
     Provisioner(#[from] ProvisionerError),
-    /// Ironic or the way to it failed in a way that passes (`ironic_client::Error::is_transient`).
-    #[error("Ironic failed transiently during {act:?}")]
-    Ironic {
-        act: Act,
-        #[source]
-        source: ironic_client::Error,
-    },
 }
 
 impl MetricLabel for ReconcileError {
@@ -33,7 +27,6 @@ impl MetricLabel for ReconcileError {
             Self::Kube(_) => "kube",
             Self::Unstored(_) => "unstored",
             Self::Provisioner(_) => "provisioner",
-            Self::Ironic { .. } => "ironic",
         }
     }
 }

@@ -9,9 +9,10 @@ use crate::host::draft::Draft;
 use crate::host::error::ReconcileError;
 use crate::host::hardware;
 use crate::host::machine::{Act, NodeView, Plan, error_type_of, is_busy};
-use crate::host::reconcile::HostContext;
+use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::request::Request;
 use crate::host::status::{self, error_reason, state_reason};
+use crate::host::trouble::IRONIC_CALL_FAILING;
 use crate::kube::backoff::{exponential as error_backoff, spread};
 use crds::baremetalhost::annotations::{INSPECT, REBOOT_PREFIX};
 use crds::baremetalhost::{ErrorType, OperationMetric, ProvisioningState};
@@ -21,6 +22,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// What is left after execution.
 #[derive(Debug)]
@@ -53,6 +55,19 @@ pub async fn execute(
         ctx.capacity.stop_waiting(&draft.key);
     }
     let resync = Next::Requeue(ctx.resync());
+    // An Ironic call that kept failing is only held back while the plan still asks for it:
+    // once the node or the host changed the plan, the next failure starts afresh.
+    let retrying = ctx.troubles.failing(&draft.key);
+    let same = matches!((&plan, retrying), (Plan::Act { act, .. }, Some(failing)) if *act == failing)
+        || matches!((&plan, retrying), (Plan::Detach, Some(Act::DeleteNode)));
+    if retrying.is_some() && !same {
+        ctx.troubles.clear(&draft.key);
+    }
+    if draft.problem.is_none()
+        && let Some(message) = ctx.troubles.problem(&draft.key)
+    {
+        draft.problem = Some((IRONIC_CALL_FAILING, message));
+    }
     match plan {
         Plan::Wait if decoded.facts.node == NodeView::Unknown && ctx.provisioner.configured() => {
             // Nothing can be decided before the first poll: be woken by it.
@@ -164,8 +179,15 @@ async fn run_act(
         }
         Err(source) => return Err(source.into()),
     };
-    let report =
-        actions::run(&client, &decoded.request, act).await.map_err(|source| ReconcileError::Ironic { act, source })?;
+    if let Some(wait) = ctx.troubles.wait(&draft.key, act, Instant::now()) {
+        return Ok(Next::Requeue(Action::requeue(wait)));
+    }
+    let report = match actions::run(&client, &decoded.request, act).await {
+        Ok(report) => report,
+        Err(source) => return Ok(transient(ctx, draft, act, &source)),
+    };
+    ctx.troubles.clear(&draft.key);
+    draft.problem = draft.problem.take().filter(|(reason, _)| *reason != IRONIC_CALL_FAILING);
     learn(draft, &decoded.request, report.learned, decoded.now);
     match report.answer {
         Answer::Failed(message) => {
@@ -199,6 +221,24 @@ async fn run_act(
     }
 }
 
+/// An Ironic call failed in a way that passes by itself. Its outcome may have happened (a
+/// timeout or a reset after the request went out), so the next decision waits for a poll
+/// that started after the call: a state change is never sent again on the snapshot taken
+/// before it. The call is retried with the host's own backoff, and after a few failures in a
+/// row the host's Degraded condition says what fails. Nothing counts as the host's error.
+fn transient(ctx: &HostContext, draft: &mut Draft, act: Act, source: &ironic_client::Error) -> Next {
+    ctx.poller.expect_change(&draft.key);
+    let delay = ctx.troubles.failed(&draft.key, act, source.to_string(), Instant::now());
+    ctx.runner.metrics.reconcile_failed(CONTROLLER, "ironic");
+    tracing::warn!(?act, error = %crate::kube::error::chain(source), retry_in = ?delay, "Ironic call failed; retrying");
+    if draft.problem.is_none()
+        && let Some(message) = ctx.troubles.problem(&draft.key)
+    {
+        draft.problem = Some((IRONIC_CALL_FAILING, message));
+    }
+    Next::Requeue(Action::requeue(delay))
+}
+
 /// Ironic took the request.
 fn accepted(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded, act: Act, retry: bool) {
     // The host is trying again, not failing. The count stays, so the next failure backs
@@ -226,9 +266,14 @@ async fn detach(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded) -> Resu
         Err(ProvisionerError::NotConfigured) if deleting => return Ok(Next::Release),
         Err(source) => return Err(source.into()),
     };
-    let answer = actions::detach(&client, &decoded.request)
-        .await
-        .map_err(|source| ReconcileError::Ironic { act: Act::DeleteNode, source })?;
+    if let Some(wait) = ctx.troubles.wait(&draft.key, Act::DeleteNode, Instant::now()) {
+        return Ok(Next::Requeue(Action::requeue(wait)));
+    }
+    let answer = match actions::detach(&client, &decoded.request).await {
+        Ok(answer) => answer,
+        Err(source) => return Ok(transient(ctx, draft, Act::DeleteNode, &source)),
+    };
+    ctx.troubles.clear(&draft.key);
     if let Answer::Failed(message) = answer {
         return Ok(fail(ctx, draft, ErrorType::Detach, message));
     }

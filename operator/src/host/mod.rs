@@ -47,6 +47,7 @@ mod request;
 mod restore;
 mod secrets;
 mod status;
+mod trouble;
 mod wake;
 mod write;
 

@@ -14,6 +14,7 @@
 use crate::host::connection::Provisioner;
 use crate::host::machine::NodeView;
 use crate::host::wake::{HostKey, Wakeups};
+use crate::kube::backoff::after;
 use ironic_client::NodeStatusSummary;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -159,7 +160,7 @@ impl Poller {
             } else {
                 self.slow
             };
-            let mut deadline = started_at + interval;
+            let mut deadline = after(started_at, interval);
             loop {
                 tokio::select! {
                     () = shutdown.cancelled() => return,
@@ -167,7 +168,7 @@ impl Poller {
                     () = self.kick.notified() => {
                         // A host just acted: look again soon, but give Ironic
                         // a moment to get going.
-                        deadline = deadline.min(Instant::now() + self.fast);
+                        deadline = deadline.min(after(Instant::now(), self.fast));
                     }
                 }
             }

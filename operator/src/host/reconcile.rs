@@ -17,6 +17,7 @@ use crate::host::metadata;
 use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
 use crate::host::restore;
+use crate::host::trouble::Troubles;
 use crate::host::wake::HostKey;
 use crate::host::write;
 use crate::kube::Publisher;
@@ -46,6 +47,8 @@ pub struct HostContext {
     pub capacity: Capacity,
     pub publisher: Publisher,
     pub memory: Memory,
+    /// Ironic calls that keep failing, per host: their backoff and what status says of them.
+    pub troubles: Troubles,
     pub ironic_metrics: IronicMetricsSync,
     /// Bounds reconciles across the controllers of all namespaces.
     pub permits: Semaphore,
@@ -84,6 +87,7 @@ impl HostContext {
         self.poller.forget(key);
         self.capacity.release(key);
         self.memory.forget(key);
+        self.troubles.clear(key);
     }
 }
 

@@ -87,6 +87,10 @@ pub struct Request {
     pub credentials_sent: bool,
     /// Filled in only when the plan deploys (`decode::prepare`).
     pub config_drive: ConfigDrive,
+    /// When the host's status was last written: an inspection Ironic started after it can
+    /// only be one whose start the status has not recorded yet (a crash between the inspect
+    /// call and the status write), never one to start again.
+    pub status_written_at: Option<k8s_openapi::jiff::Timestamp>,
 }
 
 impl Request {
@@ -121,6 +125,7 @@ impl Request {
             credentials: credentials.status.clone(),
             credentials_sent,
             config_drive: ConfigDrive::None,
+            status_written_at: status.last_updated.as_ref().map(|t| t.0),
         }
     }
 

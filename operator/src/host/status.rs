@@ -72,6 +72,14 @@ fn end(metric: &mut Option<OperationMetric>, now: Timestamp) {
 pub fn apply_transition(status: &mut BareMetalHostStatus, host: &BareMetalHost, to: ProvisioningState, now: Timestamp) {
     let from = status.provisioning.state;
     let spec = &host.spec;
+    if host.metadata.deletion_timestamp.is_some()
+        && !matches!(from, S::Deprovisioning | S::PoweringOffBeforeDelete | S::Deleting)
+        && matches!(to, S::Deprovisioning | S::PoweringOffBeforeDelete | S::Deleting)
+    {
+        // Deletion starts a new operation: the failures of provisioning must not hasten the
+        // rule that gives up on deprovisioning after a few failures.
+        status.error_count = 0;
+    }
     match from {
         S::Registering => end(&mut history(status).register, now),
         S::Provisioning if to == S::Provisioned => end(&mut history(status).provision, now),
@@ -344,5 +352,21 @@ mod tests {
         assert!(!differs(&a, &b), "recomputing the same conditions keeps their times");
         b.powered_on = true;
         assert!(differs(&a, &b));
+    }
+
+    #[test]
+    fn deletion_resets_the_error_count_of_provisioning() {
+        let mut host = host_with_image();
+        let mut status = BareMetalHostStatus { error_count: 3, ..Default::default() };
+        status.provisioning.state = S::Provisioned;
+        apply_transition(&mut status, &host, S::Deprovisioning, now());
+        assert_eq!(status.error_count, 3, "a deprovisioning that is not a deletion keeps the count");
+        host.metadata.deletion_timestamp = Some(time(now()));
+        status.provisioning.state = S::Provisioned;
+        apply_transition(&mut status, &host, S::Deprovisioning, now());
+        assert_eq!(status.error_count, 0);
+        status.error_count = 2;
+        apply_transition(&mut status, &host, S::PoweringOffBeforeDelete, now());
+        assert_eq!(status.error_count, 2, "within deletion the count goes on");
     }
 }

@@ -53,6 +53,15 @@ pub struct IronicArgs {
     #[arg(long = "ironic-upgrade-job-backoff-limit", env = "IRONIC_UPGRADE_JOB_BACKOFF_LIMIT", default_value_t = 2)]
     pub upgrade_job_backoff_limit: i32,
 
+    /// How long, in seconds, an upgrade Job (the database schema migration) may run before
+    /// Kubernetes stops it and the upgrade counts as failed.
+    #[arg(
+        long = "ironic-upgrade-job-deadline-seconds",
+        env = "IRONIC_UPGRADE_JOB_DEADLINE_SECONDS",
+        default_value_t = 1800
+    )]
+    pub upgrade_job_deadline_seconds: u64,
+
     /// Seconds between reconciles of an Ironic nothing changed.
     #[arg(long = "ironic-resync-seconds", env = "IRONIC_RESYNC_SECONDS", default_value_t = 600)]
     pub resync_seconds: u64,
@@ -90,6 +99,8 @@ pub struct Config {
     pub cluster_domain: String,
     /// `backoffLimit` of the upgrade Jobs.
     pub upgrade_job_backoff_limit: i32,
+    /// `activeDeadlineSeconds` of the upgrade Jobs.
+    pub upgrade_job_deadline_seconds: i64,
     /// ironic-standalone-operator's feature gates.
     pub validation: IronicValidationOptions,
     /// Reconcile an unchanged Ironic this often.
@@ -111,6 +122,7 @@ impl Default for Config {
             downloader: DownloaderSettings::default(),
             cluster_domain: "cluster.local".to_string(),
             upgrade_job_backoff_limit: 2,
+            upgrade_job_deadline_seconds: 1800,
             validation: IronicValidationOptions::default(),
             resync_interval: Duration::from_secs(600),
             progress_interval: Duration::from_secs(30),
@@ -143,6 +155,7 @@ impl From<IronicArgs> for Config {
             },
             cluster_domain: args.cluster_domain,
             upgrade_job_backoff_limit: args.upgrade_job_backoff_limit.max(0),
+            upgrade_job_deadline_seconds: i64::try_from(args.upgrade_job_deadline_seconds.max(60)).unwrap_or(i64::MAX),
             resync_interval: Duration::from_secs(args.resync_seconds.max(10)),
             ..Self::default()
         }
@@ -166,6 +179,7 @@ mod tests {
         let config = Config::from(flags.ironic);
         assert_eq!(config.cluster_domain, "cluster.local");
         assert_eq!(config.upgrade_job_backoff_limit, 2);
+        assert_eq!(config.upgrade_job_deadline_seconds, 1800);
         assert_eq!(config.images, ImageDefaults::default());
     }
 

@@ -140,5 +140,6 @@ pub fn resolved(ironic: &Ironic, upgrade_from: Option<&str>) -> Resolved {
         content_hash: "0123456789abcdef0123456789abcdef".into(),
         downloader: config.downloader.clone(),
         upgrade_job_backoff_limit: config.upgrade_job_backoff_limit,
+        upgrade_job_deadline_seconds: config.upgrade_job_deadline_seconds,
     }
 }

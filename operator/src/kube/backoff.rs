@@ -41,6 +41,14 @@ pub fn spread(interval: Duration) -> Duration {
     stretch(interval, 1.0 + rand::random::<f64>() / 10.0)
 }
 
+/// `d` after `from`, or as far as the clock goes: durations come from flags and status, and
+/// `Instant + Duration` panics past the clock's end.
+pub fn after(from: tokio::time::Instant, d: Duration) -> tokio::time::Instant {
+    // About thirty years is as good as never for a deadline, and fits every clock.
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    from.checked_add(d).or_else(|| from.checked_add(FAR)).unwrap_or(from)
+}
+
 /// Consecutive reconcile failures per object, and the delay each earns: `base`, doubled per
 /// further failure up to `max`, spread by up to a tenth. A success forgets the object.
 pub struct Backoff {
@@ -78,6 +86,13 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_after_any_duration_does_not_panic() {
+        let now = tokio::time::Instant::now();
+        assert_eq!(after(now, Duration::from_secs(5)), now + Duration::from_secs(5));
+        assert!(after(now, Duration::MAX) > now + Duration::from_secs(86_400 * 365));
+    }
 
     const MINUTE: Duration = Duration::from_secs(60);
 

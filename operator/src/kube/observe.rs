@@ -38,8 +38,24 @@ pub fn job_state(job: Option<&Job>, pods: &[Pod]) -> JobState {
     JobState::Running
 }
 
-/// The most recent container failure among the Job's pods, or the Job's own condition.
+/// The reason Kubernetes gives a Job that ran longer than its `activeDeadlineSeconds`.
+pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+
+fn failed_condition(job: &Job) -> Option<&k8s_openapi::api::batch::v1::JobCondition> {
+    job.status.iter().flat_map(|s| s.conditions.iter().flatten()).find(|c| c.type_ == "Failed" && c.status == "True")
+}
+
+/// The most recent container failure among the Job's pods, or the Job's own condition. A Job
+/// that ran out of time says so first: its killed container's exit code would hide why.
 pub fn failure_message(job: &Job, pods: &[Pod]) -> String {
+    if let Some(c) = failed_condition(job).filter(|c| c.reason.as_deref() == Some(DEADLINE_EXCEEDED)) {
+        let deadline = job.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+        return format!(
+            "{DEADLINE_EXCEEDED}: the Job ran out of time (activeDeadlineSeconds {}): {}",
+            deadline.map_or_else(|| "unset".to_string(), |d| d.to_string()),
+            c.message.as_deref().unwrap_or("no details")
+        );
+    }
     let mut pods: Vec<&Pod> = pods.iter().collect();
     pods.sort_by_key(|p| std::cmp::Reverse(p.metadata.creation_timestamp.clone().map(|t| t.0)));
     let container = pods.iter().find_map(|pod| {
@@ -221,6 +237,25 @@ mod tests {
         assert_eq!(
             state,
             JobState::Failed { message: "BackoffLimitExceeded: Job has reached the specified backoff limit".into() }
+        );
+    }
+
+    #[test]
+    fn a_job_that_ran_out_of_time_says_so_before_its_killed_container() {
+        let mut timed_out = job(&[("Failed", "True")]);
+        if let Some(c) = timed_out.status.as_mut().and_then(|s| s.conditions.as_mut()).and_then(|c| c.first_mut()) {
+            c.reason = Some(DEADLINE_EXCEEDED.into());
+            c.message = Some("Job was active longer than specified deadline".into());
+        }
+        timed_out.spec =
+            Some(k8s_openapi::api::batch::v1::JobSpec { active_deadline_seconds: Some(60), ..Default::default() });
+        let JobState::Failed { message } = job_state(Some(&timed_out), &[failed_pod(137, "killed")]) else {
+            panic!("failed");
+        };
+        assert_eq!(
+            message,
+            "DeadlineExceeded: the Job ran out of time (activeDeadlineSeconds 60): \
+             Job was active longer than specified deadline"
         );
     }
 

@@ -83,7 +83,7 @@ impl LeaseTiming {
 
     /// The end of the term that a renewal sent at `sent` gives.
     pub fn deadline_after(&self, sent: Instant) -> Instant {
-        sent + self.renew_deadline
+        crate::kube::backoff::after(sent, self.renew_deadline)
     }
 
     fn seconds(&self) -> i32 {
@@ -128,7 +128,7 @@ impl Observer {
         }
         // A holder that wrote no duration (or a nonsensical one) has no term to wait out.
         let seconds = spec.lease_duration_seconds.and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
-        let until = since + Duration::from_secs(seconds);
+        let until = crate::kube::backoff::after(since, Duration::from_secs(seconds));
         if now >= until { Verdict::Free } else { Verdict::Held { holder: holder.to_string(), until } }
     }
 }

@@ -96,7 +96,7 @@ pub async fn serve(
     let builder = builder(h2, limits);
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
-    let first_request_by = Instant::now() + limits.header_timeout;
+    let first_request_by = crate::kube::backoff::after(Instant::now(), limits.header_timeout);
     let cut = tokio::select! {
         result = connection.as_mut() => {
             if let Err(err) = result {
@@ -188,7 +188,7 @@ impl Activity {
         }
         loop {
             let last = self.0.start + Duration::from_millis(self.0.last_read.load(Ordering::Relaxed));
-            let until = last + idle;
+            let until = crate::kube::backoff::after(last, idle);
             if Instant::now() >= until {
                 return "idle";
             }

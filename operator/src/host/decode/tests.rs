@@ -157,3 +157,21 @@ fn only_a_deployment_reads_the_config_drive_and_never_for_a_live_iso() {
     let live = decoded(&host, &BareMetalHostStatus::default(), &Credentials::default(), NodeView::Unknown, at(0));
     assert!(!needs_config_drive(&deploy, &live.request), "a live ISO boots as it is");
 }
+
+#[test]
+fn a_condition_time_at_the_end_of_the_calendar_neither_panics_nor_waits_longer_than_the_backoff() {
+    let mut status = failed_at(ErrorType::Inspection, 0, 1);
+    if let Some(c) = status.conditions.as_mut().and_then(|c| c.first_mut()) {
+        c.last_transition_time = Time(Timestamp::MAX);
+    }
+    let host = with_bmc(host(&[]), "ipmi://1.2.3.4");
+    let d = decoded(&host, &status, &credentials("1"), NodeView::Missing, at(0));
+    let wait = d.retry_in.expect("still backing off");
+    assert!(wait <= Duration::from_secs(240), "never more than the backoff itself: {wait:?}");
+    status.error_count = i32::MAX;
+    let d = decoded(&host, &status, &credentials("1"), NodeView::Missing, Timestamp::MAX);
+    assert!(d.retry_in.is_none(), "at the end of the calendar the backoff is over");
+}
+
+#[path = "proptests.rs"]
+mod proptests;

@@ -3,7 +3,7 @@
 use super::node::{last_error, plan_with_node};
 use super::{Act, Facts, NodeView, Plan, act};
 use crds::baremetalhost::{ErrorType, ProvisioningState};
-use ironic_client::{PowerState, PowerTarget};
+use ironic_client::{PowerState, PowerTarget, ProvisionState};
 
 use ProvisioningState as S;
 
@@ -38,11 +38,21 @@ pub(super) fn plan_delete(f: &Facts) -> Plan {
         S::Provisioning | S::Provisioned => Plan::Transition(S::Deprovisioning),
         S::Deprovisioning => match &f.node {
             NodeView::Unknown => Plan::Wait,
+            // Ironic lost the node (its database) while the machine still runs a tenant's
+            // image: register it again so that cleaning runs before the machine is released.
+            // Without a BMC there is nothing to register; failures count towards giving up.
+            NodeView::Missing if f.has_bmc => act(Act::Register),
             NodeView::Missing => Plan::Transition(S::PoweringOffBeforeDelete),
+            // Registered again (or managed after a failed cleaning): clean on the way to
+            // available.
+            NodeView::Present(node)
+                if node.provision_state == Some(ProvisionState::Manageable)
+                    && node.target_provision_state.is_none() =>
+            {
+                act(Act::Provide)
+            }
             NodeView::Present(node) => match plan_with_node(f, S::Deprovisioning, node) {
                 Plan::Transition(S::Available) => Plan::Transition(S::PoweringOffBeforeDelete),
-                // Re-registration is pointless for a host on its way out.
-                Plan::Act { act: Act::Register, .. } => Plan::Transition(S::PoweringOffBeforeDelete),
                 other => other,
             },
         },

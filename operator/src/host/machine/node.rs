@@ -45,6 +45,9 @@ pub(super) fn plan_registering(f: &Facts) -> Plan {
                 Some(ProvisionState::Verifying) => Plan::Wait,
                 Some(_) if busy => Plan::Wait,
                 Some(_) if f.credentials_changed => act(Act::UpdateCredentials),
+                // A host whose status was lost (re-created without the status annotation)
+                // while its machine runs: adopted as it is, never inspected or deployed again.
+                Some(ProvisionState::Active) if !f.externally_provisioned => Plan::Transition(S::Provisioned),
                 Some(_) => Plan::Transition(after_registration(f)),
             }
         }

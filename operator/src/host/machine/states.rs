@@ -47,7 +47,8 @@ pub fn allowed(from: ProvisioningState, to: ProvisioningState) -> bool {
     let deletion = match from {
         S::None | S::Unmanaged | S::Registering => to == S::Deleting,
         S::Provisioning | S::Provisioned => to == S::Deprovisioning,
-        S::Deprovisioning => to == S::PoweringOffBeforeDelete,
+        // Or straight to deleting, when deprovisioning failed too often (the give-up rule).
+        S::Deprovisioning => matches!(to, S::PoweringOffBeforeDelete | S::Deleting),
         S::PoweringOffBeforeDelete => to == S::Deleting,
         S::Deleting => false,
         _ => to == S::PoweringOffBeforeDelete,
@@ -57,7 +58,7 @@ pub fn allowed(from: ProvisioningState, to: ProvisioningState) -> bool {
             (from, to),
             (S::None, S::Registering | S::Unmanaged)
                 | (S::Unmanaged, S::Registering)
-                | (S::Registering, S::ExternallyProvisioned | S::Preparing | S::Inspecting)
+                | (S::Registering, S::ExternallyProvisioned | S::Preparing | S::Inspecting | S::Provisioned)
                 | (S::Inspecting, S::Preparing)
                 | (S::Preparing | S::MatchProfile, S::Available)
                 | (S::Available | S::Ready, S::ExternallyProvisioned | S::Inspecting | S::Provisioning)

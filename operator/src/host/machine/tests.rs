@@ -250,3 +250,27 @@ fn nothing_is_decided_without_a_poll() {
         assert_eq!(plan(&facts(state, NodeView::Unknown)), Plan::Wait, "{state:?}");
     }
 }
+
+#[test]
+fn a_host_whose_status_was_lost_while_its_node_is_active_is_adopted() {
+    assert_eq!(transition(&facts(S::Registering, node("active", None))), S::Provisioned);
+    let external = Facts { externally_provisioned: true, ..facts(S::Registering, node("active", None)) };
+    assert_eq!(transition(&external), S::ExternallyProvisioned);
+    assert_eq!(plan(&facts(S::Registering, node("active", Some("deleted")))), Plan::Wait, "busy: wait");
+}
+
+#[test]
+fn deleting_a_host_whose_node_ironic_lost_registers_and_cleans_it_before_release() {
+    let deleting = |state, node| Facts { deleting: true, ..facts(state, node) };
+    assert_eq!(plan(&deleting(S::Deprovisioning, NodeView::Missing)), act(Act::Register));
+    assert_eq!(plan(&deleting(S::Deprovisioning, node("enroll", None))), act(Act::Register));
+    assert_eq!(plan(&deleting(S::Deprovisioning, node("manageable", None))), act(Act::Provide));
+    assert_eq!(plan(&deleting(S::Deprovisioning, node("cleaning", Some("available")))), Plan::Wait);
+    assert_eq!(transition(&deleting(S::Deprovisioning, node("available", None))), S::PoweringOffBeforeDelete);
+    let no_bmc = Facts { has_bmc: false, ..deleting(S::Deprovisioning, NodeView::Missing) };
+    assert_eq!(transition(&no_bmc), S::PoweringOffBeforeDelete);
+    let detached = Facts { detached_status: true, ..deleting(S::Deprovisioning, NodeView::Missing) };
+    assert_eq!(plan(&detached), Plan::Release, "a detached host is released as it is");
+    let given_up = Facts { error_count: 4, ..deleting(S::Deprovisioning, NodeView::Missing) };
+    assert_eq!(transition(&given_up), S::Deleting, "registration failures still give up");
+}

@@ -84,7 +84,14 @@ pub fn render(resolved: &Resolved, db: &Connection, versions: &UpgradeVersions, 
     };
     Job {
         metadata: meta(resolved, name, labels),
-        spec: Some(JobSpec { backoff_limit: Some(resolved.upgrade_job_backoff_limit), template, ..Default::default() }),
+        spec: Some(JobSpec {
+            backoff_limit: Some(resolved.upgrade_job_backoff_limit),
+            // A migration that hangs (a lock held by a crashed server) would otherwise hold
+            // the upgrade forever; past the deadline the Job fails and the upgrade says so.
+            active_deadline_seconds: Some(resolved.upgrade_job_deadline_seconds),
+            template,
+            ..Default::default()
+        }),
         status: None,
     }
 }

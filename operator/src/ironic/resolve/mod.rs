@@ -65,6 +65,7 @@ pub struct Resolved {
     pub downloader: DownloaderSettings,
     /// `backoffLimit` of the upgrade Jobs.
     pub upgrade_job_backoff_limit: i32,
+    pub upgrade_job_deadline_seconds: i64,
 }
 
 impl Resolved {
@@ -139,6 +140,7 @@ pub async fn run(
         content_hash,
         downloader: config.downloader.clone(),
         upgrade_job_backoff_limit: config.upgrade_job_backoff_limit,
+        upgrade_job_deadline_seconds: config.upgrade_job_deadline_seconds,
         names,
         namespace,
     })
