@@ -23,7 +23,7 @@ pub use status::{
     ResolvedImages, TlsStatus, UpgradePhase, UpgradeStatus, WorkloadStatus,
 };
 pub use tls::{
-    AutoTls, CertManagerTls, IssuerKind, IssuerRef, ReferenceKind, ResourceReference, ResourceReferenceWithKey, Tls,
+    AutoTls, CertManagerTls, CsrTls, IssuerKind, IssuerRef, ReferenceKind, ResourceReference, ResourceReferenceWithKey, Tls,
     TlsMode,
 };
 pub use validation::{IronicValidationOptions, validate_ironic};

@@ -40,6 +40,7 @@ kinds! {
     k8s_openapi::api::batch::v1::Job => "batch", "jobs";
     k8s_openapi::api::networking::v1::Ingress => "networking.k8s.io", "ingresses";
     k8s_openapi::api::coordination::v1::Lease => "coordination.k8s.io", "leases";
+    k8s_openapi::api::certificates::v1::CertificateSigningRequest => "certificates.k8s.io", "certificatesigningrequests";
     k8s_openapi::api::events::v1::Event => "events.k8s.io", "events";
     k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration => "admissionregistration.k8s.io", "validatingwebhookconfigurations";
     crds::ironic::Ironic => "ironic.metal3.io", "ironics";
