@@ -959,7 +959,7 @@ mod cel {
         let signer = &settings["properties"]["signerName"];
         assert_eq!(signer["pattern"].as_str(), Some(crds::ironic::tls::SIGNER_NAME_PATTERN));
         assert_eq!(signer["maxLength"], json!(571));
-        assert_eq!(settings["properties"]["expirationSeconds"]["minimum"], json!(600));
+        assert_eq!(settings["properties"]["expirationSeconds"]["minimum"].as_f64(), Some(600.0));
         assert!(signer["description"].as_str().is_some_and(|d| d.contains("kubernetes.io")));
     }
 

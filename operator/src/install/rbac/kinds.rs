@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn every_constant_is_the_resource_of_its_type() {
-        use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, networking};
+        use k8s_openapi::api::{admissionregistration, apps, batch, certificates, coordination, core, events, networking};
         check_builtin::<core::v1::ConfigMap>();
         check_builtin::<core::v1::Event>();
         check_builtin::<core::v1::Node>();
@@ -89,6 +89,7 @@ mod tests {
         check_builtin::<batch::v1::Job>();
         check_builtin::<networking::v1::Ingress>();
         check_builtin::<coordination::v1::Lease>();
+        check_builtin::<certificates::v1::CertificateSigningRequest>();
         check_builtin::<events::v1::Event>();
         check_builtin::<admissionregistration::v1::ValidatingWebhookConfiguration>();
         check_custom::<crds::ironic::Ironic>();
@@ -96,7 +97,7 @@ mod tests {
         check_custom::<crds::hardwaredata::HardwareData>();
         check_custom::<crds::nodeset::NodeSet>();
         check_custom::<crds::nodesetservice::NodeSetService>();
-        assert_eq!(ALL.len(), 21, "every kind above is checked here");
+        assert_eq!(ALL.len(), 22, "every kind above is checked here");
     }
 
     #[test]

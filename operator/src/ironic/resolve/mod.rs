@@ -72,7 +72,13 @@ impl Resolved {
     /// `now` (Unix seconds).
     pub fn renewal_after(&self, now: i64) -> Option<Duration> {
         let at = match self.tls.mode {
-            Some(TlsMode::Auto | TlsMode::CertificateSigningRequest) => {
+            Some(TlsMode::Auto) => self.tls.material.as_ref().and_then(|m| m.renewal_at)?,
+            // Once a renewal is requested, the request's own interval applies
+            // ([`Self::awaits_signer`]): a renewal time already past is no reason to look again
+            // every second.
+            Some(TlsMode::CertificateSigningRequest)
+                if self.tls.csr.as_ref().is_some_and(|c| c.state == tls::csr::State::Issued) =>
+            {
                 self.tls.material.as_ref().and_then(|m| m.renewal_at)?
             }
             _ => return None,
