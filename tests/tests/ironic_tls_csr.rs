@@ -54,7 +54,12 @@ fn csrs(env: &Env) -> Api<CertificateSigningRequest> {
 }
 
 fn secret_text(secret: &Secret, key: &str) -> String {
-    secret.data.as_ref().and_then(|d| d.get(key)).map(|v| String::from_utf8_lossy(&v.0).into_owned()).unwrap_or_default()
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+        .unwrap_or_default()
 }
 
 async fn create_ironic_with_csr(env: &Env) -> anyhow::Result<()> {
@@ -124,8 +129,8 @@ async fn wait_gone(env: &Env, name: &str) -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn a_request_waits_for_approval_then_serves_the_signed_certificate_and_renews_without_a_gap()
--> anyhow::Result<()> {
+async fn a_request_waits_for_approval_then_serves_the_signed_certificate_and_renews_without_a_gap() -> anyhow::Result<()>
+{
     let env = Env::start("ironic-tls-csr").await?;
     let signer = Signer::new()?;
     publish_signer_ca(&env, &signer).await?;
@@ -147,8 +152,12 @@ async fn a_request_waits_for_approval_then_serves_the_signed_certificate_and_ren
     assert_eq!(csr.spec.expiration_seconds, None);
     assert!(csr.metadata.owner_references.is_none(), "a cluster-scoped request has no namespaced owner");
     let ns = &env.ns;
-    let names_to_cover =
-        ["ironic".to_string(), format!("ironic.{ns}"), format!("ironic.{ns}.svc"), format!("ironic.{ns}.svc.cluster.local")];
+    let names_to_cover = [
+        "ironic".to_string(),
+        format!("ironic.{ns}"),
+        format!("ironic.{ns}.svc"),
+        format!("ironic.{ns}.svc.cluster.local"),
+    ];
 
     // Approved and signed, with a lifetime already past two thirds: stored, served, and the
     // request cleaned up; the key never left the cluster.
@@ -251,7 +260,10 @@ async fn a_certificate_that_does_not_match_the_key_or_the_names_is_refused() -> 
     // it keeps. Signed with that key but not for the names: refused too.
     csrs(&env).delete(&name, &Default::default()).await?;
     let again = wait::until_ok("the request to be made again", STEP, POLL, || async {
-        Ok(csrs(&env).get_opt(&name).await?.filter(|c| c.status.as_ref().and_then(|s| s.certificate.as_ref()).is_none()))
+        Ok(csrs(&env)
+            .get_opt(&name)
+            .await?
+            .filter(|c| c.status.as_ref().and_then(|s| s.certificate.as_ref()).is_none()))
     })
     .await?;
     decide(&env, &name, "Approved").await?;

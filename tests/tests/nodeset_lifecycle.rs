@@ -70,7 +70,10 @@ async fn deleting_a_provisioned_nodeset_deprovisions_nothing_and_recreating_it_a
     env.nodes_active(&machines).await?;
     assert_eq!(env.provision_state_requests()?, requests, "no provision-state request to Ironic");
     env.t
-        .wait_events("computes", &["Claimed", "Provisioning", "Provisioned", "RolloutStarted", "RolloutCompleted", "HostReleased"])
+        .wait_events(
+            "computes",
+            &["Claimed", "Provisioning", "Provisioned", "RolloutStarted", "RolloutCompleted", "HostReleased"],
+        )
         .await?;
     Ok(())
 }
@@ -142,13 +145,17 @@ async fn day_two_edits_rerun_only_the_affected_services_and_never_touch_the_mach
         assert_eq!(states.states(machine), ["provisioned"], "{machine} never left provisioned");
     }
     env.nodes_active(&machines).await?;
-    assert_eq!(env.provision_state_requests()? - requests, 0, "zero Ironic provision-state requests during the rollouts");
+    assert_eq!(
+        env.provision_state_requests()? - requests,
+        0,
+        "zero Ironic provision-state requests during the rollouts"
+    );
     Ok(())
 }
 
 #[tokio::test]
-async fn an_edited_image_only_marks_hosts_outdated_and_a_reprovision_token_reprovisions_one_host()
--> anyhow::Result<()> {
+async fn an_edited_image_only_marks_hosts_outdated_and_a_reprovision_token_reprovisions_one_host() -> anyhow::Result<()>
+{
     let env = NodeSetEnv::start("nset-image", Setup::default()).await?;
     let machines = names("server", 2);
     env.free_hosts(&machines, json!({})).await?;
@@ -162,12 +169,17 @@ async fn an_edited_image_only_marks_hosts_outdated_and_a_reprovision_token_repro
     let requests = env.provision_state_requests()?;
 
     let new_iso = env.t.ironic.image_server().write_live_iso("live-2.iso")?;
-    let edited = env.patch_spec("computes", json!({"baremetalSetTemplate": {"image": {"url": new_iso, "format": "live-iso"}}})).await?;
+    let edited = env
+        .patch_spec("computes", json!({"baremetalSetTemplate": {"image": {"url": new_iso, "format": "live-iso"}}}))
+        .await?;
     let outdated = env
         .wait_nodeset("computes", "hosts outdated", secs(60), |n| {
             processed(n)
                 && n.metadata.generation == edited.metadata.generation
-                && n.status.iter().flat_map(|s| s.hosts.iter().flatten()).all(|(_, h)| h.provisioning_outdated == Some(true))
+                && n.status
+                    .iter()
+                    .flat_map(|s| s.hosts.iter().flatten())
+                    .all(|(_, h)| h.provisioning_outdated == Some(true))
         })
         .await?;
     assert!(nodeset_common::condition_is(&outdated, "Ready", "True"), "an outdated host still runs fine");
@@ -192,7 +204,10 @@ async fn an_edited_image_only_marks_hosts_outdated_and_a_reprovision_token_repro
         .await?;
     assert_eq!(NodeSetEnv::bmh_names(&done), claimed, "reprovisioned in place, on the same machine");
     let (old, new) = (&claimed["compute-0"], &claimed["compute-1"]);
-    host_common::assert_in_order(&states.states(new), &["provisioned", "deprovisioning", "available", "provisioning", "provisioned"]);
+    host_common::assert_in_order(
+        &states.states(new),
+        &["provisioned", "deprovisioning", "available", "provisioning", "provisioned"],
+    );
     assert_eq!(states.states(old), ["provisioned"], "the other machine is untouched");
     let node = env.t.node(new).await?.unwrap_or_default();
     assert_eq!(node["instance_info"]["boot_iso"], new_iso.as_str(), "provisioned with the current image");
@@ -200,6 +215,10 @@ async fn an_edited_image_only_marks_hosts_outdated_and_a_reprovision_token_repro
     assert_eq!(node["instance_info"]["boot_iso"], env.iso.as_str());
     let host = &done.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default()["compute-0"];
     assert_eq!(host.provisioning_outdated, Some(true), "compute-0 is still outdated");
-    assert_eq!((jobs.runs("bootstrap", "compute-1"), jobs.runs("bootstrap", "compute-0")), (2, 1), "services rerun after a reprovision");
+    assert_eq!(
+        (jobs.runs("bootstrap", "compute-1"), jobs.runs("bootstrap", "compute-0")),
+        (2, 1),
+        "services rerun after a reprovision"
+    );
     Ok(())
 }

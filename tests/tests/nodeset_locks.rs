@@ -44,8 +44,17 @@ async fn spec_writer(env: &NodeSetEnv, user: &str) -> anyhow::Result<()> {
     let bindings: Api<RoleBinding> = Api::namespaced(env.t.env.client(), env.ns());
     let binding = RoleBinding {
         metadata: ObjectMeta { name: Some("nodeset-spec-writer".into()), ..Default::default() },
-        role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "Role".into(), name: "nodeset-spec-writer".into() },
-        subjects: Some(vec![Subject { kind: "User".into(), name: user.into(), api_group: Some("rbac.authorization.k8s.io".into()), ..Default::default() }]),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: "nodeset-spec-writer".into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "User".into(),
+            name: user.into(),
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            ..Default::default()
+        }]),
     };
     bindings.create(&PostParams::default(), &binding).await?;
     Ok(())
@@ -61,16 +70,36 @@ async fn locked_edits_are_refused_with_what_to_do_instead_and_spec_writers_canno
     env.wait_ready("computes", secs(300)).await?;
 
     let cases: Vec<(&str, Value, &str, &str)> = vec![
-        ("the template's selector", json!({"baremetalSetTemplate": {"bmhLabelSelector": {"matchLabels": {"rack": "r2"}}}}),
-            "spec.baremetalSetTemplate.bmhLabelSelector", "create a new NodeSet instead"),
-        ("the hardware requirements", json!({"baremetalSetTemplate": {"hardwareReqs": {"minCpuCount": 64}}}),
-            "spec.baremetalSetTemplate.hardwareReqs", "create a new NodeSet instead"),
-        ("the BareMetalHosts' namespace", json!({"baremetalSetTemplate": {"bmhNamespace": "elsewhere"}}),
-            "spec.baremetalSetTemplate.bmhNamespace", "create a new NodeSet instead"),
-        ("a claimed host's selector", json!({"nodes": {"compute-0": {"bmhLabelSelector": {"matchLabels": {"serial": "X"}}}}}),
-            "spec.nodes[compute-0].bmhLabelSelector", "add it under a new name"),
-        ("preProvisioned", json!({"preProvisioned": true, "baremetalSetTemplate": null}),
-            "spec.preProvisioned", "create a new NodeSet instead"),
+        (
+            "the template's selector",
+            json!({"baremetalSetTemplate": {"bmhLabelSelector": {"matchLabels": {"rack": "r2"}}}}),
+            "spec.baremetalSetTemplate.bmhLabelSelector",
+            "create a new NodeSet instead",
+        ),
+        (
+            "the hardware requirements",
+            json!({"baremetalSetTemplate": {"hardwareReqs": {"minCpuCount": 64}}}),
+            "spec.baremetalSetTemplate.hardwareReqs",
+            "create a new NodeSet instead",
+        ),
+        (
+            "the BareMetalHosts' namespace",
+            json!({"baremetalSetTemplate": {"bmhNamespace": "elsewhere"}}),
+            "spec.baremetalSetTemplate.bmhNamespace",
+            "create a new NodeSet instead",
+        ),
+        (
+            "a claimed host's selector",
+            json!({"nodes": {"compute-0": {"bmhLabelSelector": {"matchLabels": {"serial": "X"}}}}}),
+            "spec.nodes[compute-0].bmhLabelSelector",
+            "add it under a new name",
+        ),
+        (
+            "preProvisioned",
+            json!({"preProvisioned": true, "baremetalSetTemplate": null}),
+            "spec.preProvisioned",
+            "create a new NodeSet instead",
+        ),
     ];
     for (what, edit, path, advice) in cases {
         let (code, message) = denial(env.patch_spec("computes", edit).await);
@@ -78,7 +107,11 @@ async fn locked_edits_are_refused_with_what_to_do_instead_and_spec_writers_canno
         assert!(message.contains(path) && message.contains(advice), "{what}: {message}");
     }
     // What is applied in place, or at the next provisioning, stays editable.
-    env.patch_spec("computes", json!({"baremetalSetTemplate": {"automatedCleaningMode": "metadata"}, "deletionPolicy": "Detach"})).await?;
+    env.patch_spec(
+        "computes",
+        json!({"baremetalSetTemplate": {"automatedCleaningMode": "metadata"}, "deletionPolicy": "Detach"}),
+    )
+    .await?;
     let iso = env.t.ironic.image_server().write_live_iso("other.iso")?;
     env.patch_spec("computes", json!({"baremetalSetTemplate": {"image": {"url": iso, "format": "live-iso"}}})).await?;
 

@@ -38,7 +38,12 @@ async fn a_restart_mid_provisioning_and_mid_rollout_converges_without_repeating_
         assert!(!seen.iter().any(|s| s == "deprovisioning"), "{machine}: {seen:?}");
     }
     for host in hosts {
-        assert_eq!((jobs.runs("bootstrap", host), jobs.runs("configure-os", host)), (1, 1), "{host}: {:?}", jobs.seen());
+        assert_eq!(
+            (jobs.runs("bootstrap", host), jobs.runs("configure-os", host)),
+            (1, 1),
+            "{host}: {:?}",
+            jobs.seen()
+        );
     }
 
     // Mid-rollout: one host done, one in a running Job, one waiting.
@@ -47,7 +52,10 @@ async fn a_restart_mid_provisioning_and_mid_rollout_converges_without_repeating_
     env.patch_spec("computes", edit).await?;
     env.wait_nodeset("computes", "one host configured, one running", secs(120), |n| {
         let hosts = n.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
-        let configured = hosts.values().filter(|h| h.desired_config_hash.is_some() && h.deployed_config_hash == h.desired_config_hash).count();
+        let configured = hosts
+            .values()
+            .filter(|h| h.desired_config_hash.is_some() && h.deployed_config_hash == h.desired_config_hash)
+            .count();
         processed(n) && configured == 1
     })
     .await?;
@@ -64,7 +72,12 @@ async fn a_restart_mid_provisioning_and_mid_rollout_converges_without_repeating_
     println!("{running_before} Jobs before the restart, {} after", jobs.seen().len());
     for host in hosts {
         assert_eq!(jobs.runs("bootstrap", host), 1, "{host}: runOnce stays once");
-        assert_eq!(jobs.runs("configure-os", host), 2, "{host}: once for the bring-up, once for the edit: {:?}", jobs.seen());
+        assert_eq!(
+            jobs.runs("configure-os", host),
+            2,
+            "{host}: once for the bring-up, once for the edit: {:?}",
+            jobs.seen()
+        );
     }
     for machine in &machines {
         assert_eq!(states.states(machine).iter().filter(|s| *s == "provisioning").count(), 1, "{machine}");

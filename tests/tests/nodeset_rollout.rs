@@ -85,12 +85,19 @@ async fn max_unavailable_is_never_exceeded_and_old_jobs_go_once_recorded() -> an
         edit["rollout"] = json!({"maxUnavailable": max_unavailable});
         env.patch_spec("computes", edit).await?;
         env.wait_nodeset("computes", "the edit rolled out", secs(180), |n| {
-            processed(n) && condition_is(n, "Ready", "True") && rollout_phase(n) == Some(crds::nodeset::RolloutPhase::Complete)
+            processed(n)
+                && condition_is(n, "Ready", "True")
+                && rollout_phase(n) == Some(crds::nodeset::RolloutPhase::Complete)
         })
         .await?;
         let seen = jobs.max_running_hosts();
         println!("maxUnavailable {max_unavailable}: at most {seen} hosts in running Jobs at once");
-        assert_eq!(seen, limit, "never more than {limit} hosts unavailable, and that many when it may: {:?}", jobs.seen());
+        assert_eq!(
+            seen,
+            limit,
+            "never more than {limit} hosts unavailable, and that many when it may: {:?}",
+            jobs.seen()
+        );
         assert_eq!(jobs.runs_by_service()["configure-os"], 4);
     }
 
@@ -110,23 +117,26 @@ async fn max_unavailable_is_never_exceeded_and_old_jobs_go_once_recorded() -> an
 }
 
 #[tokio::test]
-async fn a_failed_job_degrades_quoting_the_job_stops_the_rollout_and_a_fixed_service_resumes_it()
--> anyhow::Result<()> {
+async fn a_failed_job_degrades_quoting_the_job_stops_the_rollout_and_a_fixed_service_resumes_it() -> anyhow::Result<()>
+{
     let env = NodeSetEnv::start("nset-fail", Setup::default()).await?;
     let machines = names("server", 2);
     env.free_hosts(&machines, json!({})).await?;
     env.fail_image("configure-network:broken", "ip: invalid MTU 9000 on eno1");
-    env.service_with("configure-network", false, json!({"image": "configure-network:broken", "backoffLimit": 0})).await?;
+    env.service_with("configure-network", false, json!({"image": "configure-network:broken", "backoffLimit": 0}))
+        .await?;
     env.service("configure-os", false, "configure-os:1").await?;
     let jobs = env.record_jobs().await?;
-    env.create_nodeset("computes", env.spec(&["compute-0", "compute-1"], &["configure-network", "configure-os"])).await?;
+    env.create_nodeset("computes", env.spec(&["compute-0", "compute-1"], &["configure-network", "configure-os"]))
+        .await?;
     let failed = env
         .wait_nodeset("computes", "degraded by the Job", secs(300), |n| {
             condition(n, "Degraded").is_some_and(|c| c.status == "True" && c.reason == "JobFailed")
         })
         .await?;
     let degraded = condition(&failed, "Degraded").cloned().expect("Degraded");
-    let failed_job = jobs.seen().into_iter().find(|(_, j)| j.service == "configure-network").map(|(n, _)| n).unwrap_or_default();
+    let failed_job =
+        jobs.seen().into_iter().find(|(_, j)| j.service == "configure-network").map(|(n, _)| n).unwrap_or_default();
     assert!(degraded.message.contains(&failed_job), "the condition quotes the Job: {}", degraded.message);
     assert!(degraded.message.contains("invalid MTU 9000"), "and its container's failure: {}", degraded.message);
     assert_eq!(rollout_phase(&failed), Some(crds::nodeset::RolloutPhase::Failed));
@@ -148,12 +158,8 @@ async fn a_failed_job_degrades_quoting_the_job_stops_the_rollout_and_a_fixed_ser
         )
         .await?;
     env.wait_ready("computes", secs(120)).await?;
-    let fixed: Vec<String> = jobs
-        .seen()
-        .into_values()
-        .filter(|j| j.image == "configure-network:2")
-        .flat_map(|j| j.hosts)
-        .collect();
+    let fixed: Vec<String> =
+        jobs.seen().into_values().filter(|j| j.image == "configure-network:2").flat_map(|j| j.hosts).collect();
     assert_eq!(fixed, ["compute-0", "compute-1"], "the fixed service ran on both hosts: {:?}", jobs.seen());
     assert_eq!(jobs.runs_by_service()["configure-os"], 2, "and the rest of the rollout followed");
     Ok(())

@@ -49,8 +49,10 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
     // Removed under Retain: the machine keeps running, claimed; re-added, it is adopted as it is.
     let states = env.t.record();
     env.patch_spec("computes", json!({"nodes": {"compute-2": null}})).await?;
-    env.wait_nodeset("computes", "compute-2 released", secs(60), |n| processed(n) && NodeSetEnv::bmh_names(n).len() == 2)
-        .await?;
+    env.wait_nodeset("computes", "compute-2 released", secs(60), |n| {
+        processed(n) && NodeSetEnv::bmh_names(n).len() == 2
+    })
+    .await?;
     settle().await;
     let retained = env.t.hosts.get(&added).await?;
     assert_eq!(state_of(&retained), "provisioned");
@@ -87,7 +89,9 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
 
     // Deleting the NodeSet runs the policy on the hosts it still has, behind its finalizer.
     env.delete_nodeset("computes").await?;
-    env.t.wait_for(&added, "deprovisioned", secs(120), |h| state_of(h) == "available" && h.spec.consumer_ref.is_none()).await?;
+    env.t
+        .wait_for(&added, "deprovisioned", secs(120), |h| state_of(h) == "available" && h.spec.consumer_ref.is_none())
+        .await?;
     let detached_host = env.t.hosts.get(detached).await?;
     assert!(detached_host.spec.consumer_ref.is_some(), "a machine released earlier is not the NodeSet's any more");
     Ok(())

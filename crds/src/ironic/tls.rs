@@ -121,7 +121,12 @@ pub const MIN_EXPIRATION_SECONDS: i32 = 600;
 pub struct CsrTls {
     /// The signer that issues the certificate, in Kubernetes' format (`example.com/serving`).
     /// Required; not a `kubernetes.io/` signer.
-    #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"), length(min = 3, max = 571))]
+    #[schemars(
+        regex(
+            pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+        ),
+        length(min = 3, max = 571)
+    )]
     pub signer_name: String,
     /// Requested lifetime of the certificate in seconds, at least 600; the signer may issue a
     /// shorter one. Sent only to apiservers that know the field (Kubernetes 1.22 and newer);

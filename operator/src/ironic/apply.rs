@@ -10,14 +10,14 @@ use super::build::{Desired, Resolved};
 use super::status::reasons;
 use super::tls::cert_manager;
 use super::tls::csr::CsrPlan;
-use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use kube::api::{Api, DeleteParams, PostParams};
 use crate::kube::{KubeError, Ledger, Notices, Progress, Verb};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DynamicObject;
+use kube::api::{Api, DeleteParams, PostParams};
 
 /// Why the supporting objects could not be written.
 #[derive(Debug, thiserror::Error)]

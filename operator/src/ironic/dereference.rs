@@ -101,7 +101,8 @@ pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
     if mode == Some(TlsMode::CertificateSigningRequest) {
         stored.csr = signing_request(ledger, ironic, &names).await?;
     }
-    let computes_names = matches!(mode, Some(TlsMode::Auto | TlsMode::CertManager | TlsMode::CertificateSigningRequest));
+    let computes_names =
+        matches!(mode, Some(TlsMode::Auto | TlsMode::CertManager | TlsMode::CertificateSigningRequest));
     let node_ips = if computes_names && sans::uses_node_addresses(spec) {
         nodes::addresses(ledger.client(), spec.node_selector.as_ref()).await
     } else {

@@ -354,11 +354,17 @@ mod tests {
         assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", csr_reasons::APPROVAL_PENDING));
         assert!(c.message.contains("kubectl certificate approve x"));
         let notices: Vec<Notice> = transitions(&old, &waiting).into_iter().collect();
-        assert!(notices.iter().any(|n| n.reason == csr_reasons::APPROVAL_PENDING && n.severity == Severity::Normal), "{notices:?}");
+        assert!(
+            notices.iter().any(|n| n.reason == csr_reasons::APPROVAL_PENDING && n.severity == Severity::Normal),
+            "{notices:?}"
+        );
         let denied = (false, csr_reasons::DENIED, "denied: no".to_string());
         let refused = compute(&waiting, &facts(denied), &Progress::Done, Some(1), at(20));
         let notices: Vec<Notice> = transitions(&waiting, &refused).into_iter().collect();
-        assert!(notices.iter().any(|n| n.reason == csr_reasons::DENIED && n.severity == Severity::Warning), "{notices:?}");
+        assert!(
+            notices.iter().any(|n| n.reason == csr_reasons::DENIED && n.severity == Severity::Warning),
+            "{notices:?}"
+        );
         let other_mode = Facts { published: Some(published()), ..Default::default() };
         assert!(find(&compute(&refused, &other_mode, &Progress::Done, Some(1), at(30)), CERTIFICATE_READY).is_none());
     }

@@ -62,7 +62,8 @@ pub async fn apply(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Mem
         if let Err(err) = network_data(client, data).await {
             match err.user_facing() {
                 Some(message) => {
-                    let hostname = plan.writes.iter().find(|w| w.host == data.owner.name_any()).map(|w| w.hostname.clone());
+                    let hostname =
+                        plan.writes.iter().find(|w| w.host == data.owner.name_any()).map(|w| w.hostname.clone());
                     applied.refused.insert(hostname.unwrap_or_default(), message);
                 }
                 None => return Err(err.into()),

@@ -322,16 +322,22 @@ mod tests {
     fn hosts_lost_in_a_race_are_not_chosen_again() {
         let hosts = [host("server-a", json!({})), host("server-b", json!({}))];
         let lost = BTreeSet::from(["server-a".to_string()]);
-        let plan = plan_claims(&owner(), &spec(json!({"compute-0": {}})), &hosts, &BTreeMap::new(), &BTreeMap::new(), &lost);
+        let plan =
+            plan_claims(&owner(), &spec(json!({"compute-0": {}})), &hosts, &BTreeMap::new(), &BTreeMap::new(), &lost);
         assert_eq!(chosen(&plan), [("compute-0".to_string(), "server-b".to_string())]);
     }
 
     #[test]
     fn removed_hosts_and_duplicates_are_reported() {
         let o = owner();
-        let hosts = [claimed_by("server-a", "compute-9", &o), claimed_by("x", "compute-0", &o), claimed_by("y", "compute-0", &o)];
+        let hosts = [
+            claimed_by("server-a", "compute-9", &o),
+            claimed_by("x", "compute-0", &o),
+            claimed_by("y", "compute-0", &o),
+        ];
         let preferred = BTreeMap::from([("compute-0".to_string(), "y".to_string())]);
-        let plan = plan_claims(&o, &spec(json!({"compute-0": {}})), &hosts, &BTreeMap::new(), &preferred, &BTreeSet::new());
+        let plan =
+            plan_claims(&o, &spec(json!({"compute-0": {}})), &hosts, &BTreeMap::new(), &preferred, &BTreeSet::new());
         assert_eq!(plan.removed["compute-9"].name_any(), "server-a");
         assert_eq!(plan.claimed["compute-0"].name_any(), "y", "status' choice wins");
         assert_eq!(plan.duplicates["compute-0"], ["x"]);

@@ -90,9 +90,7 @@ pub fn provisioning_fields(
         return fields;
     };
     let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
-    let secret = |reference: &SecretReference| {
-        json!({"name": reference.name.clone().unwrap_or_default(), "namespace": bmh_namespace})
-    };
+    let secret = |reference: &SecretReference| json!({"name": reference.name.clone().unwrap_or_default(), "namespace": bmh_namespace});
     if let Some(image) = &template.image {
         fields.insert("image".into(), serde_json::to_value(image).unwrap_or(Value::Null));
     }
@@ -110,7 +108,8 @@ pub fn provisioning_fields(
         }
         (None, None) => {}
     }
-    if let Some(name) = template.provisioning_network.as_ref().and_then(|p| p.preprovisioning_network_data_name.clone()) {
+    if let Some(name) = template.provisioning_network.as_ref().and_then(|p| p.preprovisioning_network_data_name.clone())
+    {
         fields.insert("preprovisioningNetworkDataName".into(), Value::String(name));
     }
     if let Some(mode) = template.boot_mode {
@@ -128,7 +127,9 @@ pub fn provisioning_fields(
 pub fn live_provisioning_fields(host: &BareMetalHost) -> Map<String, Value> {
     let spec = serde_json::to_value(&host.spec).unwrap_or(Value::Null);
     let mut fields = Map::new();
-    for key in ["image", "userData", "networkData", "preprovisioningNetworkDataName", "bootMode", "rootDeviceHints", "online"] {
+    for key in
+        ["image", "userData", "networkData", "preprovisioningNetworkDataName", "bootMode", "rootDeviceHints", "online"]
+    {
         if let Some(value) = spec.get(key).filter(|v| !v.is_null()) {
             fields.insert(key.into(), value.clone());
         }
@@ -250,10 +251,7 @@ pub fn detach_patch(host: &BareMetalHost) -> Option<Value> {
 
 /// The services completed on a machine, as its annotation records them.
 pub fn recorded_completions(host: &BareMetalHost) -> Vec<CompletedService> {
-    host.annotations()
-        .get(SERVICES_COMPLETED_ANNOTATION)
-        .and_then(|v| serde_json::from_str(v).ok())
-        .unwrap_or_default()
+    host.annotations().get(SERVICES_COMPLETED_ANNOTATION).and_then(|v| serde_json::from_str(v).ok()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -275,7 +273,13 @@ mod tests {
     }
 
     fn consumer() -> Consumer {
-        Consumer { hostname: "compute-0".into(), cleaning: None, provisioned_hash: None, completed: vec![], provisioning: None }
+        Consumer {
+            hostname: "compute-0".into(),
+            cleaning: None,
+            provisioned_hash: None,
+            completed: vec![],
+            provisioning: None,
+        }
     }
 
     #[test]
@@ -319,13 +323,22 @@ mod tests {
         assert_eq!(fields["networkData"]["name"], "nd-0", "the host's own network data wins");
         assert_eq!(fields["preprovisioningNetworkDataName"], "ramdisk");
         assert_eq!(fields["online"], true);
-        assert_eq!(provisioning_fields("compute-1", &spec, "metal3", Some("generated"))["networkData"]["name"], "generated");
+        assert_eq!(
+            provisioning_fields("compute-1", &spec, "metal3", Some("generated"))["networkData"]["name"],
+            "generated"
+        );
     }
 
     #[test]
     fn only_the_reprovision_and_deprovision_patches_clear_the_image() {
         let h = host(json!({"spec": {"image": {"url": "http://i/os.qcow2"}}}));
-        let write = |purpose, body| HostWrite { host: "server-0".into(), namespace: "metal3".into(), hostname: "compute-0".into(), purpose, body };
+        let write = |purpose, body| HostWrite {
+            host: "server-0".into(),
+            namespace: "metal3".into(),
+            hostname: "compute-0".into(),
+            purpose,
+            body,
+        };
         assert!(write(Purpose::Reprovision, Body::Merge(reprovision_patch(&h, "t2"))).clears_image());
         assert!(write(Purpose::Deprovision, Body::Merge(deprovision_patch(&h))).clears_image());
         assert!(!write(Purpose::Detach, Body::Merge(detach_patch(&h).expect("patch"))).clears_image());
@@ -335,7 +348,8 @@ mod tests {
 
     #[test]
     fn completions_round_trip_through_the_annotation() {
-        let completed = vec![CompletedService { name: "bootstrap".into(), config_hash: Some("c".into()), ..Default::default() }];
+        let completed =
+            vec![CompletedService { name: "bootstrap".into(), config_hash: Some("c".into()), ..Default::default() }];
         let mut c = consumer();
         c.completed = completed.clone();
         let body = apply_body(&owner(), &host(json!({})), &c, Purpose::Update).expect("body");

@@ -38,7 +38,11 @@ pub enum Error {
 /// Runs the NodeSet controller until `shutdown`.
 pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
     let memory = Arc::new(Memory::default());
-    tracing::info!(concurrency = config.concurrency, job_history = config.job_history, "starting the NodeSet controller");
+    tracing::info!(
+        concurrency = config.concurrency,
+        job_history = config.job_history,
+        "starting the NodeSet controller"
+    );
     let watched = ctx.namespaces.clone();
     fan_out(ctx.scopes(), |scope| {
         let (ctx, config, memory, watched, shutdown) =
@@ -51,7 +55,10 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
 }
 
 /// A reflector of `api` whose events also wake NodeSets.
-fn reflected<K>(api: Api<K>, config: watcher::Config) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>>)
+fn reflected<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>>)
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
@@ -143,11 +150,12 @@ fn waiting(nodesets: &Store<NodeSet>, namespace: &str) -> Vec<ObjectRef<NodeSet>
         .filter(|n| !n.spec.pre_provisioned() && bmh_namespace(n) == namespace)
         .filter(|n| {
             let claimed = n.status.as_ref().and_then(|s| s.hosts.as_ref());
-            n.spec.nodes.iter().flatten().any(|(host, _)| {
-                claimed.and_then(|c| c.get(host)).is_none_or(|h| h.bmh_ref.is_none())
-            })
+            n.spec
+                .nodes
+                .iter()
+                .flatten()
+                .any(|(host, _)| claimed.and_then(|c| c.get(host)).is_none_or(|h| h.bmh_ref.is_none()))
         })
         .map(|n| ObjectRef::from_obj(n.as_ref()))
         .collect()
 }
-

@@ -121,7 +121,11 @@ pub async fn facts(
     let jobs = memory.jobs.overlay(cached, &namespace, |j| controlled_by(&j.metadata, &uid));
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     for job in jobs {
-        let failed = job.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Failed" && c.status == "True");
+        let failed = job
+            .status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+            .any(|c| c.type_ == "Failed" && c.status == "True");
         let failure = if failed { Some(failure(&pods, memory, &job).await?) } else { None };
         if let Some(observed) = job::observe(&job, failure.as_deref(), now) {
             facts.jobs.push(observed);

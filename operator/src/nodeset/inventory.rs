@@ -15,7 +15,13 @@ pub struct InventoryHost<'a> {
 }
 
 /// The inventory JSON.
-pub fn inventory(nodeset: &str, namespace: &str, service: &str, config_hash: &str, hosts: &[InventoryHost<'_>]) -> Value {
+pub fn inventory(
+    nodeset: &str,
+    namespace: &str,
+    service: &str,
+    config_hash: &str,
+    hosts: &[InventoryHost<'_>],
+) -> Value {
     let mut out = Map::new();
     for host in hosts {
         let config = host.config;

@@ -43,7 +43,9 @@ pub fn name(nodeset: &str, batch: &Batch) -> String {
     digest.update([0]);
     digest.update(batch.service_hash.as_bytes());
     for (host, ran) in &batch.hosts {
-        for part in [host.as_str(), &ran.config_hash, &ran.epoch, batch.previous.get(host).map(String::as_str).unwrap_or("")] {
+        for part in
+            [host.as_str(), &ran.config_hash, &ran.epoch, batch.previous.get(host).map(String::as_str).unwrap_or("")]
+        {
             digest.update([0]);
             digest.update(part.as_bytes());
         }
@@ -66,7 +68,11 @@ fn labels(nodeset: &str, service: &str) -> BTreeMap<String, String> {
 pub fn inventory_secret(name: &str, nodeset: &str, service: &str, inventory: &Value) -> Secret {
     let json = serde_json::to_vec_pretty(inventory).unwrap_or_default();
     Secret {
-        metadata: ObjectMeta { name: Some(name.to_string()), labels: Some(labels(nodeset, service)), ..Default::default() },
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(labels(nodeset, service)),
+            ..Default::default()
+        },
         type_: Some("Opaque".into()),
         data: Some(BTreeMap::from([(INVENTORY_KEY.to_string(), ByteString(json))])),
         ..Default::default()
@@ -140,7 +146,9 @@ pub fn observe(job: &Job, failure: Option<&str>, now: &Time) -> Option<ObservedJ
         .or_else(|| {
             status
                 .and_then(|s| s.conditions.as_ref())
-                .and_then(|c| c.iter().find(|c| c.status == "True" && matches!(c.type_.as_str(), "Complete" | "Failed")))
+                .and_then(|c| {
+                    c.iter().find(|c| c.status == "True" && matches!(c.type_.as_str(), "Complete" | "Failed"))
+                })
                 .and_then(|c| c.last_transition_time.clone())
         })
         .unwrap_or_else(|| now.clone());
@@ -178,8 +186,10 @@ mod tests {
     }
 
     fn spec() -> NodeSetServiceSpec {
-        serde_json::from_value(json!({"job": {"image": "netconf:1", "command": ["apply"], "env": [{"name": "LOG", "value": "info"}]}}))
-            .expect("spec")
+        serde_json::from_value(
+            json!({"job": {"image": "netconf:1", "command": ["apply"], "env": [{"name": "LOG", "value": "info"}]}}),
+        )
+        .expect("spec")
     }
 
     #[test]
@@ -223,7 +233,10 @@ mod tests {
         let now = Time(Timestamp::from_second(100).expect("t"));
         let mut job = job("j", "computes", "computes", &spec(), &batch("A", ""));
         let seen = observe(&job, None, &now).expect("ours");
-        assert_eq!((seen.service.as_str(), seen.service_hash.as_str(), seen.outcome.clone()), ("configure-network", "s1", JobOutcome::Running));
+        assert_eq!(
+            (seen.service.as_str(), seen.service_hash.as_str(), seen.outcome.clone()),
+            ("configure-network", "s1", JobOutcome::Running)
+        );
         assert_eq!(seen.hosts["c-0"].config_hash, "A");
         job.status = Some(JobStatus {
             conditions: Some(vec![JobCondition {
@@ -236,7 +249,10 @@ mod tests {
             ..Default::default()
         });
         let seen = observe(&job, Some("container service exited with code 3: bad mtu"), &now).expect("ours");
-        assert_eq!(seen.outcome, JobOutcome::Failed { message: "container service exited with code 3: bad mtu".into(), at: now.clone() });
+        assert_eq!(
+            seen.outcome,
+            JobOutcome::Failed { message: "container service exited with code 3: bad mtu".into(), at: now.clone() }
+        );
         job.metadata.annotations = None;
         assert_eq!(observe(&job, None, &now), None, "not a service Job");
     }

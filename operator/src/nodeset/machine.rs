@@ -135,16 +135,24 @@ pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous
             ..base
         },
         (None, true) => Decision {
-            phase: if state == ProvisioningState::Provisioned { Phase::Adopted } else { Phase::Waiting(state_text(state)) },
+            phase: if state == ProvisioningState::Provisioned {
+                Phase::Adopted
+            } else {
+                Phase::Waiting(state_text(state))
+            },
             message: Some(format!(
                 "BareMetalHost {} already had an image when it was claimed; it keeps it until its reprovisionToken changes",
                 host.name_any()
             )),
             ..base
         },
-        (None, false) if matches!(state, ProvisioningState::Available | ProvisioningState::Ready) => {
-            Decision { phase: Phase::Provisioning, action: Action::Provision, provisioned_hash: current, outdated: Some(false), ..base }
-        }
+        (None, false) if matches!(state, ProvisioningState::Available | ProvisioningState::Ready) => Decision {
+            phase: Phase::Provisioning,
+            action: Action::Provision,
+            provisioned_hash: current,
+            outdated: Some(false),
+            ..base
+        },
         (None, false) => Decision { phase: Phase::Waiting(state_text(state)), provisioned_hash: None, ..base },
     }
 }
@@ -178,7 +186,10 @@ mod tests {
         }))
         .expect("host");
         host.spec.image = image.map(|url| Image { url: url.into(), ..Default::default() });
-        host.status = Some(BareMetalHostStatus { provisioning: ProvisionStatus { state, ..Default::default() }, ..Default::default() });
+        host.status = Some(BareMetalHostStatus {
+            provisioning: ProvisionStatus { state, ..Default::default() },
+            ..Default::default()
+        });
         host
     }
 
@@ -201,7 +212,8 @@ mod tests {
 
     #[test]
     fn a_machine_still_inspecting_waits() {
-        let d = decide("compute-0", &host(ProvisioningState::Inspecting, None, json!({})), &spec("http://i/a", None), None);
+        let d =
+            decide("compute-0", &host(ProvisioningState::Inspecting, None, json!({})), &spec("http://i/a", None), None);
         assert_eq!((d.action, d.phase), (Action::Keep, Phase::Waiting("inspecting".into())));
     }
 
@@ -221,7 +233,8 @@ mod tests {
         let d = decide("compute-0", &provisioned(&hash), &spec, Some(&status("2026-08-01")));
         assert_eq!(d.action, Action::Reprovision { token: "2026-09-01".into() });
         // The clear wrote the token on the machine: acting again would be a second reprovision.
-        let mut cleared = host(ProvisioningState::Deprovisioning, None, json!({REPROVISION_TOKEN_ANNOTATION: "2026-09-01"}));
+        let mut cleared =
+            host(ProvisioningState::Deprovisioning, None, json!({REPROVISION_TOKEN_ANNOTATION: "2026-09-01"}));
         cleared.metadata.uid = Some("1234-5678".into());
         let d = decide("compute-0", &cleared, &spec, Some(&status("2026-08-01")));
         assert_eq!((d.action, d.token.as_str()), (Action::Keep, "2026-09-01"));
@@ -246,7 +259,12 @@ mod tests {
 
     #[test]
     fn a_machine_with_an_image_of_its_own_is_adopted_as_it_is() {
-        let d = decide("compute-0", &host(ProvisioningState::Provisioned, Some("http://x"), json!({})), &spec("http://i/a", None), None);
+        let d = decide(
+            "compute-0",
+            &host(ProvisioningState::Provisioned, Some("http://x"), json!({})),
+            &spec("http://i/a", None),
+            None,
+        );
         assert!(d.phase.runs_services());
         assert_eq!((d.action, d.phase), (Action::Keep, Phase::Adopted));
     }

@@ -125,15 +125,28 @@ mod tests {
     #[test]
     fn links_networks_routes_and_dns_come_from_the_effective_networks() {
         let hardware = HardwareDetails {
-            nics: Some(vec![Nic { name: Some("eno1".into()), mac: Some("52:54:00:00:00:01".into()), ..Default::default() }]),
+            nics: Some(vec![Nic {
+                name: Some("eno1".into()),
+                mac: Some("52:54:00:00:00:01".into()),
+                ..Default::default()
+            }]),
             ..Default::default()
         };
         let data = network_data(&config(), Some(&hardware)).expect("network data");
         let links = data["links"].as_array().expect("links");
-        assert_eq!(links[0], json!({"id": "eno1", "name": "eno1", "type": "phy", "mtu": 1500, "ethernet_mac_address": "52:54:00:00:00:01"}));
-        assert_eq!(links[2], json!({"id": "eno2.30", "name": "eno2.30", "type": "vlan", "vlan_link": "eno2", "vlan_id": 30, "mtu": 9000}));
+        assert_eq!(
+            links[0],
+            json!({"id": "eno1", "name": "eno1", "type": "phy", "mtu": 1500, "ethernet_mac_address": "52:54:00:00:00:01"})
+        );
+        assert_eq!(
+            links[2],
+            json!({"id": "eno2.30", "name": "eno2.30", "type": "vlan", "vlan_link": "eno2", "vlan_id": 30, "mtu": 9000})
+        );
         let ctlplane = &data["networks"][0];
-        assert_eq!((ctlplane["ip_address"].as_str(), ctlplane["netmask"].as_str()), (Some("192.0.2.10"), Some("255.255.255.0")));
+        assert_eq!(
+            (ctlplane["ip_address"].as_str(), ctlplane["netmask"].as_str()),
+            (Some("192.0.2.10"), Some("255.255.255.0"))
+        );
         assert_eq!(ctlplane["routes"][0], json!({"network": "0.0.0.0", "netmask": "0.0.0.0", "gateway": "192.0.2.1"}));
         assert_eq!(ctlplane["routes"][1]["network"], "198.51.100.0");
         assert_eq!(data["networks"][1]["link"], "eno2.30");

@@ -123,14 +123,19 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let previous: BTreeMap<String, HostStatus> =
         nodeset.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
     let config_hash = nodeset_config_hash(spec);
-    let (rollout_status, gate) =
-        rollout::acknowledge(spec.rollout.as_ref(), nodeset.status.as_ref().and_then(|s| s.rollout.as_ref()), &config_hash, now);
+    let (rollout_status, gate) = rollout::acknowledge(
+        spec.rollout.as_ref(),
+        nodeset.status.as_ref().and_then(|s| s.rollout.as_ref()),
+        &config_hash,
+        now,
+    );
     let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
     let nodes = spec.nodes.clone().unwrap_or_default();
     for (hostname, section) in &nodes {
         let config = effective_host_config(hostname, spec.node_template.as_ref(), Some(section));
         let desired = host_config_hash(hostname, spec.node_template.as_ref(), Some(section));
-        let phase = if spec.pre_provisioned() { HostPhase::PreProvisioned } else { HostPhase::Unclaimed(String::new()) };
+        let phase =
+            if spec.pre_provisioned() { HostPhase::PreProvisioned } else { HostPhase::Unclaimed(String::new()) };
         let completed = if spec.pre_provisioned() {
             previous.get(hostname).and_then(|p| p.services_completed.clone()).unwrap_or_default()
         } else {
@@ -148,17 +153,14 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let claims = if spec.pre_provisioned() {
         ClaimPlan::default()
     } else {
-        let preferred = previous
-            .iter()
-            .filter_map(|(h, s)| s.bmh_ref.as_ref().map(|r| (h.clone(), r.name.clone())))
-            .collect();
+        let preferred =
+            previous.iter().filter_map(|(h, s)| s.bmh_ref.as_ref().map(|r| (h.clone(), r.name.clone()))).collect();
         plan_claims(&owner, spec, &facts.hosts, &facts.hardware, &preferred, &facts.lost)
     };
     for (hostname, host) in &claims.new {
-        if let (Some(entry), Some(body)) = (
-            plan.hosts.get_mut(hostname),
-            apply_body(&owner, host, &Consumer::claim(hostname, spec), Purpose::Claim),
-        ) {
+        if let (Some(entry), Some(body)) =
+            (plan.hosts.get_mut(hostname), apply_body(&owner, host, &Consumer::claim(hostname, spec), Purpose::Claim))
+        {
             entry.phase = HostPhase::Claiming;
             entry.bmh = Some(host.clone());
             plan.writes.push(write(host, hostname, Purpose::Claim, Body::Apply(body)));
@@ -220,10 +222,8 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
             }
         })
         .collect();
-    let max_unavailable = rollout::max_unavailable(
-        spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()),
-        plan.hosts.len(),
-    );
+    let max_unavailable =
+        rollout::max_unavailable(spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()), plan.hosts.len());
     plan.rollout = rollout::plan(&work, &services, &facts.jobs, gate, max_unavailable, history);
     for (name, host) in plan.hosts.iter_mut() {
         if let Some(completed) = plan.rollout.completed.get(name) {
@@ -243,7 +243,12 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
             .and_then(|m| serde_json::to_value(m).ok());
         match &decision.action {
             Action::Reprovision { token } => {
-                plan.writes.push(write(host, hostname, Purpose::Reprovision, Body::Merge(reprovision_patch(host, token))));
+                plan.writes.push(write(
+                    host,
+                    hostname,
+                    Purpose::Reprovision,
+                    Body::Merge(reprovision_patch(host, token)),
+                ));
             }
             Action::Provision => {
                 let generated = generated_network_data(&owner, spec, entry, facts, host, hostname);
@@ -254,7 +259,12 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
                     cleaning,
                     provisioned_hash: decision.provisioned_hash.clone(),
                     completed: entry.completed.clone(),
-                    provisioning: Some(provisioning_fields(hostname, spec, &facts.bmh_namespace, generated_name.as_deref())),
+                    provisioning: Some(provisioning_fields(
+                        hostname,
+                        spec,
+                        &facts.bmh_namespace,
+                        generated_name.as_deref(),
+                    )),
                 };
                 if let Some(body) = apply_body(&owner, host, &consumer, Purpose::Provision) {
                     plan.writes.push(write(host, hostname, Purpose::Provision, Body::Apply(body)));
@@ -367,7 +377,10 @@ impl Plan {
                 .map(|h| InventoryHost {
                     config: &h.config,
                     config_hash: &h.desired,
-                    bmh: h.bmh.as_ref().map(|b| (b.metadata.name.as_deref().unwrap_or_default(), facts.bmh_namespace.as_str())),
+                    bmh: h
+                        .bmh
+                        .as_ref()
+                        .map(|b| (b.metadata.name.as_deref().unwrap_or_default(), facts.bmh_namespace.as_str())),
                 })
                 .collect();
             let content = inventory(&owner.name, &owner.namespace, &batch.service, &self.config_hash, &hosts);

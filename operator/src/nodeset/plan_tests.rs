@@ -52,7 +52,10 @@ fn bmh(name: &str, state: ProvisioningState) -> BareMetalHost {
         "spec": {"online": true, "bmc": {"address": format!("fake://{name}"), "credentialsName": "c"}}
     }))
     .expect("host");
-    host.status = Some(BareMetalHostStatus { provisioning: ProvisionStatus { state, ..Default::default() }, ..Default::default() });
+    host.status = Some(BareMetalHostStatus {
+        provisioning: ProvisionStatus { state, ..Default::default() },
+        ..Default::default()
+    });
     host
 }
 
@@ -84,7 +87,10 @@ fn provisioned(spec: &Value) -> Vec<Arc<BareMetalHost>> {
                 .collect();
             host.metadata.annotations = Some(BTreeMap::from([
                 (PROVISIONED_HASH_ANNOTATION.to_string(), provisioning_hash(hostname, &n.spec).expect("hash")),
-                (crds::nodeset::SERVICES_COMPLETED_ANNOTATION.to_string(), serde_json::to_string(&completed).expect("json")),
+                (
+                    crds::nodeset::SERVICES_COMPLETED_ANNOTATION.to_string(),
+                    serde_json::to_string(&completed).expect("json"),
+                ),
             ]));
             host.spec.consumer_ref = Some(owner.consumer_ref());
             host.spec.image = n.spec.baremetal_set_template.as_ref().and_then(|t| t.image.clone());
@@ -171,37 +177,70 @@ fn edits() -> Vec<(&'static str, Value)> {
     vec![
         ("nothing", spec()),
         ("the MTU (a)", edited(|s| s["nodeTemplate"]["networks"][0]["mtu"] = json!(9000))),
-        ("a network added (a)", edited(|s| {
-            s["nodeTemplate"]["networks"].as_array_mut().expect("list").push(json!({"name": "storage", "interface": "eno2", "vlan": 30}))
-        })),
+        (
+            "a network added (a)",
+            edited(|s| {
+                s["nodeTemplate"]["networks"]
+                    .as_array_mut()
+                    .expect("list")
+                    .push(json!({"name": "storage", "interface": "eno2", "vlan": 30}))
+            }),
+        ),
         ("the DNS servers (a)", edited(|s| s["nodeTemplate"]["dns"]["nameservers"] = json!(["192.0.2.54"]))),
         ("the variables (a)", edited(|s| s["nodeTemplate"]["variables"]["timezone"] = json!("Europe/Paris"))),
         ("a host's variables (a)", edited(|s| s["nodes"]["compute-1"]["variables"] = json!({"role": "hci"}))),
-        ("a host's address (a)", edited(|s| s["nodes"]["compute-1"]["networks"][0]["addresses"] = json!(["192.0.2.99/24"]))),
+        (
+            "a host's address (a)",
+            edited(|s| s["nodes"]["compute-1"]["networks"][0]["addresses"] = json!(["192.0.2.99/24"])),
+        ),
         ("the management network (a)", edited(|s| s["nodeTemplate"]["managementNetwork"] = Value::Null)),
         ("the services (a)", edited(|s| s["services"] = json!(["bootstrap", "configure-os", "configure-network"]))),
-        ("the rollout strategy (a)", edited(|s| s["rollout"] = json!({"strategy": "Manual", "token": "x", "maxUnavailable": "50%"}))),
+        (
+            "the rollout strategy (a)",
+            edited(|s| s["rollout"] = json!({"strategy": "Manual", "token": "x", "maxUnavailable": "50%"})),
+        ),
         ("the cleaning mode (a)", edited(|s| s["baremetalSetTemplate"]["automatedCleaningMode"] = json!("disabled"))),
         ("the deletion policy (a)", edited(|s| s["deletionPolicy"] = json!("Deprovision"))),
         ("a host added (a)", edited(|s| s["nodes"]["compute-3"] = json!({}))),
         ("the image (b)", edited(|s| s["baremetalSetTemplate"]["image"]["url"] = json!("http://images/os-2.qcow2"))),
         ("the boot mode (b)", edited(|s| s["baremetalSetTemplate"]["bootMode"] = json!("legacy"))),
-        ("the root device hints (b)", edited(|s| s["baremetalSetTemplate"]["rootDeviceHints"] = json!({"minSizeGigabytes": 500}))),
+        (
+            "the root device hints (b)",
+            edited(|s| s["baremetalSetTemplate"]["rootDeviceHints"] = json!({"minSizeGigabytes": 500})),
+        ),
         ("the user data (b)", edited(|s| s["baremetalSetTemplate"]["userData"] = json!({"name": "other"}))),
         ("the network data (b)", edited(|s| s["baremetalSetTemplate"]["networkData"] = json!({"name": "nd"}))),
         ("a host's user data (b)", edited(|s| s["nodes"]["compute-0"]["userData"] = json!({"name": "ud-0"}))),
-        ("the ramdisk network (b)", edited(|s| {
-            s["baremetalSetTemplate"]["provisioningNetwork"] = json!({"preprovisioningNetworkDataName": "ramdisk"})
-        })),
-        ("the selector, past the lock (c)", edited(|s| s["baremetalSetTemplate"]["bmhLabelSelector"] = json!({"matchLabels": {"rack": "r9"}}))),
-        ("the hardware requirements, past the lock (c)", edited(|s| s["baremetalSetTemplate"]["hardwareReqs"] = json!({"minCpuCount": 512}))),
-        ("a host's selector, past the lock (c)", edited(|s| s["nodes"]["compute-0"]["bmhLabelSelector"] = json!({"matchLabels": {"x": "y"}}))),
+        (
+            "the ramdisk network (b)",
+            edited(|s| {
+                s["baremetalSetTemplate"]["provisioningNetwork"] = json!({"preprovisioningNetworkDataName": "ramdisk"})
+            }),
+        ),
+        (
+            "the selector, past the lock (c)",
+            edited(|s| s["baremetalSetTemplate"]["bmhLabelSelector"] = json!({"matchLabels": {"rack": "r9"}})),
+        ),
+        (
+            "the hardware requirements, past the lock (c)",
+            edited(|s| s["baremetalSetTemplate"]["hardwareReqs"] = json!({"minCpuCount": 512})),
+        ),
+        (
+            "a host's selector, past the lock (c)",
+            edited(|s| s["nodes"]["compute-0"]["bmhLabelSelector"] = json!({"matchLabels": {"x": "y"}})),
+        ),
         ("a host removed under Retain", edited(|s| drop(s["nodes"].as_object_mut().expect("map").remove("compute-2")))),
-        ("a host removed under Detach", edited(|s| {
-            s["deletionPolicy"] = json!("Detach");
-            drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
-        })),
-        ("a first reprovision token (request, first sight is recorded)", edited(|s| s["nodes"]["compute-0"]["reprovisionToken"] = json!(""))),
+        (
+            "a host removed under Detach",
+            edited(|s| {
+                s["deletionPolicy"] = json!("Detach");
+                drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
+            }),
+        ),
+        (
+            "a first reprovision token (request, first sight is recorded)",
+            edited(|s| s["nodes"]["compute-0"]["reprovisionToken"] = json!("")),
+        ),
     ]
 }
 
@@ -213,14 +252,20 @@ fn no_edit_but_the_two_explicit_requests_deprovisions_a_machine() {
         for write in &plan.writes {
             assert!(!write.clears_image(), "editing {what} cleared the image of {}: {write:?}", write.host);
             assert_ne!(write.purpose, Purpose::Provision, "editing {what} provisioned {} again", write.host);
-            if let (Some(applied), Some(host)) = (write.applied_image(), hosts.iter().find(|h| h.name_any() == write.host)) {
+            if let (Some(applied), Some(host)) =
+                (write.applied_image(), hosts.iter().find(|h| h.name_any() == write.host))
+            {
                 let live = serde_json::to_value(&host.spec.image).expect("json");
                 assert_eq!(applied, &live, "editing {what} changed the image applied to {}", write.host);
             }
             if let Body::Apply(body) = &write.body
                 && hosts.iter().any(|h| h.name_any() == write.host)
             {
-                assert!(body.pointer("/spec/image").is_some(), "editing {what} applied {} without its image", write.host);
+                assert!(
+                    body.pointer("/spec/image").is_some(),
+                    "editing {what} applied {} without its image",
+                    write.host
+                );
             }
         }
     }
@@ -244,7 +289,8 @@ fn removing_a_host_under_deprovision_deprovisions_that_machine_only() {
         s["deletionPolicy"] = json!("Deprovision");
         drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
     }));
-    let clearing: Vec<(&str, Purpose)> = plan.writes.iter().filter(|w| w.clears_image()).map(|w| (w.hostname.as_str(), w.purpose)).collect();
+    let clearing: Vec<(&str, Purpose)> =
+        plan.writes.iter().filter(|w| w.clears_image()).map(|w| (w.hostname.as_str(), w.purpose)).collect();
     assert_eq!(clearing, [("compute-2", Purpose::Deprovision)]);
     assert_eq!(plan.releases.len(), 1);
 }
@@ -317,7 +363,8 @@ fn a_claimed_free_machine_is_provisioned_with_the_template() {
     fresh.status.as_mut().expect("status").provisioning.state = ProvisioningState::Available;
     let mut n = nodeset(&spec());
     n.status = Some(status(&spec(), &hosts));
-    let plan = plan(&n, &facts(vec![Arc::new(fresh), hosts[1].clone(), hosts[2].clone()]), &Findings::default(), 3, &now());
+    let plan =
+        plan(&n, &facts(vec![Arc::new(fresh), hosts[1].clone(), hosts[2].clone()]), &Findings::default(), 3, &now());
     let write = plan.writes.iter().find(|w| w.purpose == Purpose::Provision).expect("a provision write");
     assert_eq!(write.hostname, "compute-0");
     assert_eq!(write.applied_image().and_then(|i| i["url"].as_str()), Some("http://images/os-1.qcow2"));

@@ -149,7 +149,8 @@ impl NodeSetReconciler {
         apply::apply_host_writes(&self.client, &plan, &self.memory, &mut applied).await?;
         for release in &plan.releases {
             if applied.released.contains(&release.hostname) {
-                let note = format!("{} released BareMetalHost {} ({:?})", release.hostname, release.bmh, release.policy);
+                let note =
+                    format!("{} released BareMetalHost {} ({:?})", release.hostname, release.bmh, release.policy);
                 self.publisher.one(nodeset, &Notice::normal("HostReleased", note)).await;
             }
         }

@@ -206,7 +206,8 @@ pub fn plan(
     succeeded.sort_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| a.0.name.cmp(&b.0.name)));
     for (job, at) in succeeded {
         for (hostname, ran) in &job.hosts {
-            let (Some(host), Some(completed)) = (by_name.get(hostname.as_str()), plan.completed.get_mut(hostname)) else {
+            let (Some(host), Some(completed)) = (by_name.get(hostname.as_str()), plan.completed.get_mut(hostname))
+            else {
                 continue;
             };
             if ran.epoch != host.epoch {
@@ -271,8 +272,10 @@ pub fn plan(
 
     plan.prunable = prunable(jobs, &plan, &by_name, history);
 
-    let wanting: Vec<&HostWork> =
-        hosts.iter().filter(|h| h.ready && !plan.configured.contains(&h.name) && !plan.running.contains(&h.name)).collect();
+    let wanting: Vec<&HostWork> = hosts
+        .iter()
+        .filter(|h| h.ready && !plan.configured.contains(&h.name) && !plan.running.contains(&h.name))
+        .collect();
     if !plan.failures.is_empty() || !all_known {
         return plan;
     }

@@ -35,7 +35,10 @@ fn job(name: &str, service: &str, hosts: &[(&str, &str)], outcome: JobOutcome) -
         name: name.into(),
         service: service.into(),
         service_hash: format!("{service}-v1"),
-        hosts: hosts.iter().map(|(h, c)| (h.to_string(), JobHost { config_hash: c.to_string(), epoch: "e".into() })).collect(),
+        hosts: hosts
+            .iter()
+            .map(|(h, c)| (h.to_string(), JobHost { config_hash: c.to_string(), epoch: "e".into() }))
+            .collect(),
         outcome,
         created: at(20),
     }
@@ -109,11 +112,17 @@ fn a_changed_service_spec_reruns_that_service() {
 #[test]
 fn a_failed_job_stops_the_rollout_and_quotes_the_job() {
     let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A")];
-    let failed = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
+    let failed =
+        job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
     let plan = plan(&hosts, &services(), &[failed], true, 5, 3);
     assert_eq!(
         plan.failures,
-        [Failure { job: "j".into(), service: "configure-network".into(), hosts: vec!["c-0".into()], message: "exit 3".into() }]
+        [Failure {
+            job: "j".into(),
+            service: "configure-network".into(),
+            hosts: vec!["c-0".into()],
+            message: "exit 3".into()
+        }]
     );
     assert!(plan.batches.is_empty(), "c-1 does not start either");
 }
@@ -121,7 +130,8 @@ fn a_failed_job_stops_the_rollout_and_quotes_the_job() {
 #[test]
 fn fixing_the_service_resumes_a_failed_rollout() {
     let hosts = [host("c-0", "B", &ALL, "A")];
-    let failed = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
+    let failed =
+        job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
     let mut fixed = services();
     fixed[1] = Some(Service { name: "configure-network".into(), run_once: false, hash: "configure-network-v2".into() });
     let plan = plan(&hosts, &fixed, &[failed], true, 1, 3);

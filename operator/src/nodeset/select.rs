@@ -32,7 +32,10 @@ pub enum Shortfall {
     CpuCount(i32),
     CpuMhz(i32),
     Memory(i32),
-    Disk { gib: Option<i32>, kind: Option<DiskType> },
+    Disk {
+        gib: Option<i32>,
+        kind: Option<DiskType>,
+    },
 }
 
 impl Shortfall {
@@ -220,9 +223,18 @@ mod tests {
 
     fn hardware(cpus: i32, memory_gib: i64, disk_gib: i64, disk: DiskType) -> HardwareDetails {
         HardwareDetails {
-            cpu: Some(Cpu { arch: Some("x86_64".into()), count: Some(cpus), clock_megahertz: Some(2400.0), ..Default::default() }),
+            cpu: Some(Cpu {
+                arch: Some("x86_64".into()),
+                count: Some(cpus),
+                clock_megahertz: Some(2400.0),
+                ..Default::default()
+            }),
             ram_mebibytes: Some(memory_gib * 1024),
-            storage: Some(vec![Storage { size_bytes: Some(disk_gib * BYTES_PER_GIB), type_: Some(disk), ..Default::default() }]),
+            storage: Some(vec![Storage {
+                size_bytes: Some(disk_gib * BYTES_PER_GIB),
+                type_: Some(disk),
+                ..Default::default()
+            }]),
             ..Default::default()
         }
     }
@@ -298,13 +310,20 @@ mod tests {
     fn the_explanation_says_how_many_match_and_what_they_lack() {
         let memory = Rejection::Hardware(Shortfall::Memory(64));
         let message = explain("metal3", &[Rejection::Selector, memory.clone(), memory.clone(), memory], 0);
-        assert_eq!(message, "3 BareMetalHosts match the selectors; of the 3 available, none has at least 64 GiB of memory");
+        assert_eq!(
+            message,
+            "3 BareMetalHosts match the selectors; of the 3 available, none has at least 64 GiB of memory"
+        );
         let message = explain("metal3", &[Rejection::Selector, Rejection::Selector], 0);
         assert_eq!(message, "none of the 2 BareMetalHosts in namespace metal3 matches the selectors");
-        let message = explain("metal3", &[Rejection::NotFree("provisioned".into()), Rejection::NotFree("inspecting".into())], 0);
+        let message =
+            explain("metal3", &[Rejection::NotFree("provisioned".into()), Rejection::NotFree("inspecting".into())], 0);
         assert_eq!(message, "2 BareMetalHosts match the selectors (1 inspecting, 1 provisioned); none is available");
         let message = explain("metal3", &[], 2);
-        assert_eq!(message, "2 BareMetalHosts match the selectors; the 2 available are claimed for other hosts of this NodeSet");
+        assert_eq!(
+            message,
+            "2 BareMetalHosts match the selectors; the 2 available are claimed for other hosts of this NodeSet"
+        );
         assert_eq!(explain("metal3", &[], 0), "there is no BareMetalHost in namespace metal3");
         let disk = Shortfall::Disk { gib: Some(200), kind: Some(DiskType::Ssd) };
         assert_eq!(disk.describe(), "has an SSD disk of at least 200 GiB");

@@ -65,7 +65,9 @@ pub fn compute(
     }
     // A host released by a failed write stays until the write succeeds.
     for (name, prev) in &before {
-        if !hosts.contains_key(name) && plan.releases.iter().any(|r| &r.hostname == name && !applied.released.contains(name)) {
+        if !hosts.contains_key(name)
+            && plan.releases.iter().any(|r| &r.hostname == name && !applied.released.contains(name))
+        {
             hosts.insert(name.clone(), prev.clone());
         }
     }
@@ -99,7 +101,10 @@ pub fn compute(
     let problem = problem(plan, findings, applied, &hosts);
     // Transition times stay while a condition's status does.
     let mut conditions = previous.conditions.clone().unwrap_or_default();
-    set_all(&mut conditions, make_conditions(nodeset, plan, phase, problem.as_ref(), (total, provisioned, configured), now));
+    set_all(
+        &mut conditions,
+        make_conditions(nodeset, plan, phase, problem.as_ref(), (total, provisioned, configured), now),
+    );
     let claimed = hosts.values().filter(|h| h.bmh_ref.is_some()).count();
     let status = NodeSetStatus {
         observed_generation: nodeset.metadata.generation,
@@ -204,7 +209,13 @@ fn host_notices(
         notices.normal("Claimed", format!("{name}: {how} BareMetalHost {bmh}"));
     }
     if applied.provisioned.contains(name) {
-        notices.normal("Provisioning", format!("{name}: provisioning BareMetalHost {}", prev_bmh.or(now.bmh_ref.as_ref().map(|r| r.name.as_str())).unwrap_or("")));
+        notices.normal(
+            "Provisioning",
+            format!(
+                "{name}: provisioning BareMetalHost {}",
+                prev_bmh.or(now.bmh_ref.as_ref().map(|r| r.name.as_str())).unwrap_or("")
+            ),
+        );
     }
     if applied.reprovisioned.contains(name) {
         notices.normal(
@@ -217,7 +228,13 @@ fn host_notices(
         && state(prev) != Some(crds::baremetalhost::ProvisioningState::Provisioned)
         && matches!(&host.phase, HostPhase::Machine(d) if d.phase == Phase::Provisioned)
     {
-        notices.normal("Provisioned", format!("{name}: BareMetalHost {} is provisioned", prev_bmh.unwrap_or_else(|| now.bmh_ref.as_ref().map(|r| r.name.as_str()).unwrap_or(""))));
+        notices.normal(
+            "Provisioned",
+            format!(
+                "{name}: BareMetalHost {} is provisioned",
+                prev_bmh.unwrap_or_else(|| now.bmh_ref.as_ref().map(|r| r.name.as_str()).unwrap_or(""))
+            ),
+        );
     }
     if let HostPhase::Unclaimed(why) = &host.phase
         && !why.is_empty()
@@ -355,7 +372,11 @@ fn make_conditions(
     } else if provisioned < total {
         (false, REASON_PROVISIONING, provisioned_message.clone())
     } else if phase == RolloutPhase::Pending {
-        (false, ROLLOUT_PENDING, format!("{configured_message}; the new configuration waits for a new spec.rollout.token"))
+        (
+            false,
+            ROLLOUT_PENDING,
+            format!("{configured_message}; the new configuration waits for a new spec.rollout.token"),
+        )
     } else if configured < total {
         (false, REASON_ROLLING_OUT, configured_message.clone())
     } else {

@@ -28,7 +28,10 @@ fn bmh(name: &str, state: ProvisioningState) -> Arc<crds::baremetalhost::BareMet
     let mut host = crds::baremetalhost::BareMetalHost::new(name, Default::default());
     host.metadata.namespace = Some("metal3".into());
     host.metadata.uid = Some(format!("uid-{name}"));
-    host.status = Some(BareMetalHostStatus { provisioning: ProvisionStatus { state, ..Default::default() }, ..Default::default() });
+    host.status = Some(BareMetalHostStatus {
+        provisioning: ProvisionStatus { state, ..Default::default() },
+        ..Default::default()
+    });
     Arc::new(host)
 }
 
@@ -85,7 +88,13 @@ fn a_provisioned_and_configured_nodeset_is_ready() {
 fn a_host_without_a_match_degrades_and_names_the_host() {
     let plan = plan_of(vec![
         ("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s0")),
-        ("c-1", HostPlan { phase: HostPhase::Unclaimed("3 match; none has 64 GiB".into()), ..machine(Phase::Provisioned, ProvisioningState::Provisioned, false, "x") }),
+        (
+            "c-1",
+            HostPlan {
+                phase: HostPhase::Unclaimed("3 match; none has 64 GiB".into()),
+                ..machine(Phase::Provisioned, ProvisioningState::Provisioned, false, "x")
+            },
+        ),
     ]);
     let (status, notices) = compute(&nodeset(false), &plan, &Applied::default(), &Findings::default(), &now());
     let degraded = condition(&status, DEGRADED);
@@ -160,7 +169,9 @@ fn a_reprovision_not_written_keeps_the_old_token_so_the_next_reconcile_acts() {
     }
     let mut n = nodeset(false);
     n.status = Some(NodeSetStatus {
-        hosts: Some([("c-0".to_string(), HostStatus { reprovision_token: Some("t1".into()), ..Default::default() })].into()),
+        hosts: Some(
+            [("c-0".to_string(), HostStatus { reprovision_token: Some("t1".into()), ..Default::default() })].into(),
+        ),
         ..Default::default()
     });
     let plan = plan_of(vec![("c-0", host)]);
@@ -177,7 +188,8 @@ fn a_released_host_leaves_status_with_an_event() {
     let mut plan = plan_of(vec![("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s0"))]);
     plan.releases = vec![Release { hostname: "c-1".into(), bmh: "s1".into(), policy: DeletionPolicy::Retain }];
     let mut n = nodeset(false);
-    n.status = Some(NodeSetStatus { hosts: Some([("c-1".to_string(), HostStatus::default())].into()), ..Default::default() });
+    n.status =
+        Some(NodeSetStatus { hosts: Some([("c-1".to_string(), HostStatus::default())].into()), ..Default::default() });
     let applied = Applied { released: ["c-1".to_string()].into(), ..Applied::default() };
     let (status, notices) = compute(&n, &plan, &applied, &Findings::default(), &now());
     assert!(!status.hosts.as_ref().expect("hosts").contains_key("c-1"));
@@ -188,7 +200,11 @@ fn a_released_host_leaves_status_with_an_event() {
 fn a_preprovisioned_nodeset_has_no_provisioned_condition() {
     let plan = plan_of(vec![(
         "c-0",
-        HostPlan { phase: HostPhase::PreProvisioned, bmh: None, ..machine(Phase::Provisioned, ProvisioningState::None, true, "x") },
+        HostPlan {
+            phase: HostPhase::PreProvisioned,
+            bmh: None,
+            ..machine(Phase::Provisioned, ProvisioningState::None, true, "x")
+        },
     )]);
     let (status, _) = compute(&nodeset(true), &plan, &Applied::default(), &Findings::default(), &now());
     assert!(status.conditions.iter().flatten().all(|c| c.type_ != PROVISIONED));

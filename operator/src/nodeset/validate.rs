@@ -35,7 +35,10 @@ impl Findings {
         }
         if !self.unknown_services.is_empty() {
             let names = self.unknown_services.join(", ");
-            return Some(("ServiceNotFound", format!("no NodeSetService named {names} in this namespace; nothing new runs until it exists")));
+            return Some((
+                "ServiceNotFound",
+                format!("no NodeSetService named {names} in this namespace; nothing new runs until it exists"),
+            ));
         }
         None
     }
@@ -82,7 +85,8 @@ mod tests {
     }
 
     fn template(extra: serde_json::Value) -> serde_json::Value {
-        let mut t = json!({"image": {"url": "http://i/os.qcow2", "checksum": "a".repeat(64), "checksumType": "sha256"}});
+        let mut t =
+            json!({"image": {"url": "http://i/os.qcow2", "checksum": "a".repeat(64), "checksumType": "sha256"}});
         json_patch::merge(&mut t, &extra);
         t
     }

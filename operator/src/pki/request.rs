@@ -108,7 +108,10 @@ mod tests {
     use time::OffsetDateTime;
 
     fn names() -> SubjectAltNames {
-        SubjectAltNames { dns: vec!["ironic".into(), "ironic.metal3.svc".into()], ips: vec!["192.0.2.2".parse().expect("ip")] }
+        SubjectAltNames {
+            dns: vec!["ironic".into(), "ironic.metal3.svc".into()],
+            ips: vec!["192.0.2.2".parse().expect("ip")],
+        }
     }
 
     fn now() -> i64 {

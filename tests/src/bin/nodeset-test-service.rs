@@ -30,7 +30,10 @@ fn run() -> Result<usize, String> {
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read the inventory {path}: {e}"))?;
     let inventory: Value = serde_json::from_str(&text).map_err(|e| format!("the inventory is not JSON: {e}"))?;
     if inventory["nodeSet"] != nodeset.as_str() || inventory["service"] != service.as_str() {
-        return Err(format!("the inventory is for {} / {}, not {nodeset} / {service}", inventory["nodeSet"], inventory["service"]));
+        return Err(format!(
+            "the inventory is for {} / {}, not {nodeset} / {service}",
+            inventory["nodeSet"], inventory["service"]
+        ));
     }
     let hosts = inventory["hosts"].as_object().ok_or("the inventory has no hosts")?;
     for (host, entry) in hosts {

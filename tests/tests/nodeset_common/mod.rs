@@ -142,7 +142,8 @@ impl NodeSetEnv {
     pub fn fail_image(&self, image: &str, message: &str) {
         let (image, message) = (image.to_string(), message.to_string());
         self.t.env.sim.add_rule(move |pod| {
-            let runs = pod.spec.as_ref().is_some_and(|s| s.containers.iter().any(|c| c.image.as_deref() == Some(&image)));
+            let runs =
+                pod.spec.as_ref().is_some_and(|s| s.containers.iter().any(|c| c.image.as_deref() == Some(&image)));
             runs.then(|| PodFate::Failed { exit_code: 3, message: message.clone() })
         });
     }
@@ -154,7 +155,10 @@ impl NodeSetEnv {
             .iter()
             .enumerate()
             .map(|(i, h)| {
-                (h.to_string(), json!({"networks": [{"name": "ctlplane", "addresses": [format!("192.0.2.{}/24", 10 + i)]}]}))
+                (
+                    h.to_string(),
+                    json!({"networks": [{"name": "ctlplane", "addresses": [format!("192.0.2.{}/24", 10 + i)]}]}),
+                )
             })
             .collect();
         json!({
@@ -395,7 +399,8 @@ impl JobRecorder {
                             .and_then(|p| p.containers.first())
                             .and_then(|c| c.image.clone())
                             .unwrap_or_default();
-                        rec.seen.insert(name.clone(), SeenJob { service, hosts: hosts.keys().cloned().collect(), image });
+                        rec.seen
+                            .insert(name.clone(), SeenJob { service, hosts: hosts.keys().cloned().collect(), image });
                         if finished(&job) {
                             rec.running.remove(&name);
                         } else {

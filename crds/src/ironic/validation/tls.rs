@@ -72,10 +72,9 @@ fn validate_mode(errors: &mut Errors, tls: &Tls) {
     }
     if mode == Some(TlsMode::CertificateSigningRequest) {
         match &tls.certificate_signing_request {
-            None => errors.push(
-                "spec.tls.certificateSigningRequest",
-                "is required when mode is CertificateSigningRequest",
-            ),
+            None => {
+                errors.push("spec.tls.certificateSigningRequest", "is required when mode is CertificateSigningRequest")
+            }
             Some(csr) => validate_csr(errors, csr),
         }
     }

@@ -74,7 +74,9 @@ mod tests {
 
     #[test]
     fn every_constant_is_the_resource_of_its_type() {
-        use k8s_openapi::api::{admissionregistration, apps, batch, certificates, coordination, core, events, networking};
+        use k8s_openapi::api::{
+            admissionregistration, apps, batch, certificates, coordination, core, events, networking,
+        };
         check_builtin::<core::v1::ConfigMap>();
         check_builtin::<core::v1::Event>();
         check_builtin::<core::v1::Node>();

@@ -90,7 +90,10 @@ impl Resolved {
     /// watched (that would take reading every CSR of the cluster), so the controller looks
     /// again on its progress interval, also while an older certificate still serves.
     pub fn awaits_signer(&self) -> bool {
-        self.tls.csr.as_ref().is_some_and(|c| matches!(c.state, tls::csr::State::Pending { .. } | tls::csr::State::Signing { .. }))
+        self.tls
+            .csr
+            .as_ref()
+            .is_some_and(|c| matches!(c.state, tls::csr::State::Pending { .. } | tls::csr::State::Signing { .. }))
     }
 }
 

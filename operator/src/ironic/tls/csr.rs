@@ -10,9 +10,9 @@
 //! never collide, and after a crash the operator finds its request again from the key it
 //! stored before creating it.
 
-use crate::pki::SubjectAltNames;
 use crate::ironic::names::Names;
 use crate::kube::names::{MANAGED_BY, MANAGED_BY_LABEL, bounded};
+use crate::pki::SubjectAltNames;
 use crate::pki::request::{self, Refusal};
 use crate::pki::{CertInfo, CertifiedPem};
 use crds::ironic::CsrTls;
@@ -97,7 +97,8 @@ impl State {
     /// CertificateReady: status, reason, message. The pending message holds the exact
     /// command to approve, the failures what was refused and how to ask again.
     pub fn condition(&self, signer: &str) -> (bool, &'static str, String) {
-        let again = "delete the CertificateSigningRequest (or change spec.tls.certificateSigningRequest) to request again";
+        let again =
+            "delete the CertificateSigningRequest (or change spec.tls.certificateSigningRequest) to request again";
         match self {
             Self::Issued => (true, reasons::ISSUED, format!("the serving certificate is signed by {signer}")),
             Self::Pending { name } => (
@@ -193,7 +194,8 @@ fn request_digest(settings: &CsrTls, expiration: Option<i32>, sans: &SubjectAltN
 
 /// The request's condition of `type_`, as reason and message.
 fn condition_of(csr: &CertificateSigningRequest, type_: &str) -> Option<String> {
-    let condition = csr.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_ && c.status == "True")?;
+    let condition =
+        csr.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_ && c.status == "True")?;
     let reason = condition.reason.as_deref().filter(|r| !r.is_empty()).unwrap_or("no reason given");
     Some(match condition.message.as_deref().filter(|m| !m.is_empty()) {
         Some(message) => format!("{reason}: {message}"),
@@ -222,7 +224,8 @@ pub fn resolve(
         .and_then(|s| s.metadata.annotations.as_ref()?.get(SIGNER_ANNOTATION))
         .is_some_and(|s| *s == signer);
     // Usable: its own key, within validity; complete: it also covers today's names.
-    let usable = current.as_ref().filter(|c| request::verify(&c.cert, &c.key, &SubjectAltNames::default(), now).is_ok());
+    let usable =
+        current.as_ref().filter(|c| request::verify(&c.cert, &c.key, &SubjectAltNames::default(), now).is_ok());
     let complete: Option<CertInfo> =
         usable.filter(|_| same_signer).and_then(|c| request::verify(&c.cert, &c.key, sans, now).ok());
     let stored_key = text(stored.request_key.as_ref(), REQUEST_KEY);

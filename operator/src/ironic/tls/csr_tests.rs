@@ -46,7 +46,11 @@ fn sign(csr: &CertificateSigningRequest, start: i64, secs: i64) -> String {
     params.signed_by(&issuer).expect("signs").pem()
 }
 
-fn with_status(mut csr: CertificateSigningRequest, condition: Option<(&str, &str)>, cert: Option<&str>) -> CertificateSigningRequest {
+fn with_status(
+    mut csr: CertificateSigningRequest,
+    condition: Option<(&str, &str)>,
+    cert: Option<&str>,
+) -> CertificateSigningRequest {
     csr.status = Some(CertificateSigningRequestStatus {
         certificate: cert.map(|c| ByteString(c.as_bytes().to_vec())),
         conditions: condition.map(|(type_, reason)| {

@@ -97,7 +97,11 @@ impl TlsPlan {
                 TlsMode::CertManager => self.certificate.as_ref().map(|c| c.secret_name.clone()),
                 TlsMode::CertificateSigningRequest => Some(names.csr_serving()),
             },
-            certificate_signing_request_name: self.csr.as_ref().and_then(|c| c.state.request_name()).map(str::to_string),
+            certificate_signing_request_name: self
+                .csr
+                .as_ref()
+                .and_then(|c| c.state.request_name())
+                .map(str::to_string),
         })
     }
 }
