@@ -187,7 +187,7 @@ fn a_change_of_names_abandons_the_request_in_flight() {
     let old = plan.create.and_then(|c| c.metadata.name).expect("name");
     let more = SubjectAltNames { dns: vec!["ironic".into(), "ironic.example.com".into()], ips: vec![] };
     let replanned = resolve(&names(), NS, &settings(), &next, &more, now()).expect("plan");
-    assert_eq!(replanned.delete, [old.clone()]);
+    assert_eq!(replanned.delete, std::slice::from_ref(&old));
     let new = replanned.create.and_then(|c| c.metadata.name).expect("a new request");
     assert_ne!(new, old);
 }
