@@ -25,6 +25,7 @@ pub const ALL: &[Sample] = &[
     sample!("ironic-full.yaml", "Ironic"),
     sample!("ironic-full-ha.yaml", "Ironic"),
     sample!("ironic-full-auto-tls.yaml", "Ironic"),
+    sample!("ironic-csr-tls.yaml", "Ironic"),
     sample!("baremetalhost-minimal.yaml", "BareMetalHost"),
     sample!("baremetalhost-bmo.yaml", "BareMetalHost"),
     sample!("baremetalhost-fake.yaml", "BareMetalHost"),

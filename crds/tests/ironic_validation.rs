@@ -658,6 +658,76 @@ fn rejected_cases() -> Vec<Case> {
             "must be at least 1",
         ),
         (
+            "mode CertificateSigningRequest needs its settings",
+            none,
+            json!({"tls": {"mode": "CertificateSigningRequest"}}),
+            "spec.tls.certificateSigningRequest",
+            "is required when mode is CertificateSigningRequest",
+        ),
+        (
+            "certificateSigningRequest only with its mode",
+            none,
+            json!({"tls": {"mode": "Auto", "certificateSigningRequest": {"signerName": "example.com/serving"}}}),
+            "spec.tls.certificateSigningRequest",
+            "can only be used with mode CertificateSigningRequest",
+        ),
+        (
+            "signerName is required",
+            none,
+            json!({"tls": {"certificateSigningRequest": {"signerName": ""}}}),
+            "spec.tls.certificateSigningRequest.signerName",
+            "is required",
+        ),
+        (
+            "signerName has a domain and a path",
+            none,
+            json!({"tls": {"certificateSigningRequest": {"signerName": "serving"}}}),
+            "spec.tls.certificateSigningRequest.signerName",
+            "must be a signer name of the form example.com/signer-name",
+        ),
+        (
+            "signerName's domain is a DNS subdomain",
+            none,
+            json!({"tls": {"certificateSigningRequest": {"signerName": "Example_Com/serving"}}}),
+            "spec.tls.certificateSigningRequest.signerName",
+            "must be a signer name of the form",
+        ),
+        (
+            "signerName is not a kubernetes.io signer",
+            none,
+            json!({"tls": {"certificateSigningRequest": {"signerName": "kubernetes.io/kubelet-serving"}}}),
+            "spec.tls.certificateSigningRequest.signerName",
+            "cannot be a kubernetes.io signer",
+        ),
+        (
+            "signerName is not under kubernetes.io",
+            none,
+            json!({"tls": {"certificateSigningRequest": {"signerName": "beta.kubernetes.io/serving"}}}),
+            "spec.tls.certificateSigningRequest.signerName",
+            "cannot be a kubernetes.io signer",
+        ),
+        (
+            "expirationSeconds at least ten minutes",
+            none,
+            json!({"tls": {"certificateSigningRequest": {"signerName": "example.com/serving", "expirationSeconds": 599}}}),
+            "spec.tls.certificateSigningRequest.expirationSeconds",
+            "must be at least 600",
+        ),
+        (
+            "signerCA names its object",
+            none,
+            json!({"tls": {"certificateSigningRequest": {"signerName": "example.com/serving", "signerCA": {"kind": "Secret"}}}}),
+            "spec.tls.certificateSigningRequest.signerCA.name",
+            "is required",
+        ),
+        (
+            "certificateName only with mode Secret, not with a CSR",
+            none,
+            json!({"tls": {"certificateName": "c", "mode": "CertificateSigningRequest", "certificateSigningRequest": {"signerName": "example.com/serving"}}}),
+            "spec.tls.certificateName",
+            "can only be used with mode Secret",
+        ),
+        (
             "mariadb versions",
             ha,
             json!({"database": {"managed": {"version": "eleven"}}}),
@@ -768,6 +838,18 @@ fn good_input_for_each_rule_is_accepted() {
             ),
             None,
         ),
+        (
+            "a CertificateSigningRequest for the cluster's signer",
+            json!({"tls": {"mode": "CertificateSigningRequest", "certificateSigningRequest": {
+                "signerName": "pki.example.com/ironic-serving", "expirationSeconds": 600,
+                "signerCA": {"kind": "ConfigMap", "name": "signer-ca", "key": "ca.crt"}}}}),
+            None,
+        ),
+        (
+            "the CSR mode inferred from its settings",
+            json!({"tls": {"certificateSigningRequest": {"signerName": "example.com/a.b_c-d"}}}),
+            None,
+        ),
     ];
     assert_accepted(good, errors);
 }
@@ -862,6 +944,23 @@ mod cel {
         rejects(&json!({"highAvailability": true}), None, "highAvailability requires a database", "ha without db");
         accepts(&ha(), None, "ha sample passes");
         accepts(&full(), None, "full sample passes");
+    }
+
+    #[test]
+    fn signer_names_are_checked_by_the_schema_and_cel() {
+        let csr = |signer: &str| json!({"tls": {"certificateSigningRequest": {"signerName": signer}}});
+        rejects(&csr("kubernetes.io/kubelet-serving"), None, "cannot be a kubernetes.io signer", "built-in signer");
+        rejects(&csr("beta.kubernetes.io/serving"), None, "cannot be a kubernetes.io signer", "under kubernetes.io");
+        accepts(&csr("pki.example.com/ironic-serving"), None, "the cluster's signer");
+        accepts(&csr("notkubernetes.io/serving"), None, "a domain that only ends alike");
+        let schema = common::schema_of("Ironic");
+        let settings = &schema["properties"]["spec"]["properties"]["tls"]["properties"]["certificateSigningRequest"];
+        assert_eq!(settings["required"], json!(["signerName"]));
+        let signer = &settings["properties"]["signerName"];
+        assert_eq!(signer["pattern"].as_str(), Some(crds::ironic::tls::SIGNER_NAME_PATTERN));
+        assert_eq!(signer["maxLength"], json!(571));
+        assert_eq!(settings["properties"]["expirationSeconds"]["minimum"].as_f64(), Some(600.0));
+        assert!(signer["description"].as_str().is_some_and(|d| d.contains("kubernetes.io")));
     }
 
     #[test]

@@ -98,7 +98,7 @@ fn the_cert_manager_overlay_mounts_cert_managers_certificate_and_lets_cainjector
 fn each_optional_feature_renders_only_its_own_roles() {
     ferrometal_tests::init();
     let layout = Layout::default();
-    for feature in [Feature::CertManagerTls, Feature::NodeAddresses] {
+    for feature in [Feature::CertManagerTls, Feature::CsrTls, Feature::NodeAddresses] {
         let objects = render(&config_dir(), &format!("optional/{}", feature.slug())).expect("renders");
         assert_eq!(objects, render::objects(&layout.grantee(), feature), "{feature:?}");
     }

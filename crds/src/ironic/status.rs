@@ -108,13 +108,17 @@ pub struct TlsStatus {
     /// cert-manager Certificate the operator created (mode CertManager).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_name: Option<String>,
+    /// The CertificateSigningRequest in flight, while one is (mode CertificateSigningRequest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_signing_request_name: Option<String>,
     /// Mode in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<TlsMode>,
     /// Expiry of the serving certificate in use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_after: Option<Time>,
-    /// When the operator (Auto) or cert-manager renews the serving certificate.
+    /// When the operator (Auto, CertificateSigningRequest) or cert-manager renews the serving
+    /// certificate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal_time: Option<Time>,
     /// Secret with the serving certificate mounted into the pods.

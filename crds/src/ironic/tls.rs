@@ -1,5 +1,7 @@
-//! `spec.tls`: ironic-standalone-operator's fields plus our TLS modes (`Auto`, `CertManager`).
+//! `spec.tls`: ironic-standalone-operator's fields plus our TLS modes (`Auto`, `CertManager`,
+//! `CertificateSigningRequest`).
 
+use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +35,10 @@ pub struct Tls {
     /// Our addition. cert-manager issues the serving certificate, for mode CertManager.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cert_manager: Option<CertManagerTls>,
+    /// Our addition. The cluster's own signer issues the serving certificate through a
+    /// Kubernetes CertificateSigningRequest, for mode CertificateSigningRequest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_signing_request: Option<CsrTls>,
     /// Secret with the serving certificate and key (`tls.crt`, `tls.key`, optionally
     /// `ca.crt`); enables HTTPS. Mode Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,9 +51,12 @@ pub struct Tls {
     #[serde(default, rename = "insecureRPC", skip_serializing_if = "Option::is_none")]
     pub insecure_rpc: Option<bool>,
     /// Our addition. Where the serving certificate comes from: Secret (certificateName), Auto
-    /// (a CA and certificate the operator creates and renews) or CertManager (a cert-manager
-    /// Certificate for certManager.issuerRef). Unset: Secret when certificateName is set,
-    /// CertManager when certManager is set, otherwise no TLS.
+    /// (a CA and certificate the operator creates and renews), CertManager (a cert-manager
+    /// Certificate for certManager.issuerRef) or CertificateSigningRequest (a Kubernetes
+    /// CertificateSigningRequest for certificateSigningRequest.signerName, approved and signed
+    /// by the cluster's administrators). Unset: Secret when certificateName is set,
+    /// CertManager when certManager is set, CertificateSigningRequest when
+    /// certificateSigningRequest is set, otherwise no TLS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<TlsMode>,
     /// CA bundle for verifying image servers (`WEBSERVER_CACERT_FILE`).
@@ -70,13 +79,16 @@ impl Tls {
             Some(TlsMode::Secret)
         } else if self.cert_manager.is_some() {
             Some(TlsMode::CertManager)
+        } else if self.certificate_signing_request.is_some() {
+            Some(TlsMode::CertificateSigningRequest)
         } else {
             None
         }
     }
 }
 
-/// Source of the serving certificate. Values: Secret, Auto, CertManager.
+/// Source of the serving certificate. Values: Secret, Auto, CertManager,
+/// CertificateSigningRequest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = crate::schema_util::drop_description)]
 pub enum TlsMode {
@@ -86,6 +98,47 @@ pub enum TlsMode {
     Auto,
     /// A cert-manager Certificate.
     CertManager,
+    /// A Kubernetes CertificateSigningRequest signed by the cluster's own signer.
+    CertificateSigningRequest,
+}
+
+/// Kubernetes' format of a signer name: a DNS subdomain, a slash, a path.
+pub const SIGNER_NAME_PATTERN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
+/// The longest signer name Kubernetes accepts (a 253-character domain, `/`, a path).
+pub const SIGNER_NAME_MAX_LENGTH: usize = 571;
+/// Message of the rule against Kubernetes' built-in signers, shared with the webhook.
+pub const BUILT_IN_SIGNER_MESSAGE: &str = "cannot be a kubernetes.io signer: Kubernetes' built-in signers do not issue serving certificates for arbitrary names; name the cluster's own signer";
+/// The shortest lifetime Kubernetes lets a CertificateSigningRequest ask for, in seconds.
+pub const MIN_EXPIRATION_SECONDS: i32 = 600;
+
+/// The CertificateSigningRequest the operator makes (mode CertificateSigningRequest). The
+/// operator generates the key and keeps it in a Secret; the cluster's administrators approve
+/// the request (`kubectl certificate approve`) and their signer signs it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!self.signerName.startsWith('kubernetes.io/') && !self.signerName.matches('^[^/]*[.]kubernetes[.]io/')").message(Message::Message(format!("signerName {BUILT_IN_SIGNER_MESSAGE}"))))]
+pub struct CsrTls {
+    /// The signer that issues the certificate, in Kubernetes' format (`example.com/serving`).
+    /// Required; not a `kubernetes.io/` signer.
+    #[schemars(
+        regex(
+            pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+        ),
+        length(min = 3, max = 571)
+    )]
+    pub signer_name: String,
+    /// Requested lifetime of the certificate in seconds, at least 600; the signer may issue a
+    /// shorter one. Sent only to apiservers that know the field (Kubernetes 1.22 and newer);
+    /// older ones get the signer's default. Renewed at two thirds of the lifetime issued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 600))]
+    pub expiration_seconds: Option<i32>,
+    /// The signer's CA bundle (ConfigMap or Secret in the Ironic's namespace), published for
+    /// clients in the CA bundle ConfigMap and given to Ironic for JSON RPC. Without it no CA
+    /// is published: clients must already trust the signer.
+    #[serde(default, rename = "signerCA", skip_serializing_if = "Option::is_none")]
+    pub signer_ca: Option<ResourceReferenceWithKey>,
 }
 
 /// Settings of the operator-managed CA (mode Auto).

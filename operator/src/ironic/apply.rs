@@ -1,6 +1,6 @@
 //! The apply step: every supporting object through the ledger (the Secrets, the CA bundle,
 //! the cert-manager Certificate, the Service, the Ingress), each kind pruned as soon as all of
-//! it that this reconcile wants is written, and the Events of what was made. Pruning replaces
+//! it that this reconcile wants is written, the CertificateSigningRequests created and deleted, and the Events of what was made. Pruning replaces
 //! deleting by name: generated credentials go once the user names their own, Auto TLS Secrets
 //! once another mode is chosen, the Ingress once the spec drops it. The ledger's scope is the
 //! Ironic's own component, so nothing of its database is ever selected. The workload and the
@@ -9,12 +9,15 @@
 use super::build::{Desired, Resolved};
 use super::status::reasons;
 use super::tls::cert_manager;
+use super::tls::csr::CsrPlan;
 use crate::kube::{KubeError, Ledger, Notices, Progress, Verb};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DynamicObject;
+use kube::api::{Api, DeleteParams, PostParams};
 
 /// Why the supporting objects could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +58,12 @@ pub async fn run(
     for secret in &desired.secrets {
         ledger.apply(secret.clone()).await?;
     }
+    if let Some(plan) = &resolved.tls.csr {
+        // After the Secrets: the key is stored before its request exists, and a signed
+        // certificate before its request goes, so a crash in between loses neither. Before the
+        // prune: the key of a used request goes only once the request is gone.
+        signing_requests(ledger, plan).await?;
+    }
     ledger.prune::<Secret>().await?;
     for config_map in &desired.config_maps {
         ledger.apply(config_map.clone()).await?;
@@ -81,10 +90,45 @@ pub async fn run(
         notices.normal("CredentialsGenerated", note);
     }
     if let Some(reason) = resolved.tls.issued {
-        let note = format!("issued a serving certificate in Secret {}: {reason}", resolved.names.auto_serving());
-        notices.normal("CertificateIssued", note);
+        let secret = match resolved.tls.csr {
+            Some(_) => resolved.names.csr_serving(),
+            None => resolved.names.auto_serving(),
+        };
+        notices.normal("CertificateIssued", format!("issued a serving certificate in Secret {secret}: {reason}"));
+    }
+    if let Some(request) = resolved.tls.csr.as_ref().and_then(|p| p.create.as_ref()) {
+        let name = request.metadata.name.clone().unwrap_or_default();
+        let note = format!(
+            "requested a serving certificate from signer {}: run `kubectl certificate approve {name}`",
+            request.spec.signer_name
+        );
+        notices.normal("CertificateRequested", note);
     }
     Ok(Applied { certificate_renewal })
+}
+
+/// Creates the request that does not exist yet and deletes the used and abandoned ones. CSRs
+/// are cluster-scoped: no ledger (it stamps a namespace and an owner reference), and no owner
+/// reference (a namespaced owner cannot own them); they are found by name.
+async fn signing_requests(ledger: &Ledger, plan: &CsrPlan) -> Result<(), Error> {
+    let api: Api<CertificateSigningRequest> = Api::all(ledger.client().clone());
+    if let Some(request) = &plan.create {
+        let name = request.metadata.name.clone().unwrap_or_default();
+        match api.create(&PostParams::default(), request).await {
+            Ok(_) => {}
+            // Made by a reconcile whose read came before it: the same key, the same request.
+            Err(err) if crate::kube::error::code(&err) == Some(409) => {}
+            Err(err) => return Err(KubeError::new(Verb::Create, "CertificateSigningRequest", name, err).into()),
+        }
+    }
+    for name in &plan.delete {
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(err) if crate::kube::error::code(&err) == Some(404) => {}
+            Err(err) => return Err(KubeError::new(Verb::Delete, "CertificateSigningRequest", name.clone(), err).into()),
+        }
+    }
+    Ok(())
 }
 
 /// A time from a Certificate's status.

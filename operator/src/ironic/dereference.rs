@@ -1,7 +1,8 @@
 //! The dereference step, the only one of the Ironic's own steps that reads: the Ironic afresh,
 //! the user's linked Secrets and ConfigMaps, the Secrets the operator generated for it
-//! (credentials, htpasswd, Auto TLS), the Secret cert-manager writes, and the addresses of the
-//! nodes Ironic may run on. What it finds is judged later (validate, resolve); here a missing
+//! (credentials, htpasswd, Auto TLS, the CertificateSigningRequest's key and certificate), the
+//! Secret cert-manager writes, the CertificateSigningRequest in flight, and the addresses of
+//! the nodes Ironic may run on. What it finds is judged later (validate, resolve); here a missing
 //! object is just absent.
 
 use super::credentials;
@@ -12,6 +13,7 @@ use super::tls::{self, sans};
 use crate::kube::ledger::Unstored;
 use crate::kube::{KubeError, Ledger, Verb};
 use crds::ironic::{Ironic, TlsMode};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 use kube::{Client, ResourceExt};
@@ -96,10 +98,62 @@ pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
         (None, None) => {}
     }
     let mode = spec.tls.as_ref().and_then(|t| t.effective_mode());
-    let node_ips = if matches!(mode, Some(TlsMode::Auto | TlsMode::CertManager)) && sans::uses_node_addresses(spec) {
+    if mode == Some(TlsMode::CertificateSigningRequest) {
+        stored.csr = signing_request(ledger, ironic, &names).await?;
+    }
+    let computes_names =
+        matches!(mode, Some(TlsMode::Auto | TlsMode::CertManager | TlsMode::CertificateSigningRequest));
+    let node_ips = if computes_names && sans::uses_node_addresses(spec) {
         nodes::addresses(ledger.client(), spec.node_selector.as_ref()).await
     } else {
         Vec::new()
     };
     Ok(Found { linked, credentials, tls: stored, node_ips })
+}
+
+/// Mode CertificateSigningRequest: the serving Secret, the key of the request in flight, that
+/// request (named after the key, so found again after a crash) and whether the apiserver knows
+/// `expirationSeconds`.
+async fn signing_request(ledger: &Ledger, ironic: &Ironic, names: &Names) -> Result<tls::csr::Stored, Error> {
+    let serving = secret(ledger, &names.csr_serving()).await?;
+    let request_key = secret(ledger, &names.csr_request_key()).await?;
+    let namespace = ironic.namespace().unwrap_or_default();
+    let key = request_key.as_ref().and_then(|s| s.data.as_ref()?.get(tls::csr::REQUEST_KEY)).map(|k| &k.0);
+    let name = key.and_then(|k| std::str::from_utf8(k).ok()).and_then(|k| tls::csr::request_name(&namespace, names, k));
+    let request = match &name {
+        Some(name) => {
+            let api: Api<CertificateSigningRequest> = Api::all(ledger.client().clone());
+            api.get_opt(name).await.map_err(KubeError::of::<CertificateSigningRequest>(Verb::Get, name))?
+        }
+        None => None,
+    };
+    // An apiserver that cannot say its version gets the request without the field: the
+    // signer's default lifetime rather than a request 1.20 to 1.21 would refuse.
+    let supports_expiration = match ledger.client().apiserver_version().await {
+        Ok(info) => kubernetes_minor(&info.major, &info.minor)
+            .is_some_and(|minor| minor >= tls::csr::EXPIRATION_SECONDS_SINCE_MINOR),
+        Err(_) => false,
+    };
+    Ok(tls::csr::Stored { serving, request_key, request, supports_expiration })
+}
+
+/// The minor version of a Kubernetes 1.x apiserver (`"20+"` as some distributions say it).
+fn kubernetes_minor(major: &str, minor: &str) -> Option<u32> {
+    if major != "1" {
+        return major.parse::<u32>().ok().filter(|m| *m > 1).map(|_| u32::MAX);
+    }
+    minor.trim_end_matches('+').parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kubernetes_minor;
+
+    #[test]
+    fn the_minor_version_reads_distribution_suffixes() {
+        assert_eq!(kubernetes_minor("1", "20"), Some(20));
+        assert_eq!(kubernetes_minor("1", "22+"), Some(22));
+        assert_eq!(kubernetes_minor("1", "x"), None);
+        assert_eq!(kubernetes_minor("2", "0"), Some(u32::MAX));
+    }
 }

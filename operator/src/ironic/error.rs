@@ -58,6 +58,10 @@ impl Error {
                 reasons::CERTIFICATE_FAILED,
                 format!("cannot make the serving certificate: {}", chain(err)),
             )),
+            Self::Resolve(resolve::Error::Tls(tls::Error::Request(err))) => Some(Progress::failed(
+                reasons::CERTIFICATE_FAILED,
+                format!("cannot make the key or the CertificateSigningRequest: {}", chain(err)),
+            )),
             Self::Apply(err) => err.failure(),
             Self::Sequence(sequence::Error(err)) => err.failure(),
             Self::Status(_) | Self::Finalizer(_) => None,

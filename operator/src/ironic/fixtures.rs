@@ -99,6 +99,7 @@ fn tls_plan(ironic: &Ironic) -> TlsPlan {
             plan.material = Some(material(&request.secret_name));
             plan.certificate = Some(request);
         }
+        Some(TlsMode::CertificateSigningRequest) => plan.material = Some(material(&names.csr_serving())),
     }
     plan
 }

@@ -12,6 +12,7 @@ pub mod fields {
     pub const TLS_CERTIFICATE: &str = "spec.tls.certificateName";
     pub const BMC_CA: &str = "spec.tls.bmcCA";
     pub const TRUSTED_CA: &str = "spec.tls.trustedCA";
+    pub const SIGNER_CA: &str = "spec.tls.certificateSigningRequest.signerCA";
 }
 
 /// The kind a reference names; ConfigMap when it names none.
@@ -99,6 +100,18 @@ pub fn references(spec: &IronicSpec) -> Vec<Reference> {
     }
     if let Some(ca) = bmc_ca(spec) {
         out.push(Reference { field: fields::BMC_CA, kind: ca.kind, name: ca.name, keys: Vec::new() });
+    }
+    if let Some(tls) = &spec.tls
+        && tls.effective_mode() == Some(TlsMode::CertificateSigningRequest)
+        && let Some(ca) = tls.certificate_signing_request.as_ref().and_then(|c| c.signer_ca.as_ref())
+        && let Some(name) = ca.name.as_deref().filter(|n| !n.is_empty())
+    {
+        out.push(Reference {
+            field: fields::SIGNER_CA,
+            kind: source_kind(ca.kind),
+            name: name.to_string(),
+            keys: ca.key.iter().cloned().collect(),
+        });
     }
     if let Some(ca) = trusted_ca(spec) {
         out.push(Reference {

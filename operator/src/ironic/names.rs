@@ -87,6 +87,17 @@ impl Names {
         format!("{}-tls", self.ironic)
     }
 
+    /// The Secret the pods mount in TLS mode CertificateSigningRequest: the signed certificate
+    /// and its key.
+    pub fn csr_serving(&self) -> String {
+        format!("{}-tls-csr", self.ironic)
+    }
+
+    /// The key of the CertificateSigningRequest in flight, until it is signed.
+    pub fn csr_request_key(&self) -> String {
+        format!("{}-tls-csr-request", self.ironic)
+    }
+
     /// The ConfigMap publishing the CA that signs the serving certificate.
     pub fn ca_bundle(&self) -> String {
         format!("{}-ca-bundle", self.ironic)

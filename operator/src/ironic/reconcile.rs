@@ -52,7 +52,8 @@ impl IronicController {
             sequence::run(&own, &resolved, &desired, &previous, &database.progress, Time(now), notices).await?;
         facts.upgrade = sequenced.upgrade;
         let renewal = resolved.renewal_after(now.as_second());
-        Ok(Outcome::new(sequenced.progress).within(renewal).within(database.requeue_after))
+        let signer = resolved.awaits_signer().then_some(config.progress_interval);
+        Ok(Outcome::new(sequenced.progress).within(renewal).within(signer).within(database.requeue_after))
     }
 
     /// Reconciles an Ironic that is not being deleted: the steps, then the status (written only

@@ -37,6 +37,9 @@ impl Sequenced {
 
 /// What stops the sequence before it starts, in this order.
 pub fn gate(resolved: &Resolved, database: &Progress) -> Option<Progress> {
+    if let Some((reason, message)) = &resolved.tls.failed {
+        return Some(Progress::failed(*reason, message.clone()));
+    }
     if let Some(pending) = &resolved.tls.pending {
         return Some(Progress::waiting(reasons::WAITING_FOR_CERTIFICATE, pending.clone()));
     }

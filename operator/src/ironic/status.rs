@@ -6,6 +6,7 @@ use super::build::network::{IMAGES_SERVICE_PORT, api_service_port};
 use super::names::Names;
 use super::resolve::Resolved;
 use super::tls;
+use super::tls::csr::{CERTIFICATE_READY, reasons as csr_reasons};
 use super::version::ResolvedVersion;
 use crate::kube::condition::{Conditions, ReadyReasons};
 use crate::kube::{Notices, Progress};
@@ -62,6 +63,9 @@ pub struct Published {
     pub image_server_endpoint: Option<String>,
     pub ca_ref: Option<ResourceReferenceWithKey>,
     pub workload: WorkloadStatus,
+    /// CertificateReady (mode CertificateSigningRequest): status, reason, message; `None`
+    /// removes it.
+    pub certificate: Option<(bool, &'static str, String)>,
 }
 
 impl Published {
@@ -84,6 +88,7 @@ impl Published {
                 name: Some(names.ca_bundle()),
             }),
             workload: WorkloadStatus { kind: Some(workload.to_string()), name: Some(names.workload()) },
+            certificate: resolved.tls.csr.as_ref().map(|c| c.state.condition(&c.signer)),
         }
     }
 }
@@ -146,6 +151,13 @@ pub fn compute(
         if let (Some(tls), Some(renewal)) = (next.tls.as_mut(), &facts.certificate_renewal) {
             tls.renewal_time = Some(renewal.clone());
         }
+        match &published.certificate {
+            Some((ready, reason, message)) => {
+                let made = Conditions::new(generation, now.clone()).make(CERTIFICATE_READY, *ready, reason, message);
+                condition::set_condition(&mut conditions, made);
+            }
+            None => conditions.retain(|c| c.type_ != CERTIFICATE_READY),
+        }
     }
     if let Some(upgrade) = &facts.upgrade {
         next.upgrade = Some(upgrade.clone());
@@ -197,6 +209,15 @@ pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Notices {
             out.normal("Recovered", "the problem was resolved");
         }
     }
+    let (old_certificate, new_certificate) = (find(old, CERTIFICATE_READY), find(new, CERTIFICATE_READY));
+    if let Some(c) = new_certificate.filter(|c| c.status != TRUE && changed(old_certificate, Some(c))) {
+        // The request's own progress: an approval to give, a denial or refusal to look at.
+        if c.reason == csr_reasons::APPROVAL_PENDING || c.reason == csr_reasons::SIGNING {
+            out.normal(&c.reason, &c.message);
+        } else {
+            out.warning(&c.reason, &c.message);
+        }
+    }
     let (old_ready, new_ready) = (find(old, READY), find(new, READY));
     if let Some(c) = new_ready.filter(|c| changed(old_ready, Some(c))) {
         let was_ready = old_ready.is_some_and(|o| o.status == TRUE);
@@ -213,6 +234,7 @@ pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Notices {
 mod tests {
     use super::*;
     use crate::kube::Notice;
+    use crate::kube::events::Severity;
     use crds::condition::FALSE;
     use crds::ironic::TlsMode;
     use crds::ironic::status::DatabaseMode;
@@ -315,7 +337,36 @@ mod tests {
             image_server_endpoint: None,
             ca_ref: None,
             workload: WorkloadStatus { kind: Some("DaemonSet".into()), name: Some("ironic-service".into()) },
+            certificate: None,
         }
+    }
+
+    #[test]
+    fn a_certificate_request_has_its_own_condition_and_a_denial_warns() {
+        let pending = (false, csr_reasons::APPROVAL_PENDING, "run `kubectl certificate approve x`".to_string());
+        let facts = |certificate| Facts {
+            published: Some(Published { certificate: Some(certificate), ..published() }),
+            ..Default::default()
+        };
+        let old = IronicStatus::default();
+        let waiting = compute(&old, &facts(pending), &Progress::Done, Some(1), at(10));
+        let c = find(&waiting, CERTIFICATE_READY).expect("CertificateReady");
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", csr_reasons::APPROVAL_PENDING));
+        assert!(c.message.contains("kubectl certificate approve x"));
+        let notices: Vec<Notice> = transitions(&old, &waiting).into_iter().collect();
+        assert!(
+            notices.iter().any(|n| n.reason == csr_reasons::APPROVAL_PENDING && n.severity == Severity::Normal),
+            "{notices:?}"
+        );
+        let denied = (false, csr_reasons::DENIED, "denied: no".to_string());
+        let refused = compute(&waiting, &facts(denied), &Progress::Done, Some(1), at(20));
+        let notices: Vec<Notice> = transitions(&waiting, &refused).into_iter().collect();
+        assert!(
+            notices.iter().any(|n| n.reason == csr_reasons::DENIED && n.severity == Severity::Warning),
+            "{notices:?}"
+        );
+        let other_mode = Facts { published: Some(published()), ..Default::default() };
+        assert!(find(&compute(&refused, &other_mode, &Progress::Done, Some(1), at(30)), CERTIFICATE_READY).is_none());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Credential material the controllers make themselves: certificates ([`certificate`]) and
-//! passwords ([`password`]). Shared by the Ironic controller (Auto TLS, API credentials) and
+//! passwords ([`password`]), keys and signing requests for certificates others sign ([`request`]). Shared by the Ironic controller (Auto TLS, API credentials) and
 //! the database module (MariaDB's TLS and credentials); it knows nothing of either.
 
 pub mod certificate;
 pub mod password;
+pub mod request;
 
 pub use certificate::{CertInfo, CertifiedPem, Decision, decide, inspect, issue_serving, new_ca};
 pub use password::generate_password;

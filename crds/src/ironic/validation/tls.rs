@@ -1,7 +1,10 @@
 //! `spec.tls`: ironic-standalone-operator's CA references and our modes.
 
 use crate::ironic::IronicSpec;
-use crate::ironic::tls::{ReferenceKind, Tls, TlsMode};
+use crate::ironic::tls::{
+    BUILT_IN_SIGNER_MESSAGE, CsrTls, MIN_EXPIRATION_SECONDS, ReferenceKind, SIGNER_NAME_MAX_LENGTH, Tls, TlsMode,
+};
+use crate::validation::is_dns1123_subdomain;
 use crate::validation::{Errors, is_set, parse_go_duration};
 use std::time::Duration;
 
@@ -56,13 +59,24 @@ fn validate_mode(errors: &mut Errors, tls: &Tls) {
         Some(TlsMode::Secret) if !has_secret => {
             errors.push("spec.tls.certificateName", "is required when mode is Secret")
         }
-        Some(TlsMode::Auto | TlsMode::CertManager) if has_secret => {
+        Some(TlsMode::Auto | TlsMode::CertManager | TlsMode::CertificateSigningRequest) if has_secret => {
             errors.push("spec.tls.certificateName", "can only be used with mode Secret")
         }
         _ => {}
     }
     if tls.cert_manager.is_some() && mode != Some(TlsMode::CertManager) {
         errors.push("spec.tls.certManager", "can only be used with mode CertManager");
+    }
+    if tls.certificate_signing_request.is_some() && mode != Some(TlsMode::CertificateSigningRequest) {
+        errors.push("spec.tls.certificateSigningRequest", "can only be used with mode CertificateSigningRequest");
+    }
+    if mode == Some(TlsMode::CertificateSigningRequest) {
+        match &tls.certificate_signing_request {
+            None => {
+                errors.push("spec.tls.certificateSigningRequest", "is required when mode is CertificateSigningRequest")
+            }
+            Some(csr) => validate_csr(errors, csr),
+        }
     }
     if tls.auto.is_some() && mode != Some(TlsMode::Auto) {
         errors.push("spec.tls.auto", "can only be used with mode Auto");
@@ -107,6 +121,50 @@ fn validate_mode(errors: &mut Errors, tls: &Tls) {
             errors.push("spec.tls.auto.certificateValidityDays", "cannot exceed caValidityDays");
         }
     }
+}
+
+/// A signer name the way Kubernetes checks it (`<DNS subdomain>/<path>`), and not one of the
+/// `kubernetes.io` signers, which do not issue serving certificates for arbitrary names.
+fn validate_csr(errors: &mut Errors, csr: &CsrTls) {
+    let path = "spec.tls.certificateSigningRequest.signerName";
+    if let Some(problem) = signer_name_problem(&csr.signer_name) {
+        errors.push(path, problem);
+    }
+    if let Some(seconds) = csr.expiration_seconds
+        && seconds < MIN_EXPIRATION_SECONDS
+    {
+        errors.push(
+            "spec.tls.certificateSigningRequest.expirationSeconds",
+            format!("must be at least {MIN_EXPIRATION_SECONDS}"),
+        );
+    }
+    if let Some(ca) = &csr.signer_ca
+        && !is_set(&ca.name)
+    {
+        errors.push("spec.tls.certificateSigningRequest.signerCA.name", "is required");
+    }
+}
+
+/// What is wrong with a signer name, if anything.
+pub fn signer_name_problem(name: &str) -> Option<String> {
+    if name.trim().is_empty() {
+        return Some("is required".into());
+    }
+    let format = "must be a signer name of the form example.com/signer-name";
+    let Some((domain, path)) = name.split_once('/') else {
+        return Some(format.into());
+    };
+    let path_ok = !path.is_empty()
+        && path.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && path.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && path.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !is_dns1123_subdomain(domain) || !path_ok || name.len() > SIGNER_NAME_MAX_LENGTH {
+        return Some(format.into());
+    }
+    if domain == "kubernetes.io" || domain.ends_with(".kubernetes.io") {
+        return Some(BUILT_IN_SIGNER_MESSAGE.into());
+    }
+    None
 }
 
 fn check_duration(

@@ -32,7 +32,7 @@ const DESCRIPTION: &str = "ferrometal runs OpenStack Ironic and the bare-metal m
 
 Uninstalling the operator leaves BareMetalHosts and machines alone.
 
-Ironics with `spec.tls.mode: CertManager` need cert-manager and the roles in `config/optional/cert-manager-tls` of the source repository.";
+Ironics with `spec.tls.mode: CertManager` need cert-manager and the roles in `config/optional/cert-manager-tls` of the source repository; Ironics with `spec.tls.mode: CertificateSigningRequest` need the ClusterRole in `config/optional/csr-tls`.";
 
 /// `X.Y.Z` with numeric parts: what OLM compares versions by.
 pub fn check_version(version: &str) -> Result<(), Error> {

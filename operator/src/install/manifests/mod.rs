@@ -135,7 +135,7 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
         )?);
     }
 
-    for feature in [Feature::CertManagerTls, Feature::NodeAddresses] {
+    for feature in [Feature::CertManagerTls, Feature::CsrTls, Feature::NodeAddresses] {
         let dir = format!("optional/{}", feature.slug());
         files.push(file(&format!("{dir}/roles.yaml"), &render::objects(&grantee, feature))?);
         files.push(kustomization(&dir, &optional_comment(feature), &["roles.yaml"], &[])?);
@@ -146,6 +146,7 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
 fn optional_comment(feature: Feature) -> String {
     match feature {
         Feature::CertManagerTls => "Roles for Ironics with spec.tls.mode CertManager: kubectl apply -k config/optional/cert-manager-tls".into(),
+        Feature::CsrTls => "A ClusterRole for Ironics with spec.tls.mode CertificateSigningRequest: kubectl apply -k config/optional/csr-tls".into(),
         Feature::NodeAddresses => "A ClusterRole to list nodes, for a host-network Ironic without a provisioning IP whose certificate covers its nodes' addresses.".into(),
         other => format!("Roles of {}", other.slug()),
     }

@@ -40,6 +40,7 @@ kinds! {
     k8s_openapi::api::batch::v1::Job => "batch", "jobs";
     k8s_openapi::api::networking::v1::Ingress => "networking.k8s.io", "ingresses";
     k8s_openapi::api::coordination::v1::Lease => "coordination.k8s.io", "leases";
+    k8s_openapi::api::certificates::v1::CertificateSigningRequest => "certificates.k8s.io", "certificatesigningrequests";
     k8s_openapi::api::events::v1::Event => "events.k8s.io", "events";
     k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration => "admissionregistration.k8s.io", "validatingwebhookconfigurations";
     crds::ironic::Ironic => "ironic.metal3.io", "ironics";
@@ -73,7 +74,9 @@ mod tests {
 
     #[test]
     fn every_constant_is_the_resource_of_its_type() {
-        use k8s_openapi::api::{admissionregistration, apps, batch, coordination, core, events, networking};
+        use k8s_openapi::api::{
+            admissionregistration, apps, batch, certificates, coordination, core, events, networking,
+        };
         check_builtin::<core::v1::ConfigMap>();
         check_builtin::<core::v1::Event>();
         check_builtin::<core::v1::Node>();
@@ -88,6 +91,7 @@ mod tests {
         check_builtin::<batch::v1::Job>();
         check_builtin::<networking::v1::Ingress>();
         check_builtin::<coordination::v1::Lease>();
+        check_builtin::<certificates::v1::CertificateSigningRequest>();
         check_builtin::<events::v1::Event>();
         check_builtin::<admissionregistration::v1::ValidatingWebhookConfiguration>();
         check_custom::<crds::ironic::Ironic>();
@@ -95,7 +99,7 @@ mod tests {
         check_custom::<crds::hardwaredata::HardwareData>();
         check_custom::<crds::nodeset::NodeSet>();
         check_custom::<crds::nodesetservice::NodeSetService>();
-        assert_eq!(ALL.len(), 21, "every kind above is checked here");
+        assert_eq!(ALL.len(), 22, "every kind above is checked here");
     }
 
     #[test]

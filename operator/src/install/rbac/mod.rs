@@ -92,6 +92,9 @@ pub enum Feature {
     WebhookSelfManaged,
     /// `Ironic` TLS issued by cert-manager (`spec.tls.mode: CertManager`).
     CertManagerTls,
+    /// `Ironic` TLS signed by the cluster's own signer through CertificateSigningRequests
+    /// (`spec.tls.mode: CertificateSigningRequest`); CSRs are cluster-scoped.
+    CsrTls,
     /// An `Ironic` on host networking without a fixed provisioning IP, whose serving
     /// certificate covers its nodes' addresses (the only cluster-wide read of the controllers).
     NodeAddresses,
@@ -99,7 +102,8 @@ pub enum Feature {
 
 impl Feature {
     /// Every optional feature (all but [`Feature::Always`]).
-    pub const OPTIONAL: [Feature; 3] = [Feature::WebhookSelfManaged, Feature::CertManagerTls, Feature::NodeAddresses];
+    pub const OPTIONAL: [Feature; 4] =
+        [Feature::WebhookSelfManaged, Feature::CertManagerTls, Feature::CsrTls, Feature::NodeAddresses];
 
     /// Short name, used in object names and directories.
     pub const fn slug(self) -> &'static str {
@@ -107,6 +111,7 @@ impl Feature {
             Self::Always => "always",
             Self::WebhookSelfManaged => "webhook-certificates",
             Self::CertManagerTls => "cert-manager-tls",
+            Self::CsrTls => "csr-tls",
             Self::NodeAddresses => "node-addresses",
         }
     }

@@ -30,6 +30,7 @@ const PODS: Resource = Resource::new("", "pods");
 const PVCS: Resource = Resource::new("", "persistentvolumeclaims");
 const NODES: Resource = Resource::new("", "nodes");
 const EVENTS: Resource = Resource::new("events.k8s.io", "events");
+const CSRS: Resource = Resource::new("certificates.k8s.io", "certificatesigningrequests");
 const LEASES: Resource = Resource::new("coordination.k8s.io", "leases");
 const VALIDATING_WEBHOOKS: Resource = Resource::new("admissionregistration.k8s.io", "validatingwebhookconfigurations");
 
@@ -80,6 +81,15 @@ pub const IRONIC: Component = Component {
                 CERT_MANAGER_CERTIFICATES,
                 &[Get, List, Create, Patch, Delete],
                 "the Certificate of tls.mode CertManager",
+            )
+        },
+        Access {
+            reach: Reach::Cluster,
+            feature: Feature::CsrTls,
+            ..access(
+                CSRS,
+                &[Get, Create, Delete],
+                "the CertificateSigningRequests of tls.mode CertificateSigningRequest, found by name (never listed or watched: that would read every request of the cluster); deleted once used or abandoned",
             )
         },
         Access {

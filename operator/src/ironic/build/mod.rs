@@ -49,6 +49,7 @@ pub fn build(resolved: &Resolved) -> Desired {
     let mut secrets: Vec<Secret> = secrets::generated_credentials(resolved).into_iter().collect();
     secrets.push(secrets::htpasswd(resolved));
     secrets.extend(secrets::auto_tls(resolved));
+    secrets.extend(secrets::csr_tls(resolved));
     let certificate = resolved.tls.certificate.as_ref().map(|request| {
         cert_manager::render(
             request,

@@ -1,10 +1,12 @@
 //! The Secrets and ConfigMaps the operator owns: generated credentials, the htpasswd, the
-//! Auto TLS CA and serving certificate, and the published CA bundle.
+//! Auto TLS CA and serving certificate, the certificate from a CertificateSigningRequest with
+//! the key of the request in flight, and the published CA bundle.
 
 use super::meta::meta;
 use crate::ironic::credentials::{DIGEST_KEY, HTPASSWD_KEY};
 use crate::ironic::names;
 use crate::ironic::resolve::Resolved;
+use crate::ironic::tls::csr::{REQUEST_DIGEST_KEY, REQUEST_KEY, SIGNER_ANNOTATION};
 use crate::ironic::tls::{CA_CERT_KEY, CA_KEY_KEY, auto_serving_source};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -58,6 +60,31 @@ pub fn auto_tls(resolved: &Resolved) -> Vec<Secret> {
     let data: Vec<(&str, &[u8])> = serving_source.data.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
     let serving = secret(resolved, resolved.names.auto_serving(), "kubernetes.io/tls", &data);
     vec![ca, serving]
+}
+
+/// Mode CertificateSigningRequest: the serving Secret once a certificate is signed (with the
+/// signer that signed it, to tell when the spec names another), and the key of the request
+/// in flight, kept apart so that a request under way never rolls the pods.
+pub fn csr_tls(resolved: &Resolved) -> Vec<Secret> {
+    let Some(plan) = &resolved.tls.csr else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(material) = &resolved.tls.material {
+        let data: Vec<(&str, &[u8])> = material.source.data.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+        let mut serving = secret(resolved, resolved.names.csr_serving(), "kubernetes.io/tls", &data);
+        serving.metadata.annotations = Some(BTreeMap::from([(SIGNER_ANNOTATION.to_string(), plan.signer.clone())]));
+        out.push(serving);
+    }
+    if let Some(request) = &plan.request_key {
+        out.push(secret(
+            resolved,
+            resolved.names.csr_request_key(),
+            "Opaque",
+            &[(REQUEST_KEY, request.key.as_bytes()), (REQUEST_DIGEST_KEY, request.digest.as_bytes())],
+        ));
+    }
+    out
 }
 
 /// The CA bundle clients use to verify the API, when the CA is known. A ConfigMap: the CA is

@@ -69,13 +69,32 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// When the Auto serving certificate is due for renewal, from `now` (Unix seconds).
+    /// When the Auto or CertificateSigningRequest serving certificate is due for renewal, from
+    /// `now` (Unix seconds).
     pub fn renewal_after(&self, now: i64) -> Option<Duration> {
         let at = match self.tls.mode {
             Some(TlsMode::Auto) => self.tls.material.as_ref().and_then(|m| m.renewal_at)?,
+            // Once a renewal is requested, the request's own interval applies
+            // ([`Self::awaits_signer`]): a renewal time already past is no reason to look again
+            // every second.
+            Some(TlsMode::CertificateSigningRequest)
+                if self.tls.csr.as_ref().is_some_and(|c| c.state == tls::csr::State::Issued) =>
+            {
+                self.tls.material.as_ref().and_then(|m| m.renewal_at)?
+            }
             _ => return None,
         };
         Some(Duration::from_secs(u64::try_from(at.saturating_sub(now).max(1)).unwrap_or(1)))
+    }
+
+    /// A CertificateSigningRequest waits for an administrator or its signer: the CSR is not
+    /// watched (that would take reading every CSR of the cluster), so the controller looks
+    /// again on its progress interval, also while an older certificate still serves.
+    pub fn awaits_signer(&self) -> bool {
+        self.tls
+            .csr
+            .as_ref()
+            .is_some_and(|c| matches!(c.state, tls::csr::State::Pending { .. } | tls::csr::State::Signing { .. }))
     }
 }
 

@@ -1,14 +1,17 @@
-//! TLS for the API and the image server, in three modes:
+//! TLS for the API and the image server, in four modes:
 //! - `Secret`: the user's Secret (`tls.certificateName`);
 //! - `Auto`: a CA and serving certificate the operator makes and renews ([`crate::pki`]);
 //! - `CertManager`: a cert-manager Certificate ([`cert_manager`]); the operator waits for the
-//!   Secret cert-manager writes.
+//!   Secret cert-manager writes;
+//! - `CertificateSigningRequest`: a key the operator makes and a Kubernetes CSR the cluster's
+//!   own signer signs once an administrator approved it ([`csr`]).
 //!
 //! Whatever the mode, the pods mount one Secret with `tls.crt` and `tls.key` (and `ca.crt`
 //! when known); its content is part of the pod template's content hash, so every rotation
 //! rolls the pods.
 
 pub mod cert_manager;
+pub mod csr;
 pub mod sans;
 
 use super::linked::{Linked, Source, SourceKind, fields};
@@ -30,6 +33,8 @@ pub enum Error {
     Conflict { name: String },
     #[error("cannot make the Auto TLS certificates")]
     Generate(#[from] crate::pki::certificate::Error),
+    #[error("cannot prepare the CertificateSigningRequest")]
+    Request(#[from] csr::Error),
 }
 
 /// The serving certificate the pods mount.
@@ -55,7 +60,7 @@ pub struct AutoSecrets {
 }
 
 /// TLS as resolved for one reconcile.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct TlsPlan {
     /// The mode; `None` is plain HTTP.
     pub mode: Option<TlsMode>,
@@ -63,11 +68,15 @@ pub struct TlsPlan {
     pub material: Option<TlsMaterial>,
     /// Why the certificate is not there yet.
     pub pending: Option<String>,
+    /// Why it will not come without a person: reason and message.
+    pub failed: Option<(&'static str, String)>,
     /// Auto: the CA and serving certificate to store (always rendered, new or not).
     pub auto: Option<AutoSecrets>,
     /// CertManager: the Certificate to apply.
     pub certificate: Option<CertificateRequest>,
-    /// Auto: why a certificate was made during this reconcile.
+    /// CertificateSigningRequest: the request, the key and the certificate to write.
+    pub csr: Option<csr::CsrPlan>,
+    /// Auto, CertificateSigningRequest: why a certificate was stored during this reconcile.
     pub issued: Option<&'static str>,
 }
 
@@ -86,7 +95,13 @@ impl TlsPlan {
                 TlsMode::Secret => self.material.as_ref().map(|m| m.secret_name.clone()),
                 TlsMode::Auto => Some(names.auto_serving()),
                 TlsMode::CertManager => self.certificate.as_ref().map(|c| c.secret_name.clone()),
+                TlsMode::CertificateSigningRequest => Some(names.csr_serving()),
             },
+            certificate_signing_request_name: self
+                .csr
+                .as_ref()
+                .and_then(|c| c.state.request_name())
+                .map(str::to_string),
         })
     }
 }
@@ -112,13 +127,25 @@ pub fn auto_serving_source(name: &str, secrets: &AutoSecrets) -> Source {
     Source { kind: SourceKind::Secret, name: name.to_string(), data }
 }
 
+/// The Secret content of a serving certificate from the cluster's signer, with the signer's CA
+/// when the spec names it.
+pub fn csr_serving_source(name: &str, serving: &CertifiedPem, ca: Option<&str>) -> Source {
+    let data = [("tls.crt", Some(&serving.cert[..])), ("tls.key", Some(&serving.key[..])), (CA_CERT_KEY, ca)]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_string(), v?.as_bytes().to_vec())))
+        .collect();
+    Source { kind: SourceKind::Secret, name: name.to_string(), data }
+}
+
 /// The Secrets of TLS as they were read: the Auto CA and serving certificate (mode Auto), the
-/// Secret cert-manager writes (mode CertManager).
+/// Secret cert-manager writes (mode CertManager), the serving Secret, the request's key and
+/// the request (mode CertificateSigningRequest).
 #[derive(Clone, Debug, Default)]
 pub struct Stored {
     pub auto_ca: Option<Secret>,
     pub auto_serving: Option<Secret>,
     pub cert_manager: Option<Secret>,
+    pub csr: csr::Stored,
 }
 
 /// The Secrets to read for `spec`, by name: what [`Stored`] holds.
@@ -127,6 +154,7 @@ pub fn to_read(spec: &IronicSpec, names: &Names) -> (Option<[String; 2]>, Option
     match tls.effective_mode() {
         Some(TlsMode::Auto) => (Some([names.auto_ca(), names.auto_serving()]), None),
         Some(TlsMode::CertManager) if tls.cert_manager.is_some() => (None, Some(names.cert_manager_certificate())),
+        Some(TlsMode::CertificateSigningRequest) => (None, None),
         _ => (None, None),
     }
 }
@@ -201,6 +229,33 @@ pub fn resolve(
                 }
             }
             plan.certificate = Some(request);
+        }
+        TlsMode::CertificateSigningRequest => {
+            let Some(settings) = &tls.certificate_signing_request else {
+                plan.pending = Some(
+                    "spec.tls.certificateSigningRequest is required in mode CertificateSigningRequest".to_string(),
+                );
+                return Ok(plan);
+            };
+            // Only this Ironic's Secrets: a Secret of that name someone else made is a conflict.
+            owned(stored.csr.serving.as_ref(), &names.csr_serving(), owner_uid)?;
+            owned(stored.csr.request_key.as_ref(), &names.csr_request_key(), owner_uid)?;
+            let decided = csr::resolve(names, namespace, settings, &stored.csr, sans, now)?;
+            let ca = linked.get(fields::SIGNER_CA).and_then(|source| {
+                let key = settings.signer_ca.as_ref().and_then(|r| r.key.clone());
+                source.text(key.as_deref().or(source.first_key())?).map(str::to_string)
+            });
+            let (_, reason, message) = decided.state.condition(&settings.signer_name);
+            match &decided.serving {
+                Some(serving) => {
+                    let source = csr_serving_source(&names.csr_serving(), serving, ca.as_deref());
+                    plan.material = Some(material(source, true));
+                }
+                None if decided.state.is_failure() => plan.failed = Some((reason, message)),
+                None => plan.pending = Some(message),
+            }
+            plan.issued = decided.issued;
+            plan.csr = Some(decided);
         }
     }
     Ok(plan)
