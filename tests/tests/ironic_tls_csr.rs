@@ -109,7 +109,7 @@ async fn decide(env: &Env, name: &str, type_: &str) -> anyhow::Result<()> {
         message: Some(format!("{type_} by the test administrator")),
         ..Default::default()
     });
-    csrs(env).replace_subresource("approval", name, &PostParams::default(), serde_json::to_vec(&csr)?).await?;
+    csrs(env).replace_subresource("approval", name, &PostParams::default(), &csr).await?;
     Ok(())
 }
 
@@ -117,7 +117,7 @@ async fn decide(env: &Env, name: &str, type_: &str) -> anyhow::Result<()> {
 async fn issue(env: &Env, name: &str, certificate: &str) -> anyhow::Result<()> {
     let mut csr = csrs(env).get(name).await?;
     csr.status.get_or_insert_with(Default::default).certificate = Some(ByteString(certificate.as_bytes().to_vec()));
-    csrs(env).replace_status(name, &PostParams::default(), serde_json::to_vec(&csr)?).await?;
+    csrs(env).replace_status(name, &PostParams::default(), &csr).await?;
     Ok(())
 }
 

@@ -93,12 +93,10 @@ pub fn order(u: &mut Unstructured) -> Result<()> {
     for networks in reread
         .node_template
         .iter_mut()
-        .map(|t| &mut t.networks)
-        .chain(reread.nodes.iter_mut().flat_map(|n| n.values_mut()).map(|s| &mut s.networks))
+        .filter_map(|t| t.networks.as_mut())
+        .chain(reread.nodes.iter_mut().flat_map(|n| n.values_mut()).filter_map(|s| s.networks.as_mut()))
     {
-        if let Some(list) = networks {
-            shuffle(u, list)?;
-        }
+        shuffle(u, networks)?;
     }
     assert_eq!(hashes(&reread), hashes(&spec), "reordered:\n{text}");
     Ok(())

@@ -10,6 +10,11 @@ use crds::nodesetservice::NodeSetServiceSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value, json};
 
+/// A named generator of one field's value.
+type Field = (&'static str, fn(&mut Unstructured) -> Result<Value>);
+/// A named generator of one field's value, given a size.
+type SizedField = (&'static str, fn(&mut Unstructured, u8) -> Result<Value>);
+
 const HOSTS: &[&str] = &["compute-0", "compute-1", "compute-2", "edge.example.com", "a"];
 const NETWORKS: &[&str] = &["ctlplane", "storage", "tenant", "External_1"];
 
@@ -17,7 +22,7 @@ const NETWORKS: &[&str] = &["ctlplane", "storage", "tenant", "External_1"];
 pub fn network(u: &mut Unstructured, name: &str, index: u8) -> Result<Value> {
     let mut network = json!({"name": name});
     let object = network.as_object_mut().expect("object");
-    let fields: [(&str, fn(&mut Unstructured, u8) -> Result<Value>); 7] = [
+    let fields: [SizedField; 7] = [
         ("interface", |u, _| Ok(Value::from(pick(u, &["eno1", "eno2", "bond0"])?))),
         ("mtu", |u, _| Ok(Value::from(u.int_in_range(576..=9216)?))),
         ("vlan", |u, _| Ok(Value::from(u.int_in_range(1..=4094)?))),
@@ -122,7 +127,7 @@ pub fn spec(u: &mut Unstructured) -> Result<Value> {
 fn template(u: &mut Unstructured) -> Result<Value> {
     let mut template = json!({"image": {"url": "https://images.example.com/os.qcow2", "checksum": "https://images.example.com/os.qcow2.sha256sum", "checksumType": "sha256"}});
     let object = template.as_object_mut().expect("object");
-    let fields: [(&str, fn(&mut Unstructured) -> Result<Value>); 9] = [
+    let fields: [Field; 9] = [
         ("bmhNamespace", |u| Ok(Value::from(pick(u, &["metal3", "hosts"])?))),
         ("bmhLabelSelector", selector),
         ("hardwareReqs", |u| {
@@ -229,7 +234,7 @@ pub fn update(u: &mut Unstructured) -> Result<(NodeSet, NodeSet)> {
 pub fn service(u: &mut Unstructured) -> Result<NodeSetServiceSpec> {
     let mut job = json!({"image": "registry.example.com/netconf:1.4"});
     let object = job.as_object_mut().expect("object");
-    let fields: [(&str, fn(&mut Unstructured) -> Result<Value>); 6] = [
+    let fields: [Field; 6] = [
         ("command", |_| Ok(json!(["/usr/bin/apply-network"]))),
         ("args", |_| Ok(json!(["--inventory", "/var/run/ferrometal/inventory.json"]))),
         ("env", |u| Ok(json!([{"name": pick(u, &["LOG_LEVEL", "a", "FERROMETAL"])?, "value": "info"}]))),
