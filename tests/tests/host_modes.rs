@@ -63,7 +63,11 @@ async fn a_host_recreated_with_its_status_annotation_is_adopted_not_redeployed()
     assert!(t.node("moved-0").await?.is_none(), "the node left Ironic with the detached host");
 
     let recreated = t.create_host("moved-0", spec, json!({STATUS: status})).await?;
-    let host = t.wait_provisioned("moved-0", secs(60)).await?;
+    t.wait_provisioned("moved-0", secs(60)).await?;
+    // The restored status is written first and the annotation dropped right after it.
+    let host = t
+        .wait_for("moved-0", "without its status annotation", secs(30), |h| !h.annotations().contains_key(STATUS))
+        .await?;
     assert_ne!(recreated.uid(), provisioned.uid(), "a new object");
     assert!(!host.annotations().contains_key(STATUS), "the annotation is consumed");
     let restored = host.status.expect("status");

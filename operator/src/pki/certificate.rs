@@ -165,12 +165,9 @@ pub fn new_ca(common_name: &str, days: i64, now: i64) -> Result<CertifiedPem, Er
     Ok(CertifiedPem { cert: cert.pem(), key: key.serialize_pem() })
 }
 
-/// A serving certificate for `sans`, signed by `ca`, valid `days` from `now` but never past
-/// the CA.
-pub fn issue_serving(ca: &CertifiedPem, sans: &SubjectAltNames, days: i64, now: i64) -> Result<CertifiedPem, Error> {
-    let ca_key = KeyPair::from_pem(&ca.key)?;
-    let issuer = Issuer::from_ca_cert_pem(&ca.cert, ca_key)?;
-    let ca_not_after = inspect(&ca.cert).map(|i| i.not_after).unwrap_or(i64::MAX);
+/// Certificate parameters naming `sans`: the first DNS name as the common name, every name
+/// and address as a subject alternative name. Shared by issued certificates and requests.
+pub(super) fn named(sans: &SubjectAltNames) -> Result<CertificateParams, rcgen::Error> {
     let mut params = CertificateParams::default();
     params.distinguished_name.push(DnType::CommonName, sans.dns.first().map(String::as_str).unwrap_or("ironic"));
     params.subject_alt_names = sans
@@ -179,6 +176,16 @@ pub fn issue_serving(ca: &CertifiedPem, sans: &SubjectAltNames, days: i64, now: 
         .map(|d| d.clone().try_into().map(SanType::DnsName))
         .chain(sans.ips.iter().map(|ip| Ok(SanType::IpAddress(*ip))))
         .collect::<Result<_, rcgen::Error>>()?;
+    Ok(params)
+}
+
+/// A serving certificate for `sans`, signed by `ca`, valid `days` from `now` but never past
+/// the CA.
+pub fn issue_serving(ca: &CertifiedPem, sans: &SubjectAltNames, days: i64, now: i64) -> Result<CertifiedPem, Error> {
+    let ca_key = KeyPair::from_pem(&ca.key)?;
+    let issuer = Issuer::from_ca_cert_pem(&ca.cert, ca_key)?;
+    let ca_not_after = inspect(&ca.cert).map(|i| i.not_after).unwrap_or(i64::MAX);
+    let mut params = named(sans)?;
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
     params.not_before = at(now.saturating_sub(300))?;

@@ -3,8 +3,8 @@
 //! served (the Ironic's TLS mode CertificateSigningRequest). The key never leaves the caller.
 
 use super::SubjectAltNames;
-use super::certificate::{CertInfo, inspect};
-use rcgen::{CertificateParams, DnType, KeyPair, PublicKeyData, SanType};
+use super::certificate::{CertInfo, inspect, named};
+use rcgen::{KeyPair, PublicKeyData};
 use sha2::{Digest, Sha256};
 use x509_parser::extensions::ParsedExtension;
 
@@ -30,14 +30,7 @@ pub fn key_digest(key_pem: &str) -> Option<String> {
 /// A PEM `CERTIFICATE REQUEST` for `sans`, signed with `key_pem`.
 pub fn signing_request(key_pem: &str, sans: &SubjectAltNames) -> Result<String, Error> {
     let key = KeyPair::from_pem(key_pem)?;
-    let mut params = CertificateParams::default();
-    params.distinguished_name.push(DnType::CommonName, sans.dns.first().map(String::as_str).unwrap_or("ironic"));
-    params.subject_alt_names = sans
-        .dns
-        .iter()
-        .map(|d| d.clone().try_into().map(SanType::DnsName))
-        .chain(sans.ips.iter().map(|ip| Ok(SanType::IpAddress(*ip))))
-        .collect::<Result<_, rcgen::Error>>()?;
+    let params = named(sans)?;
     Ok(params.serialize_request(&key)?.pem()?)
 }
 
