@@ -12,7 +12,7 @@ use ironic_common::*;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestCondition};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use operator::pki as auto;
 use rcgen::{BasicConstraints, CertificateParams, CertificateSigningRequestParams, IsCa, Issuer, KeyPair};
 use serde_json::json;
@@ -226,8 +226,12 @@ async fn a_denied_request_is_reported_with_the_reason_and_not_retried() -> anyho
     assert!(message.contains("TestDenied") && message.contains(&name), "{message}");
     let (still, _) = wait_request(&env, "CertificateDenied", None).await?;
     assert_eq!(still, name);
-    // Later reconciles ask for nothing new: the denied request is the only one.
-    wait_for_reconcile_since(&operator, reconciles_started(&operator)).await?;
+    // Later reconciles ask for nothing new: the denied request is the only one. Nothing
+    // requeues a denied request, so an edit of the Ironic's metadata makes one happen.
+    let since = reconciles_started(&operator);
+    let poke = json!({"metadata": {"annotations": {"test.ferrometal.io/poke": "after-denial"}}});
+    ironics(&env).patch("ironic", &PatchParams::default(), &Patch::Merge(&poke)).await?;
+    wait_for_reconcile_since(&operator, since).await?;
     let ironic = ironics(&env).get("ironic").await?;
     assert_eq!(ironic.status.and_then(|s| s.tls?.certificate_signing_request_name), Some(name.clone()));
     assert!(csrs(&env).get_opt(&name).await?.is_some(), "kept for the administrator to look at");
