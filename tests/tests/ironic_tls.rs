@@ -14,15 +14,6 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use operator::pki as auto;
 use serde_json::json;
 
-fn secret_text(secret: &Secret, key: &str) -> String {
-    secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .map(|v| String::from_utf8_lossy(&v.0).into_owned())
-        .unwrap_or_default()
-}
-
 fn mounted_secret(deployment: &Deployment, volume: &str) -> Option<String> {
     let pod = deployment.spec.as_ref()?.template.spec.as_ref()?;
     pod.volumes.iter().flatten().find(|v| v.name == volume)?.secret.as_ref()?.secret_name.clone()

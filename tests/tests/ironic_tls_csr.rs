@@ -53,15 +53,6 @@ fn csrs(env: &Env) -> Api<CertificateSigningRequest> {
     Api::all(env.client())
 }
 
-fn secret_text(secret: &Secret, key: &str) -> String {
-    secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .map(|v| String::from_utf8_lossy(&v.0).into_owned())
-        .unwrap_or_default()
-}
-
 async fn create_ironic_with_csr(env: &Env) -> anyhow::Result<()> {
     create_ironic(
         env,

@@ -281,3 +281,13 @@ pub fn certificate(names: &[&str], days: i64) -> anyhow::Result<(String, String,
     let cert = params.signed_by(&key, &issuer)?;
     Ok((ca_cert.pem(), cert.pem(), key.serialize_pem()))
 }
+
+/// The text of `key` in `secret`, empty when it is missing.
+pub fn secret_text(secret: &Secret, key: &str) -> String {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+        .unwrap_or_default()
+}
