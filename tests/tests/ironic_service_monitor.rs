@@ -67,7 +67,7 @@ async fn shipped_identity(env: &Env) -> anyhow::Result<kube::Client> {
         }
     }
     let kubeconfig = env.cp.service_account_kubeconfig(&env.ns, "ferrometal").await?;
-    Ok(ferrometal_tests::control_plane::client_from_kubeconfig(&kubeconfig).await?)
+    ferrometal_tests::control_plane::client_from_kubeconfig(&kubeconfig).await
 }
 
 fn monitors(env: &Env) -> Api<DynamicObject> {
@@ -81,14 +81,18 @@ async fn patch_exporter(env: &Env, exporter: Value) -> anyhow::Result<()> {
 }
 
 async fn wait_monitor_gone(env: &Env, why: &str) -> anyhow::Result<()> {
-    wait::until(why, STEP, POLL, || async { monitors(env).get_opt("ironic-metrics").await.ok().flatten().is_none().then_some(()) })
-        .await?;
+    wait::until(why, STEP, POLL, || async {
+        monitors(env).get_opt("ironic-metrics").await.ok().flatten().is_none().then_some(())
+    })
+    .await?;
     Ok(())
 }
 
 async fn wait_without_condition(env: &Env) -> anyhow::Result<()> {
-    wait_for(env, "ironic", "ServiceMonitorReady to be gone", STEP, |i| condition_of(i, SERVICE_MONITOR_READY).is_none())
-        .await?;
+    wait_for(env, "ironic", "ServiceMonitorReady to be gone", STEP, |i| {
+        condition_of(i, SERVICE_MONITOR_READY).is_none()
+    })
+    .await?;
     Ok(())
 }
 

@@ -168,7 +168,8 @@ pub fn compute(
     if let Some(monitoring) = &facts.service_monitor {
         match &monitoring.condition {
             Some((ready, reason, message)) => {
-                let made = Conditions::new(generation, now.clone()).make(SERVICE_MONITOR_READY, *ready, reason, message);
+                let made =
+                    Conditions::new(generation, now.clone()).make(SERVICE_MONITOR_READY, *ready, reason, message);
                 condition::set_condition(&mut conditions, made);
             }
             None => conditions.retain(|c| c.type_ != SERVICE_MONITOR_READY),
@@ -431,7 +432,10 @@ mod tests {
     #[test]
     fn service_monitor_ready_follows_the_apply_step_warns_once_and_goes_when_none_is_wanted() {
         use crate::ironic::monitor::reasons as monitor_reasons;
-        let facts = |condition| Facts { service_monitor: Some(Monitoring { condition, requeue_after: None }), ..Default::default() };
+        let facts = |condition| Facts {
+            service_monitor: Some(Monitoring { condition, requeue_after: None }),
+            ..Default::default()
+        };
         let missing = facts(Some((false, monitor_reasons::CRD_MISSING, "not installed".to_string())));
         let old = IronicStatus::default();
         let first = compute(&old, &missing, &Progress::Done, Some(1), at(10));

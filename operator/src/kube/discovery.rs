@@ -98,7 +98,8 @@ mod tests {
     #[test]
     fn answers_are_per_resource_and_can_be_forgotten() {
         let discovery = Discovery::new(Duration::from_secs(300));
-        let (monitors, rules) = (resource("ServiceMonitor", "servicemonitors"), resource("PrometheusRule", "prometheusrules"));
+        let (monitors, rules) =
+            (resource("ServiceMonitor", "servicemonitors"), resource("PrometheusRule", "prometheusrules"));
         let now = Instant::now();
         discovery.remember(&monitors, true, now);
         assert_eq!(discovery.cached(&rules, now), None, "another plural of the same group is its own question");

@@ -39,7 +39,8 @@ pub fn render(resolved: &Resolved) -> Option<DynamicObject> {
         }},
         "endpoints": [{"port": METRICS_PORT_NAME, "scheme": "http", "path": "/metrics"}],
     });
-    let mut object = DynamicObject::new(&name, &api_resource()).within(&resolved.namespace).data(json!({ "spec": spec }));
+    let mut object =
+        DynamicObject::new(&name, &api_resource()).within(&resolved.namespace).data(json!({ "spec": spec }));
     object.metadata = meta(resolved, name, names::owner_labels(&resolved.names.ironic));
     Some(object)
 }
@@ -96,8 +97,7 @@ mod tests {
     #[test]
     fn no_service_monitor_without_the_exporter_or_with_disable_service_monitor() {
         assert!(render(&resolved(None)).is_none());
-        let disabled =
-            PrometheusExporter { enabled: true, disable_service_monitor: Some(true), ..Default::default() };
+        let disabled = PrometheusExporter { enabled: true, disable_service_monitor: Some(true), ..Default::default() };
         assert!(render(&resolved(Some(disabled))).is_none());
         let explicit = PrometheusExporter { enabled: true, disable_service_monitor: Some(false), ..Default::default() };
         assert!(render(&resolved(Some(explicit))).is_some());
