@@ -1,6 +1,6 @@
 //! The apply step: every supporting object through the ledger (the Secrets, the CA bundle,
-//! the cert-manager Certificate, the Service, the Ingress, the ServiceMonitor), each kind pruned as soon as all of
-//! it that this reconcile wants is written, the CertificateSigningRequests created and deleted, and the Events of what was made. Pruning replaces
+//! the cert-manager Certificate, the Service, the Ingress, the ServiceMonitor where its API is
+//! installed), each kind pruned as soon as all of it that this reconcile wants is written, the CertificateSigningRequests created and deleted, and the Events of what was made. Pruning replaces
 //! deleting by name: generated credentials go once the user names their own, Auto TLS Secrets
 //! once another mode is chosen, the Ingress once the spec drops it. The ledger's scope is the
 //! Ironic's own component, so nothing of its database is ever selected. The workload and the
