@@ -1,15 +1,17 @@
 //! The apply step: every supporting object through the ledger (the Secrets, the CA bundle,
-//! the cert-manager Certificate, the Service, the Ingress), each kind pruned as soon as all of
-//! it that this reconcile wants is written, the CertificateSigningRequests created and deleted, and the Events of what was made. Pruning replaces
+//! the cert-manager Certificate, the Service, the Ingress, the ServiceMonitor where its API is
+//! installed), each kind pruned as soon as all of it that this reconcile wants is written, the CertificateSigningRequests created and deleted, and the Events of what was made. Pruning replaces
 //! deleting by name: generated credentials go once the user names their own, Auto TLS Secrets
 //! once another mode is chosen, the Ingress once the spec drops it. The ledger's scope is the
 //! Ironic's own component, so nothing of its database is ever selected. The workload and the
 //! Jobs are the sequence's.
 
 use super::build::{Desired, Resolved};
+use super::monitor::{self, Monitoring};
 use super::status::reasons;
 use super::tls::cert_manager;
 use super::tls::csr::CsrPlan;
+use crate::kube::discovery::Discovery;
 use crate::kube::{KubeError, Ledger, Notices, Progress, Verb};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
@@ -46,6 +48,8 @@ impl Error {
 pub struct Applied {
     /// When cert-manager renews the Certificate, as it reports.
     pub certificate_renewal: Option<Time>,
+    /// What became of the ServiceMonitor.
+    pub monitoring: Monitoring,
 }
 
 /// Applies the supporting objects in `ledger` (the Ironic's scope) and prunes each kind.
@@ -53,6 +57,7 @@ pub async fn run(
     ledger: &Ledger,
     resolved: &Resolved,
     desired: &Desired,
+    discovery: &Discovery,
     notices: &mut Notices,
 ) -> Result<Applied, Error> {
     for secret in &desired.secrets {
@@ -84,6 +89,8 @@ pub async fn run(
         ledger.apply(ingress.clone()).await?;
     }
     ledger.prune::<Ingress>().await?;
+    let monitoring =
+        monitor::run(ledger, discovery, desired.service_monitor.as_ref(), &resolved.names.service()).await?;
 
     if resolved.credentials.newly_generated {
         let note = format!("generated API credentials in Secret {}", resolved.credentials.secret_name);
@@ -104,7 +111,7 @@ pub async fn run(
         );
         notices.normal("CertificateRequested", note);
     }
-    Ok(Applied { certificate_renewal })
+    Ok(Applied { certificate_renewal, monitoring })
 }
 
 /// Creates the request that does not exist yet and deletes the used and abandoned ones. CSRs

@@ -111,6 +111,10 @@ pub struct Config {
     pub retry_interval: Duration,
     /// Retry at least this often while errors go on.
     pub retry_max_interval: Duration,
+    /// How long an answer of API discovery (is the ServiceMonitor's API installed?) is
+    /// trusted: how soon the Prometheus operator installed later is noticed, at the cost of
+    /// one discovery request per interval for all Ironics together.
+    pub api_discovery_refresh: Duration,
     /// The database module: managed MariaDBs and checks of external databases.
     pub database: crate::database::Config,
 }
@@ -128,6 +132,7 @@ impl Default for Config {
             progress_interval: Duration::from_secs(30),
             retry_interval: Duration::from_secs(10),
             retry_max_interval: Duration::from_secs(300),
+            api_discovery_refresh: Duration::from_secs(300),
             database: crate::database::Config::default(),
         }
     }

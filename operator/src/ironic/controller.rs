@@ -11,6 +11,7 @@ use super::error::Error;
 use super::linked::{self, SourceKind};
 use super::names::{FINALIZER, IRONIC_LABEL, Names};
 use crate::kube::backoff::Backoff;
+use crate::kube::discovery::Discovery;
 use crate::kube::runner::{self, Reconcile, Runner};
 use crate::kube::{Context, Publisher, Scope};
 use crds::ironic::Ironic;
@@ -34,6 +35,8 @@ pub struct IronicController {
     pub(super) ctx: Arc<Context>,
     pub(super) config: Config,
     pub(super) publisher: Publisher,
+    /// Whether optional APIs (the ServiceMonitor's) are installed, shared by every reconcile.
+    pub(super) discovery: Discovery,
 }
 
 impl IronicController {
@@ -44,7 +47,8 @@ impl IronicController {
             backoff: Backoff::new(config.retry_interval, config.retry_max_interval),
         };
         let publisher = ctx.publisher("ironic");
-        Self { runner, ctx, config, publisher }
+        let discovery = Discovery::new(config.api_discovery_refresh);
+        Self { runner, ctx, config, publisher, discovery }
     }
 }
 

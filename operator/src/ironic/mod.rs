@@ -11,7 +11,8 @@
 //! - [`resolve`]: a `Resolved` value with networking, ports and addresses computed once, the
 //!   API [`credentials`], [`tls`] and the content [`hash`];
 //! - [`build`]: pure render functions, one per object, from `&Resolved`;
-//! - [`apply`]: the supporting objects through the kit's ledger, each kind pruned;
+//! - [`apply`]: the supporting objects through the kit's ledger, each kind pruned, and the
+//!   ServiceMonitor where its API is installed ([`monitor`]);
 //! - [`sequence`]: the gates, the upgrade Jobs around the rollout ([`upgrade`] plans them);
 //! - [`status`], pure: conditions, versions, endpoints and an Event per transition.
 //!
@@ -27,6 +28,7 @@ pub mod dereference;
 pub mod error;
 pub mod hash;
 pub mod linked;
+pub mod monitor;
 pub mod names;
 pub mod nodes;
 pub mod reconcile;

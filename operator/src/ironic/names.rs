@@ -57,6 +57,12 @@ impl Names {
         self.ironic.clone()
     }
 
+    /// The Prometheus operator's ServiceMonitor of the exporter (ironic-standalone-operator's
+    /// name).
+    pub fn service_monitor(&self) -> String {
+        format!("{}-metrics", self.ironic)
+    }
+
     /// The TLS Secret the Ingress names (provided by the user or an ingress controller).
     pub fn ingress_tls(&self) -> String {
         format!("{}-ingress-tls", self.ironic)
@@ -157,6 +163,7 @@ mod tests {
         assert_eq!(n.workload(), "ironic-service");
         assert_eq!(n.service(), "ironic");
         assert_eq!(n.ingress_tls(), "ironic-ingress-tls");
+        assert_eq!(n.service_monitor(), "ironic-metrics");
         assert_eq!(n.upgrade_job("pre", Some("37.0"), "38.0"), "ironic-pre-37.0-to-38.0");
         assert_eq!(n.upgrade_job("post", None, "latest"), "ironic-post-none-to-latest");
     }

@@ -46,14 +46,21 @@ impl IronicController {
         facts.published = Some(Published::of(&resolved));
         let desired = build::build(&resolved);
         let own = ledger.scoped(ironic_scope());
-        facts.certificate_renewal = apply::run(&own, &resolved, &desired, notices).await?.certificate_renewal;
+        let applied = apply::run(&own, &resolved, &desired, &self.discovery, notices).await?;
+        facts.certificate_renewal = applied.certificate_renewal;
+        let monitor_requeue = applied.monitoring.requeue_after;
+        facts.service_monitor = Some(applied.monitoring);
         let previous = ironic.status.clone().unwrap_or_default();
         let sequenced =
             sequence::run(&own, &resolved, &desired, &previous, &database.progress, Time(now), notices).await?;
         facts.upgrade = sequenced.upgrade;
         let renewal = resolved.renewal_after(now.as_second());
         let signer = resolved.awaits_signer().then_some(config.progress_interval);
-        Ok(Outcome::new(sequenced.progress).within(renewal).within(signer).within(database.requeue_after))
+        Ok(Outcome::new(sequenced.progress)
+            .within(renewal)
+            .within(signer)
+            .within(database.requeue_after)
+            .within(monitor_requeue))
     }
 
     /// Reconciles an Ironic that is not being deleted: the steps, then the status (written only

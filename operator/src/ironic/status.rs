@@ -3,6 +3,7 @@
 //! [`Progress`]), and the Events its transitions deserve.
 
 use super::build::network::{IMAGES_SERVICE_PORT, api_service_port};
+use super::monitor::{Monitoring, SERVICE_MONITOR_READY};
 use super::names::Names;
 use super::resolve::Resolved;
 use super::tls;
@@ -106,6 +107,8 @@ pub struct Facts {
     pub certificate_renewal: Option<Time>,
     /// sequence: `status.upgrade`.
     pub upgrade: Option<UpgradeStatus>,
+    /// apply: the ServiceMonitor, for ServiceMonitorReady.
+    pub service_monitor: Option<Monitoring>,
 }
 
 /// The API and image server URLs inside the cluster.
@@ -162,6 +165,16 @@ pub fn compute(
     if let Some(upgrade) = &facts.upgrade {
         next.upgrade = Some(upgrade.clone());
     }
+    if let Some(monitoring) = &facts.service_monitor {
+        match &monitoring.condition {
+            Some((ready, reason, message)) => {
+                let made =
+                    Conditions::new(generation, now.clone()).make(SERVICE_MONITOR_READY, *ready, reason, message);
+                condition::set_condition(&mut conditions, made);
+            }
+            None => conditions.retain(|c| c.type_ != SERVICE_MONITOR_READY),
+        }
+    }
     let version = next.requested_version.clone().unwrap_or_default();
     let endpoint = next.api_endpoint.as_deref().map(|e| format!(" at {e}")).unwrap_or_default();
     let available = format!("Ironic {version} is available{endpoint}");
@@ -217,6 +230,10 @@ pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Notices {
         } else {
             out.warning(&c.reason, &c.message);
         }
+    }
+    let (old_monitor, new_monitor) = (find(old, SERVICE_MONITOR_READY), find(new, SERVICE_MONITOR_READY));
+    if let Some(c) = new_monitor.filter(|c| c.status != TRUE && changed(old_monitor, Some(c))) {
+        out.warning(&c.reason, &c.message);
     }
     let (old_ready, new_ready) = (find(old, READY), find(new, READY));
     if let Some(c) = new_ready.filter(|c| changed(old_ready, Some(c))) {
@@ -410,6 +427,31 @@ mod tests {
         let sqlite = Facts { database: Some(DatabaseFacts::default()), ..Default::default() };
         let without = compute(&with, &sqlite, &Progress::Done, Some(2), at(20));
         assert!(find(&without, DATABASE_READY).is_none() && without.database.is_none());
+    }
+
+    #[test]
+    fn service_monitor_ready_follows_the_apply_step_warns_once_and_goes_when_none_is_wanted() {
+        use crate::ironic::monitor::reasons as monitor_reasons;
+        let facts = |condition| Facts {
+            service_monitor: Some(Monitoring { condition, requeue_after: None }),
+            ..Default::default()
+        };
+        let missing = facts(Some((false, monitor_reasons::CRD_MISSING, "not installed".to_string())));
+        let old = IronicStatus::default();
+        let first = compute(&old, &missing, &Progress::Done, Some(1), at(10));
+        assert_eq!(reason_of(&first, SERVICE_MONITOR_READY), (FALSE.into(), monitor_reasons::CRD_MISSING.into()));
+        assert_eq!(reason_of(&first, READY), (TRUE.into(), "DeploymentAvailable".into()), "Ready all the same");
+        let notices: Vec<Notice> = transitions(&old, &first).into_iter().collect();
+        assert!(notices.iter().any(|n| n.reason == monitor_reasons::CRD_MISSING && n.severity == Severity::Warning));
+        let again = compute(&first, &missing, &Progress::Done, Some(1), at(20));
+        assert!(!reasons_of(transitions(&first, &again)).contains(&monitor_reasons::CRD_MISSING.to_string()));
+        let created = facts(Some((true, monitor_reasons::CREATED, "ServiceMonitor ironic-metrics".to_string())));
+        let made = compute(&again, &created, &Progress::Done, Some(1), at(30));
+        assert_eq!(reason_of(&made, SERVICE_MONITOR_READY), (TRUE.into(), monitor_reasons::CREATED.into()));
+        let untouched = compute(&made, &Facts::default(), &Progress::Done, Some(1), at(40));
+        assert!(find(&untouched, SERVICE_MONITOR_READY).is_some(), "a step that did not run leaves it");
+        let gone = compute(&made, &facts(None), &Progress::Done, Some(2), at(50));
+        assert!(find(&gone, SERVICE_MONITOR_READY).is_none());
     }
 
     #[test]

@@ -14,13 +14,6 @@ pub fn notices(spec: &IronicSpec) -> Vec<String> {
                 .to_string(),
         );
     }
-    if spec.prometheus_exporter.as_ref().is_some_and(|p| p.enabled && p.disable_service_monitor != Some(true)) {
-        out.push(
-            "spec.prometheusExporter asks for a ServiceMonitor, which this operator does not create; the exporter \
-             runs and serves metrics, scrape it yourself or set disableServiceMonitor"
-                .to_string(),
-        );
-    }
     out
 }
 
@@ -38,16 +31,11 @@ mod tests {
             ..Default::default()
         };
         let notes = notices(&spec);
-        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes.len(), 1, "the ServiceMonitor is created (see `monitor`): {notes:?}");
         assert!(notes[0].contains("spec.networkingService"));
-        assert!(notes[1].contains("ServiceMonitor"));
         let quiet = IronicSpec {
             networking_service: Some(NetworkingService { enabled: Some(false), ..Default::default() }),
-            prometheus_exporter: Some(PrometheusExporter {
-                enabled: true,
-                disable_service_monitor: Some(true),
-                ..Default::default()
-            }),
+            prometheus_exporter: Some(PrometheusExporter { enabled: true, ..Default::default() }),
             ..Default::default()
         };
         assert!(notices(&quiet).is_empty());

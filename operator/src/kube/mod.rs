@@ -11,6 +11,7 @@
 //!   conditions it becomes;
 //! - [`events`]: Events collected during a reconcile, published after its status write;
 //! - [`observe`] and [`jobs`]: how Jobs and workloads are doing, Jobs that run once;
+//! - [`discovery`]: whether an optional API (a CRD of another project) is served, cached;
 //! - [`fresh`]: the newer of a cached object and what the controller's own write returned;
 //! - [`content`], [`names`], [`pod`]: Secret and ConfigMap content, labels and bounded names,
 //!   pod parts.
@@ -21,6 +22,7 @@ pub mod backoff;
 pub mod condition;
 pub mod content;
 pub mod context;
+pub mod discovery;
 pub mod error;
 pub mod events;
 pub mod fresh;

@@ -54,6 +54,9 @@ kinds! {
 /// dynamic object).
 pub const CERT_MANAGER_CERTIFICATES: Resource = Resource::new("cert-manager.io", "certificates");
 
+/// The Prometheus operator's ServiceMonitor, which the operator has no Rust type for either.
+pub const SERVICE_MONITORS: Resource = Resource::new("monitoring.coreos.com", "servicemonitors");
+
 /// The Rust name of a kind: the last segment of its path.
 pub fn short_name(path: &str) -> &str {
     path.rsplit("::").next().unwrap_or(path).trim()

@@ -5,7 +5,7 @@
 //! Server-side apply of an object that does not exist yet creates it, which the apiserver
 //! authorizes as `create` as well as `patch`; hence `create` beside every applied kind.
 
-use super::kinds::CERT_MANAGER_CERTIFICATES;
+use super::kinds::{CERT_MANAGER_CERTIFICATES, SERVICE_MONITORS};
 use super::{Access, Component, Feature, Reach, Resource, Verb};
 use Verb::{Create, Delete, Get, List, Patch, Update, Watch};
 
@@ -42,8 +42,8 @@ pub const WEBHOOK_SECRET: &str = crate::webhook::SECRET_NAME;
 pub const WEBHOOK_CONFIGURATION: &str = crate::webhook::CONFIGURATION_NAME;
 
 /// The `Ironic` controller (`operator/src/ironic`): Ironic's workload, Services, Ingress,
-/// Secrets, ConfigMaps, upgrade Jobs and cert-manager Certificate, with the user's Secrets and
-/// ConfigMaps an Ironic refers to.
+/// Secrets, ConfigMaps, upgrade Jobs, cert-manager Certificate and ServiceMonitor, with the user's
+/// Secrets and ConfigMaps an Ironic refers to.
 pub const IRONIC: Component = Component {
     name: "ironic",
     access: &[
@@ -75,6 +75,15 @@ pub const IRONIC: Component = Component {
         ),
         access(CONFIGMAPS, &[Get, List, Watch, Create, Patch, Delete], "the CA bundle; the user's ConfigMaps"),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
+        // Granted always, unlike cert-manager's Certificates: prometheusExporter asks for a
+        // ServiceMonitor unless it says otherwise (as in ironic-standalone-operator), and the
+        // grant is inert where the API is not installed. No get or watch: it is applied,
+        // listed for the prune, and deleted.
+        access(
+            SERVICE_MONITORS,
+            &[List, Create, Patch, Delete],
+            "the exporter's ServiceMonitor where the Prometheus operator is installed; removed when the spec drops it",
+        ),
         Access {
             feature: Feature::CertManagerTls,
             ..access(

@@ -14,6 +14,7 @@ pub mod meta;
 pub mod network;
 pub mod pod;
 pub mod secrets;
+pub mod service_monitor;
 pub mod volumes;
 pub mod workload;
 
@@ -40,6 +41,8 @@ pub struct Desired {
     pub workload: Workload,
     pub service: Service,
     pub ingress: Option<Ingress>,
+    /// The Prometheus operator's ServiceMonitor of the exporter.
+    pub service_monitor: Option<DynamicObject>,
     pub pre_upgrade_job: Option<Job>,
     pub post_upgrade_job: Option<Job>,
 }
@@ -69,6 +72,7 @@ pub fn build(resolved: &Resolved) -> Desired {
         workload: workload::render(resolved),
         service: network::service(resolved),
         ingress: network::ingress(resolved),
+        service_monitor: service_monitor::render(resolved),
         pre_upgrade_job: job(Phase::Pre),
         post_upgrade_job: job(Phase::Post),
     }
