@@ -49,21 +49,24 @@ impl OperatorConfig {
     }
 }
 
-impl From<RunArgs> for OperatorConfig {
-    fn from(args: RunArgs) -> Self {
+impl TryFrom<RunArgs> for OperatorConfig {
+    type Error = crate::host::ConfigError;
+
+    /// Fails on flags that name something in a form that cannot be used.
+    fn try_from(args: RunArgs) -> Result<Self, Self::Error> {
         let identity = args.identity.clone().unwrap_or_else(default_identity);
         let enabled = |kind| args.controllers.contains(&kind);
-        Self {
+        Ok(Self {
             namespaces: args.namespaces.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
             health_addr: Some(args.health_addr),
             leader_election: args.leader.into_config(),
             webhook: args.webhook.into_config(),
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
-            host: enabled(ControllerKind::Host).then(|| args.host.into()),
+            host: enabled(ControllerKind::Host).then(|| args.host.try_into()).transpose()?,
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             identity,
-        }
+        })
     }
 }
 

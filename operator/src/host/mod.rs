@@ -52,6 +52,7 @@ mod wake;
 mod write;
 
 pub use config::{
+    ConfigError,
     CaSource, Config, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs, IronicSource,
 };
 pub use controller::run;

@@ -107,9 +107,11 @@ impl Operator {
 
 /// `ferrometal run`: runs until SIGINT or SIGTERM.
 pub async fn run_until_signal(args: RunArgs) -> Result<(), Error> {
+    // Flags first: a mistake in them is reported before anything connects anywhere.
+    let operator_config = OperatorConfig::try_from(args).map_err(Error::Flags)?;
     let config = kube::Config::infer().await.map_err(Error::KubeConfig)?;
     let client = Client::try_from(config).map_err(Error::Client)?;
-    let operator = Operator::start(client, OperatorConfig::from(args)).await?;
+    let operator = Operator::start(client, operator_config).await?;
     let shutdown = operator.shutdown.clone();
     let mut task = tokio::spawn(operator.wait());
     tokio::select! {
