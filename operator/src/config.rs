@@ -30,6 +30,8 @@ pub struct OperatorConfig {
     pub nodeset: Option<crate::nodeset::Config>,
     /// How long the controllers get to stop on shutdown before they are aborted.
     pub shutdown_grace: Duration,
+    /// Feature gates: the one set the Ironic controller and the webhook both apply.
+    pub features: crds::ironic::IronicValidationOptions,
 }
 
 impl OperatorConfig {
@@ -45,6 +47,7 @@ impl OperatorConfig {
             host: None,
             nodeset: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            features: crds::ironic::IronicValidationOptions::default(),
         }
     }
 }
@@ -65,6 +68,7 @@ impl TryFrom<RunArgs> for OperatorConfig {
             host: enabled(ControllerKind::Host).then(|| args.host.try_into()).transpose()?,
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
+            features: args.feature_gates,
             identity,
         })
     }

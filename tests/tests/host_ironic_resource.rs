@@ -10,8 +10,8 @@ use crds::ironic::Ironic;
 use ferrometal_tests::ironic::{IronicAuth, IronicConfig};
 use host_common::{HostEnv, Options, secs};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::Resource;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use operator::host::IronicSource;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -77,8 +77,8 @@ fn resource_config(t: &HostEnv) -> anyhow::Result<operator::host::Config> {
 }
 
 #[tokio::test]
-async fn hosts_are_provisioned_through_the_ironic_resource_and_a_patched_status_redirects_nothing()
--> anyhow::Result<()> {
+async fn hosts_are_provisioned_through_the_ironic_resource_and_a_patched_status_redirects_nothing() -> anyhow::Result<()>
+{
     let mut t = start("host-ironic-cr").await?;
     ironic_resource(&t, true).await?;
     // Whoever can patch the status points it at their own server, Secret and CA.
@@ -125,9 +125,7 @@ async fn a_credentials_secret_the_ironic_does_not_control_is_never_used() -> any
     let owner = ironic.controller_owner_ref(&()).into_iter().collect::<Vec<_>>();
     let patch = json!({"metadata": {"ownerReferences": owner}});
     secrets.patch("ironic-api-credentials", &PatchParams::default(), &Patch::Merge(patch)).await?;
-    t.wait_for("fake-0", "registered", secs(90), |h| {
-        h.status.as_ref().is_some_and(|s| !s.provisioning.id.is_empty())
-    })
-    .await?;
+    t.wait_for("fake-0", "registered", secs(90), |h| h.status.as_ref().is_some_and(|s| !s.provisioning.id.is_empty()))
+        .await?;
     Ok(())
 }

@@ -228,8 +228,8 @@ impl TryFrom<HostArgs> for Config {
         } else if let Some(url) = endpoint {
             let credentials = match secret {
                 Some(secret) => {
-                    let (namespace, name) =
-                        split_namespaced(&secret, None).ok_or_else(|| ConfigError::CredentialsSecret(secret.clone()))?;
+                    let (namespace, name) = split_namespaced(&secret, None)
+                        .ok_or_else(|| ConfigError::CredentialsSecret(secret.clone()))?;
                     CredentialsSource::Secret { namespace, name }
                 }
                 None => CredentialsSource::Directory(args.ironic_auth_dir),

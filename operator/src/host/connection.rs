@@ -202,7 +202,14 @@ impl Provisioner {
                     ProvisionerError::Settings(format!("cannot read the CA file {}: {e}", path.display()))
                 })?),
             };
-        Ok(Settings { endpoint: config.url.clone(), username, password, ca_pem, insecure: config.insecure, connect_to: None })
+        Ok(Settings {
+            endpoint: config.url.clone(),
+            username,
+            password,
+            ca_pem,
+            insecure: config.insecure,
+            connect_to: None,
+        })
     }
 
     /// The connection to an `Ironic` resource, from what only its spec and names say:
@@ -275,7 +282,9 @@ impl Provisioner {
                     ),
                     // The operator's own CA is always published; a user's certificate without
                     // a CA is verified against the system's roots.
-                    None if mode == TlsMode::Auto => return Err(not_ready("its CA bundle is not published yet".into())),
+                    None if mode == TlsMode::Auto => {
+                        return Err(not_ready("its CA bundle is not published yet".into()));
+                    }
                     None => None,
                 }
             }

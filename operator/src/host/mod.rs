@@ -52,8 +52,8 @@ mod wake;
 mod write;
 
 pub use config::{
-    ConfigError,
-    CaSource, Config, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs, IronicSource,
+    CaSource, Config, ConfigError, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs,
+    IronicSource,
 };
 pub use controller::run;
 

@@ -112,7 +112,10 @@ pub async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<H
     let user_data = read(client, host, "spec.userData", reference(&spec.user_data), configdrive::USER_DATA_KEY).await?;
     let (network_field, network_ref) = match reference(&spec.network_data) {
         Some(r) => ("spec.networkData", Some(r)),
-        None => ("spec.preprovisioningNetworkDataName", spec.preprovisioning_network_data_name.as_deref().map(|n| (n, None))),
+        None => (
+            "spec.preprovisioningNetworkDataName",
+            spec.preprovisioning_network_data_name.as_deref().map(|n| (n, None)),
+        ),
     };
     let network_data = read(client, host, network_field, network_ref, configdrive::NETWORK_DATA_KEY).await?;
     let meta_data = read(client, host, "spec.metaData", reference(&spec.meta_data), configdrive::META_DATA_KEY).await?;

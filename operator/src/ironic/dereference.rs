@@ -97,7 +97,7 @@ pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
         (None, Some(cert_manager)) => stored.cert_manager = secret(ledger, &cert_manager).await?,
         (None, None) => {}
     }
-    let mode = spec.tls.as_ref().and_then(|t| t.effective_mode());
+    let mode = spec.tls_mode();
     if mode == Some(TlsMode::CertificateSigningRequest) {
         stored.csr = signing_request(ledger, ironic, &names).await?;
     }

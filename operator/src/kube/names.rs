@@ -23,7 +23,9 @@ pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
 
 /// A reference to an object of another namespace than the referring object's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{field}.namespace {named:?} is not this object's namespace {own:?}: references to Secrets and ConfigMaps of another namespace are refused")]
+#[error(
+    "{field}.namespace {named:?} is not this object's namespace {own:?}: references to Secrets and ConfigMaps of another namespace are refused"
+)]
 pub struct CrossNamespace {
     pub field: &'static str,
     pub named: String,
