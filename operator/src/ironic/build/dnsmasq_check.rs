@@ -51,8 +51,8 @@ fn configuration(env: &BTreeMap<String, String>) -> String {
     let mut conf = String::from("port=0\nbind-interfaces\ninterface=lo\n");
     let entries = |name: &str| {
         env.get(name)
-            .map(|v| v.split(';').filter(|e| !e.is_empty()).map(str::to_string).collect())
-            .unwrap_or_else(Vec::new)
+            .map(|v| v.split(';').filter(|e| !e.is_empty()).map(str::to_string).collect::<Vec<_>>())
+            .unwrap_or_default()
     };
     for range in entries("DHCP_RANGE") {
         conf.push_str(&format!("dhcp-range={range}\n"));
