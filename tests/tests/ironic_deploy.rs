@@ -86,7 +86,9 @@ async fn a_minimal_irso_style_ironic_becomes_ready_keeps_its_spec_byte_for_byte_
     assert_eq!(env_value(ironic_container, "PROVISIONING_IP").as_deref(), Some("192.168.222.2"));
     assert_eq!(env_value(ironic_container, "PROVISIONING_INTERFACE").as_deref(), Some("em0"));
     assert_eq!(ironic_container.image.as_deref(), Some("quay.io/metal3-io/ironic:release-38.0"));
-    assert!(has_env(ironic_container, "IRONIC_HTPASSWD"));
+    // With TLS, httpd terminates HTTPS and checks the password; Ironic behind it does not.
+    assert!(has_env(container(&containers, "httpd"), "IRONIC_HTPASSWD"));
+    assert!(!has_env(ironic_container, "IRONIC_HTPASSWD"));
     let service = api::<Service>(&env).get("ironic").await?;
     let ports: Vec<_> = service.spec.and_then(|s| s.ports).unwrap_or_default().iter().map(|p| p.port).collect();
     assert_eq!(ports, [443, 8080, 8443], "HTTPS by default, virtual media over TLS too");
