@@ -40,6 +40,7 @@ fn found_and_valid(ironic: &Ironic) -> (Found, Valid) {
         credentials: Stored { generated: None, htpasswd: Some(stored_htpasswd("admin", "pw")) },
         tls: Default::default(),
         node_ips: Vec::new(),
+        node_ips_forbidden: false,
     };
     let valid = validate::run(ironic, &found, &Config::default(), &mut Notices::default()).expect("valid");
     (found, valid)
