@@ -8,6 +8,7 @@ apt_install \
   mariadb-server mariadb-client \
   golang-go golang-github-modern-go-reflect2-dev rsync jq make dpkg-dev \
   ipmitool \
+  dnsmasq-base \
   genisoimage \
   python3 python3-venv \
   ca-certificates curl

@@ -47,6 +47,7 @@ pub struct IronicClientBuilder {
     max_in_flight: usize,
     retry: RetryPolicy,
     metrics: Option<Arc<Metrics>>,
+    connect_to: Option<std::net::SocketAddr>,
 }
 
 impl fmt::Debug for IronicClientBuilder {
@@ -60,6 +61,7 @@ impl fmt::Debug for IronicClientBuilder {
             .field("timeout", &self.timeout)
             .field("max_in_flight", &self.max_in_flight)
             .field("retry", &self.retry)
+            .field("connect_to", &self.connect_to)
             .finish_non_exhaustive()
     }
 }
@@ -76,6 +78,7 @@ impl IronicClientBuilder {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             retry: RetryPolicy::default(),
             metrics: None,
+            connect_to: None,
         }
     }
 
@@ -145,6 +148,16 @@ impl IronicClientBuilder {
         self
     }
 
+    /// Connects to `addr` instead of resolving the endpoint's host name, like curl's
+    /// `--connect-to`: the URL, the `Host` header and the name the server's certificate must
+    /// carry stay the endpoint's, so a wrong address fails verification instead of receiving
+    /// the credentials. For an Ironic Service reached from outside its cluster.
+    #[must_use]
+    pub fn connect_to(mut self, addr: std::net::SocketAddr) -> Self {
+        self.connect_to = Some(addr);
+        self
+    }
+
     /// Builds the client and negotiates the microversion with the server.
     pub async fn build(self) -> Result<IronicClient> {
         let transport = self.transport()?;
@@ -168,7 +181,12 @@ impl IronicClientBuilder {
             (None, false) => Trust::System,
         };
         let tls = tls::client_config(&trust, base.scheme() == "https")?;
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder();
+        if let (Some(addr), Some(host)) = (self.connect_to, base.host_str()) {
+            // The endpoint's port when it names one, else the address's.
+            http = http.resolve(host, addr);
+        }
+        let http = http
             .tls_backend_preconfigured(tls)
             .connect_timeout(self.connect_timeout)
             .timeout(self.timeout)

@@ -68,6 +68,13 @@ pub struct RunArgs {
     #[arg(long, env = "SHUTDOWN_GRACE_SECONDS", default_value_t = 20)]
     pub shutdown_grace_seconds: u64,
 
+    /// Feature gates, `Name=true|false` separated by commas: HighAvailability and Overrides
+    /// (ironic-standalone-operator's), both on by default. The Ironic controller and the
+    /// webhook apply the same gates.
+    #[arg(long = "feature-gates", env = "FEATURE_GATES", default_value = "",
+          value_parser = crds::ironic::IronicValidationOptions::from_feature_gates)]
+    pub feature_gates: crds::ironic::IronicValidationOptions,
+
     #[command(flatten)]
     pub leader: crate::runtime::leader::LeaderArgs,
 

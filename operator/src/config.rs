@@ -30,6 +30,8 @@ pub struct OperatorConfig {
     pub nodeset: Option<crate::nodeset::Config>,
     /// How long the controllers get to stop on shutdown before they are aborted.
     pub shutdown_grace: Duration,
+    /// Feature gates: the one set the Ironic controller and the webhook both apply.
+    pub features: crds::ironic::IronicValidationOptions,
 }
 
 impl OperatorConfig {
@@ -45,25 +47,30 @@ impl OperatorConfig {
             host: None,
             nodeset: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            features: crds::ironic::IronicValidationOptions::default(),
         }
     }
 }
 
-impl From<RunArgs> for OperatorConfig {
-    fn from(args: RunArgs) -> Self {
+impl TryFrom<RunArgs> for OperatorConfig {
+    type Error = crate::host::ConfigError;
+
+    /// Fails on flags that name something in a form that cannot be used.
+    fn try_from(args: RunArgs) -> Result<Self, Self::Error> {
         let identity = args.identity.clone().unwrap_or_else(default_identity);
         let enabled = |kind| args.controllers.contains(&kind);
-        Self {
+        Ok(Self {
             namespaces: args.namespaces.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
             health_addr: Some(args.health_addr),
             leader_election: args.leader.into_config(),
             webhook: args.webhook.into_config(),
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
-            host: enabled(ControllerKind::Host).then(|| args.host.into()),
+            host: enabled(ControllerKind::Host).then(|| args.host.try_into()).transpose()?,
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
+            features: args.feature_gates,
             identity,
-        }
+        })
     }
 }
 

@@ -51,6 +51,9 @@ pub struct IronicConfig {
     pub automated_clean: bool,
     /// Further `ironic.conf` options as `(section, key, value)`.
     pub extra: Vec<(String, String, String)>,
+    /// DNS names the TLS certificate covers besides `localhost`, such as the Service name
+    /// of an `Ironic` the operator derives its endpoint from.
+    pub server_names: Vec<String>,
 }
 
 impl Default for IronicConfig {
@@ -62,6 +65,7 @@ impl Default for IronicConfig {
             fast_redfish: true,
             automated_clean: false,
             extra: Vec::new(),
+            server_names: Vec::new(),
         }
     }
 }
@@ -91,7 +95,9 @@ impl IronicServer {
         let mut conf = render_conf(&config, &dir, port, &endpoint, images.url())?;
         let ca_pem = if config.tls {
             let ca = Authority::new("ironic-test-ca")?;
-            let cert = ca.server(&["localhost"], &[loopback()])?;
+            let mut names = vec!["localhost"];
+            names.extend(config.server_names.iter().map(String::as_str));
+            let cert = ca.server(&names, &[loopback()])?;
             let cert_file = dir.write("ironic.crt", &cert.cert_pem)?;
             let key_file = dir.write("ironic.key", &cert.key_pem)?;
             writeln!(
@@ -110,6 +116,13 @@ impl IronicServer {
         server.create_schema()?;
         server.launch().await?;
         Ok(server)
+    }
+
+    /// The API's address, `127.0.0.1:PORT`.
+    pub fn socket_addr(&self) -> crate::Result<std::net::SocketAddr> {
+        let url = url::Url::parse(&self.endpoint)?;
+        let port = url.port().ok_or_else(|| anyhow::anyhow!("the Ironic endpoint has no port"))?;
+        Ok(std::net::SocketAddr::from((loopback(), port)))
     }
 
     /// The API endpoint, `http(s)://127.0.0.1:PORT`.

@@ -68,6 +68,7 @@ impl Harness {
             metrics: Arc::new(operator::metrics::Metrics::new()),
             namespaces: vec![env.ns.clone()],
             identity: format!("database-e2e-{}", env.ns),
+            features: Default::default(),
         };
         let config = Config {
             address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),
@@ -465,6 +466,7 @@ async fn an_external_database_is_checked_with_clear_conditions() -> anyhow::Resu
         metrics: Arc::new(operator::metrics::Metrics::new()),
         namespaces: vec![env.ns.clone()],
         identity: "database-e2e".into(),
+        features: Default::default(),
     };
     let config = Config::default();
     let check = async |name: &str| -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {

@@ -88,3 +88,38 @@ async fn unknown_or_malformed_bmc_addresses_are_rejected_without_calling_ironic(
     assert_eq!(t.ironic_request_count("get_node")?, 0, "not even a lookup was sent");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_config_drive_secret_of_another_namespace_is_refused_without_reaching_ironic() -> anyhow::Result<()> {
+    // The webhook, which refuses the same, is off: the controller must refuse on its own.
+    let mut t = HostEnv::with_operator("host-xns", Options::default()).await?;
+    let victim = t.env.cp.namespace("victim").await?;
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(t.env.client(), &victim);
+    let stolen = k8s_openapi::api::core::v1::Secret {
+        metadata: kube::api::ObjectMeta { name: Some("stolen".into()), ..Default::default() },
+        string_data: Some([("userData".to_string(), "#cloud-config\n# victim-only-sentinel\n".to_string())].into()),
+        ..Default::default()
+    };
+    secrets.create(&kube::api::PostParams::default(), &stolen).await?;
+    let images = t.ironic.image_server();
+    std::fs::write(images.root().join("os.qcow2"), b"not really a qcow2 image")?;
+    let mut spec = t.fake_spec("xns-0");
+    spec["image"] = json!({"url": format!("{}/os.qcow2", images.url()), "checksum": "5".repeat(64),
+                           "checksumType": "sha256", "format": "qcow2"});
+    spec["userData"] = json!({"name": "stolen", "namespace": victim});
+    t.create_host("xns-0", spec, json!({})).await?;
+
+    let failed = t
+        .wait_for("xns-0", "a provisioning error", secs(90), |h| {
+            h.status.as_ref().is_some_and(|s| s.error_type == Some(ErrorType::Provisioning))
+        })
+        .await?;
+    let status = failed.status.unwrap_or_default();
+    assert!(status.error_message.contains("spec.userData.namespace"), "{:?}", status.error_message);
+    assert!(!status.error_message.contains("victim-only-sentinel"));
+    let node = t.node("xns-0").await?.context("the host was registered")?;
+    assert_ne!(node["provision_state"], "deploying");
+    assert_ne!(node["provision_state"], "active");
+    assert!(node["instance_info"].get("image_source").is_none(), "nothing of the deployment reached Ironic: {node}");
+    Ok(())
+}

@@ -46,7 +46,10 @@ async fn a_minimal_irso_style_ironic_becomes_ready_keeps_its_spec_byte_for_byte_
     let status = ironic.status.clone().expect("status");
     assert_eq!(status.requested_version.as_deref(), Some("38.0"));
     assert_eq!(status.observed_generation, Some(1));
-    assert_eq!(status.api_endpoint, Some(format!("http://ironic.{}.svc:80", env.ns)));
+    // Secure by default: no TLS settings means the operator-managed CA, not plain HTTP.
+    assert_eq!(status.api_endpoint, Some(format!("https://ironic.{}.svc:443", env.ns)));
+    assert_eq!(status.tls.as_ref().and_then(|t| t.mode), Some(crds::ironic::TlsMode::Auto));
+    assert_eq!(status.ca_ref.as_ref().and_then(|r| r.name.as_deref()), Some("ironic-ca-bundle"));
 
     // The generated credentials are named in status, never in spec.
     assert_eq!(status.api_credentials_secret_name.as_deref(), Some("ironic-api-credentials"));
@@ -83,10 +86,12 @@ async fn a_minimal_irso_style_ironic_becomes_ready_keeps_its_spec_byte_for_byte_
     assert_eq!(env_value(ironic_container, "PROVISIONING_IP").as_deref(), Some("192.168.222.2"));
     assert_eq!(env_value(ironic_container, "PROVISIONING_INTERFACE").as_deref(), Some("em0"));
     assert_eq!(ironic_container.image.as_deref(), Some("quay.io/metal3-io/ironic:release-38.0"));
-    assert!(has_env(ironic_container, "IRONIC_HTPASSWD"));
+    // With TLS, httpd terminates HTTPS and checks the password; Ironic behind it does not.
+    assert!(has_env(container(&containers, "httpd"), "IRONIC_HTPASSWD"));
+    assert!(!has_env(ironic_container, "IRONIC_HTPASSWD"));
     let service = api::<Service>(&env).get("ironic").await?;
     let ports: Vec<_> = service.spec.and_then(|s| s.ports).unwrap_or_default().iter().map(|p| p.port).collect();
-    assert_eq!(ports, [80, 8080]);
+    assert_eq!(ports, [443, 8080, 8443], "HTTPS by default, virtual media over TLS too");
 
     let note = wait_event(&env, "ironic", "IronicReady").await?;
     assert!(note.contains("38.0"), "{note}");

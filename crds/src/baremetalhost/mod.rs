@@ -17,7 +17,7 @@ mod validation;
 pub use annotations::{AnnotationJsonError, parse_hardware_details_annotation, parse_status_annotation};
 pub use credentials::{BmcCredentialsError, validate_bmc_credentials};
 pub use rules::{BootMacRequirement, boot_mac_requirement, inspection_disabled};
-pub use validation::validate_baremetalhost;
+pub use validation::{MAX_NODE_NAME, node_name_problem, validate_baremetalhost};
 pub(crate) use validation::{validate_image, validate_root_device_hints};
 
 pub use hardware::{Bios, Cpu, DiskType, Firmware, HardwareDetails, Lldp, Nic, Storage, SystemVendor, Vlan};

@@ -150,4 +150,11 @@ impl IronicSpec {
     pub fn high_availability(&self) -> bool {
         self.high_availability.unwrap_or(false)
     }
+
+    /// The TLS mode in force; `None` is plain HTTP, which only `spec.tls.disabled` asks for.
+    /// Without any TLS settings the API is served with the operator-managed CA (Auto): its
+    /// basic-auth credentials must not cross the host network in clear.
+    pub fn tls_mode(&self) -> Option<tls::TlsMode> {
+        self.tls.as_ref().map_or(Some(tls::TlsMode::Auto), tls::Tls::effective_mode)
+    }
 }

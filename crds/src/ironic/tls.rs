@@ -15,9 +15,10 @@ pub const CERT_MANAGER_GROUP: &str = "cert-manager.io";
 
 /// TLS settings for the API, the image server, JSON RPC and BMC connections.
 ///
-/// Ours: `mode`, `auto` and `certManager`. Without `mode` the behaviour is
-/// ironic-standalone-operator's: HTTPS with the Secret in `certificateName` when it is set,
-/// plain HTTP otherwise.
+/// Ours: `mode`, `auto`, `certManager` and `disabled`. Without `mode` the behaviour is
+/// ironic-standalone-operator's, HTTPS with the Secret in `certificateName` when it is set,
+/// except that without a certificate the API is served with the operator-managed CA (Auto)
+/// instead of plain HTTP; `disabled: true` asks for plain HTTP.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tls {
@@ -43,6 +44,11 @@ pub struct Tls {
     /// `ca.crt`); enables HTTPS. Mode Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_name: Option<String>,
+    /// Our addition. Serve the API and the image server over plain HTTP: the opt-out of the
+    /// default, mode Auto. Basic-auth credentials then cross the network in clear. Excludes
+    /// mode, certificateName, certManager and certificateSigningRequest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled: Option<bool>,
     /// Serve virtual media over plain HTTP, for hardware that cannot fetch HTTPS links.
     #[serde(default, rename = "disableVirtualMediaTLS", skip_serializing_if = "Option::is_none")]
     pub disable_virtual_media_tls: Option<bool>,
@@ -56,7 +62,7 @@ pub struct Tls {
     /// CertificateSigningRequest for certificateSigningRequest.signerName, approved and signed
     /// by the cluster's administrators). Unset: Secret when certificateName is set,
     /// CertManager when certManager is set, CertificateSigningRequest when
-    /// certificateSigningRequest is set, otherwise no TLS.
+    /// certificateSigningRequest is set, otherwise Auto (disabled turns TLS off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<TlsMode>,
     /// CA bundle for verifying image servers (`WEBSERVER_CACERT_FILE`).
@@ -69,9 +75,14 @@ pub struct Tls {
 }
 
 impl Tls {
-    /// The mode in force: the explicit one, else inferred the way ironic-standalone-operator
-    /// users expect. `None` means plain HTTP.
+    /// The mode in force: none when `disabled`, else the explicit one, else inferred the way
+    /// ironic-standalone-operator users expect (Secret with `certificateName`, CertManager
+    /// with `certManager`), else Auto. `None` means plain HTTP. See `IronicSpec::tls_mode`
+    /// for an Ironic without `spec.tls`.
     pub fn effective_mode(&self) -> Option<TlsMode> {
+        if self.disabled == Some(true) {
+            return None;
+        }
         if self.mode.is_some() {
             return self.mode;
         }
@@ -82,7 +93,7 @@ impl Tls {
         } else if self.certificate_signing_request.is_some() {
             Some(TlsMode::CertificateSigningRequest)
         } else {
-            None
+            Some(TlsMode::Auto)
         }
     }
 }

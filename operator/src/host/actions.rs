@@ -360,12 +360,14 @@ impl Calls<'_> {
         let request = self.request;
         let uuid = self.node()?;
         let image = request.image.as_ref();
-        self.apply_settings(uuid, image).await?;
+        // A config drive that cannot be built (a Secret of another namespace among them)
+        // stops the deployment before anything about it reaches Ironic.
         let configdrive = match &request.config_drive {
             ConfigDrive::None => None,
             ConfigDrive::Ready(data) => Some(ironic_client::ConfigDrive::Json(data.clone())),
             ConfigDrive::Invalid(problem) => return Err(failed(problem.as_str())),
         };
+        self.apply_settings(uuid, image).await?;
         let deploy_steps = request
             .custom_deploy
             .as_ref()

@@ -21,6 +21,11 @@ pub struct HostArgs {
     /// Namespace of --ironic-name when it names no namespace.
     #[arg(long = "ironic-namespace", env = "IRONIC_NAMESPACE")]
     pub ironic_namespace: Option<String>,
+    /// With --ironic-name: connect to this address (`ip:port`) instead of resolving the
+    /// Ironic's Service name, for an operator outside the cluster. The URL and the name its
+    /// certificate must carry stay the Service's.
+    #[arg(long = "ironic-connect-address", env = "IRONIC_CONNECT_ADDRESS", requires = "ironic_name")]
+    pub ironic_connect_address: Option<std::net::SocketAddr>,
     /// Ironic's API endpoint, e.g. `https://ironic.metal3.svc:6385` (a
     /// trailing `/v1` is accepted). Without it and --ironic-name, hosts report
     /// that no provisioner is configured.
@@ -86,9 +91,14 @@ pub enum IronicSource {
     /// Nowhere: hosts report that no provisioner is configured.
     #[default]
     NotConfigured,
-    /// The API of an `Ironic` resource: its status endpoint, credentials
-    /// Secret and CA.
-    Resource { namespace: String, name: String },
+    /// The API of an `Ironic` resource: its Service, credentials Secret and CA, derived from
+    /// its spec and names and never taken from its status.
+    Resource {
+        namespace: String,
+        name: String,
+        /// Connect here instead of resolving the Service's name (`--ironic-connect-address`).
+        connect_to: Option<std::net::SocketAddr>,
+    },
     /// An explicit endpoint.
     Endpoint(EndpointConfig),
 }
@@ -188,25 +198,40 @@ pub fn split_namespaced(value: &str, default_namespace: Option<&str>) -> Option<
     }
 }
 
-impl From<HostArgs> for Config {
-    fn from(args: HostArgs) -> Self {
-        let ironic = if let Some(name) = args.ironic_name.as_deref().filter(|n| !n.trim().is_empty()) {
-            match split_namespaced(name, args.ironic_namespace.as_deref()) {
-                Some((namespace, name)) => IronicSource::Resource { namespace, name },
-                None => {
-                    tracing::error!(value = name, "--ironic-name must be namespace/name (or use --ironic-namespace)");
-                    IronicSource::NotConfigured
-                }
+/// Flags that name where Ironic is, but not in a form that can be used. The operator refuses
+/// to start: falling back to no provisioner, or to no authentication, would hide the mistake
+/// behind hosts that never progress, or send requests unauthenticated.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--ironic-name {0:?} must be namespace/name (or a name with --ironic-namespace)")]
+    IronicName(String),
+    #[error("--ironic-credentials-secret {0:?} must be namespace/name")]
+    CredentialsSecret(String),
+    #[error("--ironic-credentials-secret needs --ironic-endpoint; with --ironic-name the credentials are the Ironic's")]
+    CredentialsWithoutEndpoint,
+}
+
+impl TryFrom<HostArgs> for Config {
+    type Error = ConfigError;
+
+    fn try_from(args: HostArgs) -> Result<Self, ConfigError> {
+        let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        let (name, endpoint, secret) =
+            (given(&args.ironic_name), given(&args.ironic_endpoint), given(&args.ironic_credentials_secret));
+        let ironic = if let Some(name) = name {
+            if secret.is_some() {
+                return Err(ConfigError::CredentialsWithoutEndpoint);
             }
-        } else if let Some(url) = args.ironic_endpoint.filter(|u| !u.trim().is_empty()) {
-            let credentials = match args.ironic_credentials_secret.as_deref() {
-                Some(secret) => match split_namespaced(secret, None) {
-                    Some((namespace, name)) => CredentialsSource::Secret { namespace, name },
-                    None => {
-                        tracing::error!(value = secret, "--ironic-credentials-secret must be namespace/name");
-                        CredentialsSource::None
-                    }
-                },
+            let (namespace, name) = split_namespaced(&name, args.ironic_namespace.as_deref())
+                .ok_or_else(|| ConfigError::IronicName(name.clone()))?;
+            IronicSource::Resource { namespace, name, connect_to: args.ironic_connect_address }
+        } else if let Some(url) = endpoint {
+            let credentials = match secret {
+                Some(secret) => {
+                    let (namespace, name) = split_namespaced(&secret, None)
+                        .ok_or_else(|| ConfigError::CredentialsSecret(secret.clone()))?;
+                    CredentialsSource::Secret { namespace, name }
+                }
                 None => CredentialsSource::Directory(args.ironic_auth_dir),
             };
             IronicSource::Endpoint(EndpointConfig {
@@ -215,10 +240,12 @@ impl From<HostArgs> for Config {
                 ca: args.ironic_ca_file.map(CaSource::File),
                 insecure: args.ironic_insecure,
             })
+        } else if secret.is_some() {
+            return Err(ConfigError::CredentialsWithoutEndpoint);
         } else {
             IronicSource::NotConfigured
         };
-        Self {
+        Ok(Self {
             ironic,
             ironic_timeout: args.ironic_client_timeout,
             concurrency: args.concurrency.filter(|c| *c > 0).unwrap_or_else(default_concurrency),
@@ -231,7 +258,7 @@ impl From<HostArgs> for Config {
             deploy_kernel_url: args.deploy_kernel_url,
             deploy_ramdisk_url: args.deploy_ramdisk_url,
             deploy_iso_url: args.deploy_iso_url,
-        }
+        })
     }
 }
 
@@ -241,12 +268,33 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn parse(args: &[&str]) -> Config {
+    fn try_parse(args: &[&str]) -> Result<Config, ConfigError> {
         let mut argv = vec!["ferrometal", "run"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).expect("flags parse");
         let Command::Run(run) = cli.command else { panic!("not run") };
-        run.host.into()
+        run.host.try_into()
+    }
+
+    fn parse(args: &[&str]) -> Config {
+        try_parse(args).expect("a valid configuration")
+    }
+
+    #[test]
+    fn unusable_ironic_flags_stop_the_operator_instead_of_falling_back() {
+        assert_eq!(try_parse(&["--ironic-name", "ironic"]).err(), Some(ConfigError::IronicName("ironic".into())));
+        assert_eq!(
+            try_parse(&["--ironic-endpoint", "https://i:6385", "--ironic-credentials-secret", "creds"]).err(),
+            Some(ConfigError::CredentialsSecret("creds".into())),
+        );
+        assert_eq!(
+            try_parse(&["--ironic-credentials-secret", "metal3/creds"]).err(),
+            Some(ConfigError::CredentialsWithoutEndpoint),
+            "credentials for no endpoint are a mistake, not noauth"
+        );
+        let config = parse(&["--ironic-endpoint", "https://i:6385", "--ironic-credentials-secret", "metal3/creds"]);
+        let IronicSource::Endpoint(endpoint) = config.ironic else { panic!("not an endpoint") };
+        assert!(matches!(endpoint.credentials, CredentialsSource::Secret { ref name, .. } if name == "creds"));
     }
 
     #[test]
@@ -271,7 +319,7 @@ mod tests {
     #[test]
     fn an_ironic_resource_is_namespaced() {
         let config = parse(&["--ironic-name", "metal3/ironic", "--provisioning-limit", "5"]);
-        assert!(matches!(config.ironic, IronicSource::Resource { ref namespace, ref name }
+        assert!(matches!(config.ironic, IronicSource::Resource { ref namespace, ref name, connect_to: None }
             if namespace == "metal3" && name == "ironic"));
         assert_eq!(config.provisioning_limit, 5);
         let config = parse(&["--ironic-name", "ironic", "--ironic-namespace", "metal3"]);

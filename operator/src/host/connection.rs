@@ -6,12 +6,15 @@
 //! that no provisioner is configured instead of crashing the operator.
 
 use crate::host::config::{CaSource, CredentialsSource, EndpointConfig, IronicSource};
-use crds::ironic::Ironic;
-use crds::ironic::tls::ReferenceKind;
+use crate::ironic::names::Names;
+use crate::ironic::status::endpoints;
+use crate::ironic::tls::CA_CERT_KEY;
+use crate::kube::names::controlled_by;
+use crds::ironic::{Ironic, TlsMode};
 use ironic_client::{Auth, IronicClient};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::Api;
+use kube::{Api, ResourceExt};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +50,8 @@ struct Settings {
     password: Option<String>,
     ca_pem: Option<Vec<u8>>,
     insecure: bool,
+    /// Where to connect instead of resolving the endpoint's host.
+    connect_to: Option<std::net::SocketAddr>,
 }
 
 impl Settings {
@@ -59,6 +64,7 @@ impl Settings {
         }
         digest.update(self.ca_pem.as_deref().unwrap_or_default());
         digest.update([u8::from(self.insecure)]);
+        digest.update(self.connect_to.map(|a| a.to_string()).unwrap_or_default().as_bytes());
         digest.finalize().to_vec()
     }
 }
@@ -149,6 +155,9 @@ impl Provisioner {
         if let Some(pem) = settings.ca_pem {
             builder = builder.ca_pem(pem);
         }
+        if let Some(addr) = settings.connect_to {
+            builder = builder.connect_to(addr);
+        }
         let client = builder
             .build()
             .await
@@ -161,7 +170,9 @@ impl Provisioner {
         match &self.source {
             IronicSource::NotConfigured => Err(ProvisionerError::NotConfigured),
             IronicSource::Endpoint(endpoint) => self.resolve_endpoint(endpoint).await,
-            IronicSource::Resource { namespace, name } => self.resolve_resource(namespace, name).await,
+            IronicSource::Resource { namespace, name, connect_to } => {
+                self.resolve_resource(namespace, name, *connect_to).await
+            }
         }
     }
 
@@ -191,10 +202,27 @@ impl Provisioner {
                     ProvisionerError::Settings(format!("cannot read the CA file {}: {e}", path.display()))
                 })?),
             };
-        Ok(Settings { endpoint: config.url.clone(), username, password, ca_pem, insecure: config.insecure })
+        Ok(Settings {
+            endpoint: config.url.clone(),
+            username,
+            password,
+            ca_pem,
+            insecure: config.insecure,
+            connect_to: None,
+        })
     }
 
-    async fn resolve_resource(&self, namespace: &str, name: &str) -> Result<Settings, ProvisionerError> {
+    /// The connection to an `Ironic` resource, from what only its spec and names say:
+    /// whoever may patch `ironics/status` must not be able to choose where the Ironic password
+    /// (and with it every BMC password) is sent. The endpoint is its Service's; the credentials
+    /// are the Secret its spec names, else the generated one, which must be controlled by this
+    /// very Ironic; the CA is the bundle it publishes, controlled by it too.
+    async fn resolve_resource(
+        &self,
+        namespace: &str,
+        name: &str,
+        connect_to: Option<std::net::SocketAddr>,
+    ) -> Result<Settings, ProvisionerError> {
         let ironic_name = format!("{namespace}/{name}");
         let not_ready = |reason: String| ProvisionerError::NotReady { ironic: ironic_name.clone(), reason };
         let api: Api<Ironic> = Api::namespaced(self.kube.clone(), namespace);
@@ -203,41 +231,72 @@ impl Provisioner {
             .await
             .map_err(|e| not_ready(format!("cannot read it: {e}")))?
             .ok_or_else(|| not_ready("it does not exist".into()))?;
-        let status = ironic.status.unwrap_or_default();
-        let endpoint = status
-            .api_endpoint
-            .filter(|e| !e.is_empty())
-            .ok_or_else(|| not_ready("it has no API endpoint in its status yet".into()))?;
-        let secret_name = status
-            .api_credentials_secret_name
-            .or(ironic.spec.api_credentials_name)
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| not_ready("it has no API credentials Secret yet".into()))?;
-        let (username, password) = self.basic_auth_secret(namespace, &secret_name).await?;
-        let ca_pem = match status.ca_ref {
-            Some(reference) => {
-                let ca_name = reference.name.clone().unwrap_or_default();
-                let data = match reference.kind.unwrap_or(ReferenceKind::ConfigMap) {
-                    ReferenceKind::ConfigMap => {
-                        let api: Api<ConfigMap> = Api::namespaced(self.kube.clone(), namespace);
-                        let cm = api
-                            .get(&ca_name)
-                            .await
-                            .map_err(|e| ProvisionerError::Settings(format!("ConfigMap {namespace}/{ca_name}: {e}")))?;
-                        cm.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_bytes())).collect()
-                    }
-                    ReferenceKind::Secret => {
-                        let data = self.secret_data(namespace, &ca_name).await?;
-                        data.into_iter().map(|(k, v)| (k, v.0)).collect::<BTreeMap<_, _>>()
-                    }
-                };
-                Some(pick_key(&data, reference.key.as_deref()).ok_or_else(|| {
-                    ProvisionerError::Settings(format!("{namespace}/{ca_name} holds no CA under the referenced key"))
-                })?)
-            }
+        let uid = ironic.uid().unwrap_or_default();
+        let names = Names::of(&ironic);
+        let mode = ironic.spec.tls_mode();
+        let (endpoint, _) = endpoints(&names, namespace, false, mode.is_some());
+        let (secret_name, generated) =
+            match ironic.spec.api_credentials_name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+                Some(named) => (named.to_string(), false),
+                None => (names.generated_credentials(), true),
+            };
+        let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
+        let secret = secrets
+            .get_opt(&secret_name)
+            .await
+            .map_err(|e| ProvisionerError::Settings(format!("Secret {namespace}/{secret_name}: {e}")))?
+            .ok_or_else(|| not_ready(format!("its API credentials Secret {secret_name} does not exist yet")))?;
+        if generated && !controlled_by(&secret.metadata, &uid) {
+            return Err(ProvisionerError::Settings(format!(
+                "Secret {namespace}/{secret_name} is not controlled by Ironic {ironic_name}: its credentials are not used"
+            )));
+        }
+        let (username, password) = basic_auth(namespace, &secret_name, &secret.data.unwrap_or_default())?;
+        let ca_pem = match mode {
             None => None,
+            Some(mode) => {
+                let configmaps: Api<ConfigMap> = Api::namespaced(self.kube.clone(), namespace);
+                let bundle_name = names.ca_bundle();
+                let bundle = configmaps
+                    .get_opt(&bundle_name)
+                    .await
+                    .map_err(|e| ProvisionerError::Settings(format!("ConfigMap {namespace}/{bundle_name}: {e}")))?;
+                match bundle {
+                    Some(bundle) if !controlled_by(&bundle.metadata, &uid) => {
+                        return Err(ProvisionerError::Settings(format!(
+                            "ConfigMap {namespace}/{bundle_name} is not controlled by Ironic {ironic_name}: its CA is not trusted"
+                        )));
+                    }
+                    Some(bundle) => Some(
+                        bundle
+                            .data
+                            .unwrap_or_default()
+                            .remove(CA_CERT_KEY)
+                            .filter(|pem| !pem.trim().is_empty())
+                            .ok_or_else(|| {
+                                ProvisionerError::Settings(format!(
+                                    "ConfigMap {namespace}/{bundle_name} holds no {CA_CERT_KEY}"
+                                ))
+                            })?
+                            .into_bytes(),
+                    ),
+                    // The operator's own CA is always published; a user's certificate without
+                    // a CA is verified against the system's roots.
+                    None if mode == TlsMode::Auto => {
+                        return Err(not_ready("its CA bundle is not published yet".into()));
+                    }
+                    None => None,
+                }
+            }
         };
-        Ok(Settings { endpoint, username: Some(username), password: Some(password), ca_pem, insecure: false })
+        Ok(Settings {
+            endpoint,
+            username: Some(username),
+            password: Some(password),
+            ca_pem,
+            insecure: false,
+            connect_to,
+        })
     }
 
     async fn secret_data(&self, namespace: &str, name: &str) -> Result<BTreeMap<String, ByteString>, ProvisionerError> {
@@ -248,41 +307,27 @@ impl Provisioner {
     }
 
     async fn basic_auth_secret(&self, namespace: &str, name: &str) -> Result<(String, String), ProvisionerError> {
-        let data = self.secret_data(namespace, name).await?;
-        let text =
-            |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok()).map(|s| s.trim().to_string());
-        match (text("username"), text("password")) {
-            (Some(u), Some(p)) if !u.is_empty() => Ok((u, p)),
-            _ => Err(ProvisionerError::Settings(format!(
-                "Secret {namespace}/{name} must hold a username and a password"
-            ))),
-        }
+        basic_auth(namespace, name, &self.secret_data(namespace, name).await?)
     }
 }
 
-/// The value under `key`, or the only value when no key is named.
-fn pick_key(data: &BTreeMap<String, Vec<u8>>, key: Option<&str>) -> Option<Vec<u8>> {
-    match key {
-        Some(key) => data.get(key).cloned(),
-        None if data.len() == 1 => data.values().next().cloned(),
-        None => data.get("ca.crt").cloned(),
+/// `username` and `password` of a Secret's data.
+fn basic_auth(
+    namespace: &str,
+    name: &str,
+    data: &BTreeMap<String, ByteString>,
+) -> Result<(String, String), ProvisionerError> {
+    let text =
+        |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok()).map(|s| s.trim().to_string());
+    match (text("username"), text("password")) {
+        (Some(u), Some(p)) if !u.is_empty() => Ok((u, p)),
+        _ => Err(ProvisionerError::Settings(format!("Secret {namespace}/{name} must hold a username and a password"))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_ca_key_is_the_named_one_or_the_only_one() {
-        let mut data = BTreeMap::new();
-        data.insert("bundle.pem".to_string(), b"A".to_vec());
-        assert_eq!(pick_key(&data, None), Some(b"A".to_vec()));
-        assert_eq!(pick_key(&data, Some("other")), None);
-        data.insert("ca.crt".to_string(), b"B".to_vec());
-        assert_eq!(pick_key(&data, None), Some(b"B".to_vec()));
-        assert_eq!(pick_key(&data, Some("bundle.pem")), Some(b"A".to_vec()));
-    }
 
     #[test]
     fn fingerprints_change_with_any_setting() {
@@ -292,6 +337,7 @@ mod tests {
             password: Some("p".into()),
             ca_pem: None,
             insecure: false,
+            connect_to: None,
         };
         let fp = base().fingerprint();
         assert_eq!(fp, base().fingerprint());

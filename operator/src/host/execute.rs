@@ -126,6 +126,9 @@ fn transition(ctx: &HostContext, draft: &mut Draft, to: ProvisioningState, now: 
 /// expires (or the spec or credentials change), so every call is one more
 /// failed attempt.
 fn fail(ctx: &HostContext, draft: &mut Draft, error: ErrorType, message: String) -> Next {
+    // Ironic's last_error and a BMC's answer may quote what they were sent: scrubbed and
+    // bounded before status and the Event see them.
+    let message = crate::kube::scrub::scrubbed(&message, &[]);
     status::record_failure(&mut draft.status, error, &message);
     draft.failed_now = true;
     draft.notices.warning(error_reason(error), message);
@@ -195,7 +198,7 @@ async fn run_act(
                 Act::Power(_) => ErrorType::PowerManagement,
                 _ => error_type_of(draft.status.provisioning.state),
             };
-            tracing::info!(?act, error = %message, "step failed");
+            tracing::info!(?act, error = %crate::kube::scrub::scrubbed(&message, &[]), "step failed");
             Ok(fail(ctx, draft, error, message))
         }
         Answer::Called => {

@@ -52,7 +52,8 @@ mod wake;
 mod write;
 
 pub use config::{
-    CaSource, Config, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs, IronicSource,
+    CaSource, Config, ConfigError, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs,
+    IronicSource,
 };
 pub use controller::run;
 

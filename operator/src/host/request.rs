@@ -112,7 +112,11 @@ impl Request {
             node_name: key.node_name(),
             node,
             host_uid: host.uid().unwrap_or_default(),
-            bmc: bmc(spec, address, credentials, config),
+            // A name Ironic would refuse stops the host before registration, like a bad address.
+            bmc: match crds::baremetalhost::node_name_problem(&key.namespace, &key.name) {
+                Some(problem) => Err(problem),
+                None => bmc(spec, address, credentials, config),
+            },
             boot_mac: spec.boot_mac_address.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_string),
             fast_inspection: spec.inspection_mode == Some(InspectionMode::Fast),
             automated_clean: spec.automated_cleaning_mode != Some(AutomatedCleaningMode::Disabled),
@@ -211,6 +215,24 @@ mod tests {
         assert_eq!(info.get("redfish_address"), Some(&serde_json::json!("https://10.0.0.1")));
         assert_eq!(info.get("deploy_kernel"), Some(&serde_json::json!("http://k")), "the ramdisk is configured");
         assert_eq!(request.node_name, "ns~h");
+    }
+
+    #[test]
+    fn a_node_name_ironic_would_refuse_stops_the_host_before_registration() {
+        let spec = spec("redfish://10.0.0.1");
+        let config = Config::default();
+        let key = HostKey::new("n".repeat(63), "h".repeat(200));
+        let host = BareMetalHost::new(&key.name, spec.clone());
+        let request = Request::new(
+            &host,
+            &BareMetalHostStatus::default(),
+            &key,
+            &credentials("1"),
+            parse_bmc(&spec),
+            None,
+            &config,
+        );
+        assert!(request.bmc.expect_err("too long").contains("264 characters"));
     }
 
     #[test]

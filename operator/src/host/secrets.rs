@@ -5,6 +5,7 @@
 
 use crate::host::configdrive::{self, ConfigDriveError, HostConfigData};
 use crate::host::driver::BmcCredentials;
+use crate::kube::names::{CrossNamespace, same_namespace};
 use crate::kube::{KubeError, Verb};
 use crds::baremetalhost::{BareMetalHost, CredentialsStatus};
 use ironic_client::Secret as SecretValue;
@@ -72,6 +73,8 @@ pub enum HostDataError {
     Read(#[from] KubeError),
     #[error("Secret {0} does not exist")]
     Missing(String),
+    #[error("{0}")]
+    CrossNamespace(#[from] CrossNamespace),
     #[error(transparent)]
     Content(#[from] ConfigDriveError),
 }
@@ -79,14 +82,17 @@ pub enum HostDataError {
 async fn read(
     client: &Client,
     host: &BareMetalHost,
+    field: &'static str,
     reference: Option<(&str, Option<&str>)>,
     key: &'static str,
 ) -> Result<Option<(String, String)>, HostDataError> {
     let Some((name, namespace)) = reference.filter(|(n, _)| !n.is_empty()) else {
         return Ok(None);
     };
-    let namespace =
-        namespace.filter(|n| !n.is_empty()).map(str::to_string).unwrap_or_else(|| host.namespace().unwrap_or_default());
+    // Refused here, not only at admission: the webhook is optional, and a Secret of another
+    // namespace would end up in the config drive of a machine this host's owner controls.
+    let own = host.namespace().unwrap_or_default();
+    let namespace = same_namespace(field, &own, namespace)?.to_string();
     let full = format!("{namespace}/{name}");
     let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
     let secret = api.get_opt(name).await.map_err(KubeError::of::<Secret>(Verb::Get, &full))?;
@@ -103,11 +109,16 @@ fn reference(r: &Option<SecretReference>) -> Option<(&str, Option<&str>)> {
 /// to the preprovisioning network data, as in baremetal-operator.
 pub async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<HostConfigData, HostDataError> {
     let spec = &host.spec;
-    let user_data = read(client, host, reference(&spec.user_data), configdrive::USER_DATA_KEY).await?;
-    let network_ref =
-        reference(&spec.network_data).or_else(|| spec.preprovisioning_network_data_name.as_deref().map(|n| (n, None)));
-    let network_data = read(client, host, network_ref, configdrive::NETWORK_DATA_KEY).await?;
-    let meta_data = read(client, host, reference(&spec.meta_data), configdrive::META_DATA_KEY).await?;
+    let user_data = read(client, host, "spec.userData", reference(&spec.user_data), configdrive::USER_DATA_KEY).await?;
+    let (network_field, network_ref) = match reference(&spec.network_data) {
+        Some(r) => ("spec.networkData", Some(r)),
+        None => (
+            "spec.preprovisioningNetworkDataName",
+            spec.preprovisioning_network_data_name.as_deref().map(|n| (n, None)),
+        ),
+    };
+    let network_data = read(client, host, network_field, network_ref, configdrive::NETWORK_DATA_KEY).await?;
+    let meta_data = read(client, host, "spec.metaData", reference(&spec.meta_data), configdrive::META_DATA_KEY).await?;
     Ok(HostConfigData { user_data: user_data.map(|(_, text)| text), network_data, meta_data })
 }
 

@@ -4,9 +4,11 @@
 //! the status does not show; consumed annotations go last, so that a failed write leaves
 //! them for the retry.
 
+use crate::host::capacity::Capacity;
 use crate::host::draft::Draft;
 use crate::host::error::ReconcileError;
 use crate::host::execute::Next;
+use crate::host::machine::is_busy;
 use crate::host::metadata;
 use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::kube::{Ledger, Notice};
@@ -37,13 +39,27 @@ fn api(ctx: &HostContext, draft: &Draft) -> Api<BareMetalHost> {
 async fn commit(ctx: &HostContext, mut draft: Draft, now: Timestamp) -> Result<(), ReconcileError> {
     if let Some(details) = draft.hardware_data.take() {
         // The full inventory, owned by the host (the garbage collector removes it with the host).
-        let ledger = Ledger::new(ctx.kube.clone(), &*draft.host, BTreeMap::new())?;
-        ledger.apply(HardwareData::new(&draft.key.name, HardwareDataSpec { hardware: Some(details) })).await?;
+        let applied: Result<(), ReconcileError> = async {
+            let ledger = Ledger::new(ctx.kube.clone(), &*draft.host, BTreeMap::new())?;
+            ledger.apply(HardwareData::new(&draft.key.name, HardwareDataSpec { hardware: Some(details) })).await?;
+            Ok(())
+        }
+        .await;
+        if let Err(err) = applied {
+            return_unrecorded_slot(&ctx.capacity, &draft);
+            return Err(err);
+        }
     }
     let api = api(ctx, &draft);
     if draft.settle(now) {
         draft.status.last_updated = Some(Time(now));
-        let written = crate::kube::status::apply(&api, &draft.host.name_any(), &draft.status).await?;
+        let written = match crate::kube::status::apply(&api, &draft.host.name_any(), &draft.status).await {
+            Ok(written) => written,
+            Err(err) => {
+                return_unrecorded_slot(&ctx.capacity, &draft);
+                return Err(err.into());
+            }
+        };
         ctx.runner.metrics.status_written(CONTROLLER);
         draft.host = ctx.memory.remember(&draft.key, written);
     }
@@ -61,6 +77,15 @@ async fn commit(ctx: &HostContext, mut draft: Draft, now: Timestamp) -> Result<(
     Ok(())
 }
 
+/// Gives back a provisioning slot this reconcile took for a move into a busy state that no
+/// status write recorded: the host is not busy for anyone, and if its plan changes before the
+/// retry (its image removed, the host deleted), nothing else would ever return the slot.
+fn return_unrecorded_slot(capacity: &Capacity, draft: &Draft) {
+    if is_busy(draft.status.provisioning.state) && !is_busy(draft.before.provisioning.state) {
+        capacity.release(&draft.key);
+    }
+}
+
 /// Removes the finalizer: nothing is left in Ironic. The Event goes out first, while the
 /// host still exists to be its subject; what else the reconcile noted goes with the host.
 async fn release(ctx: &HostContext, draft: &Draft) -> Result<Action, ReconcileError> {
@@ -69,4 +94,31 @@ async fn release(ctx: &HostContext, draft: &Draft) -> Result<Action, ReconcileEr
     metadata::patch(&api(ctx, draft), host, metadata::remove_finalizer_patch(host)).await?;
     ctx.forget(&draft.key);
     Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::wake::{HostKey, Wakeups};
+    use crds::baremetalhost::{BareMetalHostSpec, ProvisioningState};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_slot_taken_for_a_status_never_written_goes_back() {
+        let capacity = Capacity::new(1, Arc::new(Wakeups::default()));
+        let (a, b) = (HostKey::new("ns", "a"), HostKey::new("ns", "b"));
+        let mut draft = Draft::new(Arc::new(BareMetalHost::new("a", BareMetalHostSpec::default())), a.clone());
+        draft.status.provisioning.state = ProvisioningState::Inspecting;
+        assert!(capacity.try_acquire(&a));
+        assert!(!capacity.try_acquire(&b), "the only slot is taken");
+        return_unrecorded_slot(&capacity, &draft);
+        assert!(capacity.try_acquire(&b), "the failed write gave the slot back");
+
+        // A host whose status already says busy keeps its slot: the world sees it busy.
+        let mut busy = Draft::new(Arc::new(BareMetalHost::new("b", BareMetalHostSpec::default())), b.clone());
+        busy.before.provisioning.state = ProvisioningState::Inspecting;
+        busy.status.provisioning.state = ProvisioningState::Inspecting;
+        return_unrecorded_slot(&capacity, &busy);
+        assert!(!capacity.try_acquire(&a), "b still holds the slot");
+    }
 }

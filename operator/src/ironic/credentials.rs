@@ -35,8 +35,8 @@ pub enum Error {
     Join(#[source] tokio::task::JoinError),
 }
 
-/// The credentials in force.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The credentials in force. Its `Debug` shows neither the password nor the htpasswd.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ApiCredentials {
     /// Secret holding `username` and `password`.
     pub secret_name: String,
@@ -52,6 +52,18 @@ pub struct ApiCredentials {
     pub digest: String,
     /// The credentials Secret's content, for the content hash.
     pub source: Source,
+}
+
+impl std::fmt::Debug for ApiCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiCredentials")
+            .field("secret_name", &self.secret_name)
+            .field("username", &self.username)
+            .field("generated", &self.generated)
+            .field("newly_generated", &self.newly_generated)
+            .field("source", &self.source)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Digest of a username and password, to notice when the htpasswd is stale.
@@ -154,6 +166,25 @@ fn user_and_password(source: &Source) -> Result<(String, String), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_shows_no_password_nor_htpasswd() {
+        let credentials = ApiCredentials {
+            secret_name: "s".into(),
+            username: "ironic".into(),
+            password: "sentinel-password".into(),
+            generated: true,
+            newly_generated: false,
+            htpasswd: "ironic:sentinel-hash".into(),
+            digest: "sentinel-digest".into(),
+            source: Source::from_secret(&k8s_openapi::api::core::v1::Secret::default()),
+        };
+        let shown = format!("{credentials:?}");
+        assert!(shown.contains("ironic"), "{shown}");
+        for sentinel in ["sentinel-password", "sentinel-hash", "sentinel-digest"] {
+            assert!(!shown.contains(sentinel), "{shown}");
+        }
+    }
     use k8s_openapi::ByteString;
     use kube::api::ObjectMeta;
 

@@ -48,6 +48,8 @@ pub struct Found {
     /// InternalIP addresses of the nodes Ironic may serve on, when its certificate must
     /// cover them.
     pub node_ips: Vec<IpAddr>,
+    /// The certificate should cover node addresses, but the operator may not list nodes.
+    pub node_ips_forbidden: bool,
 }
 
 /// Reads the Ironic afresh and makes the ledger of this reconcile for it. The watch cache can
@@ -97,18 +99,18 @@ pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
         (None, Some(cert_manager)) => stored.cert_manager = secret(ledger, &cert_manager).await?,
         (None, None) => {}
     }
-    let mode = spec.tls.as_ref().and_then(|t| t.effective_mode());
+    let mode = spec.tls_mode();
     if mode == Some(TlsMode::CertificateSigningRequest) {
         stored.csr = signing_request(ledger, ironic, &names).await?;
     }
     let computes_names =
         matches!(mode, Some(TlsMode::Auto | TlsMode::CertManager | TlsMode::CertificateSigningRequest));
-    let node_ips = if computes_names && sans::uses_node_addresses(spec) {
+    let nodes = if computes_names && sans::uses_node_addresses(spec) {
         nodes::addresses(ledger.client(), spec.node_selector.as_ref()).await
     } else {
-        Vec::new()
+        nodes::NodeAddresses::default()
     };
-    Ok(Found { linked, credentials, tls: stored, node_ips })
+    Ok(Found { linked, credentials, tls: stored, node_ips: nodes.ips, node_ips_forbidden: nodes.forbidden })
 }
 
 /// Mode CertificateSigningRequest: the serving Secret, the key of the request in flight, that

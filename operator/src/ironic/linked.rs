@@ -135,7 +135,7 @@ pub fn watched(spec: &IronicSpec, names: &Names) -> Vec<(SourceKind, String)> {
         out.push((SourceKind::Secret, connection.credentials_secret.clone()));
         out.extend(connection.ca_secret().map(|ca| (SourceKind::Secret, ca.to_string())));
     }
-    if spec.tls.as_ref().and_then(|t| t.effective_mode()) == Some(TlsMode::CertManager) {
+    if spec.tls_mode() == Some(TlsMode::CertManager) {
         out.push((SourceKind::Secret, names.cert_manager_certificate()));
     }
     out

@@ -7,20 +7,35 @@ use kube::api::{Api, ListParams};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
+/// What listing the nodes gave: their InternalIP addresses, or why there are none.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeAddresses {
+    pub ips: Vec<IpAddr>,
+    /// Set when the operator may not list nodes: the optional `NodeAddresses` role is not
+    /// installed. Expected in a default install, so it is said once per generation as an
+    /// Event (see `validate`), not logged as a warning on every reconcile.
+    pub forbidden: bool,
+}
+
 /// The InternalIP addresses of the nodes matching `selector`, sorted. Best effort: without
 /// permission to list nodes the certificate covers the Service names and the spec's
-/// addresses only, which the log says.
-pub async fn addresses(client: &kube::Client, selector: Option<&BTreeMap<String, String>>) -> Vec<IpAddr> {
+/// addresses only.
+pub async fn addresses(client: &kube::Client, selector: Option<&BTreeMap<String, String>>) -> NodeAddresses {
     let nodes: Api<Node> = Api::all(client.clone());
     let mut params = ListParams::default();
     if let Some(selector) = selector.filter(|s| !s.is_empty()) {
         params = params.labels(&selector.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","));
     }
     match nodes.list(&params).await {
-        Ok(list) => internal_addresses(&list.items),
+        Ok(list) => NodeAddresses { ips: internal_addresses(&list.items), forbidden: false },
+        Err(kube::Error::Api(status)) if status.code == 403 => {
+            tracing::debug!("may not list nodes; the serving certificate will not cover node addresses");
+            NodeAddresses { ips: Vec::new(), forbidden: true }
+        }
         Err(err) => {
+            // Transient: the next reconcile lists again.
             tracing::warn!(error = %err, "cannot list nodes; the serving certificate will not cover node addresses");
-            Vec::new()
+            NodeAddresses::default()
         }
     }
 }

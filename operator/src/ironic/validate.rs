@@ -25,6 +25,12 @@ pub enum Error {
     InvalidLinked(String),
 }
 
+/// Said once per generation when the certificate should cover node addresses and cannot.
+pub const NODE_ADDRESSES_NOT_COVERED: &str = "Ironic serves on its node's address (host networking without \
+     networking.ipAddress), but the operator may not list nodes, so the serving certificate covers only the Service \
+     names and the spec's addresses; install the optional NodeAddresses role (config/optional/node-addresses) or set \
+     networking.ipAddress";
+
 /// What validation vouches for.
 #[derive(Clone, Debug)]
 pub struct Valid {
@@ -40,6 +46,9 @@ pub fn run(ironic: &Ironic, found: &Found, config: &Config, notices: &mut Notice
     if observed != ironic.metadata.generation {
         for note in unsupported::notices(&ironic.spec) {
             notices.warning("NotSupported", note);
+        }
+        if found.node_ips_forbidden {
+            notices.warning("NodeAddressesNotCovered", NODE_ADDRESSES_NOT_COVERED);
         }
     }
     Ok(Valid { version, linked: linked(&found.linked)? })
@@ -123,5 +132,25 @@ mod tests {
         assert!(matches!(err, Error::InvalidLinked(m) if m.contains("no key \"password\"")));
         let valid = linked(&[(reference(), Some(source(&[("username", "u"), ("password", "p")])))]).expect("valid");
         assert_eq!(valid.get(fields::API_CREDENTIALS).map(|s| s.name.as_str()), Some("creds"));
+    }
+
+    #[test]
+    fn a_certificate_that_cannot_cover_node_addresses_is_said_once_per_generation() {
+        let mut ironic = Ironic::new("ironic", IronicSpec::default());
+        ironic.metadata.generation = Some(2);
+        let found = Found {
+            linked: Vec::new(),
+            credentials: Default::default(),
+            tls: Default::default(),
+            node_ips: Vec::new(),
+            node_ips_forbidden: true,
+        };
+        let mut notices = Notices::default();
+        run(&ironic, &found, &Config::default(), &mut notices).expect("valid");
+        assert_eq!(notices.reasons(), ["NodeAddressesNotCovered"]);
+        ironic.status = Some(crds::ironic::status::IronicStatus { observed_generation: Some(2), ..Default::default() });
+        let mut again = Notices::default();
+        run(&ironic, &found, &Config::default(), &mut again).expect("valid");
+        assert!(again.is_empty(), "a generation already observed was already told");
     }
 }

@@ -18,6 +18,8 @@ pub struct Context {
     pub namespaces: Vec<String>,
     /// This replica's identity.
     pub identity: String,
+    /// Feature gates, applied alike by the controllers and the webhook.
+    pub features: crds::ironic::IronicValidationOptions,
 }
 
 impl Context {

@@ -33,6 +33,7 @@ pub mod observe;
 pub mod pod;
 pub mod progress;
 pub mod runner;
+pub mod scrub;
 pub mod status;
 
 pub use context::{Context, Scope};

@@ -21,6 +21,29 @@ pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
     meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == owner_uid)
 }
 
+/// A reference to an object of another namespace than the referring object's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{field}.namespace {named:?} is not this object's namespace {own:?}: references to Secrets and ConfigMaps of another namespace are refused"
+)]
+pub struct CrossNamespace {
+    pub field: &'static str,
+    pub named: String,
+    pub own: String,
+}
+
+/// The namespace a reference at `field` resolves to: the referring object's own (`own`) when
+/// it names none or that one; any other is refused. Every controller that follows a
+/// user's reference to a Secret or ConfigMap goes through this (or takes a bare name, which
+/// cannot leave the namespace): the webhook that checks the same is optional.
+pub fn same_namespace<'a>(field: &'static str, own: &'a str, named: Option<&str>) -> Result<&'a str, CrossNamespace> {
+    match named.map(str::trim).filter(|n| !n.is_empty()) {
+        None => Ok(own),
+        Some(named) if named == own => Ok(own),
+        Some(named) => Err(CrossNamespace { field, named: named.to_string(), own: own.to_string() }),
+    }
+}
+
 /// `name` itself when it fits in `max` bytes, else its first characters and a digest of the
 /// whole: deterministic, so the same input always names the same object.
 pub fn bounded(name: &str, max: usize) -> String {
@@ -45,6 +68,16 @@ pub fn bounded(name: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn references_resolve_to_the_own_namespace_only() {
+        assert_eq!(same_namespace("spec.userData", "a", None), Ok("a"));
+        assert_eq!(same_namespace("spec.userData", "a", Some("")), Ok("a"));
+        assert_eq!(same_namespace("spec.userData", "a", Some("a")), Ok("a"));
+        let err = same_namespace("spec.userData", "a", Some("kube-system")).unwrap_err();
+        assert_eq!(err.named, "kube-system");
+        assert!(err.to_string().contains("spec.userData.namespace"), "{err}");
+    }
 
     #[test]
     fn short_names_are_kept_and_long_ones_shortened_deterministically() {

@@ -141,6 +141,7 @@ mod tests {
             metrics: Arc::new(Metrics::new()),
             namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
             identity: "test".into(),
+            features: Default::default(),
         }
     }
 

@@ -115,6 +115,21 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_of_another_namespace_blocks_the_nodeset_even_without_the_webhook() {
+        for spec in [
+            json!({"baremetalSetTemplate": template(json!({"userData": {"name": "u", "namespace": "other"}}))}),
+            json!({"baremetalSetTemplate": template(json!({})),
+                   "nodes": {"c-0": {"networkData": {"name": "n", "namespace": "other"}}}}),
+        ] {
+            let findings = check(&nodeset(spec), &BTreeSet::new(), &[]);
+            assert!(findings.blocks(), "nothing is claimed or written");
+            assert!(findings.problem().is_some_and(|(_, m)| m.contains(".namespace")), "{findings:?}");
+        }
+        let same = json!({"baremetalSetTemplate": template(json!({"userData": {"name": "u", "namespace": "metal3"}}))});
+        assert!(!check(&nodeset(same), &BTreeSet::new(), &[]).blocks());
+    }
+
+    #[test]
     fn another_bmh_namespace_is_refused_by_a_namespace_scoped_operator() {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({"bmhNamespace": "hosts"}))}));
         assert!(check(&n, &BTreeSet::new(), &["metal3".to_string(), "hosts".to_string()]).refused.is_some());

@@ -31,7 +31,11 @@ pub struct Operator {
 impl Operator {
     /// Binds the servers (so address errors surface at once) and starts the
     /// controllers in the background.
-    pub async fn start(client: Client, config: OperatorConfig) -> Result<Self, Error> {
+    pub async fn start(client: Client, mut config: OperatorConfig) -> Result<Self, Error> {
+        // One set of feature gates: the Ironic controller validates with the webhook's.
+        if let Some(ironic) = config.ironic.as_mut() {
+            ironic.validation = config.features.clone();
+        }
         if let Some(election) = &config.leader_election {
             election.timing.validate().map_err(|e| Error::LeaderElection(leader::Error::Timing(e)))?;
         }
@@ -46,6 +50,7 @@ impl Operator {
             metrics: metrics.clone(),
             namespaces: config.namespaces.clone(),
             identity: config.identity.clone(),
+            features: config.features.clone(),
         });
         let health_addr = match config.health_addr {
             Some(addr) => Some(health::serve(addr, metrics.clone(), ready.clone(), shutdown.clone()).await?),
@@ -107,9 +112,11 @@ impl Operator {
 
 /// `ferrometal run`: runs until SIGINT or SIGTERM.
 pub async fn run_until_signal(args: RunArgs) -> Result<(), Error> {
+    // Flags first: a mistake in them is reported before anything connects anywhere.
+    let operator_config = OperatorConfig::try_from(args).map_err(Error::Flags)?;
     let config = kube::Config::infer().await.map_err(Error::KubeConfig)?;
     let client = Client::try_from(config).map_err(Error::Client)?;
-    let operator = Operator::start(client, OperatorConfig::from(args)).await?;
+    let operator = Operator::start(client, operator_config).await?;
     let shutdown = operator.shutdown.clone();
     let mut task = tokio::spawn(operator.wait());
     tokio::select! {

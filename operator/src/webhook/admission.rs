@@ -64,13 +64,17 @@ impl Kind {
 }
 
 /// Answers one review. Deletes (no new object) are always allowed.
-pub fn review(kind: Kind, review: AdmissionReview<DynamicObject>) -> AdmissionReview<DynamicObject> {
+pub fn review(
+    kind: Kind,
+    review: AdmissionReview<DynamicObject>,
+    features: &IronicValidationOptions,
+) -> AdmissionReview<DynamicObject> {
     let request: AdmissionRequest<DynamicObject> = match review.try_into() {
         Ok(request) => request,
         Err(err) => return AdmissionResponse::invalid(err.to_string()).into_review(),
     };
     let response = AdmissionResponse::from(&request);
-    let errors = match validate(kind, &request) {
+    let errors = match validate(kind, &request, features) {
         Ok(errors) => errors,
         Err(message) => return response.deny(message).into_review(),
     };
@@ -83,7 +87,11 @@ pub fn review(kind: Kind, review: AdmissionReview<DynamicObject>) -> AdmissionRe
     }
 }
 
-fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>) -> Result<Vec<FieldError>, String> {
+fn validate(
+    kind: Kind,
+    request: &AdmissionRequest<DynamicObject>,
+    features: &IronicValidationOptions,
+) -> Result<Vec<FieldError>, String> {
     let Some(object) = &request.object else { return Ok(Vec::new()) };
     let old = request.old_object.as_ref();
     if let Some(old) = old
@@ -102,7 +110,7 @@ fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>) -> Result<Vec
     Ok(match kind {
         Kind::Ironic => {
             let (new, old) = typed::<Ironic>(object, old)?;
-            crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), &IronicValidationOptions::default())
+            crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), features)
         }
         Kind::BareMetalHost => {
             let (new, old) = typed::<BareMetalHost>(object, old)?;
@@ -147,6 +155,26 @@ mod tests {
             }
         }))
         .expect("review parses")
+    }
+
+    /// A review with the default feature gates.
+    fn review(kind: Kind, review: AdmissionReview<DynamicObject>) -> AdmissionReview<DynamicObject> {
+        super::review(kind, review, &IronicValidationOptions::default())
+    }
+
+    #[test]
+    fn the_operators_feature_gates_apply_at_admission() {
+        let ha = || {
+            review_of(json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+                "metadata": {"name": "ironic", "namespace": "default"},
+                "spec": {"highAvailability": true, "database": {"managed": {}}}}))
+        };
+        let default = review(Kind::Ironic, ha()).response.expect("response");
+        assert!(!default.result.message.contains("feature gate"), "allowed by default: {}", default.result.message);
+        let gates = IronicValidationOptions::from_feature_gates("HighAvailability=false").expect("gates");
+        let denied = super::review(Kind::Ironic, ha(), &gates).response.expect("response");
+        assert!(!denied.allowed);
+        assert!(denied.result.message.contains("feature gate HighAvailability"), "{}", denied.result.message);
     }
 
     #[test]
@@ -214,7 +242,7 @@ mod tests {
                 .expect("serializes");
         review["request"]["kind"] = json!({"group": "metal3.io", "version": "v1alpha1", "kind": "BareMetalHost"});
         let review: AdmissionReview<DynamicObject> = serde_json::from_value(review).expect("parses");
-        let response = super::review(Kind::BareMetalHost, review).response.expect("response");
+        let response = self::review(Kind::BareMetalHost, review).response.expect("response");
         assert!(!response.allowed, "a malformed reboot annotation is refused");
         assert!(response.result.message.contains("reboot.metal3.io"), "{}", response.result.message);
     }

@@ -169,8 +169,15 @@ pub struct Webhook {
 /// the webhooks are registered.
 pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<Webhook, Error> {
     let (resolver, ca_pem) = certs::load(&ctx.client, &config).await?;
-    let addr =
-        server::serve(config.addr, resolver.clone(), config.limits, ctx.metrics.clone(), shutdown.clone()).await?;
+    let addr = server::serve(
+        config.addr,
+        resolver.clone(),
+        config.limits,
+        ctx.metrics.clone(),
+        ctx.features.clone(),
+        shutdown.clone(),
+    )
+    .await?;
     if let Some(client) = &config.register {
         registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(|e| Error::Register(Box::new(e)))?;
     }

@@ -34,6 +34,9 @@ pub struct Options {
     /// sushy-tools with this many systems (basic auth with BMC_USER/BMC_PASSWORD).
     pub sushy_systems: Option<usize>,
     pub ironic: IronicConfig,
+    /// The name of an `Ironic` whose Service name (`<name>.<namespace>.svc`) Ironic's TLS
+    /// certificate must cover, for an operator that derives the endpoint from it.
+    pub ironic_service: Option<&'static str>,
 }
 
 /// The environment of one host test.
@@ -48,7 +51,11 @@ pub struct HostEnv {
 impl HostEnv {
     pub async fn start(prefix: &str, options: Options) -> anyhow::Result<Self> {
         let env = Env::start(prefix).await?;
-        let ironic = IronicServer::start(options.ironic).await?;
+        let mut ironic = options.ironic;
+        if let Some(service) = options.ironic_service {
+            ironic.server_names.push(format!("{service}.{}.svc", env.ns));
+        }
+        let ironic = IronicServer::start(ironic).await?;
         let sushy = match options.sushy_systems {
             Some(systems) => Some(
                 Sushy::start(SushyConfig {

@@ -21,6 +21,11 @@ use crate::validation::{Errors, FieldError, is_set, is_uuid};
 pub fn validate_baremetalhost(host: &BareMetalHost, old: Option<&BareMetalHost>) -> Vec<FieldError> {
     let mut errors = Errors::default();
     validate_name(&mut errors, host.metadata.name.as_deref());
+    if let (Some(namespace), Some(name)) = (host.metadata.namespace.as_deref(), host.metadata.name.as_deref())
+        && let Some(problem) = node_name_problem(namespace, name)
+    {
+        errors.push("metadata.name", problem);
+    }
     spec::validate_spec(&mut errors, &host.spec, host.metadata.namespace.as_deref());
     if let Some(requirement) = boot_mac_requirement(host)
         && !is_set(&host.spec.boot_mac_address)
@@ -32,6 +37,21 @@ pub fn validate_baremetalhost(host: &BareMetalHost, old: Option<&BareMetalHost>)
         validate_update(&mut errors, host, old);
     }
     errors.into_vec()
+}
+
+/// Ironic's limit for a node name.
+pub const MAX_NODE_NAME: usize = 255;
+
+/// Why `<namespace>~<name>`, the host's Ironic node name, cannot be used: Ironic refuses
+/// names over 255 characters, and a namespace (63) and a name (253) can make 317. Shared by
+/// the webhook and the host controller, which refuses such a host without calling Ironic.
+pub fn node_name_problem(namespace: &str, name: &str) -> Option<String> {
+    let length = namespace.len().saturating_add(name.len()).saturating_add(1);
+    (length > MAX_NODE_NAME).then(|| {
+        format!(
+            "the Ironic node name <namespace>~<name> would be {length} characters, over Ironic's {MAX_NODE_NAME}: use a shorter name"
+        )
+    })
 }
 
 fn validate_name(errors: &mut Errors, name: Option<&str>) {
@@ -88,4 +108,22 @@ fn bmc_address_may_change(old: &BareMetalHost) -> bool {
             status.provisioning.state,
             ProvisioningState::None | ProvisioningState::Unmanaged | ProvisioningState::Registering
         )
+}
+
+#[cfg(test)]
+mod node_name_tests {
+    use super::*;
+
+    #[test]
+    fn node_names_over_255_characters_are_refused() {
+        assert_eq!(node_name_problem(&"n".repeat(63), &"h".repeat(191)), None, "exactly 255");
+        assert!(node_name_problem(&"n".repeat(63), &"h".repeat(192)).is_some_and(|p| p.contains("256")));
+        let host: BareMetalHost = serde_json::from_value(serde_json::json!({
+            "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+            "metadata": {"name": "h".repeat(253), "namespace": "n".repeat(63)},
+            "spec": {"online": false}}))
+        .expect("host");
+        let errors = validate_baremetalhost(&host, None);
+        assert!(errors.iter().any(|e| e.path == "metadata.name" && e.message.contains("317")), "{errors:?}");
+    }
 }

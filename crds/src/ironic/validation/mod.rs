@@ -27,6 +27,29 @@ impl Default for IronicValidationOptions {
     }
 }
 
+impl IronicValidationOptions {
+    /// Parses `--feature-gates`: `Name=true|false` pairs separated by commas, as Kubernetes
+    /// components take them (`HighAvailability=false,Overrides=true`); unnamed gates keep
+    /// their default, an unknown gate or value is an error.
+    pub fn from_feature_gates(text: &str) -> Result<Self, String> {
+        let mut options = Self::default();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not Name=true|false"))?;
+            let value = match value.trim() {
+                "true" => true,
+                "false" => false,
+                other => return Err(format!("feature gate {name}: {other:?} is not true or false")),
+            };
+            match name.trim() {
+                "HighAvailability" => options.allow_high_availability = value,
+                "Overrides" => options.allow_overrides = value,
+                other => return Err(format!("unknown feature gate {other:?} (known: HighAvailability, Overrides)")),
+            }
+        }
+        Ok(options)
+    }
+}
+
 /// Validates an Ironic spec on create (`old` is `None`) or update (`old` is the stored spec).
 /// Returns every violation; empty means valid.
 pub fn validate_ironic(
@@ -46,4 +69,20 @@ pub fn validate_ironic(
     dhcp::validate_dhcp(&mut errors, spec);
     tls::validate_tls(&mut errors, spec);
     errors.into_vec()
+}
+
+#[cfg(test)]
+mod feature_gate_tests {
+    use super::*;
+
+    #[test]
+    fn feature_gates_parse_as_kubernetes_writes_them() {
+        assert_eq!(IronicValidationOptions::from_feature_gates(""), Ok(IronicValidationOptions::default()));
+        let gates =
+            IronicValidationOptions::from_feature_gates("HighAvailability=false, Overrides=true").expect("parses");
+        assert!(!gates.allow_high_availability && gates.allow_overrides);
+        assert!(IronicValidationOptions::from_feature_gates("Overrides").is_err());
+        assert!(IronicValidationOptions::from_feature_gates("Overrides=yes").is_err());
+        assert!(IronicValidationOptions::from_feature_gates("Nonsense=true").is_err());
+    }
 }

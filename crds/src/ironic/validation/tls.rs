@@ -54,6 +54,21 @@ fn validate_ca_references(errors: &mut Errors, tls: &Tls) {
 
 fn validate_mode(errors: &mut Errors, tls: &Tls) {
     let has_secret = is_set(&tls.certificate_name);
+    if tls.disabled == Some(true) {
+        // The opt-out is explicit and alone: a certificate beside it is a contradiction.
+        for (field, set) in [
+            ("mode", tls.mode.is_some()),
+            ("certificateName", has_secret),
+            ("certManager", tls.cert_manager.is_some()),
+            ("auto", tls.auto.is_some()),
+            ("certificateSigningRequest", tls.certificate_signing_request.is_some()),
+        ] {
+            if set {
+                errors.push(format!("spec.tls.{field}"), "cannot be used with disabled: true");
+            }
+        }
+        return;
+    }
     let mode = tls.effective_mode();
     match mode {
         Some(TlsMode::Secret) if !has_secret => {

@@ -100,7 +100,7 @@ fn install_modes_match_how_the_operator_reads_olms_target_namespaces() {
         assert!(INSTALL_MODES.contains(&(mode, true)), "{mode} is supported");
         let cli = Cli::try_parse_from(["ferrometal", "run", &format!("--namespaces={annotation}")]).expect("parses");
         let Command::Run(args) = cli.command else { panic!("run") };
-        assert_eq!(crate::OperatorConfig::from(*args).namespaces, watched, "{mode}");
+        assert_eq!(crate::OperatorConfig::try_from(*args).expect("valid flags").namespaces, watched, "{mode}");
     }
     let container = workload::container(&Layout::default(), WebhookCertificates::Olm);
     let watch = container.env.iter().flatten().find(|e| e.name == "WATCH_NAMESPACE").expect("WATCH_NAMESPACE");

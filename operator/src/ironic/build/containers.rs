@@ -5,7 +5,7 @@ use super::volumes::PodVolumes;
 use crate::ironic::resolve::Resolved;
 use crds::ironic::Dhcp;
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, EnvVar, ExecAction, Probe, SecurityContext, VolumeMount,
+    Capabilities, Container, ContainerPort, EnvVar, ExecAction, Probe, SeccompProfile, SecurityContext, VolumeMount,
 };
 
 /// uid and gid ironic-image runs as.
@@ -22,11 +22,17 @@ pub const METRICS_PORT_NAME: &str = "metrics";
 /// A file httpd always serves once the downloader has run.
 const KNOWN_IMAGE_PATH: &str = "/images/ironic-python-agent.kernel";
 
+/// Every container runs as its image's non-root user, under the runtime's default seccomp
+/// profile, with every capability dropped. Only dnsmasq and keepalived get capabilities back
+/// (`add`), and only they may escalate (`escalation`): as a non-root user they gain those
+/// capabilities through their binaries' file capabilities, which no_new_privs would block.
 fn security(user: i64, group: i64, add: &[&str], escalation: bool) -> SecurityContext {
     SecurityContext {
         run_as_user: Some(user),
         run_as_group: Some(group),
-        allow_privilege_escalation: escalation.then_some(true),
+        run_as_non_root: Some(true),
+        allow_privilege_escalation: Some(escalation),
+        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".to_string(), localhost_profile: None }),
         capabilities: Some(Capabilities {
             drop: Some(vec!["ALL".to_string()]),
             add: (!add.is_empty()).then(|| add.iter().map(|c| c.to_string()).collect()),

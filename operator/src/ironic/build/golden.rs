@@ -113,3 +113,41 @@ spec:
 fn golden_high_availability_with_cert_manager() {
     check("ha-cert-manager", render_case(HA, Some("38.0")));
 }
+
+/// The pod template of a rendered Ironic.
+fn pod_spec(desired: &Desired) -> k8s_openapi::api::core::v1::PodSpec {
+    let template = match &desired.workload {
+        Workload::Deployment(d) => d.spec.as_ref().map(|s| s.template.clone()),
+        Workload::DaemonSet(d) => d.spec.as_ref().map(|s| s.template.clone()),
+    };
+    template.and_then(|t| t.spec).expect("a pod spec")
+}
+
+#[test]
+fn an_ironic_without_tls_settings_serves_https_with_the_managed_ca_unless_it_opts_out() {
+    let minimal = fixtures::resolved(&fixtures::ironic(sample("ironic-minimal.yaml")), None);
+    assert_eq!(minimal.tls.mode, Some(crds::ironic::TlsMode::Auto));
+    let names: Vec<String> = build(&minimal).config_maps.iter().filter_map(|c| c.metadata.name.clone()).collect();
+    assert!(names.contains(&"ironic-ca-bundle".to_string()), "the CA is published: {names:?}");
+    let plain = sample("ironic-minimal.yaml").replace("spec: {}", "spec: {tls: {disabled: true}}");
+    assert!(plain.contains("disabled"), "the sample changed: {plain}");
+    assert_eq!(fixtures::resolved(&fixtures::ironic(&plain), None).tls.mode, None, "the explicit opt-out");
+}
+
+#[test]
+fn containers_are_non_root_under_runtime_default_seccomp_and_only_dnsmasq_and_keepalived_have_capabilities() {
+    let resolved = fixtures::resolved(&fixtures::ironic(sample("ironic-full-auto-tls.yaml")), None);
+    let pod = pod_spec(&build(&resolved));
+    let containers: Vec<_> = pod.init_containers.iter().flatten().chain(&pod.containers).collect();
+    assert!(containers.iter().any(|c| c.name == "dnsmasq") && containers.iter().any(|c| c.name == "keepalived"));
+    for container in containers {
+        let security = container.security_context.clone().unwrap_or_default();
+        assert_eq!(security.run_as_non_root, Some(true), "{}", container.name);
+        assert_eq!(security.seccomp_profile.map(|p| p.type_).as_deref(), Some("RuntimeDefault"), "{}", container.name);
+        let capabilities = security.capabilities.unwrap_or_default();
+        assert_eq!(capabilities.drop, Some(vec!["ALL".to_string()]), "{}", container.name);
+        let privileged = matches!(container.name.as_str(), "dnsmasq" | "keepalived");
+        assert_eq!(capabilities.add.is_some(), privileged, "{}", container.name);
+        assert_eq!(security.allow_privilege_escalation, Some(privileged), "{}", container.name);
+    }
+}

@@ -19,6 +19,8 @@ pub mod volumes;
 pub mod workload;
 
 #[cfg(test)]
+mod dnsmasq_check;
+#[cfg(test)]
 mod golden;
 
 pub use super::resolve::Resolved;

@@ -40,6 +40,7 @@ fn found_and_valid(ironic: &Ironic) -> (Found, Valid) {
         credentials: Stored { generated: None, htpasswd: Some(stored_htpasswd("admin", "pw")) },
         tls: Default::default(),
         node_ips: Vec::new(),
+        node_ips_forbidden: false,
     };
     let valid = validate::run(ironic, &found, &Config::default(), &mut Notices::default()).expect("valid");
     (found, valid)
@@ -67,6 +68,11 @@ fn installed(mut ironic: Ironic, version: &str) -> Ironic {
     ironic
 }
 
+/// `yaml` with the explicit opt-out of the default TLS mode.
+fn without_tls(yaml: &str) -> String {
+    yaml.replace("  version:", "  tls:\n    disabled: true\n  version:")
+}
+
 async fn resolve(ironic: &Ironic, database: &DatabaseOutcome) -> Resolved {
     let (found, valid) = found_and_valid(ironic);
     run(ironic, &found, &valid, database, &Config::default(), 1_000_000).await.expect("resolves")
@@ -84,7 +90,8 @@ async fn the_users_credentials_are_used_and_none_are_generated() {
 
 #[tokio::test]
 async fn the_content_hash_follows_the_databases_secrets_as_the_database_reported_them() {
-    let ironic = fixtures::ironic(fixtures::WITH_DATABASE);
+    // Without TLS: with none stored, the default Auto mode would mint a new CA each time.
+    let ironic = fixtures::ironic(&without_tls(fixtures::WITH_DATABASE));
     let one = resolve(&ironic, &database(None, "one")).await;
     let again = resolve(&ironic, &database(None, "one")).await;
     let rotated = resolve(&ironic, &database(None, "two")).await;
@@ -124,14 +131,16 @@ async fn networking_and_the_spec_settings_are_resolved_once_for_the_builders() {
         .replace("  version:", "  highAvailability: true\n  networking:\n    apiPort: 7385\n  version:");
     let resolved = resolve(&fixtures::ironic(&yaml), &database(None, "one")).await;
     assert_eq!(resolved.network.api_port, 7385);
-    assert!(resolved.settings.high_availability && !resolved.network.serves_tls);
+    assert!(resolved.settings.high_availability);
+    assert!(resolved.network.serves_tls, "without TLS settings the API is served with the Auto CA");
     assert_eq!((resolved.names.ironic.as_str(), resolved.namespace.as_str()), ("ironic", "metal3"));
     assert!(resolved.owner.as_ref().is_some_and(|o| o.kind == "Ironic" && o.controller == Some(true)));
 }
 
 #[tokio::test]
 async fn only_an_auto_certificate_asks_to_be_looked_at_again_for_its_renewal() {
-    let mut resolved = resolve(&fixtures::ironic(fixtures::WITH_DATABASE), &database(None, "one")).await;
+    let mut resolved = resolve(&fixtures::ironic(&without_tls(fixtures::WITH_DATABASE)), &database(None, "one")).await;
+    assert!(!resolved.network.serves_tls);
     assert_eq!(resolved.renewal_after(1_000), None, "no TLS");
     resolved.tls = fixtures::resolved(&fixtures::ironic(AUTO), None).tls;
     if let Some(material) = resolved.tls.material.as_mut() {
