@@ -5,11 +5,14 @@
 //! Why: a slow shutdown that outlasts the grace period is killed, and a newer major version
 //! must not be the one to replay the older one's redo log. What InnoDB leaves behind, measured
 //! against real MariaDB 10.11 data directories (`tests/tests/database_clean_stop.rs`):
-//! - a normal shutdown ends by writing a checkpoint at the end of the log (the newest of the
-//!   two checkpoint blocks of `ib_logfile0`, at 0x1000 and 0x2000 in the 10.8+ format, has its
-//!   checkpoint LSN equal to its end LSN) and then removes the temporary tablespace `ibtmp1`;
-//! - a killed server leaves `ibtmp1` behind, and its newest checkpoint is older than the end
-//!   of its log whenever anything was written since.
+//! - a normal shutdown ends by writing a checkpoint at the end of the log, then removes the
+//!   temporary tablespace `ibtmp1`. In the 10.8+ log format the newest of the two checkpoint
+//!   blocks of `ib_logfile0` (0x1000, 0x2000) then has its checkpoint LSN equal to its end LSN,
+//!   the mini-transaction at that LSN is the checkpoint's own `FILE_CHECKPOINT` record (16
+//!   bytes: `0xfa`, page 0:0, the LSN, the end marker, a CRC), and the byte after it starts no record: where recovery finds the end of the log
+//!   (`InnoDB: End of log at LSN=` that LSN + 16);
+//! - a killed server leaves `ibtmp1` behind, and records after its newest checkpoint whenever
+//!   anything was written since (the checkpoint block alone can look like a clean one).
 //!
 //! Either sign of a crash refuses. The log format of MariaDB before 10.8 is not read: for
 //! those, `ibtmp1` alone decides.
@@ -72,10 +75,25 @@ log="$dir/ib_logfile0"
 hex() { od -An -tx1 -j "$1" -N "$2" "$log" 2>/dev/null | tr -d ' \n'; }
 case "$(hex 0 4)" in
   50687973|d0687973)
+    # The newest checkpoint block: checkpoint LSN, then the end of the log when it was written.
     ckpt=$(hex 4096 8); end=$(hex 4104 8)
     if [[ "$(hex 8192 8)" > "$ckpt" ]]; then ckpt=$(hex 8192 8); end=$(hex 8200 8); fi
-    if [ -n "$ckpt" ] && [ "$ckpt" != "$end" ]; then
-      problems="${problems:+$problems; }the redo log goes on past its newest checkpoint (checkpoint LSN $((16#$ckpt)), end LSN $((16#$end))): it needs crash recovery"
+    size=$(stat -c %s "$log")
+    first=$((16#$(hex 8 8)))
+    at() { echo $((12288 + ($1 - first) % (size - 12288))); }
+    redo="the redo log goes on past its newest checkpoint (checkpoint LSN $((16#$ckpt)), end LSN $((16#$end)))"
+    if [ "$ckpt" != "$end" ]; then
+      problems="${problems:+$problems; }$redo: it needs crash recovery"
+    else
+      # A clean stop's last mini-transaction is the checkpoint itself: FILE_CHECKPOINT (0xfa),
+      # page 0:0, its LSN, the end marker and a CRC, 16 bytes. Recovery ends at the next byte
+      # unless a record starts there (a mini-transaction never starts with 0 or 1).
+      lsn=$((16#$ckpt))
+      record=$(hex "$(at "$lsn")" 11)
+      next=$(hex "$(at $((lsn + 16)))" 1)
+      if [ "$record" != "fa0000$ckpt" ] || [[ "$next" > "01" ]]; then
+        problems="${problems:+$problems; }$redo: records follow the checkpoint, it needs crash recovery"
+      fi
     fi
     ;;
 esac
