@@ -144,12 +144,13 @@ pub fn refusal(pod: &Pod) -> Option<Refusal> {
 }
 
 /// The message of a roll the check refused: what happened and what to do.
-pub fn refused_message(upgrade: &DatabaseUpgradeStatus, finding: &str) -> String {
+pub fn refused_message(upgrade: &DatabaseUpgradeStatus, pod: &str, finding: &str) -> String {
     let from = upgrade.from_image.as_deref().unwrap_or("the old image");
     format!(
         "{REFUSED} ({finding}). No data was touched: {} stopped before the new version opened the data \
-         directory. What to do: set spec.database.managed back to the old version ({from}); the old server \
-         starts, recovers its data and then runs normally. Raise spec.database.managed.\
+         directory. What to do: set spec.database.managed back to the old version ({from}) and delete pod \
+         {pod} (a StatefulSet does not replace a pod that never became ready); the old server starts, \
+         recovers its data and runs normally. Raise spec.database.managed.\
          terminationGracePeriodSeconds if its slow shutdown was cut short, then ask for the new version again",
         describe(upgrade)
     )
@@ -221,9 +222,13 @@ mod tests {
             to_image: Some("mariadb:11.4".into()),
             ..Default::default()
         };
-        let message = refused_message(&upgrade, "ibtmp1 is still there");
+        let message = refused_message(&upgrade, "ironic-mariadb-0", "ibtmp1 is still there");
         assert!(is_refusal(&message), "{message}");
-        for part in ["ibtmp1 is still there", "back to the old version (mariadb:10.11)", "terminationGracePeriodSeconds"]
+        for part in [
+            "ibtmp1 is still there",
+            "back to the old version (mariadb:10.11) and delete pod ironic-mariadb-0",
+            "terminationGracePeriodSeconds",
+        ]
         {
             assert!(message.contains(part), "{part} in {message}");
         }

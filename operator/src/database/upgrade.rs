@@ -110,7 +110,7 @@ impl Driver<'_> {
                     Progress::Waiting { message, .. } => Report::Waiting(message),
                     // The new pod refused the directory: waiting changes nothing, a person must.
                     Progress::Failed { reason, message } if reason == reasons::NOT_CLEANLY_STOPPED => {
-                        Report::Failed(clean_stop::refused_message(&upgrade, &message))
+                        Report::Failed(clean_stop::refused_message(&upgrade, &names.pod(), &message))
                     }
                     // The kubelet keeps trying: an error that may pass, until the step times out.
                     Progress::Failed { message, .. } => Report::Retrying(message),
