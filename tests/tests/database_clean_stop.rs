@@ -94,7 +94,11 @@ async fn a_cleanly_stopped_directory_lets_the_new_series_open_it() -> anyhow::Re
     let run = check(&server, Some("11.4"), scratch.path())?;
     assert_eq!(run.exit_code, 0, "{run:?}");
     assert!(run.output.contains("stopped cleanly by MariaDB 10.6"), "{run:?}");
-    assert_eq!(clean_stop::recorded_series(&data, SERIES_MARKER).as_deref(), Some("11.4"), "the new series is recorded");
+    assert_eq!(
+        clean_stop::recorded_series(&data, SERIES_MARKER).as_deref(),
+        Some("11.4"),
+        "the new series is recorded"
+    );
 
     // A normal (fast) shutdown is clean too: InnoDB writes its final checkpoint either way.
     server.restart().await?;
@@ -104,7 +108,11 @@ async fn a_cleanly_stopped_directory_lets_the_new_series_open_it() -> anyhow::Re
     // Without any record of the series (a directory older than the check), a clean stop passes.
     std::fs::remove_file(data.join(SERIES_MARKER))?;
     assert_eq!(check(&server, None, scratch.path())?.exit_code, 0);
-    assert_eq!(clean_stop::recorded_series(&data, SERIES_MARKER).as_deref(), Some("10.11"), "the installed server's series");
+    assert_eq!(
+        clean_stop::recorded_series(&data, SERIES_MARKER).as_deref(),
+        Some("10.11"),
+        "the installed server's series"
+    );
     server.restart().await?;
     assert_eq!(count_nodes(&server).await?, 1000);
     Ok(())

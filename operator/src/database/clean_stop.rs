@@ -140,7 +140,11 @@ pub fn refusal(pod: &Pod) -> Option<Refusal> {
     let exit = terminated(pod)?;
     let words = exit.message.as_deref().map(str::trim).filter(|m| !m.is_empty());
     let words = crate::kube::condition::bounded_message(words.unwrap_or("no message"));
-    Some(if exit.exit_code == EXIT_UNCLEAN { Refusal::Unclean(words) } else { Refusal::CheckFailed(exit.exit_code, words) })
+    Some(if exit.exit_code == EXIT_UNCLEAN {
+        Refusal::Unclean(words)
+    } else {
+        Refusal::CheckFailed(exit.exit_code, words)
+    })
 }
 
 /// The message of a roll the check refused: what happened and what to do.
@@ -228,8 +232,7 @@ mod tests {
             "ibtmp1 is still there",
             "back to the old version (mariadb:10.11) and delete pod ironic-mariadb-0",
             "terminationGracePeriodSeconds",
-        ]
-        {
+        ] {
             assert!(message.contains(part), "{part} in {message}");
         }
         assert!(!is_refusal("mariadb-upgrade Job failed"));

@@ -174,7 +174,8 @@ pub async fn run(
         match sequence::plan(db.upgrade.as_ref(), &facts) {
             Plan::Idle => return Ok(Progress::Done),
             Plan::Halted { message, .. } => {
-                let refused = db.upgrade.as_ref().and_then(|u| u.message.as_deref()).is_some_and(clean_stop::is_refusal);
+                let refused =
+                    db.upgrade.as_ref().and_then(|u| u.message.as_deref()).is_some_and(clean_stop::is_refusal);
                 let reason = if refused { reasons::NOT_CLEANLY_STOPPED } else { reasons::UPGRADE_FAILED };
                 return Ok(Progress::failed(reason, message));
             }
