@@ -105,7 +105,8 @@ async fn a_cleanly_stopped_directory_lets_the_new_series_open_it() -> anyhow::Re
     server.shutdown().await?;
     plant_series(&data, "10.6")?;
     assert_eq!(check(&server, Some("11.4"), scratch.path())?.exit_code, 0);
-    // Without any record of the series (a directory older than the check), a clean stop passes.
+    // Without any record of the series (a directory older than the check), the redo log's
+    // creator stands in; the series is recorded from then on.
     std::fs::remove_file(data.join(SERIES_MARKER))?;
     assert_eq!(check(&server, None, scratch.path())?.exit_code, 0);
     assert_eq!(
@@ -151,6 +152,15 @@ async fn a_killed_server_is_refused_untouched_and_the_old_series_recovers_it() -
     let run = check(&server, None, scratch.path())?;
     assert_eq!(run.exit_code, 0, "{run:?}");
     assert!(run.output.contains("InnoDB recovers"), "{run:?}");
+    // Without the check's record (a directory older than the check) the redo log's creator,
+    // this very series, stands in for it.
+    std::fs::remove_file(data.join(SERIES_MARKER))?;
+    let run = check(&server, None, scratch.path())?;
+    assert_eq!(run.exit_code, 0, "{run:?}");
+    assert!(run.output.contains("last opened by MariaDB 10.11"), "{run:?}");
+    let run = check(&server, Some("11.4"), scratch.path())?;
+    assert_eq!(run.exit_code, EXIT_UNCLEAN, "another series is still refused: {run:?}");
+    assert!(run.message.contains("last stopped by MariaDB 10.11"), "{run:?}");
 
     // The way out: the old version starts, recovers, stops cleanly; then the new one may start.
     server.restart().await?;

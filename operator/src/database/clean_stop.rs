@@ -19,8 +19,10 @@
 //!
 //! A restart on the same series (a node failure, an eviction that outlasted the grace period)
 //! is InnoDB's own crash recovery and must go on: the check only applies when the series that
-//! last opened the directory, which it records in [`SERIES_MARKER`], differs from its own. A
-//! directory without the marker (made before the check existed) is checked.
+//! last opened the directory, which it records in [`SERIES_MARKER`], differs from its own.
+//! Without the marker (a directory older than the check) the series that created the redo log
+//! (its header's creator, `MariaDB 10.11.19`) stands in: versions only go forward, so a log
+//! this series created was last opened by it; any other is checked.
 
 use super::build::{DATA_DIR, Inputs, container_security, mount};
 use super::names::DATA_VOLUME;
@@ -61,7 +63,14 @@ if [ ! -e "$dir/ibdata1" ] && [ ! -e "$dir/ib_logfile0" ]; then
   exit 0
 fi
 last=$(cat "$marker" 2>/dev/null || true)
+if [ -z "$last" ]; then
+  # No record (a directory older than the check): the redo log names the version that created
+  # it. Versions only go forward, so a log created by this series was last opened by it.
+  last=$(head -c 48 "$dir/ib_logfile0" 2>/dev/null | tail -c 32 | tr -d '\000' \
+    | sed -n 's/^MariaDB \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p')
+fi
 if [ "$last" = "$series" ]; then
+  [ -e "$marker" ] || remember
   echo "check-clean-stop: last opened by MariaDB $series, this series: InnoDB recovers whatever is left"
   exit 0
 fi
