@@ -18,12 +18,13 @@
 //! - check with sqlx: [`check`] (connectivity, authentication, TLS, version, the slow
 //!   shutdown flag), [`schema`] (Ironic's alembic revision);
 //! - sequence a MariaDB version change: [`sequence`] (pure state machine), driven by
-//!   `upgrade`;
+//!   `upgrade`; [`clean_stop`], the new pod's check that the old server stopped cleanly;
 //! - report: [`outcome`] (DatabaseReady and the progress from one source), [`status`]
 //!   (reasons, merge patches of `status.database`), [`error`] (what a failure means).
 
 pub mod build;
 pub mod check;
+pub mod clean_stop;
 pub mod config;
 pub mod connection;
 pub mod credentials;

@@ -2,6 +2,7 @@
 //! and whether it is failing to start.
 
 use super::build::CONTAINER;
+use super::clean_stop::{self, Refusal};
 use super::status::reasons;
 use crate::kube::Progress;
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -74,6 +75,21 @@ pub fn rollout(sts: Option<&StatefulSet>, pod: Option<&Pod>, image: &str) -> Pro
         && update != revision
     {
         return starting(format!("pod {pod_name} is from an older template"));
+    }
+    match clean_stop::refusal(pod) {
+        Some(Refusal::Unclean(words)) => {
+            return Progress::failed(
+                reasons::NOT_CLEANLY_STOPPED,
+                format!("pod {pod_name}: {}: {words}", clean_stop::INIT_CONTAINER),
+            );
+        }
+        Some(Refusal::CheckFailed(code, words)) => {
+            return Progress::failed(
+                reasons::POD_FAILING,
+                format!("init container {} of pod {pod_name} exited with {code}: {words}", clean_stop::INIT_CONTAINER),
+            );
+        }
+        None => {}
     }
     let container = pod.status.iter().flat_map(|s| s.container_statuses.iter().flatten()).find(|c| c.name == CONTAINER);
     if let Some(waiting) = container.and_then(|c| c.state.as_ref()?.waiting.as_ref())
@@ -197,5 +213,32 @@ mod tests {
         }
         let creating = pod("mariadb:11.4", "db-2", false, Some("ContainerCreating"));
         assert!(matches!(rollout(Some(&set), Some(&creating), "mariadb:11.4"), Progress::Waiting { .. }));
+    }
+
+    #[test]
+    fn a_new_pod_whose_check_refused_the_directory_is_not_cleanly_stopped() {
+        use k8s_openapi::api::core::v1::ContainerStateTerminated;
+        let set = sts("mariadb:11.4", 2, 2);
+        let mut p = pod("mariadb:11.4", "db-2", false, Some("PodInitializing"));
+        let check = |code: i32| ContainerStatus {
+            name: clean_stop::INIT_CONTAINER.into(),
+            state: Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: code,
+                    message: Some("ibtmp1 is still there".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        p.status.as_mut().expect("status").init_container_statuses = Some(vec![check(clean_stop::EXIT_UNCLEAN)]);
+        assert!(
+            matches!(rollout(Some(&set), Some(&p), "mariadb:11.4"), Progress::Failed { reason: r, message: m } if r == reasons::NOT_CLEANLY_STOPPED && m.contains("ibtmp1 is still there"))
+        );
+        p.status.as_mut().expect("status").init_container_statuses = Some(vec![check(4)]);
+        assert!(
+            matches!(rollout(Some(&set), Some(&p), "mariadb:11.4"), Progress::Failed { reason: r, .. } if r == reasons::POD_FAILING)
+        );
     }
 }

@@ -25,6 +25,9 @@ pub mod reasons {
     pub const TLS_INVALID: &str = "TLSInvalid";
     /// The managed database's container cannot start; the kubelet keeps trying.
     pub const POD_FAILING: &str = "DatabasePodFailing";
+    /// The new pod's check found that the old server had not stopped cleanly; the new version
+    /// was not started (`super::super::clean_stop`).
+    pub const NOT_CLEANLY_STOPPED: &str = "DatabaseNotCleanlyStopped";
     /// The managed database's certificates cannot be made.
     pub const CERTIFICATE_FAILED: &str = "CertificateFailed";
 }

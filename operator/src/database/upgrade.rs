@@ -4,6 +4,7 @@
 
 use super::build::{self, Inputs};
 use super::check::{self, CheckError, Target};
+use super::clean_stop;
 use super::error::Error;
 use super::names::Names;
 use super::observe;
@@ -107,6 +108,10 @@ impl Driver<'_> {
                 Ok(match observe::rollout(sts.as_ref(), pod.as_ref(), image) {
                     Progress::Done => Report::Done { server_version: None },
                     Progress::Waiting { message, .. } => Report::Waiting(message),
+                    // The new pod refused the directory: waiting changes nothing, a person must.
+                    Progress::Failed { reason, message } if reason == reasons::NOT_CLEANLY_STOPPED => {
+                        Report::Failed(clean_stop::refused_message(&upgrade, &names.pod(), &message))
+                    }
                     // The kubelet keeps trying: an error that may pass, until the step times out.
                     Progress::Failed { message, .. } => Report::Retrying(message),
                 })
@@ -168,7 +173,12 @@ pub async fn run(
         };
         match sequence::plan(db.upgrade.as_ref(), &facts) {
             Plan::Idle => return Ok(Progress::Done),
-            Plan::Halted { message, .. } => return Ok(Progress::failed(reasons::UPGRADE_FAILED, message)),
+            Plan::Halted { message, .. } => {
+                let refused =
+                    db.upgrade.as_ref().and_then(|u| u.message.as_deref()).is_some_and(clean_stop::is_refusal);
+                let reason = if refused { reasons::NOT_CLEANLY_STOPPED } else { reasons::UPGRADE_FAILED };
+                return Ok(Progress::failed(reason, message));
+            }
             Plan::Record { status, note: recorded } => {
                 db.upgrade = status.map(|s| *s);
                 run.persist.save(Some(db)).await?;

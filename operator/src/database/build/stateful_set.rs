@@ -5,6 +5,7 @@ use super::{
     CONTAINER, DATA_DIR, Inputs, SERVER_TLS_DIR, container_security, env, mount, pod_security, secret_env,
     secret_volume,
 };
+use crate::database::clean_stop;
 use crate::database::connection::{MANAGED_DATABASE_NAME, MARIADB_PORT, PASSWORD_KEY, USERNAME_KEY};
 use crate::database::names::{DATA_VOLUME, TLS_HASH_ANNOTATION};
 use crate::pki::CA_CERT_KEY;
@@ -132,6 +133,8 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
             template: PodTemplateSpec {
                 metadata: Some(template_meta),
                 spec: Some(PodSpec {
+                    // Before the server: it must not open a directory a crash left to another series.
+                    init_containers: Some(vec![clean_stop::init_container(inputs)]),
                     containers: vec![container],
                     volumes: (!volumes.is_empty()).then_some(volumes),
                     security_context: Some(pod_security()),
