@@ -32,7 +32,7 @@ mod connection;
 mod controller;
 mod decode;
 mod draft;
-mod driver;
+pub mod driver;
 mod error;
 mod execute;
 mod hardware;
