@@ -12,6 +12,7 @@ use crate::host::reconcile::HostContext;
 use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
 use crate::host::secrets::{self, Credentials, HostDataError};
 use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED};
+use crate::host::unsupported::unsupported;
 use crate::host::wake::HostKey;
 use crate::kube::backoff::exponential as error_backoff;
 use crds::baremetalhost::annotations::{
@@ -187,6 +188,7 @@ pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         detached_status: status.operational_status == OperationalStatus::Detached,
         externally_provisioned: spec.externally_provisioned == Some(true),
         inspection_disabled,
+        unsupported: unsupported(spec),
         inspect_requested: inspect == Some(""),
         provision_requested: (image_url.is_some() || custom.is_some()) && spec.online,
         image_changed: image_url != provisioned_url || custom != provisioned_custom,

@@ -48,6 +48,7 @@ mod restore;
 mod secrets;
 mod status;
 mod trouble;
+mod unsupported;
 mod wake;
 mod write;
 
