@@ -3,13 +3,15 @@
 #   - Debian packages (etcd, MariaDB, the Go toolchain for the Kubernetes build)
 #   - kube-apiserver, kube-controller-manager and kubectl v1.20.2, built from
 #     Debian's source package and cached
-#   - the Python virtualenv with Ironic and sushy-tools, cached
+#   - the Python virtualenvs with Ironic and sushy-tools, cached: the newest Ironic we test,
+#     and the oldest release the operator offers (FERROMETAL_IRONIC=oldest)
 # Heavy artifacts live under ${FERROMETAL_CACHE:-~/.cache/ferrometal}.
 source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
 "$here/install-packages.sh"
 "$here/build-kubernetes.sh"
 "$here/python-venv.sh"
+"$here/python-venv.sh" oldest
 # The test runner; a pinned release, built once (a few minutes) when the machine has none.
 NEXTEST_VERSION=0.9.143
 command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {

@@ -24,9 +24,51 @@ pub fn kube_bin(name: &str) -> crate::Result<PathBuf> {
     existing(cache_dir().join("kubernetes").join("bin").join(name))
 }
 
-/// A program from the Python virtualenv made by `scripts/python-venv.sh`.
+/// The variable that chooses the Ironic release the tests run against.
+pub const IRONIC_RELEASE_VAR: &str = "FERROMETAL_IRONIC";
+
+/// The Ironic release (and its virtualenv) the tests run against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IronicRelease {
+    /// The newest we test, `scripts/requirements.txt` (the default).
+    Newest,
+    /// The oldest release the operator offers, `scripts/requirements-oldest.txt`: chosen by
+    /// `FERROMETAL_IRONIC=oldest`, made by `scripts/python-venv.sh oldest`.
+    Oldest,
+}
+
+impl IronicRelease {
+    /// The release `FERROMETAL_IRONIC` names: `oldest`, or `newest` (also when unset). Any
+    /// other value is refused, so a typo never silently tests the newest twice.
+    pub fn chosen() -> crate::Result<Self> {
+        match std::env::var(IRONIC_RELEASE_VAR).as_deref() {
+            Err(_) | Ok("") | Ok("newest") => Ok(Self::Newest),
+            Ok("oldest") => Ok(Self::Oldest),
+            Ok(other) => bail!("{IRONIC_RELEASE_VAR}={other:?}: expected \"newest\" or \"oldest\""),
+        }
+    }
+
+    /// The newest API microversion this release speaks, `(major, minor)`.
+    pub fn max_api_version(self) -> (u16, u16) {
+        match self {
+            Self::Newest => (1, 115),
+            Self::Oldest => (1, 111),
+        }
+    }
+
+    /// The virtualenv's directory in the cache.
+    pub fn venv_dir(self) -> PathBuf {
+        cache_dir().join(match self {
+            Self::Newest => "venv",
+            Self::Oldest => "venv-oldest",
+        })
+    }
+}
+
+/// A program from the Python virtualenv made by `scripts/python-venv.sh`, of the Ironic
+/// release [`IronicRelease::chosen`] picks.
 pub fn venv_bin(name: &str) -> crate::Result<PathBuf> {
-    existing(cache_dir().join("venv").join("bin").join(name))
+    existing(IronicRelease::chosen()?.venv_dir().join("bin").join(name))
 }
 
 /// The virtualenv's Python interpreter.

@@ -167,7 +167,12 @@ impl IronicServer {
     /// header, for tests that inspect Ironic directly.
     pub fn http_client(&self) -> crate::Result<reqwest::Client> {
         let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert("X-OpenStack-Ironic-API-Version", reqwest::header::HeaderValue::from_static("1.115"));
+        // The newest version this release speaks: Ironic refuses a newer one with a 406.
+        let (major, minor) = crate::env::IronicRelease::chosen()?.max_api_version();
+        headers.insert(
+            "X-OpenStack-Ironic-API-Version",
+            reqwest::header::HeaderValue::from_str(&format!("{major}.{minor}"))?,
+        );
         let mut builder = reqwest::Client::builder().default_headers(headers);
         if let Some(ca) = &self.ca_pem {
             builder = builder.tls_certs_only([reqwest::Certificate::from_pem(ca.as_bytes())?]);

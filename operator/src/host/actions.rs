@@ -234,8 +234,8 @@ impl Calls<'_> {
     async fn register(&self, learned: &mut Learned) -> Result<Answer, Stop> {
         let (client, request) = (self.client, self.request);
         let bmc = self.bmc()?;
-        if bmc.driver.needs_mac && request.boot_mac.is_none() {
-            return Err(failed(format!("BMC driver {} requires a bootMACAddress", bmc.address.scheme)));
+        if let (Some(why), None) = (request.boot_mac_requirement, &request.boot_mac) {
+            return Err(failed(format!("bootMACAddress {why}")));
         }
         let info = Self::driver_info(bmc)?;
         let (node, created) = match client.find_node(&request.node_name).await? {

@@ -12,14 +12,15 @@ use crate::host::reconcile::HostContext;
 use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
 use crate::host::secrets::{self, Credentials, HostDataError};
 use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED};
+use crate::host::unsupported::unsupported;
 use crate::host::wake::HostKey;
 use crate::kube::backoff::exponential as error_backoff;
 use crds::baremetalhost::annotations::{
-    DETACHED, DetachedAnnotation, INSPECT, INSPECT_DISABLED, REBOOT_PREFIX, RebootAnnotation, RebootMode,
-    is_reboot_annotation,
+    DETACHED, DetachedAnnotation, INSPECT, REBOOT_PREFIX, RebootAnnotation, RebootMode, is_reboot_annotation,
 };
 use crds::baremetalhost::bmc::BmcAddress;
-use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ErrorType, InspectionMode, OperationalStatus};
+use crds::baremetalhost::inspection_disabled;
+use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ErrorType, OperationalStatus};
 use ironic_client::PowerTarget;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Resource, ResourceExt};
@@ -141,8 +142,7 @@ pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         if v.trim().is_empty() { DetachedAnnotation::default() } else { serde_json::from_str(v).unwrap_or_default() }
     });
     let inspect = annotations.get(INSPECT).map(|v| v.trim());
-    let inspection_disabled =
-        spec.inspection_mode == Some(InspectionMode::Disabled) || inspect == Some(INSPECT_DISABLED);
+    let inspection_disabled = inspection_disabled(host);
     let image_url = spec.image.as_ref().map(|i| i.url.as_str()).filter(|u| !u.is_empty());
     let custom = spec.custom_deploy.as_ref().map(|c| c.method.as_str()).filter(|m| !m.is_empty());
     let provisioned_url = status.provisioning.image.as_ref().map(|i| i.url.as_str()).filter(|u| !u.is_empty());
@@ -188,6 +188,7 @@ pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         detached_status: status.operational_status == OperationalStatus::Detached,
         externally_provisioned: spec.externally_provisioned == Some(true),
         inspection_disabled,
+        unsupported: unsupported(spec),
         inspect_requested: inspect == Some(""),
         provision_requested: (image_url.is_some() || custom.is_some()) && spec.online,
         image_changed: image_url != provisioned_url || custom != provisioned_custom,

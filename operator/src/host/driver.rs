@@ -1,6 +1,11 @@
 //! From a parsed BMC address to what Ironic needs: the hardware type, the
 //! interfaces baremetal-operator picks for the scheme, and `driver_info`.
 //!
+//! [`ironic_driver`] is the whole mapping as one pure, public function (an address and its
+//! options in, the driver, interfaces and `driver_info` out), so that tables of cases and
+//! tools can ask what a host would be registered with, without Kubernetes or Ironic. The
+//! controller uses the same function, through its parts [`driver_spec`] and [`driver_info`].
+//!
 //! `fake://` (our addition) selects Ironic's `fake-hardware` type with fake
 //! boot, deploy, inspect, management and power interfaces: every transition
 //! succeeds at once and nothing is contacted, which is what tests and
@@ -23,8 +28,6 @@ pub struct DriverSpec {
     pub driver: &'static str,
     /// Interfaces set explicitly at registration; the rest are Ironic's defaults.
     pub interfaces: NodeInterfaces,
-    /// Whether a port for the boot MAC must exist before inspection.
-    pub needs_mac: bool,
     /// The inspect interface for out-of-band (`fast`) inspection.
     pub fast_inspect_interface: &'static str,
     /// The deploy interface for images written to disk.
@@ -50,23 +53,24 @@ fn some(s: &str) -> Option<String> {
     Some(s.to_string())
 }
 
-/// The interfaces of the generic redfish type: a boot interface, redfish
-/// RAID, and redfish firmware updates where baremetal-operator enables them.
-fn redfish_interfaces(boot: &str, firmware: bool) -> NodeInterfaces {
+/// The interfaces of the generic redfish type: a boot interface, with redfish RAID and redfish
+/// firmware updates, as baremetal-operator sets them for every redfish and ilo5 scheme
+/// (virtual media included).
+fn redfish_interfaces(boot: &str) -> NodeInterfaces {
     interfaces(|i| {
         i.boot_interface = some(boot);
-        i.firmware_interface = firmware.then(|| "redfish".to_string());
+        i.firmware_interface = some("redfish");
         i.raid_interface = some("redfish");
     })
 }
 
-/// The driver and interfaces of a BMC scheme, as baremetal-operator maps them.
+/// The driver and interfaces of a BMC scheme, as baremetal-operator maps them. Whether the
+/// host needs a boot MAC is not the driver's alone (inspection decides too): that is
+/// `crds::baremetalhost::rules::boot_mac_requirement`.
 pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
-    let needs_mac = scheme.needs_boot_mac();
     let redfish_like = |driver: &'static str, ifaces: NodeInterfaces| DriverSpec {
         driver,
         interfaces: ifaces,
-        needs_mac,
         fast_inspect_interface: "redfish",
         disk_deploy_interface: "direct",
         live_iso_deploy_interface: "ramdisk",
@@ -80,7 +84,6 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
                 i.boot_interface = some("ipxe");
                 i.raid_interface = some("no-raid");
             }),
-            needs_mac,
             // IPMI cannot inspect out of band; validation refuses `fast` for it.
             fast_inspect_interface: AGENT_INSPECT_INTERFACE,
             disk_deploy_interface: "direct",
@@ -88,11 +91,11 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
             custom_deploy_interface: "custom-agent",
             uses_deploy_ramdisk: true,
         },
-        BmcScheme::Redfish | BmcScheme::Ilo5Redfish => redfish_like("redfish", redfish_interfaces("ipxe", true)),
+        BmcScheme::Redfish | BmcScheme::Ilo5Redfish => redfish_like("redfish", redfish_interfaces("ipxe")),
         BmcScheme::RedfishVirtualMedia | BmcScheme::Ilo5VirtualMedia => {
-            redfish_like("redfish", redfish_interfaces("redfish-virtual-media", false))
+            redfish_like("redfish", redfish_interfaces("redfish-virtual-media"))
         }
-        BmcScheme::RedfishUefiHttp => redfish_like("redfish", redfish_interfaces("redfish-https", true)),
+        BmcScheme::RedfishUefiHttp => redfish_like("redfish", redfish_interfaces("redfish-https")),
         BmcScheme::IdracRedfish | BmcScheme::IdracVirtualMedia => redfish_like(
             "idrac",
             interfaces(|i| {
@@ -116,7 +119,6 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
                 i.management_interface = some("fake");
                 i.power_interface = some("fake");
             }),
-            needs_mac,
             fast_inspect_interface: "fake",
             disk_deploy_interface: "fake",
             live_iso_deploy_interface: "fake",
@@ -148,13 +150,13 @@ pub fn driver_info(
     ramdisk: &DeployRamdisk,
 ) -> DriverInfo {
     let mut info = DriverInfo::new();
-    let scheme = address.scheme;
-    match scheme {
+    match address.scheme {
         BmcScheme::Fake => return info,
         BmcScheme::Ipmi | BmcScheme::Libvirt => {
             info.insert("ipmi_address", address.host.clone());
             info.insert("ipmi_port", address.port.unwrap_or(623).to_string());
-            info.insert("ipmi_priv_level", "ADMINISTRATOR");
+            // `?privilegelevel=` of the address, as baremetal-operator honours it.
+            info.insert("ipmi_priv_level", address.ipmi_privilege_level().to_string());
             if let Some(c) = credentials {
                 info.insert("ipmi_username", c.username.clone());
                 info.insert("ipmi_password", c.password.expose().clone());
@@ -174,13 +176,10 @@ pub fn driver_info(
                 None => host,
             };
             info.insert("redfish_address", format!("{transport}://{authority}"));
-            let trimmed = address.path.trim_matches('/');
-            // Plain redfish may name the service root only; Ironic then
-            // picks the single system itself.
-            let needs_system_id = !(scheme == BmcScheme::Redfish || scheme == BmcScheme::Ilo5Redfish)
-                || (!trimmed.is_empty() && trimmed != "redfish/v1");
-            if needs_system_id {
-                info.insert("redfish_system_id", address.path.clone());
+            // An address naming no system (no path, or only the service root) leaves Ironic
+            // to find the single system itself: sending the root as a system breaks the host.
+            if let Some(system) = address.redfish_system_id() {
+                info.insert("redfish_system_id", system.to_string());
             }
             if let Some(c) = credentials {
                 info.insert("redfish_username", c.username.clone());
@@ -203,103 +202,59 @@ pub fn driver_info(
     info
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crds::baremetalhost::bmc::parse_bmc_address;
-    use serde_json::json;
-
-    fn creds() -> BmcCredentials {
-        BmcCredentials { username: "admin".into(), password: Secret::new("pw".into()) }
-    }
-
-    fn info(address: &str) -> serde_json::Value {
-        let parsed = parse_bmc_address(address).expect("address parses");
-        serde_json::to_value(driver_info(&parsed, Some(&creds()), false, &DeployRamdisk::default()))
-            .expect("serialises")
-    }
-
-    #[test]
-    fn every_scheme_maps_to_its_driver_and_boot_interface() {
-        let cases = [
-            ("ipmi://10.0.0.1", "ipmi", Some("ipxe"), false),
-            ("10.0.0.1:6230", "ipmi", Some("ipxe"), false),
-            ("libvirt://10.0.0.1", "ipmi", Some("ipxe"), true),
-            ("redfish://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("ipxe"), false),
-            // Virtual media and UEFI HTTP boot learn the MAC by inspection (baremetal-operator 0.14).
-            ("redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-virtual-media"), false),
-            ("redfish-uefihttp+https://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-https"), false),
-            ("idrac-redfish://10.0.0.1/redfish/v1/Systems/1", "idrac", Some("ipxe"), false),
-            ("idrac-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "idrac", Some("idrac-redfish-virtual-media"), false),
-            ("ilo5-redfish://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("ipxe"), false),
-            ("ilo5-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "redfish", Some("redfish-virtual-media"), false),
-            ("fake://anything", "fake-hardware", Some("fake"), false),
-        ];
-        for (address, driver, boot, needs_mac) in cases {
-            let scheme = parse_bmc_address(address).expect("parses").scheme;
-            let spec = driver_spec(scheme);
-            assert_eq!(spec.driver, driver, "{address}");
-            assert_eq!(spec.interfaces.boot_interface.as_deref(), boot, "{address}");
-            assert_eq!(spec.needs_mac, needs_mac, "{address}");
-        }
-        let idrac = driver_spec(BmcScheme::IdracRedfish);
-        assert_eq!(idrac.interfaces.vendor_interface.as_deref(), Some("idrac-redfish"));
-        assert_eq!(idrac.interfaces.power_interface.as_deref(), Some("idrac-redfish"));
-        let fake = driver_spec(BmcScheme::Fake);
-        assert_eq!(fake.interfaces.deploy_interface.as_deref(), Some("fake"));
-        assert!(!fake.uses_deploy_ramdisk);
-    }
-
-    #[test]
-    fn redfish_driver_info_keeps_transport_port_and_system() {
-        assert_eq!(
-            info("redfish-virtualmedia+http://127.0.0.1:8000/redfish/v1/Systems/abc"),
-            json!({"redfish_address": "http://127.0.0.1:8000", "redfish_system_id": "/redfish/v1/Systems/abc",
-                   "redfish_username": "admin", "redfish_password": "pw"})
-        );
-        // Plain redfish without a system path lets Ironic find the system.
-        let root = info("redfish://bmc.example/redfish/v1/");
-        assert_eq!(root["redfish_address"], "https://bmc.example");
-        assert!(root.get("redfish_system_id").is_none());
-        let v6 = info("redfish-virtualmedia://[fd00::1]:8443/redfish/v1/Systems/1");
-        assert_eq!(v6["redfish_address"], "https://[fd00::1]:8443");
-    }
-
-    #[test]
-    fn ipmi_driver_info_defaults_the_port() {
-        assert_eq!(
-            info("ipmi://10.0.0.1"),
-            json!({"ipmi_address": "10.0.0.1", "ipmi_port": "623", "ipmi_priv_level": "ADMINISTRATOR",
-                   "ipmi_username": "admin", "ipmi_password": "pw"})
-        );
-        assert_eq!(info("10.0.0.1:6230")["ipmi_port"], "6230");
-    }
-
-    #[test]
-    fn certificate_verification_and_ramdisk_are_passed_on() {
-        let parsed = parse_bmc_address("redfish://10.0.0.1/redfish/v1/Systems/1").expect("parses");
-        let ramdisk = DeployRamdisk { kernel: Some("k".into()), ramdisk: Some("r".into()), iso: Some("i".into()) };
-        let value = serde_json::to_value(driver_info(&parsed, None, true, &ramdisk)).expect("serialises");
-        assert_eq!(value["redfish_verify_ca"], false);
-        assert_eq!(value["deploy_kernel"], "k");
-        assert_eq!(value["deploy_ramdisk"], "r");
-        assert_eq!(value["deploy_iso"], "i");
-        let fake = parse_bmc_address("fake://x").expect("parses");
-        assert!(driver_info(&fake, Some(&creds()), false, &ramdisk).is_empty());
-    }
-
-    #[test]
-    fn inspection_is_agent_unless_fast_or_fake() {
-        let redfish = driver_spec(BmcScheme::RedfishVirtualMedia);
-        assert_eq!(inspect_interface(&redfish, false), "agent");
-        assert_eq!(inspect_interface(&redfish, true), "redfish");
-        assert_eq!(inspect_interface(&driver_spec(BmcScheme::Fake), false), "fake");
-    }
-
-    #[test]
-    fn driver_info_never_prints_the_password() {
-        let parsed = parse_bmc_address("ipmi://10.0.0.1").expect("parses");
-        let info = driver_info(&parsed, Some(&creds()), false, &DeployRamdisk::default());
-        assert!(!format!("{info:?}").contains("\"pw\""));
-    }
+/// A BMC's options beside its address: the credentials from its Secret, whether to verify
+/// its certificate, and where the deploy ramdisk is.
+#[derive(Clone, Copy, Debug)]
+pub struct BmcOptions<'a> {
+    /// The credentials; `None` registers the node without them (Ironic cannot reach the BMC).
+    pub credentials: Option<&'a BmcCredentials>,
+    /// `spec.bmc.disableCertificateVerification`.
+    pub disable_certificate_verification: bool,
+    /// The deploy ramdisk (kernel, initramfs, ISO) the operator is configured with; ignored
+    /// by drivers that boot none.
+    pub ramdisk: &'a DeployRamdisk,
 }
+
+/// Everything a host with this BMC is registered in Ironic with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IronicDriver {
+    /// The hardware type, the interfaces set at registration and the deploy interfaces.
+    pub spec: DriverSpec,
+    /// `driver_info`: the BMC's address, credentials, certificate verification and the deploy
+    /// ramdisk.
+    pub driver_info: DriverInfo,
+}
+
+/// The Ironic driver, interfaces and `driver_info` of a BMC address with its options, as
+/// baremetal-operator registers a host (see `design/hosts.md` for the table):
+///
+/// - the scheme chooses the hardware type and interfaces ([`driver_spec`]); every redfish and
+///   ilo5 scheme gets `firmware_interface: redfish` and `raid_interface: redfish`;
+/// - IPMI sends `ipmi_priv_level` from the address's `privilegelevel` query parameter
+///   (ADMINISTRATOR when it has none), and port 623 by default;
+/// - Redfish sends `redfish_system_id` only when the path names a system (not for an empty
+///   path or the bare service root `/redfish/v1/`);
+/// - `fake://` gets no `driver_info` at all.
+///
+/// Pure: no I/O, no clock; the result's `Debug` never shows the password.
+///
+/// ```
+/// use crds::baremetalhost::bmc::parse_bmc_address;
+/// use operator::host::driver::{BmcOptions, DeployRamdisk, ironic_driver};
+///
+/// let address = parse_bmc_address("ipmi://10.0.0.1?privilegelevel=OPERATOR").unwrap();
+/// let ramdisk = DeployRamdisk::default();
+/// let options = BmcOptions { credentials: None, disable_certificate_verification: false, ramdisk: &ramdisk };
+/// let driver = ironic_driver(&address, &options);
+/// assert_eq!(driver.spec.driver, "ipmi");
+/// assert_eq!(driver.driver_info.get("ipmi_priv_level"), Some(&serde_json::json!("OPERATOR")));
+/// ```
+pub fn ironic_driver(address: &BmcAddress, options: &BmcOptions<'_>) -> IronicDriver {
+    let spec = driver_spec(address.scheme);
+    let ramdisk = if spec.uses_deploy_ramdisk { options.ramdisk.clone() } else { DeployRamdisk::default() };
+    let driver_info = driver_info(address, options.credentials, options.disable_certificate_verification, &ramdisk);
+    IronicDriver { spec, driver_info }
+}
+
+#[cfg(test)]
+mod tests;

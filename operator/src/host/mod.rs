@@ -32,7 +32,7 @@ mod connection;
 mod controller;
 mod decode;
 mod draft;
-mod driver;
+pub mod driver;
 mod error;
 mod execute;
 mod hardware;
@@ -48,6 +48,7 @@ mod restore;
 mod secrets;
 mod status;
 mod trouble;
+mod unsupported;
 mod wake;
 mod write;
 

@@ -3,7 +3,7 @@
 //! parsed here and nowhere else; `actions` reads only this value, never the resource.
 
 use crate::host::config::Config;
-use crate::host::driver::{DeployRamdisk, DriverSpec, driver_info, driver_spec};
+use crate::host::driver::{BmcOptions, DeployRamdisk, DriverSpec, IronicDriver, ironic_driver};
 use crate::host::secrets::Credentials;
 use crate::host::wake::HostKey;
 use crds::baremetalhost::bmc::{BmcAddress, BmcScheme, parse_bmc_address};
@@ -11,6 +11,7 @@ use crds::baremetalhost::{
     AutomatedCleaningMode, BareMetalHost, BareMetalHostSpec, BareMetalHostStatus, BootMode, CredentialsStatus, Image,
     InspectionMode, RootDeviceHints,
 };
+use crds::baremetalhost::{BootMacRequirement, boot_mac_requirement};
 use ironic_client::{ConfigDriveData, DriverInfo};
 use kube::ResourceExt;
 
@@ -28,7 +29,6 @@ pub fn is_fake(address: &Option<Result<BmcAddress, String>>) -> bool {
 /// The BMC as Ironic reaches it.
 #[derive(Clone, Debug)]
 pub struct Bmc {
-    pub address: BmcAddress,
     /// The hardware type and interfaces of its scheme.
     pub driver: DriverSpec,
     /// `driver_info` with the credentials and the deploy ramdisk, or why the credentials
@@ -68,6 +68,8 @@ pub struct Request {
     /// The BMC, or why the host has none Ironic can use (for the user).
     pub bmc: Result<Bmc, String>,
     pub boot_mac: Option<String>,
+    /// Why the host must have a boot MAC, when it must (the rule the webhook applies too).
+    pub boot_mac_requirement: Option<BootMacRequirement>,
     /// Out-of-band inspection (`inspectionMode: fast`).
     pub fast_inspection: bool,
     pub automated_clean: bool,
@@ -118,6 +120,7 @@ impl Request {
                 None => bmc(spec, address, credentials, config),
             },
             boot_mac: spec.boot_mac_address.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_string),
+            boot_mac_requirement: boot_mac_requirement(host),
             fast_inspection: spec.inspection_mode == Some(InspectionMode::Fast),
             automated_clean: spec.automated_cleaning_mode != Some(AutomatedCleaningMode::Disabled),
             architecture: spec.architecture.clone().filter(|a| !a.is_empty()),
@@ -147,7 +150,6 @@ fn bmc(
     config: &Config,
 ) -> Result<Bmc, String> {
     let address = address.unwrap_or_else(|| Err("the host has no BMC address".to_string()))?;
-    let driver = driver_spec(address.scheme);
     let usable = if address.scheme == BmcScheme::Fake {
         Ok(())
     } else if let Some(problem) = &credentials.problem {
@@ -158,21 +160,18 @@ fn bmc(
         Ok(())
     };
     let insecure = spec.bmc.as_ref().and_then(|b| b.disable_certificate_verification).unwrap_or(false);
-    let driver_info =
-        usable.map(|()| driver_info(&address, credentials.value.as_ref(), insecure, &deploy_ramdisk(&driver, config)));
-    Ok(Bmc { address, driver, driver_info })
-}
-
-/// Where the deploy ramdisk is, for drivers that boot one.
-fn deploy_ramdisk(driver: &DriverSpec, config: &Config) -> DeployRamdisk {
-    if !driver.uses_deploy_ramdisk {
-        return DeployRamdisk::default();
-    }
-    DeployRamdisk {
+    let ramdisk = DeployRamdisk {
         kernel: config.deploy_kernel_url.clone(),
         ramdisk: config.deploy_ramdisk_url.clone(),
         iso: config.deploy_iso_url.clone(),
-    }
+    };
+    let options = BmcOptions {
+        credentials: credentials.value.as_ref(),
+        disable_certificate_verification: insecure,
+        ramdisk: &ramdisk,
+    };
+    let IronicDriver { spec: driver, driver_info } = ironic_driver(&address, &options);
+    Ok(Bmc { driver, driver_info: usable.map(|()| driver_info) })
 }
 
 #[cfg(test)]
@@ -248,6 +247,20 @@ mod tests {
         assert_eq!(bmc.driver_info.expect_err("no credentials"), "the Secret ns/bmc does not exist");
         let fake = request(&spec("fake://h"), &BareMetalHostStatus::default(), &Credentials::default());
         assert!(fake.bmc.expect("fake").driver_info.expect("no credentials needed").is_empty());
+    }
+
+    #[test]
+    fn the_boot_mac_is_required_as_the_webhook_requires_it() {
+        let status = BareMetalHostStatus::default();
+        let virtual_media = spec("redfish-virtualmedia://10.0.0.1/redfish/v1/Systems/1");
+        assert_eq!(request(&virtual_media, &status, &credentials("1")).boot_mac_requirement, None);
+        let mut disabled = virtual_media.clone();
+        disabled.inspection_mode = Some(crds::baremetalhost::InspectionMode::Disabled);
+        let why = request(&disabled, &status, &credentials("1")).boot_mac_requirement.expect("required");
+        assert_eq!(why, BootMacRequirement::InspectionDisabled);
+        assert_eq!(format!("bootMACAddress {why}"), "bootMACAddress is required when inspection is disabled");
+        let libvirt = request(&spec("libvirt://10.0.0.1"), &status, &credentials("1"));
+        assert_eq!(libvirt.boot_mac_requirement, Some(BootMacRequirement::Driver(BmcScheme::Libvirt)));
     }
 
     #[test]

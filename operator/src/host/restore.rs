@@ -26,6 +26,7 @@ fn restorable_status(host: &BareMetalHost, now: Timestamp) -> Option<(BareMetalH
     if !empty {
         return None;
     }
+    // The webhook's parse: a partial annotation restores what it has, the rest defaulting.
     match parse_status_annotation(raw) {
         Ok(mut status) => {
             let corrected = clamp(&mut status, now);
@@ -130,7 +131,10 @@ mod tests {
         live.status = Some(status);
         assert!(restorable_status(&live, now()).is_none(), "a host with a status of its own keeps it");
         assert!(restorable_status(&host(&[(STATUS, "not json")]), now()).is_none());
-        assert!(restorable_status(&host(&[(STATUS, r#"{"poweredon":true}"#)]), now()).is_none(), "unknown field");
+        let (partial, _) = restorable_status(&host(&[(STATUS, r#"{"operationalStatus":"OK"}"#)]), now())
+            .expect("a partial annotation, as the webhook admits it, is restored");
+        assert_eq!(partial.operational_status, crds::baremetalhost::OperationalStatus::Ok);
+        assert!(restorable_status(&host(&[(STATUS, r#"{"bogus":1}"#)]), now()).is_none(), "unknown fields are refused");
     }
 
     fn now() -> Timestamp {

@@ -7,6 +7,7 @@ use crate::host::configdrive::{self, ConfigDriveError, HostConfigData};
 use crate::host::driver::BmcCredentials;
 use crate::kube::names::{CrossNamespace, same_namespace};
 use crate::kube::{KubeError, Verb};
+use crds::baremetalhost::credentials::{PASSWORD_KEY, USERNAME_KEY, validate_bmc_credentials};
 use crds::baremetalhost::{BareMetalHost, CredentialsStatus};
 use ironic_client::Secret as SecretValue;
 use k8s_openapi::api::core::v1::{Secret, SecretReference};
@@ -53,16 +54,16 @@ pub async fn credentials(client: &Client, host: &BareMetalHost, fake: bool) -> R
         credentials_version: secret.resource_version(),
     };
     let data = secret.data.unwrap_or_default();
-    let text = |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok());
-    let value = match (text("username"), text("password")) {
-        (Some(username), Some(password)) if !username.trim().is_empty() => {
-            Some(BmcCredentials { username: username.trim().to_string(), password: SecretValue::new(password) })
+    // The rule the webhook applies too: both keys, UTF-8, a user name and a non-empty password.
+    let (value, problem) = match validate_bmc_credentials(&data) {
+        Ok(()) => {
+            let text =
+                |key: &str| data.get(key).map(|v| String::from_utf8_lossy(&v.0).into_owned()).unwrap_or_default();
+            let username = text(USERNAME_KEY).trim().to_string();
+            (Some(BmcCredentials { username, password: SecretValue::new(text(PASSWORD_KEY)) }), None)
         }
-        _ => None,
+        Err(err) => (None, Some(format!("{err} ({namespace}/{name})"))),
     };
-    let problem = value
-        .is_none()
-        .then(|| format!("the BMC credentials Secret {namespace}/{name} needs a username and a password"));
     Ok(Credentials { value, status: Some(status), problem })
 }
 

@@ -13,7 +13,8 @@ use crate::kube::condition::{Conditions, ReadyReasons};
 use crate::kube::{Notices, Progress};
 use crds::condition::{self, Condition, DEGRADED, PROGRESSING, READY, TRUE};
 use crds::ironic::status::{
-    DATABASE_READY, DatabaseStatus, IronicStatus, TlsStatus, UpgradeStatus, WorkloadStatus, reasons as ready_reasons,
+    DATABASE_READY, DatabaseMode, DatabaseStatus, IronicStatus, ResolvedImages, TlsStatus, UpgradeStatus,
+    WorkloadStatus, reasons as ready_reasons,
 };
 use crds::ironic::{ReferenceKind, ResourceReferenceWithKey};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -137,6 +138,15 @@ pub fn compute(
     let mut conditions = next.conditions.take().unwrap_or_default();
     if let Some(database) = &facts.database {
         next.database = database.status.clone();
+        // status.images.mariadb: the image of the database the operator runs (none for an
+        // external database or SQLite), beside Ironic's own images.
+        let mariadb =
+            database.status.as_ref().filter(|d| d.mode == Some(DatabaseMode::Managed)).and_then(|d| d.image.clone());
+        match next.images.as_mut() {
+            Some(images) => images.mariadb = mariadb,
+            None if mariadb.is_some() => next.images = Some(ResolvedImages { mariadb, ..Default::default() }),
+            None => {}
+        }
         match &database.condition {
             Some(ready) => {
                 condition::set_condition(&mut conditions, ready.clone());
@@ -254,7 +264,6 @@ mod tests {
     use crate::kube::events::Severity;
     use crds::condition::FALSE;
     use crds::ironic::TlsMode;
-    use crds::ironic::status::DatabaseMode;
     use k8s_openapi::jiff::Timestamp;
 
     fn at(secs: i64) -> Time {
@@ -417,16 +426,22 @@ mod tests {
     fn the_database_brings_its_status_and_database_ready_and_without_a_database_database_ready_goes() {
         let ready = Conditions::new(Some(1), at(5)).make(DATABASE_READY, true, "DatabaseAvailable", "MariaDB");
         let database = DatabaseFacts {
-            status: Some(DatabaseStatus { mode: Some(DatabaseMode::Managed), ..Default::default() }),
+            status: Some(DatabaseStatus {
+                mode: Some(DatabaseMode::Managed),
+                image: Some("mariadb:10.11".into()),
+                ..Default::default()
+            }),
             condition: Some(ready),
         };
         let facts = Facts { database: Some(database), ..Default::default() };
         let with = compute(&IronicStatus::default(), &facts, &Progress::Done, Some(1), at(10));
         assert_eq!(with.database.as_ref().and_then(|d| d.mode), Some(DatabaseMode::Managed));
+        assert_eq!(with.images.as_ref().and_then(|i| i.mariadb.as_deref()), Some("mariadb:10.11"), "images.mariadb");
         assert_eq!(reason_of(&with, DATABASE_READY), (TRUE.into(), "DatabaseAvailable".into()));
         let sqlite = Facts { database: Some(DatabaseFacts::default()), ..Default::default() };
         let without = compute(&with, &sqlite, &Progress::Done, Some(2), at(20));
         assert!(find(&without, DATABASE_READY).is_none() && without.database.is_none());
+        assert_eq!(without.images.and_then(|i| i.mariadb), None, "no managed database, no MariaDB image");
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct Facts {
     pub detached_status: bool,
     pub externally_provisioned: bool,
     pub inspection_disabled: bool,
+    /// Why the spec asks for something this controller refuses (RAID, network interfaces,
+    /// OCI credentials): the host stops in `preparing` with this as its error.
+    pub unsupported: Option<String>,
     /// The `inspect.metal3.io` annotation asks for a new inspection.
     pub inspect_requested: bool,
     /// An image or custom deploy is set and the host should be online.
@@ -104,6 +107,7 @@ impl Default for Facts {
             detached_status: false,
             externally_provisioned: false,
             inspection_disabled: false,
+            unsupported: None,
             inspect_requested: false,
             provision_requested: false,
             image_changed: false,

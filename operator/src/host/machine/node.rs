@@ -86,6 +86,15 @@ pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeSta
         },
         S::Preparing | S::MatchProfile => match ps {
             _ if busy => Plan::Wait,
+            // Refused, once: the error (and its conditions) stays until the spec changes.
+            ProvisionState::Manageable | ProvisionState::Available if f.unsupported.is_some() => {
+                if f.error_type == Some(ErrorType::Preparation) {
+                    Plan::Idle
+                } else {
+                    let message = f.unsupported.clone().unwrap_or_default();
+                    Plan::Fail { error: ErrorType::Preparation, message, then: None }
+                }
+            }
             ProvisionState::Manageable | ProvisionState::Available => Plan::Transition(S::Available),
             ProvisionState::CleanFailed => {
                 failed(f, ErrorType::Preparation, last_error(node, "cleaning failed"), Act::Manage)
@@ -95,6 +104,11 @@ pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeSta
         S::Available | S::Ready => {
             if f.externally_provisioned {
                 return Plan::Transition(S::ExternallyProvisioned);
+            }
+            // As baremetal-operator goes back to preparing when RAID changes: there the
+            // refusal is recorded, and nothing is provisioned without what was asked for.
+            if f.unsupported.is_some() {
+                return Plan::Transition(S::Preparing);
             }
             if f.inspect_requested && !f.inspection_disabled {
                 return Plan::Transition(S::Inspecting);

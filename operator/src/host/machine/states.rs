@@ -61,7 +61,7 @@ pub fn allowed(from: ProvisioningState, to: ProvisioningState) -> bool {
                 | (S::Registering, S::ExternallyProvisioned | S::Preparing | S::Inspecting | S::Provisioned)
                 | (S::Inspecting, S::Preparing)
                 | (S::Preparing | S::MatchProfile, S::Available)
-                | (S::Available | S::Ready, S::ExternallyProvisioned | S::Inspecting | S::Provisioning)
+                | (S::Available | S::Ready, S::ExternallyProvisioned | S::Inspecting | S::Preparing | S::Provisioning)
                 | (S::Provisioning, S::Provisioned | S::Deprovisioning)
                 | (S::Provisioned, S::Deprovisioning)
                 | (S::Deprovisioning, S::Available)

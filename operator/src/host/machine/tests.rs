@@ -89,6 +89,28 @@ fn inspection_runs_once_and_collects_the_data() {
 }
 
 #[test]
+fn unsupported_settings_stop_the_host_in_preparing_until_removed() {
+    let refused = Some("not supported: spec.raid (…)".to_string());
+    // An available host asked for RAID goes back to preparing, before anything is provisioned.
+    let available = Facts {
+        unsupported: refused.clone(),
+        provision_requested: true,
+        ..facts(S::Available, node("available", None))
+    };
+    assert_eq!(transition(&available), S::Preparing);
+    let preparing = Facts { unsupported: refused.clone(), ..facts(S::Preparing, node("manageable", None)) };
+    assert_eq!(
+        plan(&preparing),
+        Plan::Fail { error: ErrorType::Preparation, message: "not supported: spec.raid (…)".into(), then: None }
+    );
+    let recorded = Facts { error_type: Some(ErrorType::Preparation), ..preparing.clone() };
+    assert_eq!(plan(&recorded), Plan::Idle, "recorded once, not retried while the spec asks for it");
+    let removed = Facts { unsupported: None, ..recorded };
+    assert_eq!(transition(&removed), S::Available, "removing the field lets the host move on");
+    assert!(allowed(S::Available, S::Preparing));
+}
+
+#[test]
 fn available_hosts_provision_inspect_or_get_adopted() {
     let f = Facts { provision_requested: true, ..facts(S::Available, node("manageable", None)) };
     assert_eq!(transition(&f), S::Provisioning);
