@@ -75,6 +75,7 @@ impl Scenario {
             metrics: Arc::new(operator::metrics::Metrics::new()),
             namespaces: vec![env.ns.clone()],
             identity: format!("faults-db-{}", env.ns),
+            features: Default::default(),
         };
         let config = Config {
             address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),
