@@ -229,15 +229,22 @@ collation-server = utf8mb3_general_ci
     async fn launch(&mut self) -> crate::Result<()> {
         let mut cmd = Command::new(env::system_bin("mariadbd")?);
         cmd.arg(format!("--defaults-file={}", self.defaults_file.display()));
+        // Ready means "ready for connections" in the log, not only listening sockets: the
+        // sockets open before the server has finished starting, and a SIGTERM sent in between
+        // was seen to go unanswered (a test's shutdown right after a restart then timed out).
+        let error_log = self.dir.path().join("mariadb-error.log");
+        let started_before = ready_lines(&error_log);
         let mut process = ManagedProcess::spawn("mariadbd", cmd, &self.dir.path().join("mariadbd-stdout.log"))?;
         let socket = self.dir.path().join("run").join("mysqld.sock");
         let port = self.port;
         wait::until_ok("MariaDB", Duration::from_secs(60), Duration::from_millis(100), || {
             let alive = process.ensure_running();
             let socket = socket.clone();
+            let started = ready_lines(&error_log) > started_before;
             async move {
                 alive?;
-                let ready = tokio::net::UnixStream::connect(&socket).await.is_ok()
+                let ready = started
+                    && tokio::net::UnixStream::connect(&socket).await.is_ok()
                     && tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok();
                 Ok(ready.then_some(()))
             }
@@ -246,6 +253,11 @@ collation-server = utf8mb3_general_ci
         self.process = Some(process);
         Ok(())
     }
+}
+
+/// How often the server said it is ready for connections in `log` so far.
+fn ready_lines(log: &Path) -> usize {
+    std::fs::read_to_string(log).map(|text| text.matches("ready for connections").count()).unwrap_or(0)
 }
 
 /// Drops and recreates the database an SQLAlchemy or sqlx URL names.

@@ -217,8 +217,9 @@ async fn a_denied_request_is_reported_with_the_reason_and_not_retried() -> anyho
     assert!(message.contains("TestDenied") && message.contains(&name), "{message}");
     let (still, _) = wait_request(&env, "CertificateDenied", None).await?;
     assert_eq!(still, name);
-    // Later reconciles ask for nothing new: the denied request is the only one. Nothing
-    // requeues a denied request, so an edit of the Ironic's metadata makes one happen.
+    // Later reconciles ask for nothing new: the denied request is the only one. The poll that
+    // waits for the request to be deleted is one; an edit of the Ironic's metadata makes one
+    // happen at once.
     let since = reconciles_started(&operator);
     let poke = json!({"metadata": {"annotations": {"test.ferrometal.io/poke": "after-denial"}}});
     ironics(&env).patch("ironic", &PatchParams::default(), &Patch::Merge(&poke)).await?;

@@ -286,6 +286,7 @@ pub fn day2_change(u: &mut Unstructured) -> Result<()> {
     some_host(u, &mut spec)?;
     let before = hashes(&spec);
     let services_before = spec.services.clone().unwrap_or_default();
+    let template_before = spec.node_template.clone().unwrap_or_default();
     let reached = day2_edit(u, &mut spec)?;
     let after = hashes(&spec);
     for (host, (config, hash, provisioning)) in &after.hosts {
@@ -303,7 +304,9 @@ pub fn day2_change(u: &mut Unstructured) -> Result<()> {
     }
     let hosts_changed = before.hosts.keys().ne(after.hosts.keys());
     let services_changed = spec.services.clone().unwrap_or_default() != services_before;
-    let any = reached.is_some_and(|r| !r.is_empty()) || hosts_changed || services_changed;
+    // A template edit that every host overrides reaches no host, but is still an edit.
+    let template_changed = spec.node_template.clone().unwrap_or_default() != template_before;
+    let any = reached.is_some_and(|r| !r.is_empty()) || hosts_changed || services_changed || template_changed;
     assert!(any, "the edit changed nothing");
     assert_ne!(after.nodeset, before.nodeset, "the NodeSet hash did not move");
     Ok(())

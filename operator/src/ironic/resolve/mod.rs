@@ -87,14 +87,14 @@ impl Resolved {
         Some(Duration::from_secs(u64::try_from(at.saturating_sub(now).max(1)).unwrap_or(1)))
     }
 
-    /// A CertificateSigningRequest waits for an administrator or its signer: the CSR is not
-    /// watched (that would take reading every CSR of the cluster), so the controller looks
+    /// A CertificateSigningRequest waits for an administrator or its signer, or, denied,
+    /// failed or refused, for a person to delete it so that the operator asks again: the CSR is
+    /// not watched (that would take reading every CSR of the cluster), so the controller looks
     /// again on its progress interval, also while an older certificate still serves.
     pub fn awaits_signer(&self) -> bool {
-        self.tls
-            .csr
-            .as_ref()
-            .is_some_and(|c| matches!(c.state, tls::csr::State::Pending { .. } | tls::csr::State::Signing { .. }))
+        self.tls.csr.as_ref().is_some_and(|c| {
+            c.state.is_failure() || matches!(c.state, tls::csr::State::Pending { .. } | tls::csr::State::Signing { .. })
+        })
     }
 }
 
