@@ -47,15 +47,18 @@ fn ironic(name: &str, spec: Value) -> Value {
 
 /// Ironics: one on an external database and user-given API credentials, one with everything
 /// generated (API credentials, the Auto TLS CA and serving key), one whose database password
-/// is wrong.
+/// is wrong, and one with a managed database (generated database passwords and TLS key) that
+/// cannot be reached here (no cluster DNS): an error next to generated secrets. Returns the
+/// managed one's namespace.
 async fn ironics(
     cluster: &mut Cluster,
     operator: &mut ferrometal_tests::operator_process::OperatorProcess,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     let client = cluster.cp.client();
     let given = cluster.cp.namespace("sentinel-given").await?;
     let generated = cluster.cp.namespace("sentinel-generated").await?;
     let failing = cluster.cp.namespace("sentinel-failing").await?;
+    let managed = cluster.cp.namespace("sentinel-managed").await?;
     let database = &cluster.database;
     database.create_database("sentinel", "sentinel", DATABASE_PASSWORD).await?;
     database.ironic_dbsync("sentinel", "sentinel", DATABASE_PASSWORD, "create_schema")?;
@@ -71,6 +74,12 @@ async fn ironics(
         .await?;
     let spec = json!({"version": "38.0", "database": {"credentialsName": "db", "host": host, "name": "sentinel"}});
     apply(&client, &failing, ironic("ironic", spec)).await?;
+    apply(
+        &client,
+        &managed,
+        ironic("ironic", json!({"version": "38.0", "database": {"managed": {"version": "10.11"}}})),
+    )
+    .await?;
 
     let ironics = resource("ironic.metal3.io", "Ironic");
     wait_steady(&client, operator, &given, &ironics, "ironic", "Ready", ready).await?;
@@ -79,7 +88,15 @@ async fn ironics(
         o["status"]["conditions"].as_array().into_iter().flatten().any(|c| c["reason"] == "AuthenticationFailed")
     })
     .await?;
-    Ok(())
+    wait_steady(&client, operator, &managed, &ironics, "ironic", "waiting for its database", |o| {
+        o["status"]["conditions"].as_array().into_iter().flatten().any(|c| {
+            c["type"] == "DatabaseReady"
+                && c["status"] == "False"
+                && c["message"].as_str().is_some_and(|m| !m.is_empty())
+        })
+    })
+    .await?;
+    Ok(managed)
 }
 
 /// Hosts: one provisioned with userData and networkData, one whose redfish BMC cannot be
@@ -280,7 +297,7 @@ async fn cluster_texts(client: &kube::Client) -> anyhow::Result<Vec<(String, Str
 async fn no_secret_reaches_the_debug_log_an_event_or_any_status() -> anyhow::Result<()> {
     let mut cluster = Cluster::start().await?;
     let mut operator = cluster.install_cluster_wide(vec![("RUST_LOG".into(), "debug".into())]).await?;
-    ironics(&mut cluster, &mut operator).await?;
+    let managed = ironics(&mut cluster, &mut operator).await?;
     hosts(&mut cluster, &mut operator).await?;
     // Events are published after the status write, and debug lines of the last reconciles
     // trail it: let both settle.
@@ -305,6 +322,10 @@ async fn no_secret_reaches_the_debug_log_an_event_or_any_status() -> anyhow::Res
     // What the operator generated: an htpasswd line, a generated password, a private key line.
     assert!(needles.iter().any(|n| n.value.contains(":$2")), "an htpasswd line (bcrypt) is among those scanned");
     assert!(needles.iter().any(|n| n.origin.ends_with("key tls.key")), "a TLS key is among those scanned");
+    assert!(
+        needles.iter().any(|n| n.origin.contains(&format!("Secret {managed}/"))),
+        "the managed database's generated Secrets are among those scanned"
+    );
     assert!(
         needles.iter().any(|n| n.origin.ends_with("key password") && !planted.contains(&n.value.as_str())),
         "a generated password is among those scanned"
