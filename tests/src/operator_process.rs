@@ -68,7 +68,7 @@ pub struct OperatorProcess {
 impl OperatorProcess {
     /// Starts `ferrometal` with `args` and `env` (nothing else of the test's environment but
     /// `PATH` and `HOME`), authenticated by `kubeconfig`, serving health on a free port it
-    /// passes as `--health-addr`.
+    /// passes as `--health-addr`. `RUST_LOG` is `info,kube_client=warn` unless `env` sets it.
     pub fn start(name: &str, kubeconfig: &Path, args: &[String], env: &[(String, String)]) -> crate::Result<Self> {
         Self::start_binary(&binary()?, name, kubeconfig, args, env)
     }
@@ -94,9 +94,9 @@ impl OperatorProcess {
         command
             .args(args)
             .arg(format!("--health-addr=127.0.0.1:{health_port}"))
+            .env("RUST_LOG", "info,kube_client=warn")
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info,kube_client=warn");
+            .env("KUBECONFIG", kubeconfig);
         let process = ManagedProcess::spawn(name, command, &dir.path().join("operator.log"))?;
         Ok(Self { process, health_port, _dir: dir })
     }

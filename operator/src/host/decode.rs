@@ -157,7 +157,11 @@ pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         .and_then(|h| h.inspect.as_ref())
         .is_some_and(|m| m.start.is_some() && m.end.is_none());
     let uid = host.uid().unwrap_or_else(|| key.to_string());
-    let retry_in = backoff_remaining(config, host, status, credentials_changed, &uid, now);
+    // Only a Secret the operator can use is news for a failed registration: one it refused (a
+    // key missing) was never sent, so it never becomes "tried", and every status write would
+    // otherwise retry at once.
+    let usable_change = credentials_changed && credentials.problem.is_none();
+    let retry_in = backoff_remaining(config, host, status, usable_change, &uid, now);
 
     let reboot = reboot_goal(host);
     let disable_power_off = spec.disable_power_off == Some(true);

@@ -4,6 +4,7 @@
 //! access reviews that show what that identity may not do.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod workloads;
 
 use anyhow::Context as _;

@@ -100,6 +100,19 @@ fn one_look_gives_the_plan_its_facts_and_the_calls_their_request() {
 }
 
 #[test]
+fn a_credentials_secret_the_operator_refuses_never_cuts_the_backoff_short() {
+    // Never sent, so never tried: without the guard its version differs from the tried one
+    // on every reconcile, and each status write retried the registration at once.
+    let host = with_bmc(host(&[]), "redfish://10.0.0.1");
+    let status = failed_at(ErrorType::Registration, 0, 1);
+    let refused = Credentials { value: None, problem: Some("needs a password".into()), ..credentials("3") };
+    let waiting = decoded(&host, &status, &refused, NodeView::Unknown, at(30));
+    assert!(waiting.facts.in_backoff && waiting.retry_in.is_some(), "waits out its backoff");
+    let fixed = decoded(&host, &status, &credentials("4"), NodeView::Unknown, at(30));
+    assert!(!fixed.facts.in_backoff, "a Secret fixed to usable credentials retries at once");
+}
+
+#[test]
 fn a_recorded_error_waits_out_its_backoff_unless_the_user_changed_something() {
     let host = with_bmc(host(&[]), "redfish://10.0.0.1");
     let mut status = failed_at(ErrorType::Registration, 0, 1);
