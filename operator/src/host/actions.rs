@@ -116,6 +116,26 @@ pub async fn run(client: &IronicClient, request: &Request, act: Act) -> Result<R
     Ok(Report { answer: answer(result)?, learned })
 }
 
+/// Why `act` stops before its first Ironic call, from the request alone: registration and new
+/// credentials need a usable BMC address and driver settings, and registration a boot MAC
+/// where the driver or the settings ask for one. The reconcile asks first when it could not
+/// add its finalizer: such a failure is still reported, since nothing reaches Ironic.
+pub fn stops_before_ironic(request: &Request, act: Act) -> Option<String> {
+    if !matches!(act, Act::Register | Act::UpdateCredentials) {
+        return None;
+    }
+    let bmc = match &request.bmc {
+        Ok(bmc) => bmc,
+        Err(problem) => return Some(problem.clone()),
+    };
+    if act == Act::Register
+        && let (Some(why), None) = (request.boot_mac_requirement, &request.boot_mac)
+    {
+        return Some(format!("bootMACAddress {why}"));
+    }
+    bmc.driver_info.as_ref().err().cloned()
+}
+
 /// Removes the node from Ironic without deprovisioning it (in maintenance when its state
 /// forbids a plain delete): [`Answer::Called`], or [`Answer::Nothing`] when there is none.
 pub async fn detach(client: &IronicClient, request: &Request) -> Result<Answer, ironic_client::Error> {
@@ -233,10 +253,10 @@ impl Calls<'_> {
 
     async fn register(&self, learned: &mut Learned) -> Result<Answer, Stop> {
         let (client, request) = (self.client, self.request);
-        let bmc = self.bmc()?;
-        if let (Some(why), None) = (request.boot_mac_requirement, &request.boot_mac) {
-            return Err(failed(format!("bootMACAddress {why}")));
+        if let Some(problem) = stops_before_ironic(request, Act::Register) {
+            return Err(failed(problem));
         }
+        let bmc = self.bmc()?;
         let info = Self::driver_info(bmc)?;
         let (node, created) = match client.find_node(&request.node_name).await? {
             Some(node) => (node, false),

@@ -4,6 +4,7 @@
 //! → execute (at most one Ironic step) → write (HardwareData, status only when it changed,
 //! Events, consumed annotations; or the finalizer when the host is released).
 
+use crate::host::actions;
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
 use crate::host::connection::Provisioner;
@@ -11,7 +12,7 @@ use crate::host::decode;
 use crate::host::draft::Draft;
 use crate::host::error::ReconcileError;
 use crate::host::execute;
-use crate::host::machine;
+use crate::host::machine::{self, Plan};
 use crate::host::memory::Memory;
 use crate::host::metadata;
 use crate::host::metrics::IronicMetricsSync;
@@ -93,7 +94,7 @@ impl HostContext {
 
 /// Reconciles one host.
 async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Action, ReconcileError> {
-    let Some(host) = admit(ctx, host, key).await? else {
+    let Some(Admitted { host, finalizer }) = admit(ctx, host, key).await? else {
         return Ok(Action::await_change());
     };
     if restore::restore(ctx, &host, key).await? {
@@ -111,30 +112,48 @@ async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -
     let mut decoded = decode::gather(ctx, &mut draft, now).await?;
     let plan = machine::plan(&decoded.facts);
     decode::prepare(ctx, &mut decoded, &plan, &host).await?;
+    // Without our finalizer nothing may reach Ironic: a node made now could outlive a deleted
+    // host. What needs no Ironic call, such as reporting an invalid BMC address, still goes on.
+    if let Err(refused) = finalizer
+        && plan.reaches_ironic()
+        && !matches!(plan, Plan::Act { act, .. } if actions::stops_before_ironic(&decoded.request, act).is_some())
+    {
+        return Err(refused);
+    }
     let next = execute::execute(ctx, &mut draft, &decoded, plan).await?;
     write::write(ctx, draft, next, now).await
 }
 
-/// The host to work on, with our finalizer; `None` when there is nothing to do: it is paused
-/// (no finalizer, no status, no Ironic call), or it is going away without our finalizer.
-async fn admit(
-    ctx: &HostContext,
+/// A host admitted to a reconcile, and whether it carries our finalizer.
+struct Admitted {
     host: Arc<BareMetalHost>,
-    key: &HostKey,
-) -> Result<Option<Arc<BareMetalHost>>, ReconcileError> {
+    /// Why the finalizer could not be added (for example, a validating webhook that cannot be
+    /// reached refuses every write of the object, while status writes still pass).
+    finalizer: Result<(), ReconcileError>,
+}
+
+/// The host to work on, with our finalizer when it could be added; `None` when there is
+/// nothing to do: it is paused (no finalizer, no status, no Ironic call), or it is going away
+/// without our finalizer.
+async fn admit(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Option<Admitted>, ReconcileError> {
     if host.annotations().contains_key(PAUSED) {
         tracing::debug!("host is paused, no work to do");
         return Ok(None);
     }
     let deleting = host.meta().deletion_timestamp.is_some();
     if metadata::has_finalizer(&host) {
-        return Ok(Some(host));
+        return Ok(Some(Admitted { host, finalizer: Ok(()) }));
     }
     if deleting {
         ctx.forget(key);
         return Ok(None);
     }
     let api: Api<BareMetalHost> = Api::namespaced(ctx.kube.clone(), &key.namespace);
-    let patched = metadata::patch(&api, &host, metadata::add_finalizer_patch(&host)).await?;
-    Ok(Some(ctx.memory.remember(key, patched)))
+    match metadata::patch(&api, &host, metadata::add_finalizer_patch(&host)).await {
+        Ok(patched) => Ok(Some(Admitted { host: ctx.memory.remember(key, patched), finalizer: Ok(()) })),
+        Err(err) => {
+            tracing::warn!(error = %crate::kube::error::chain(&err), "cannot add the finalizer; only steps without an Ironic call run");
+            Ok(Some(Admitted { host, finalizer: Err(err.into()) }))
+        }
+    }
 }

@@ -290,4 +290,18 @@ mod tests {
         spec.custom_deploy = Some(CustomDeploy { method: String::new() });
         assert_eq!(request(&spec, &status, &Credentials::default()).custom_deploy, None, "an empty method is none");
     }
+
+    #[test]
+    fn only_registration_and_new_credentials_stop_before_ironic_and_only_on_what_the_request_shows() {
+        use crate::host::actions::stops_before_ironic;
+        use crate::host::machine::Act;
+        let status = BareMetalHostStatus::default();
+        let bad = request(&spec("nonsense://10.0.0.1"), &status, &credentials("1"));
+        let problem = stops_before_ironic(&bad, Act::Register).expect("an unknown scheme stops registration");
+        assert!(problem.contains("unknown BMC scheme"), "{problem}");
+        assert!(stops_before_ironic(&bad, Act::UpdateCredentials).is_some());
+        assert_eq!(stops_before_ironic(&bad, Act::Manage), None, "other calls are not judged here");
+        let good = request(&spec("ipmi://10.0.0.1"), &status, &credentials("1"));
+        assert_eq!(stops_before_ironic(&good, Act::Register), None);
+    }
 }

@@ -175,6 +175,14 @@ pub enum Plan {
     Release,
 }
 
+impl Plan {
+    /// True when carrying the plan out calls Ironic (creates, changes or deletes a node);
+    /// everything else only writes the host.
+    pub fn reaches_ironic(&self) -> bool {
+        matches!(self, Plan::Act { .. } | Plan::Detach)
+    }
+}
+
 pub(super) fn act(act: Act) -> Plan {
     Plan::Act { act, retry: false }
 }

@@ -296,3 +296,13 @@ fn deleting_a_host_whose_node_ironic_lost_registers_and_cleans_it_before_release
     let given_up = Facts { error_count: 4, ..deleting(S::Deprovisioning, NodeView::Missing) };
     assert_eq!(transition(&given_up), S::Deleting, "registration failures still give up");
 }
+
+#[test]
+fn only_calls_and_detaching_reach_ironic_so_a_host_without_our_finalizer_can_still_report_an_error() {
+    let failed = plan(&facts(S::Registering, with_error(node("enroll", None), "401 Unauthorized")));
+    assert!(matches!(failed, Plan::Fail { .. }) && !failed.reaches_ironic());
+    assert!(!plan(&facts(S::Registering, node("verifying", Some("manageable")))).reaches_ironic());
+    assert!(!Plan::Transition(S::Registering).reaches_ironic());
+    assert!(plan(&facts(S::Registering, NodeView::Missing)).reaches_ironic(), "registering creates a node");
+    assert!(Plan::Detach.reaches_ironic());
+}
