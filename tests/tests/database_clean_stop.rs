@@ -7,41 +7,16 @@
 //! The image's series is played by a `mariadbd` on the `PATH` that reports it (the check reads
 //! `mariadbd --version`); `None` is the installed 10.11 itself.
 
+mod mariadb_common;
+
 use ferrometal_tests::clean_stop::{self, CheckRun};
-use ferrometal_tests::mariadb::{ADMIN_PASSWORD, ADMIN_USER, MariaDb, MariaDbConfig};
-use operator::database::check::{self, Target, Tls};
+use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
+use mariadb_common::{admin, write_data};
+use operator::database::check;
 use operator::database::clean_stop::{EXIT_UNCLEAN, SCRIPT, SERIES_MARKER};
-use operator::database::credentials::{Credentials, Password};
-use sqlx::{Connection, Executor, MySqlConnection};
+use sqlx::{Connection, MySqlConnection};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
-
-fn admin(server: &MariaDb) -> Target {
-    Target {
-        host: "127.0.0.1".into(),
-        port: server.port(),
-        database: None,
-        credentials: Credentials { username: ADMIN_USER.into(), password: Password::new(ADMIN_PASSWORD) },
-        tls: Tls::Disabled,
-        timeout: Duration::from_secs(10),
-    }
-}
-
-/// Rows written and deleted, so that the redo log has work past the last checkpoint.
-async fn write_data(server: &MariaDb) -> anyhow::Result<()> {
-    let mut conn = MySqlConnection::connect(&server.admin_url(None)).await?;
-    conn.execute("CREATE DATABASE IF NOT EXISTS ironic").await?;
-    conn.execute("CREATE TABLE IF NOT EXISTS ironic.nodes (id INT PRIMARY KEY, name VARCHAR(255)) ENGINE=InnoDB")
-        .await?;
-    for batch in 0..20 {
-        let values: Vec<String> = (0..100).map(|i| format!("({}, 'node-{batch}-{i}')", batch * 100 + i)).collect();
-        conn.execute(sqlx::AssertSqlSafe(format!("INSERT INTO ironic.nodes VALUES {}", values.join(",")))).await?;
-    }
-    conn.execute("DELETE FROM ironic.nodes WHERE id % 2 = 1").await?;
-    conn.close().await?;
-    Ok(())
-}
 
 async fn count_nodes(server: &MariaDb) -> anyhow::Result<i64> {
     let mut conn = MySqlConnection::connect(&server.admin_url(None)).await?;

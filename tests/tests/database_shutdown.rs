@@ -9,37 +9,12 @@
 //! and a start after it as `InnoDB: End of log at LSN=N` (the same N, nothing to apply), where
 //! a start after a crash says `InnoDB: Starting crash recovery from checkpoint LSN=...`.
 
-use ferrometal_tests::mariadb::{ADMIN_PASSWORD, ADMIN_USER, MariaDb, MariaDbConfig};
-use operator::database::check::{self, Target, Tls};
-use operator::database::credentials::{Credentials, Password};
-use sqlx::{Connection, Executor, MySqlConnection};
-use std::time::Duration;
+mod mariadb_common;
 
-fn admin(server: &MariaDb) -> Target {
-    Target {
-        host: "127.0.0.1".into(),
-        port: server.port(),
-        database: None,
-        credentials: Credentials { username: ADMIN_USER.into(), password: Password::new(ADMIN_PASSWORD) },
-        tls: Tls::Disabled,
-        timeout: Duration::from_secs(10),
-    }
-}
-
-/// Ironic-like data: a table with rows, some of them deleted (undo records for purge).
-async fn write_data(server: &MariaDb) -> anyhow::Result<()> {
-    let mut conn = MySqlConnection::connect(&server.admin_url(None)).await?;
-    conn.execute("CREATE DATABASE IF NOT EXISTS ironic").await?;
-    conn.execute("CREATE TABLE IF NOT EXISTS ironic.nodes (id INT PRIMARY KEY, name VARCHAR(255)) ENGINE=InnoDB")
-        .await?;
-    for batch in 0..20 {
-        let values: Vec<String> = (0..100).map(|i| format!("({}, 'node-{batch}-{i}')", batch * 100 + i)).collect();
-        conn.execute(sqlx::AssertSqlSafe(format!("INSERT INTO ironic.nodes VALUES {}", values.join(",")))).await?;
-    }
-    conn.execute("DELETE FROM ironic.nodes WHERE id % 2 = 1").await?;
-    conn.close().await?;
-    Ok(())
-}
+use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
+use mariadb_common::{admin, write_data};
+use operator::database::check;
+use sqlx::{Connection, MySqlConnection};
 
 async fn count_nodes(server: &MariaDb) -> anyhow::Result<(i64, String)> {
     let mut conn = MySqlConnection::connect(&server.admin_url(None)).await?;

@@ -128,13 +128,7 @@ async fn auto_tls_issues_a_ca_and_serving_certificate_and_renews_one_about_to_ex
     .await?;
     assert_eq!(renewed.issuer, ca_info.subject, "the same CA signs the renewed certificate");
     assert_eq!(secret_text(&secrets.get("ironic-tls-ca").await?, "ca.crt"), ca, "the CA is kept");
-    let rolled = wait::until_ok("the pods to roll", STEP, POLL, || async {
-        let uid = the_one_pod(&env, "ironic").await?;
-        Ok((uid != pod).then_some(uid))
-    })
-    .await?;
-    assert_ne!(rolled, pod);
-    assert_ne!(content_hash(&deployment(&env, "ironic-service").await?), content_hash(&before));
+    wait_rolled(&env, &pod, &before).await?;
     wait_ready(&env, "ironic", "38.0").await?;
     Ok(())
 }
@@ -204,12 +198,6 @@ async fn cert_manager_tls_requests_a_certificate_waits_for_its_secret_and_rolls_
     let (ca, cert, key) = certificate(&[&format!("ironic.{ns}.svc")], 90)?;
     let patch = json!({"stringData": {"tls.crt": cert, "tls.key": key, "ca.crt": ca}});
     api::<Secret>(&env).patch("ironic-tls", &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    let rolled = wait::until_ok("the pods to roll", STEP, POLL, || async {
-        let uid = the_one_pod(&env, "ironic").await?;
-        Ok((uid != pod).then_some(uid))
-    })
-    .await?;
-    assert_ne!(rolled, pod);
-    assert_ne!(content_hash(&deployment(&env, "ironic-service").await?), content_hash(&deployment_before));
+    wait_rolled(&env, &pod, &deployment_before).await?;
     Ok(())
 }

@@ -190,13 +190,7 @@ async fn a_request_waits_for_approval_then_serves_the_signed_certificate_and_ren
         Ok((secret_text(&serving, "tls.crt") == second).then_some(()))
     })
     .await?;
-    let rolled = wait::until_ok("the pods to roll", STEP, POLL, || async {
-        let uid = the_one_pod(&env, "ironic").await?;
-        Ok((uid != pod).then_some(uid))
-    })
-    .await?;
-    assert_ne!(rolled, pod);
-    assert_ne!(content_hash(&deployment(&env, "ironic-service").await?), content_hash(&before));
+    wait_rolled(&env, &pod, &before).await?;
     wait_gone(&env, &renewal).await?;
     wait_condition(&env, "ironic", "CertificateReady", "True", "CertificateIssued").await?;
     assert!(api::<Secret>(&env).get_opt("ironic-tls-csr-request").await?.is_none(), "the request's key is gone");

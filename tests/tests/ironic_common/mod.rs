@@ -218,6 +218,20 @@ pub async fn the_one_pod(env: &Env, ironic: &str) -> anyhow::Result<String> {
     .await
 }
 
+/// Waits until the one Ironic pod is another than `pod`, and checks that its Deployment's
+/// content hash moved from `before`'s: the pods rolled because their inputs changed.
+pub async fn wait_rolled(env: &Env, pod: &str, before: &Deployment) -> anyhow::Result<()> {
+    let rolled = wait::until_ok("the pods to roll", STEP, POLL, || async {
+        let uid = the_one_pod(env, "ironic").await?;
+        Ok((uid != pod).then_some(uid))
+    })
+    .await?;
+    anyhow::ensure!(rolled != pod, "the same pod");
+    let after = deployment(env, "ironic-service").await?;
+    anyhow::ensure!(content_hash(&after) != content_hash(before), "the content hash did not move");
+    Ok(())
+}
+
 /// Reconciles of the Ironic controller that have finished (the duration histogram's count).
 pub fn finished_reconciles(operator: &Operator) -> u64 {
     let text = operator.metrics().encode();
