@@ -241,8 +241,10 @@ async fn hold(
         }
         let sent = Instant::now();
         // No attempt may outlast the term: a request hanging on a dead
-        // connection must not keep us "leading".
-        match timeout_at(deadline, elector.attempt()).await {
+        // connection must not keep us "leading". Nor may one attempt use the
+        // whole term: a stalled one is abandoned in time to try again.
+        let limit = elector.timing.attempt_limit(sent, deadline);
+        match timeout_at(limit, elector.attempt()).await {
             Ok(Ok(Attempt::Held)) => {
                 deadline = elector.timing.deadline_after(sent);
                 let _ = tx.send(State::Leading { deadline });
@@ -254,7 +256,15 @@ async fn hold(
                 metrics.lease_renewal_failed();
                 tracing::warn!(error = %crate::kube::error::chain(&err), "cannot renew the leader lease");
             }
-            Err(_) => metrics.lease_renewal_failed(),
+            Err(_) => {
+                metrics.lease_renewal_failed();
+                let left = deadline.saturating_duration_since(Instant::now());
+                tracing::warn!(
+                    waited = ?limit.saturating_duration_since(sent),
+                    ?left,
+                    "the apiserver did not answer a renewal of the leader lease in time; retrying"
+                );
+            }
         }
         if Instant::now() >= deadline {
             break Loss::Deadline;

@@ -86,6 +86,15 @@ impl LeaseTiming {
         crate::kube::backoff::after(sent, self.renew_deadline)
     }
 
+    /// How long a renewal sent at `sent` may wait for the apiserver before it is abandoned
+    /// and tried again: half the renew deadline (at least one retry period), never past the
+    /// term's `deadline`. A request stuck on a stalled connection or a stalled apiserver
+    /// would otherwise use the whole term, and the lease would be lost without a second try.
+    pub fn attempt_limit(&self, sent: Instant, deadline: Instant) -> Instant {
+        let patience = (self.renew_deadline / 2).max(self.retry_period);
+        crate::kube::backoff::after(sent, patience).min(deadline)
+    }
+
     fn seconds(&self) -> i32 {
         i32::try_from(self.duration.as_secs()).unwrap_or(i32::MAX)
     }
@@ -173,6 +182,21 @@ mod tests {
             lease_transitions: Some(3),
             ..LeaseSpec::default()
         }
+    }
+
+    #[test]
+    fn a_renewal_that_hangs_is_abandoned_in_time_for_another_before_the_deadline() {
+        let timing = LeaseTiming::default();
+        let sent = Instant::now();
+        let deadline = timing.deadline_after(sent);
+        let limit = timing.attempt_limit(sent, deadline);
+        assert_eq!(limit, sent + Duration::from_secs(5));
+        // Late in the term the deadline bounds it.
+        let late = sent + Duration::from_secs(8);
+        assert_eq!(timing.attempt_limit(late, deadline), deadline);
+        // A short deadline still gives an attempt a whole retry period.
+        let tight = LeaseTiming { renew_deadline: Duration::from_secs(3), retry_period: Duration::from_secs(2), ..timing };
+        assert_eq!(tight.attempt_limit(sent, sent + Duration::from_secs(60)), sent + Duration::from_secs(2));
     }
 
     #[test]
