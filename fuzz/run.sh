@@ -23,7 +23,12 @@ targets="${FUZZ_TARGETS:-$(sed -n 's/^name = "\(.*\)"$/\1/p' "$here/Cargo.toml" 
 
 cd "$here"
 echo "[fuzz] building $(echo $targets | wc -w) targets (sanitizer: $sanitizer)" >&2
-"$cargo_fuzz" build --sanitizer "$sanitizer" $targets >&2
+# `cargo fuzz build` takes at most one target (none builds them all).
+if [ -z "${FUZZ_TARGETS:-}" ]; then
+  "$cargo_fuzz" build --sanitizer "$sanitizer" >&2
+else
+  for target in $targets; do "$cargo_fuzz" build --sanitizer "$sanitizer" "$target" >&2; done
+fi
 bin_dir="$CARGO_TARGET_DIR/$(rustc -vV | sed -n 's/^host: //p')/release"
 
 logs="${TMPDIR:-/tmp}/ferrometal-fuzz"
