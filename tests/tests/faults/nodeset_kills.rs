@@ -1,7 +1,7 @@
 //! The operator SIGKILLed at random seeded moments while a NodeSet brings its hosts up (claims
 //! free fake-hardware machines, provisions them, runs its two services on them, one of them
 //! `runOnce`), and again while it rolls an edit out (an MTU change: only the other service runs
-//! again, at most `maxUnavailable` hosts at a time). Service Job pods run for 1 to 3 s, so that
+//! again, at most `maxUnavailable` hosts at a time). Service Job pods run for 1.5 to 4 s, so that
 //! kills land while Jobs run. Several kills per phase, each followed by a restart after a
 //! random pause.
 
@@ -65,20 +65,22 @@ async fn the_operator_killed_while_a_nodeset_brings_hosts_up_and_rolls_an_edit_o
             cluster.apply_retrying(nodeset(&iso, hosts, mtu)).await?;
         }
         let started = Instant::now();
+        let mut mid_work = 0;
         for round in 0..rounds {
-            let kill = KillRound::draw(&mut rng, 500..8000, 0..2000);
+            let kill = KillRound::draw(&mut rng, 300..4000, 0..2000);
             kill.kill(&mut replicas, 0).await?;
             let at = started.elapsed();
-            println!(
-                "{phase} round {round}: killed {at:.1?} into the phase ({}), restarted after {:?}",
-                under_way(&client, &cluster.ns, &recorder).await,
-                kill.down
-            );
+            let (busy, what) = under_way(&client, &cluster.ns, &recorder).await;
+            mid_work += usize::from(busy);
+            println!("{phase} round {round}: killed {at:.1?} into the phase ({what}), restarted after {:?}", kill.down);
             kill.restart(&mut replicas, 0).await?;
         }
         let last_fault = Instant::now();
         let convergence = faults::nodeset::converge(&client, &cluster.ns, NODESET, hosts, last_fault, timeout).await;
-        println!("{phase}: {} kills over {:.1?}, converged {convergence:?}", rounds, last_fault - started);
+        println!(
+            "{phase}: {rounds} kills over {:.1?}, {mid_work} while work was under way; converged {convergence:?}",
+            last_fault - started
+        );
         phases.push(Phase { convergence, mark, events, log });
         if convergence.not_converged > 0 {
             break; // the figures say it, with what was recorded until now
@@ -106,7 +108,7 @@ struct Phase {
     log: IronicLog,
 }
 
-/// Service Job pods of the cluster's namespace run for 1 to 3 s (by their name and the seed),
+/// Service Job pods of the cluster's namespace run for 1.5 to 4 s (by their name and the seed),
 /// then succeed: the harness decides how Jobs end, and kills land while they run.
 fn service_jobs_take_time(cluster: &Cluster, seed: u64) {
     let namespace = cluster.ns.clone();
@@ -117,7 +119,7 @@ fn service_jobs_take_time(cluster: &Cluster, seed: u64) {
             return None;
         }
         let spread = pod.name_any().bytes().fold(seed, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-        let running = Duration::from_millis(1000 + spread % 2000);
+        let running = Duration::from_millis(1500 + spread % 2500);
         Some(PodFate::RunsFor { running, then: Box::new(PodFate::Succeeded) })
     });
 }
@@ -170,13 +172,15 @@ fn nodeset(iso: &str, hosts: usize, mtu: u32) -> Value {
     }})
 }
 
-/// What was under way at a kill: the NodeSet's progress and the Jobs running.
-async fn under_way(client: &Client, namespace: &str, recorder: &Recorder) -> String {
+/// What was under way at a kill: whether anything was (the NodeSet had not converged, or a
+/// Job ran), and the NodeSet's progress and the Jobs running.
+async fn under_way(client: &Client, namespace: &str, recorder: &Recorder) -> (bool, String) {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &faults::nodeset::resource());
-    let status = match api.get_opt(NODESET).await {
-        Ok(Some(n)) => serde_json::to_value(n).unwrap_or_default()["status"].clone(),
+    let nodeset = match api.get_opt(NODESET).await {
+        Ok(Some(n)) => serde_json::to_value(n).unwrap_or_default(),
         _ => Value::Null,
     };
+    let status = &nodeset["status"];
     let record = recorder.snapshot();
     let running: Vec<&str> = record
         .jobs
@@ -184,10 +188,12 @@ async fn under_way(client: &Client, namespace: &str, recorder: &Recorder) -> Str
         .filter(|j| j.end == JobEnd::Running && j.deleted.is_none())
         .map(|j| j.service.as_str())
         .collect();
-    format!(
-        "provisioned {}, configured {}, rollout {}, Jobs running: {running:?}",
-        status["provisionedHosts"], status["configuredHosts"], status["rollout"]["phase"]
-    )
+    let busy = faults::nodeset::unconverged(&nodeset) > 0 || !running.is_empty();
+    let what = format!(
+        "claimed {}, provisioned {}, configured {}, rollout {}, Jobs running: {running:?}",
+        status["claimedHosts"], status["provisionedHosts"], status["configuredHosts"], status["rollout"]["phase"]
+    );
+    (busy, what)
 }
 
 /// Besides the figures: every host ran the `runOnce` service once and the other once per
