@@ -44,6 +44,9 @@ async fn the_operator_killed_while_a_nodeset_brings_hosts_up_and_rolls_an_edit_o
     let seed = faults::seed(scenario);
     let mut rng = StdRng::seed_from_u64(seed);
     let (hosts, rounds) = (faults::length(3, 30), faults::length(3, 10));
+    // Milliseconds between kills: spread over what a phase takes (3 hosts: about 10 s; 30
+    // hosts: a minute or more), so that kills land from the claims to the last Jobs.
+    let spacing = faults::length(300..4000, 1000..10000);
     let timeout = Duration::from_secs(faults::length(180, 480));
     let cluster = Cluster::start("faults-nodeset", IronicConfig::default()).await?;
     service_jobs_take_time(&cluster, seed);
@@ -67,7 +70,7 @@ async fn the_operator_killed_while_a_nodeset_brings_hosts_up_and_rolls_an_edit_o
         let started = Instant::now();
         let mut mid_work = 0;
         for round in 0..rounds {
-            let kill = KillRound::draw(&mut rng, 300..4000, 0..2000);
+            let kill = KillRound::draw(&mut rng, spacing.clone(), 0..2000);
             kill.kill(&mut replicas, 0).await?;
             let at = started.elapsed();
             let (busy, what) = under_way(&client, &cluster.ns, &recorder).await;
@@ -94,6 +97,7 @@ async fn the_operator_killed_while_a_nodeset_brings_hosts_up_and_rolls_an_edit_o
     figures.panics = replicas.panics();
     faults::report(&figures);
     let [_, edit] = phases.as_slice() else { anyhow::bail!("the edit phase did not run") };
+    println!("{}", host_events(&client, &cluster.ns, hosts).await?);
     check_runs(&record, hosts);
     check_edit(&record, edit, hosts);
     Ok(())
@@ -233,4 +237,27 @@ fn check_edit(record: &Record, edit: &Phase, hosts: usize) {
     let most = most_hosts_running(record.jobs.values(), edit.events);
     println!("edit: at most {most} hosts in running Jobs at once (maxUnavailable {allowed})");
     assert!(most <= allowed, "{most} hosts in running Jobs at once during the edit, over maxUnavailable {allowed}");
+}
+
+/// How many hosts the NodeSet's per-host transition Events name: measured, not asserted, as
+/// Events are published after the status write and a kill in between loses them.
+async fn host_events(client: &Client, namespace: &str, hosts: usize) -> anyhow::Result<String> {
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let mut named: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for event in events.list(&Default::default()).await?.items {
+        if event.regarding.as_ref().and_then(|r| r.name.as_deref()) != Some(NODESET) {
+            continue;
+        }
+        let host = event.note.as_deref().and_then(|n| n.split_once(':')).map(|(h, _)| h.to_string());
+        if let (Some(reason), Some(host)) = (event.reason, host) {
+            named.entry(reason).or_default().insert(host);
+        }
+    }
+    let told = |reason: &str| named.get(reason).map(BTreeSet::len).unwrap_or(0);
+    Ok(format!(
+        "Events naming a host: Claimed {}/{hosts}, Provisioning {}/{hosts}, Provisioned {}/{hosts}",
+        told("Claimed"),
+        told("Provisioning"),
+        told("Provisioned")
+    ))
 }
