@@ -239,23 +239,23 @@ fn check_edit(record: &Record, edit: &Phase, hosts: usize) {
     assert!(most <= allowed, "{most} hosts in running Jobs at once during the edit, over maxUnavailable {allowed}");
 }
 
-/// How many hosts the NodeSet's per-host transition Events name: measured, not asserted, as
-/// Events are published after the status write and a kill in between loses them.
+/// How many per-host transition Events the NodeSet got (the recorder folds Events of one
+/// reason about one object into one with a series count, keeping the first note, so they are
+/// counted, not read by host): measured, not asserted, as Events are published after the
+/// status write and a kill in between loses them.
 async fn host_events(client: &Client, namespace: &str, hosts: usize) -> anyhow::Result<String> {
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), namespace);
-    let mut named: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut told: BTreeMap<String, i32> = BTreeMap::new();
     for event in events.list(&Default::default()).await?.items {
         if event.regarding.as_ref().and_then(|r| r.name.as_deref()) != Some(NODESET) {
             continue;
         }
-        let host = event.note.as_deref().and_then(|n| n.split_once(':')).map(|(h, _)| h.to_string());
-        if let (Some(reason), Some(host)) = (event.reason, host) {
-            named.entry(reason).or_default().insert(host);
-        }
+        let count = event.series.as_ref().map(|s| s.count).unwrap_or(1);
+        *told.entry(event.reason.unwrap_or_default()).or_default() += count;
     }
-    let told = |reason: &str| named.get(reason).map(BTreeSet::len).unwrap_or(0);
+    let told = |reason: &str| told.get(reason).copied().unwrap_or(0);
     Ok(format!(
-        "Events naming a host: Claimed {}/{hosts}, Provisioning {}/{hosts}, Provisioned {}/{hosts}",
+        "Events published for {hosts} hosts: Claimed {}, Provisioning {}, Provisioned {}",
         told("Claimed"),
         told("Provisioning"),
         told("Provisioned")
