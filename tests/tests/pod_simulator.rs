@@ -343,6 +343,17 @@ async fn pods_that_are_not_run_keep_their_simulated_fates() -> anyhow::Result<()
     let pod = env.pods("fated").await?.into_iter().next().expect("the pod");
     let exit = terminated(&pod, "main").expect("terminated");
     assert_eq!((exit.exit_code, exit.message.as_deref()), (7, Some("as the test decided")));
+    // A fate that takes time: the pod runs (Running and ready) first, and ends as decided.
+    let then = Box::new(PodFate::Failed { exit_code: 2, message: "after a while".into() });
+    env.sim.set_job_fate(&env.ns, "slow", PodFate::RunsFor { running: 5 * SECOND, then });
+    env.create(job("slow", "exit 0", json!({}))).await?;
+    let running = env.pod_when("slow", "running", |s| s.phase.as_deref() == Some("Running")).await?;
+    let started = running.status.as_ref().and_then(|s| s.start_time.clone());
+    assert_eq!(env.job_end("slow").await?.0, "Failed");
+    let pod = env.pods("slow").await?.into_iter().next().expect("the pod");
+    let exit = terminated(&pod, "main").expect("terminated");
+    assert_eq!((exit.exit_code, exit.message.as_deref()), (2, Some("after a while")));
+    assert_eq!(pod.status.and_then(|s| s.start_time), started, "the pod keeps its start time");
     // A pod no Job owns becomes ready, although it uses the image.
     env.create(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
         "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},

@@ -208,7 +208,17 @@ fn host_notices(
         let how = if applied.claims_won.contains(name) { "claimed" } else { "adopted" };
         notices.normal("Claimed", format!("{name}: {how} BareMetalHost {bmh}"));
     }
-    if applied.provisioned.contains(name) {
+    let state = |s: Option<&HostStatus>| s.and_then(|s| s.provisioning_state);
+    // Written now, or written by a reconcile that ended (a crash, a refused status write)
+    // before its status recorded the machine's provisioning hash: the machine's annotation
+    // tells, and the status that knew the machine unprovisioned had none. So a crash between
+    // the image write and the status loses no Event (Claimed and Provisioned are told from
+    // status the same way).
+    let recorded_now = prev_bmh.is_some()
+        && prev.is_some_and(|p| p.provisioned_hash.is_none())
+        && now.provisioned_hash.is_some()
+        && state(prev) != Some(crds::baremetalhost::ProvisioningState::Provisioned);
+    if applied.provisioned.contains(name) || recorded_now {
         notices.normal(
             "Provisioning",
             format!(
@@ -223,7 +233,6 @@ fn host_notices(
             format!("{name}: reprovisioning for reprovisionToken {:?}", now.reprovision_token.as_deref().unwrap_or("")),
         );
     }
-    let state = |s: Option<&HostStatus>| s.and_then(|s| s.provisioning_state);
     // Only a machine this NodeSet saw before it was provisioned: one adopted already
     // provisioned (a recreated NodeSet) was not provisioned now, and says so as `Claimed`.
     if state(Some(now)) == Some(crds::baremetalhost::ProvisioningState::Provisioned)

@@ -254,3 +254,37 @@ fn a_machine_adopted_already_provisioned_is_claimed_not_provisioned() {
     let (_, notices) = compute(&nodeset(false), &plan, &Applied::default(), &Findings::default(), &now());
     assert_eq!(notices.reasons(), vec!["Claimed"], "adopted by label: nothing was provisioned");
 }
+
+#[test]
+fn a_provisioning_whose_reconcile_died_before_its_status_is_told_by_the_next_reconcile_once() {
+    // The status the last finished reconcile wrote: the machine claimed, available.
+    let claimed = HostStatus {
+        bmh_ref: Some(BmhRef { name: "s0".into(), namespace: "metal3".into(), uid: Some("uid-s0".into()) }),
+        provisioning_state: Some(ProvisioningState::Available),
+        ..HostStatus::default()
+    };
+    let mut n = nodeset(false);
+    n.status = Some(NodeSetStatus {
+        hosts: Some(BTreeMap::from([("c-0".to_string(), claimed.clone())])),
+        ..NodeSetStatus::default()
+    });
+    // The image and its hash were written, then the operator died: this reconcile writes
+    // nothing and reads the hash from the machine.
+    let provisioning =
+        plan_of(vec![("c-0", machine(Phase::Provisioning, ProvisioningState::Provisioning, false, "s0"))]);
+    let (status, notices) = compute(&n, &provisioning, &Applied::default(), &Findings::default(), &now());
+    assert_eq!(notices.reasons(), vec!["Provisioning"]);
+    n.status = Some(status);
+    let (_, again) = compute(&n, &provisioning, &Applied::default(), &Findings::default(), &now());
+    assert!(again.is_empty(), "told once: {:?}", again.reasons());
+
+    // A status that knew the machine provisioned already (restored without the hash) is no
+    // provisioning now.
+    let mut restored = nodeset(false);
+    let provisioned = HostStatus { provisioning_state: Some(ProvisioningState::Provisioned), ..claimed };
+    restored.status =
+        Some(NodeSetStatus { hosts: Some(BTreeMap::from([("c-0".to_string(), provisioned)])), ..Default::default() });
+    let running = plan_of(vec![("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s0"))]);
+    let (_, notices) = compute(&restored, &running, &Applied::default(), &Findings::default(), &now());
+    assert!(!notices.reasons().contains(&"Provisioning"), "{:?}", notices.reasons());
+}

@@ -1,5 +1,6 @@
 //! The figures every fault scenario reports, computed from a [`Record`] the same way for all.
 
+use super::job_figures::job_figures;
 use super::record::{MachineRecord, Record};
 use std::fmt;
 use std::time::Duration;
@@ -26,6 +27,12 @@ pub struct Figures {
     pub left_active: usize,
     /// Entries into `deploying` beyond the first per host.
     pub reprovisions: usize,
+    /// NodeSet service Job runs recorded (hosts of Jobs); none: the Job columns print "–".
+    pub job_runs: usize,
+    /// Runs that repeat the work of the run before them ([`super::job_figures`]).
+    pub duplicate_jobs: usize,
+    /// Runs of work already completed, or of a `runOnce` service again.
+    pub reruns: usize,
     /// Hosts that lost their finalizer while not being deleted.
     pub lost_finalizers: usize,
     pub not_converged: usize,
@@ -82,6 +89,8 @@ impl Figures {
             converge_time: convergence.time,
             ..Figures::default()
         };
+        let jobs = job_figures(record.jobs.values(), &record.run_once);
+        (figures.job_runs, figures.duplicate_jobs, figures.reruns) = (jobs.runs, jobs.duplicates, jobs.reruns);
         for machine in record.machines.values() {
             figures.duplicates += machine.most_nodes_at_once.saturating_sub(1);
             let (deploys, left) = machine_deploys(record, machine);
@@ -99,6 +108,8 @@ impl Figures {
             ("duplicate Ironic nodes", self.duplicates),
             ("nodes that left active", self.left_active),
             ("reprovisions", self.reprovisions),
+            ("duplicate Jobs", self.duplicate_jobs),
+            ("reruns of completed work", self.reruns),
             ("lost finalizers", self.lost_finalizers),
             ("hosts not converged", self.not_converged),
             ("panics", self.panics),
@@ -114,22 +125,26 @@ impl Figures {
     }
 
     /// The table's header, matching [`Display`](fmt::Display)'s columns.
-    pub const HEADER: &'static str = "| scenario | faults | hosts | duplicates | left active | reprovisions | lost finalizers | not converged | converged after | panics |\n|---|---|---|---|---|---|---|---|---|---|";
+    pub const HEADER: &'static str = "| scenario | faults | hosts | duplicate nodes | left active | reprovisions | duplicate Jobs | reruns | lost finalizers | not converged | converged after | panics |\n|---|---|---|---|---|---|---|---|---|---|---|---|";
 }
 
 impl fmt::Display for Figures {
     /// One Markdown table row.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let time = self.converge_time.map(|t| format!("{:.1} s", t.as_secs_f64())).unwrap_or_else(|| "never".into());
+        // No Job ran: nothing could be duplicated, which is not the same as none was.
+        let jobs = |n: usize| if self.job_runs == 0 && n == 0 { "–".to_string() } else { n.to_string() };
         write!(
             f,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             self.scenario,
             self.faults,
             self.hosts,
             self.duplicates,
             self.left_active,
             self.reprovisions,
+            jobs(self.duplicate_jobs),
+            jobs(self.reruns),
             self.lost_finalizers,
             self.not_converged,
             time,
@@ -170,7 +185,7 @@ mod tests {
             Convergence { not_converged: 0, time: Some(Duration::from_millis(2500)) },
         );
         figures.assert_clean();
-        assert_eq!(figures.to_string(), "| kill | 3 | 1 | 0 | 0 | 0 | 0 | 0 | 2.5 s | 0 |");
+        assert_eq!(figures.to_string(), "| kill | 3 | 1 | 0 | 0 | 0 | – | – | 0 | 0 | 2.5 s | 0 |");
         assert_eq!(
             figures.to_string().matches('|').count(),
             Figures::HEADER.lines().next().unwrap().matches('|').count()
@@ -214,6 +229,41 @@ mod tests {
         )]));
         let figures = Figures::compute("x", 0, &record, Convergence::default());
         assert_eq!((figures.reprovisions, figures.left_active, figures.lost_finalizers), (1, 1, 0));
+    }
+
+    #[test]
+    fn service_jobs_are_counted_and_a_duplicate_or_a_rerun_fails_the_run() {
+        use crate::faults::jobs::{JobEnd, RunWith, ServiceJob};
+        let run = |uid: &str, service: &str, config: &str, seen: u64, end: JobEnd| {
+            let job = ServiceJob {
+                name: uid.into(),
+                nodeset: "computes".into(),
+                service: service.into(),
+                service_hash: "s1".into(),
+                hosts: BTreeMap::from([("c-0".into(), RunWith { config_hash: config.into(), epoch: "e".into() })]),
+                seen,
+                end,
+                ..ServiceJob::default()
+            };
+            (uid.to_string(), job)
+        };
+        let done = |seen: u64| JobEnd::Succeeded { at: None, seen };
+        let mut record = Record::default();
+        record.machines.insert("h0".into(), machine(&[("u0", &["deploying", "active"])]));
+        record.run_once.insert("bootstrap".into());
+        record.jobs =
+            BTreeMap::from([run("j1", "bootstrap", "A", 1, done(2)), run("j2", "configure", "A", 3, done(4))]);
+        let clean = Convergence { not_converged: 0, time: Some(at(1)) };
+        let figures = Figures::compute("nodeset", 2, &record, clean);
+        figures.assert_clean();
+        assert_eq!(figures.to_string(), "| nodeset | 2 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 1.0 s | 0 |");
+
+        record.jobs.extend([run("j3", "bootstrap", "B", 5, done(6)), run("j4", "configure", "A", 7, JobEnd::Running)]);
+        let figures = Figures::compute("nodeset", 2, &record, clean);
+        assert_eq!((figures.job_runs, figures.duplicate_jobs, figures.reruns), (4, 1, 2));
+        let failure = std::panic::catch_unwind(|| figures.assert_clean()).expect_err("not clean");
+        let message = failure.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(message.contains("1 duplicate Jobs, 2 reruns of completed work"), "{message}");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The fault harness: the operator as `ferrometal run` processes a test SIGKILLs and restarts
-//! ([`replicas`]), a recorder that lists Ironic and the apiserver throughout and keeps every
-//! state of every machine ([`recorder`], [`record`]), Ironic's own log as the exact record of
-//! its state changes and requests ([`ironic_log`]), and the [`Figures`] every scenario
-//! computes from the record and checks with [`Figures::assert_clean`].
+//! ([`replicas`], at seeded random moments with [`kills`]), a recorder that lists Ironic and
+//! the apiserver throughout and keeps every state of every machine and every NodeSet service
+//! Job ([`recorder`], [`record`], [`jobs`]), Ironic's own log as the exact record of its state
+//! changes and requests ([`ironic_log`]), and the [`Figures`] every scenario computes from the
+//! record ([`job_figures`] for the Jobs) and checks with [`Figures::assert_clean`].
 //!
 //! Lengths: a scenario runs short by default (CI: few hosts, one or two faults) and at full
 //! length with `FERROMETAL_FAULTS_FULL=1`; random moments come from a seed that is printed and
@@ -11,12 +12,17 @@
 
 pub mod figures;
 pub mod ironic_log;
+pub mod job_figures;
+pub mod jobs;
+pub mod kills;
+pub mod nodeset;
 pub mod record;
 pub mod recorder;
 pub mod replicas;
 
 pub use figures::{Convergence, Figures};
 pub use ironic_log::IronicLog;
+pub use kills::KillRound;
 pub use record::Record;
 pub use recorder::{IronicProbe, Recorder};
 pub use replicas::{Launch, Replicas};
@@ -74,13 +80,28 @@ pub async fn converge(
 ) -> Convergence {
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("metal3.io", "v1alpha1", "BareMetalHost"));
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-    let mut not_converged = hosts;
+    wait_converged(since, timeout, hosts, async || {
+        let list = api.list(&Default::default()).await.ok()?;
+        let done = list.items.into_iter().filter(|h| converged(&serde_json::to_value(h).unwrap_or_default())).count();
+        Some(hosts.saturating_sub(done))
+    })
+    .await
+}
+
+/// Asks `unconverged` every 250 ms how many are not converged yet (`None`: it could not
+/// tell, the last answer stands; `initial` before any) until none are or `timeout` has
+/// passed since `since`.
+pub async fn wait_converged(
+    since: Instant,
+    timeout: Duration,
+    initial: usize,
+    unconverged: impl AsyncFn() -> Option<usize>,
+) -> Convergence {
+    let mut not_converged = initial;
     while since.elapsed() < timeout {
-        if let Ok(list) = api.list(&Default::default()).await {
-            let done =
-                list.items.into_iter().filter(|h| converged(&serde_json::to_value(h).unwrap_or_default())).count();
-            not_converged = hosts.saturating_sub(done);
-            if not_converged == 0 {
+        if let Some(n) = unconverged().await {
+            not_converged = n;
+            if n == 0 {
                 return Convergence { not_converged, time: Some(since.elapsed()) };
             }
         }

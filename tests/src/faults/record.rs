@@ -1,6 +1,8 @@
 //! What the recorder saw, per machine: every Ironic provision state of every node of the
-//! machine and every BareMetalHost provisioning state, in order, with when each was first seen.
+//! machine and every BareMetalHost provisioning state, in order, with when each was first seen;
+//! and every NodeSet service Job of the namespace ([`super::jobs`]).
 
+use super::jobs::ServiceJob;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -77,6 +79,15 @@ pub struct Record {
     pub polls: u64,
     /// Listings that failed (Ironic or the apiserver down: expected during faults).
     pub failed_polls: u64,
+    /// NodeSet service Jobs, by uid.
+    pub jobs: BTreeMap<String, ServiceJob>,
+    /// Watch events of Jobs so far: the order of what the watch showed.
+    pub job_events: u64,
+    /// Times the Job watch listed again (its first listing included): a Job created and
+    /// deleted while the watch was broken is not recorded.
+    pub job_relists: u64,
+    /// NodeSetServices seen with `runOnce: true` at any listing.
+    pub run_once: BTreeSet<String>,
 }
 
 /// One provision-state change, as Ironic's conductor logs it.

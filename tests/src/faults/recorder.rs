@@ -1,10 +1,12 @@
 //! The recorder: a task that lists Ironic's nodes (one bulk request) and the namespace's
-//! BareMetalHosts every interval for the whole scenario, and keeps what it saw per machine.
-//! It never fails: a listing that fails (Ironic or the apiserver down during a fault) is
-//! counted and the next one tries again.
+//! BareMetalHosts every interval for the whole scenario, and keeps what it saw per machine;
+//! beside it, a watch of the namespace's NodeSet service Jobs ([`super::jobs`]), and which
+//! NodeSetServices are `runOnce`, listed with the hosts. It never fails: a listing that fails
+//! (Ironic or the apiserver down during a fault) is counted and the next one tries again.
 
 use super::ironic_log::IronicLog;
 use super::record::Record;
+use kube::ResourceExt;
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
@@ -53,6 +55,7 @@ impl IronicProbe {
 pub struct Recorder {
     record: Arc<Mutex<Record>>,
     task: JoinHandle<()>,
+    jobs: JoinHandle<()>,
     log: Option<(IronicLog, u64)>,
 }
 
@@ -60,6 +63,10 @@ pub struct Recorder {
 /// fails to parse.
 fn hosts_resource() -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk("metal3.io", "v1alpha1", "BareMetalHost"))
+}
+
+fn services_resource() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk("ferrometal.io", "v1alpha1", "NodeSetService"))
 }
 
 impl Recorder {
@@ -70,17 +77,26 @@ impl Recorder {
             let mark = log.mark();
             (log, mark)
         });
+        let start = Instant::now();
+        let jobs = super::jobs::watch(client.clone(), namespace, record.clone(), start);
+        let services: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &services_resource());
         let hosts: Api<DynamicObject> = Api::namespaced_with(client, namespace, &hosts_resource());
         let prefix = format!("{namespace}~");
         let shared = record.clone();
         let task = tokio::spawn(async move {
-            let start = Instant::now();
             loop {
                 let nodes = ironic.nodes().await;
                 let listed = hosts.list(&Default::default()).await;
+                // Only to know which services are runOnce: a failure is no failed poll.
+                let services = services.list(&Default::default()).await;
                 let at = start.elapsed();
                 if let Ok(mut record) = shared.lock() {
                     record.polls += 1;
+                    for service in services.iter().flat_map(|l| l.items.iter()) {
+                        if service.data["spec"]["runOnce"] == Value::Bool(true) {
+                            record.run_once.insert(service.name_any());
+                        }
+                    }
                     match (nodes, listed) {
                         (Ok(nodes), Ok(listed)) => {
                             let hosts: Vec<Value> =
@@ -93,7 +109,7 @@ impl Recorder {
                 tokio::time::sleep(interval).await;
             }
         });
-        Self { record, task, log }
+        Self { record, task, jobs, log }
     }
 
     /// What was recorded so far.
@@ -108,6 +124,7 @@ impl Recorder {
     /// Stops recording; the whole record.
     pub fn stop(self) -> Record {
         self.task.abort();
+        self.jobs.abort();
         self.snapshot()
     }
 }
@@ -115,6 +132,7 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         self.task.abort();
+        self.jobs.abort();
     }
 }
 

@@ -3,7 +3,8 @@
 //! No container runtime can run on our machines, so no kubelet can either.
 //! The simulator registers one Node, binds every pending pod to it, and
 //! writes the pod status a kubelet would report: Running and Ready for
-//! long-running pods, Succeeded or Failed for Job pods, as the test decides.
+//! long-running pods, Succeeded or Failed for Job pods, as the test decides,
+//! at once or after running for a while ([`PodFate::RunsFor`]).
 //! It also completes graceful deletions (a kubelet confirms them; without
 //! one, a deleted pod stays Terminating forever and a Recreate rollout never
 //! proceeds).
@@ -31,7 +32,8 @@ use status::PodView;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
-use tokio::task::JoinHandle;
+use std::time::Duration;
+use tokio::task::{JoinHandle, JoinSet};
 
 /// What becomes of a pod.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +48,9 @@ pub enum PodFate {
     Succeeded,
     /// The first container exited non-zero with `message` (Job pods).
     Failed { exit_code: i32, message: String },
+    /// Running (every container started and ready) for `running`, then `then`: a Job pod
+    /// that takes time, so that what happens while it runs can be tested.
+    RunsFor { running: Duration, then: Box<PodFate> },
 }
 
 type Rule = Arc<dyn Fn(&Pod) -> Option<PodFate> + Send + Sync>;
@@ -148,6 +153,8 @@ async fn simulate(client: Client, rules: Arc<RwLock<Vec<Rule>>>, local: Arc<Loca
     let ips = AtomicU32::new(2);
     // Pods whose fate was already written; a pod's status is set once.
     let mut handled: HashSet<String> = HashSet::new();
+    // The later halves of `RunsFor` fates; they end with the simulation.
+    let mut later: JoinSet<()> = JoinSet::new();
     let mut stream = watcher::watcher(pods, watcher::Config::default()).boxed();
     while let Some(event) = stream.next().await {
         let pod = match event {
@@ -165,7 +172,8 @@ async fn simulate(client: Client, rules: Arc<RwLock<Vec<Rule>>>, local: Arc<Loca
                 continue;
             }
         };
-        if let Err(err) = step(&client, &rules, &local, &ips, &mut handled, &pod).await {
+        while later.try_join_next().is_some() {}
+        if let Err(err) = step(&client, &rules, &local, &ips, &mut handled, &mut later, &pod).await {
             tracing::warn!(pod = %pod.name_any(), namespace = ?pod.namespace(), %err, "pod simulator step failed");
         }
     }
@@ -177,6 +185,7 @@ async fn step(
     local: &Arc<LocalExec>,
     ips: &AtomicU32,
     handled: &mut HashSet<String>,
+    later: &mut JoinSet<()>,
     pod: &Pod,
 ) -> crate::Result<()> {
     let namespace = pod.namespace().unwrap_or_default();
@@ -216,8 +225,28 @@ async fn step(
         handled.insert(uid);
         return Ok(());
     }
-    let status = PodView::for_fate(pod, &fate, &ip).json();
+    let view = PodView::for_fate(pod, &fate, &ip);
+    let status = view.json();
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({ "status": status }))).await?;
-    handled.insert(uid);
+    handled.insert(uid.clone());
+    if let PodFate::RunsFor { running, then } = fate {
+        let started = pod.clone();
+        later.spawn(async move {
+            tokio::time::sleep(running).await;
+            // Only the same pod, still there and not being deleted (a deleted pod is gone).
+            let Ok(Some(current)) = api.get_opt(&name).await else { return };
+            if current.uid().as_deref() != Some(uid.as_str()) || current.metadata.deletion_timestamp.is_some() {
+                return;
+            }
+            let mut ended = PodView::for_fate(&started, &then, &ip);
+            ended.started = view.started;
+            let status = ended.json();
+            if let Err(err) =
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({ "status": status }))).await
+            {
+                tracing::warn!(pod = %name, %err, "pod simulator could not end a pod that ran");
+            }
+        });
+    }
     Ok(())
 }

@@ -102,7 +102,7 @@ impl PodView {
     pub(super) fn for_fate(pod: &Pod, fate: &PodFate, ip: &str) -> Self {
         let now = Time(jiff::Timestamp::now());
         let spec = pod.spec.clone().unwrap_or_default();
-        let ready = *fate == PodFate::Ready;
+        let ready = matches!(fate, PodFate::Ready | PodFate::RunsFor { .. });
         let completed = || State::Terminated {
             exit_code: 0,
             reason: "Completed".into(),
@@ -111,7 +111,9 @@ impl PodView {
             finished: now.clone(),
         };
         let state = |index: usize| match fate {
-            PodFate::Ready | PodFate::Unready | PodFate::Pending => State::Running { started: now.clone() },
+            PodFate::Ready | PodFate::Unready | PodFate::Pending | PodFate::RunsFor { .. } => {
+                State::Running { started: now.clone() }
+            }
             PodFate::Succeeded => completed(),
             PodFate::Failed { exit_code, message } if index == 0 => State::Terminated {
                 exit_code: *exit_code,
@@ -123,7 +125,7 @@ impl PodView {
             PodFate::Failed { .. } => completed(),
         };
         let phase = match fate {
-            PodFate::Ready | PodFate::Unready | PodFate::Pending => "Running",
+            PodFate::Ready | PodFate::Unready | PodFate::Pending | PodFate::RunsFor { .. } => "Running",
             PodFate::Succeeded => "Succeeded",
             PodFate::Failed { .. } => "Failed",
         };
@@ -215,6 +217,16 @@ mod tests {
         assert_eq!((init["ready"].clone(), init.get("started")), (json!(true), None));
         assert_eq!(status["podIP"], "10.244.0.2");
         assert!(status.get("reason").is_none());
+    }
+
+    #[test]
+    fn a_job_pod_that_runs_for_a_while_is_running_and_ready_until_its_end() {
+        let fate = PodFate::RunsFor { running: std::time::Duration::from_secs(2), then: Box::new(PodFate::Succeeded) };
+        let status = PodView::for_fate(&job_pod(), &fate, "10.244.0.4").json();
+        assert_eq!(status["phase"], "Running");
+        let main = &status["containerStatuses"][0];
+        assert!(main["state"]["running"]["startedAt"].is_string());
+        assert_eq!(main["ready"], json!(true));
     }
 
     #[test]

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 pub struct Cluster {
     pub cp: ControlPlane,
-    _sim: PodSimulator,
+    /// The kubelet's stand-in: a scenario decides how Job pods end, and when.
+    pub sim: PodSimulator,
     pub ironic: IronicServer,
     /// The Deployment's arguments and environment, resolved for a pod.
     args: Vec<String>,
@@ -62,7 +63,7 @@ impl Cluster {
         set_flag(&mut args, "leader-election-retry-period-seconds", &RETRY_PERIOD_SECONDS.to_string());
         let kubeconfig = cp.service_account_kubeconfig(DEFAULT_NAMESPACE, NAME).await?;
         let ns = cp.namespace(prefix).await?;
-        Ok(Self { cp, _sim: sim, ironic, args, env, kubeconfig, ns, webhook_configuration })
+        Ok(Self { cp, sim, ironic, args, env, kubeconfig, ns, webhook_configuration })
     }
 
     /// How to start replica `i` (pod `ferrometal-<i>`), reaching the apiserver at `apiserver`

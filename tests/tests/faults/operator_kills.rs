@@ -2,9 +2,9 @@
 //! provision: several kills per run, each followed by a restart after a random pause.
 
 use crate::cluster::{Cluster, provisioned};
-use ferrometal_tests::faults::{self, Figures};
+use ferrometal_tests::faults::{self, Figures, KillRound};
 use ferrometal_tests::ironic::IronicConfig;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -21,14 +21,10 @@ async fn the_operator_killed_at_random_moments_while_hosts_provision_loses_and_r
     let names = cluster.provisioned_hosts("kill", hosts).await?;
 
     for round in 0..rounds {
-        let before = Duration::from_millis(rng.random_range(300..6000));
-        tokio::time::sleep(before).await;
-        replicas.ensure_running()?;
-        replicas.kill(0);
-        let down = Duration::from_millis(rng.random_range(0..2000));
-        println!("round {round}: killed after {before:?}, restarted after {down:?}");
-        tokio::time::sleep(down).await;
-        replicas.restart(0)?;
+        let kill = KillRound::draw(&mut rng, 300..6000, 0..2000);
+        kill.kill(&mut replicas, 0).await?;
+        println!("round {round}: killed after {:?}, restarted after {:?}", kill.before, kill.down);
+        kill.restart(&mut replicas, 0).await?;
     }
     let last_fault = Instant::now();
     let convergence = faults::converge(
