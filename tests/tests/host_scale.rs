@@ -21,17 +21,8 @@ async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> a
     config.provisioning_limit = LIMIT;
     t.start_operator(config).await?;
     let recorder = t.record();
-    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
     let names: Vec<String> = (0..50).map(|i| format!("host-{i:02}")).collect();
-    try_join_all(names.iter().map(|name| {
-        let mut spec = t.fake_spec(name);
-        spec["image"] = json!({"url": iso, "format": "live-iso"});
-        // Inspection and cleaning would take slots too; provisioning is the point.
-        spec["inspectionMode"] = json!("disabled");
-        spec["automatedCleaningMode"] = json!("disabled");
-        t.create_host(name, spec, json!({}))
-    }))
-    .await?;
+    create_hosts_to_provision(&t, &names).await?;
 
     wait::until_ok("all 50 hosts provisioned", secs(240), Duration::from_millis(500), || async {
         let hosts = t.hosts.list(&ListParams::default()).await?;
@@ -60,6 +51,21 @@ async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> a
         let states = recorder.states(name);
         assert!(states.iter().any(|s| s == "provisioning"), "{name}: {states:?}");
     }
+    Ok(())
+}
+
+/// Creates hosts as the benchmark does: fake hardware booting a live ISO, online, neither
+/// inspected nor cleaned (both would take slots too; provisioning is the point).
+async fn create_hosts_to_provision(t: &HostEnv, names: &[String]) -> anyhow::Result<()> {
+    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
+    try_join_all(names.iter().map(|name| {
+        let mut spec = t.fake_spec(name);
+        spec["image"] = json!({"url": iso, "format": "live-iso"});
+        spec["inspectionMode"] = json!("disabled");
+        spec["automatedCleaningMode"] = json!("disabled");
+        t.create_host(name, spec, json!({}))
+    }))
+    .await?;
     Ok(())
 }
 
@@ -158,20 +164,12 @@ async fn batch_env(prefix: &str) -> anyhow::Result<(HostEnv, Recorder)> {
     Ok((t, recorder))
 }
 
-/// Creates [`BATCH`] hosts as the benchmark does (fake hardware booting a live ISO, neither
-/// inspected nor cleaned, online) and waits until every one is provisioned and powered on,
-/// then for two more bulk polls, so that nothing still under way goes uncounted.
+/// Creates [`BATCH`] hosts as the benchmark does and waits until every one is provisioned
+/// and powered on, then for two more bulk polls, so that nothing still under way goes
+/// uncounted.
 async fn provision_batch(t: &HostEnv) -> anyhow::Result<Vec<String>> {
-    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
     let names: Vec<String> = (0..BATCH).map(|i| format!("batch-{i}")).collect();
-    try_join_all(names.iter().map(|name| {
-        let mut spec = t.fake_spec(name);
-        spec["image"] = json!({"url": iso, "format": "live-iso"});
-        spec["inspectionMode"] = json!("disabled");
-        spec["automatedCleaningMode"] = json!("disabled");
-        t.create_host(name, spec, json!({}))
-    }))
-    .await?;
+    create_hosts_to_provision(t, &names).await?;
     for name in &names {
         t.wait_provisioned(name, secs(180)).await?;
     }

@@ -268,6 +268,13 @@ mod tests {
         }
     }
 
+    /// The settings of a live ISO (`http://i/live.iso`) booted through `scheme`.
+    fn live_iso_settings(scheme: BmcScheme) -> DeploySettings {
+        let driver = driver_spec(scheme);
+        let image = Image { url: "http://i/live.iso".into(), format: Some(ImageFormat::LiveIso), ..Default::default() };
+        deploy_settings(&input(&image, &driver))
+    }
+
     fn ops_json(ops: &[PatchOperation]) -> Value {
         serde_json::to_value(ops).expect("serialises")
     }
@@ -329,9 +336,7 @@ mod tests {
 
     #[test]
     fn applied_settings_produce_an_empty_patch() {
-        let driver = driver_spec(BmcScheme::RedfishVirtualMedia);
-        let image = Image { url: "http://i/live.iso".into(), format: Some(ImageFormat::LiveIso), ..Default::default() };
-        let settings = deploy_settings(&input(&image, &driver));
+        let settings = live_iso_settings(BmcScheme::RedfishVirtualMedia);
         let mut node = Node::default();
         node.instance_info.insert("boot_iso".into(), json!("http://i/live.iso"));
         node.instance_info.insert("capabilities".into(), json!({}));
@@ -376,9 +381,7 @@ mod tests {
 
     #[test]
     fn a_node_registered_for_its_image_needs_the_additions_alone() {
-        let driver = driver_spec(BmcScheme::Fake);
-        let image = Image { url: "http://i/live.iso".into(), format: Some(ImageFormat::LiveIso), ..Default::default() };
-        let settings = deploy_settings(&input(&image, &driver));
+        let settings = live_iso_settings(BmcScheme::Fake);
         let mut registered = Node::default();
         registered.properties.insert("capabilities".into(), json!(boot_mode_capabilities(None, BootMode::Uefi)));
         let answered = patched(&registered, &additions(&settings));
@@ -389,9 +392,7 @@ mod tests {
 
     #[test]
     fn what_the_additions_cannot_know_is_corrected_from_the_node_ironic_answers_with() {
-        let driver = driver_spec(BmcScheme::RedfishVirtualMedia);
-        let image = Image { url: "http://i/live.iso".into(), format: Some(ImageFormat::LiveIso), ..Default::default() };
-        let settings = deploy_settings(&input(&image, &driver));
+        let settings = live_iso_settings(BmcScheme::RedfishVirtualMedia);
         // A disk image deployed before, hints and a boot mode of its own, inspection's capabilities.
         let mut node = Node::default();
         node.instance_info.insert("image_source".into(), json!("http://i/os.qcow2"));
