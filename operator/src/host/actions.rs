@@ -378,10 +378,10 @@ impl Calls<'_> {
     }
 
     /// Sets automated cleaning as the host asks, when the node differs. The node's value is the
-    /// poll's: only this controller (at registration and here) and someone editing the node in
-    /// Ironic change it. A value changed after the poll is found either way: one we would keep
-    /// costs a PATCH that changes nothing; one we would have changed back is what a read just
-    /// before the call could have missed as well.
+    /// poll's, from a poll that started after this host's last call: only this controller (at
+    /// registration and here) and someone editing the node in Ironic change it. When someone
+    /// does after the poll, the worst is a PATCH that changes nothing, or `provide` running with
+    /// their value, which a read just before the call could not rule out either.
     async fn set_automated_clean(&self, uuid: &str) -> Result<(), Stop> {
         if let Some(op) = automated_clean_patch(self.request.node_automated_clean, self.request.automated_clean) {
             self.client.update_node(uuid, &[op]).await?;

@@ -195,9 +195,10 @@ pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeSta
 
 /// A deployment that left the node off (fake hardware does; a real deployment ends with the
 /// machine on) is powered on before the host says it is provisioned, so that `provisioned`
-/// and `poweredOn` reach the status in one write instead of two. Only the plain case is taken
-/// here: a host to keep off, a power change under way elsewhere, a power change that failed or
-/// any recorded error moves on to `provisioned`, where power is managed as always.
+/// and `poweredOn` reach the status in one write instead of two. A power change under way is
+/// waited for. Only the plain case is taken here: a host to keep off (or to reboot in place),
+/// a power change that failed, or any recorded error moves on to `provisioned` at once, where
+/// power is managed as always.
 fn power_on_before_provisioned(f: &Facts, node: &NodeStatusSummary) -> Plan {
     let plain = f.power == PowerGoal::On && f.error_type.is_none() && !f.power_attempt_failed;
     match (node.power_state.as_ref(), node.target_power_state.as_ref()) {
