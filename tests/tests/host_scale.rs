@@ -7,7 +7,7 @@ mod host_common;
 
 use ferrometal_tests::wait;
 use futures::future::try_join_all;
-use host_common::{HostEnv, Options, secs, state_of};
+use host_common::{HostEnv, Options, Recorder, assert_in_order, secs, state_of};
 use kube::api::ListParams;
 use serde_json::json;
 use std::time::Duration;
@@ -21,17 +21,8 @@ async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> a
     config.provisioning_limit = LIMIT;
     t.start_operator(config).await?;
     let recorder = t.record();
-    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
     let names: Vec<String> = (0..50).map(|i| format!("host-{i:02}")).collect();
-    try_join_all(names.iter().map(|name| {
-        let mut spec = t.fake_spec(name);
-        spec["image"] = json!({"url": iso, "format": "live-iso"});
-        // Inspection and cleaning would take slots too; provisioning is the point.
-        spec["inspectionMode"] = json!("disabled");
-        spec["automatedCleaningMode"] = json!("disabled");
-        t.create_host(name, spec, json!({}))
-    }))
-    .await?;
+    create_hosts_to_provision(&t, &names).await?;
 
     wait::until_ok("all 50 hosts provisioned", secs(240), Duration::from_millis(500), || async {
         let hosts = t.hosts.list(&ListParams::default()).await?;
@@ -60,6 +51,21 @@ async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> a
         let states = recorder.states(name);
         assert!(states.iter().any(|s| s == "provisioning"), "{name}: {states:?}");
     }
+    Ok(())
+}
+
+/// Creates hosts as the benchmark does: fake hardware booting a live ISO, online, neither
+/// inspected nor cleaned (both would take slots too; provisioning is the point).
+async fn create_hosts_to_provision(t: &HostEnv, names: &[String]) -> anyhow::Result<()> {
+    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
+    try_join_all(names.iter().map(|name| {
+        let mut spec = t.fake_spec(name);
+        spec["image"] = json!({"url": iso, "format": "live-iso"});
+        spec["inspectionMode"] = json!("disabled");
+        spec["automatedCleaningMode"] = json!("disabled");
+        t.create_host(name, spec, json!({}))
+    }))
+    .await?;
     Ok(())
 }
 
@@ -140,5 +146,90 @@ async fn a_host_is_registered_with_its_cleaning_mode_so_providing_it_sends_no_pa
     // Ironic's writes are what limits provisioning at scale (design/performance.md): the one
     // PATCH left is the deploy settings (image, boot mode).
     assert_eq!(t.ironic_request_count("update_node")?, 1, "one PATCH per provisioned host");
+    Ok(())
+}
+
+/// Hosts in the batches below, and the provisioning limit they share: more hosts than slots,
+/// so that some wait for one.
+const BATCH: u64 = 8;
+const BATCH_LIMIT: usize = 3;
+
+/// Starts the operator with [`BATCH_LIMIT`] and records the hosts' states from the start.
+async fn batch_env(prefix: &str) -> anyhow::Result<(HostEnv, Recorder)> {
+    let mut t = HostEnv::start(prefix, Options::default()).await?;
+    let mut config = t.host_config();
+    config.provisioning_limit = BATCH_LIMIT;
+    t.start_operator(config).await?;
+    let recorder = t.record();
+    Ok((t, recorder))
+}
+
+/// Creates [`BATCH`] hosts as the benchmark does and waits until every one is provisioned
+/// and powered on, then for two more bulk polls, so that nothing still under way goes
+/// uncounted.
+async fn provision_batch(t: &HostEnv) -> anyhow::Result<Vec<String>> {
+    let names: Vec<String> = (0..BATCH).map(|i| format!("batch-{i}")).collect();
+    create_hosts_to_provision(t, &names).await?;
+    for name in &names {
+        t.wait_provisioned(name, secs(180)).await?;
+    }
+    let polled = t.ironic_request_count("node_status")?;
+    wait::until("two more bulk polls", secs(30), Duration::from_millis(50), || async {
+        (t.ironic_request_count("node_status").ok()? >= polled + 2).then_some(())
+    })
+    .await?;
+    Ok(names)
+}
+
+#[tokio::test]
+async fn a_provisioned_host_costs_six_ironic_requests_besides_the_polls_and_no_node_read() -> anyhow::Result<()> {
+    let (t, _recorder) = batch_env("host-requests").await?;
+    provision_batch(&t).await?;
+    let count = |op: &str| t.ironic_request_count(op);
+    let calls: Vec<String> = ironic_client::Operation::ALL
+        .iter()
+        .map(|op| (op.as_str(), count(op.as_str()).unwrap_or_default()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(op, n)| format!("{op}={n}"))
+        .collect();
+    println!("Ironic requests for {BATCH} provisioned hosts: {}", calls.join(", "));
+    // What a step compares comes from the poll (automated_clean) or from the node Ironic
+    // answers a write with (the deploy settings); the poll tells registration the node is new.
+    assert_eq!(count("get_node")?, 0, "no node is read on the way to provisioned");
+    assert_eq!(count("create_node")?, BATCH, "one create per host, without a look-up before it");
+    assert_eq!(count("set_provision_state")?, 3 * BATCH, "manage, provide and deploy, once each");
+    assert_eq!(count("update_node")?, BATCH, "one PATCH per host: the deploy settings");
+    assert_eq!(count("set_power_state")?, BATCH, "one power on per host");
+    // Besides the shared polls and the client's one version negotiation.
+    let per_host = t.ironic_requests()? - count("node_status")? - count("discover")?;
+    assert_eq!(per_host, 6 * BATCH, "six Ironic requests per host besides the shared polls");
+    Ok(())
+}
+
+#[tokio::test]
+async fn status_writes_per_provisioned_host_are_one_per_state_and_one_per_wait_for_a_slot() -> anyhow::Result<()> {
+    let (t, recorder) = batch_env("host-writes").await?;
+    let names = provision_batch(&t).await?;
+    let writes = t.operator()?.metrics().status_write_count("host");
+    let waits = recorder.waits();
+    println!("status writes for {BATCH} provisioned hosts: {writes}; hosts that waited for a slot: {waits:?}");
+    for name in &names {
+        assert_eq!(
+            recorder.provisioned_powered_on(name),
+            Some(true),
+            "{name} was powered on before it was written provisioned"
+        );
+        assert_in_order(
+            &recorder.states(name),
+            &["registering", "preparing", "available", "provisioning", "provisioned"],
+        );
+    }
+    assert!(!waits.is_empty(), "with {BATCH} hosts and {BATCH_LIMIT} slots, some host waited");
+    assert!(waits.values().all(|n| *n == 1), "each wait for a slot is written once: {waits:?}");
+    // registering, preparing, available, provisioning, provisioned (powered on in the same
+    // write), and `delayed` once for a host that waited: its end is the provisioning write.
+    let waited = waits.len() as u64;
+    assert_eq!(writes, 5 * BATCH + waited, "one status write per state a user sees, one per wait");
+    assert!(writes <= 6 * BATCH, "at most six status writes per host: {writes}");
     Ok(())
 }

@@ -6,7 +6,11 @@ use super::{PowerState, ProvisionState, null_as_default};
 
 /// The fields [`NodeStatusSummary`] is built from; the `fields` of the bulk
 /// status query. Ironic does not accept `updated_at` there, so
-/// `provision_updated_at` marks change instead.
+/// `provision_updated_at` marks change instead. Besides the status, one small
+/// setting a client compares before acting (`automated_clean`, a boolean) rides
+/// along, so that acting needs no read of its own; the large dictionaries
+/// (`instance_info`, `properties`, `driver_info`) stay out, since every poll
+/// would carry them for every node.
 pub const STATUS_FIELDS: &[&str] = &[
     "uuid",
     "name",
@@ -20,6 +24,7 @@ pub const STATUS_FIELDS: &[&str] = &[
     "fault",
     "reservation",
     "provision_updated_at",
+    "automated_clean",
 ];
 
 /// What a poller needs to know about one node.
@@ -51,6 +56,9 @@ pub struct NodeStatusSummary {
     pub reservation: Option<String>,
     /// When the provision state last changed (RFC 3339).
     pub provision_updated_at: Option<String>,
+    /// Whether `provide` and undeploy clean automatically; `None` when the node
+    /// follows the conductor's `[conductor]automated_clean`.
+    pub automated_clean: Option<bool>,
 }
 
 impl NodeStatusSummary {

@@ -7,12 +7,20 @@
 //! as [`Answer::Failed`], a value the reconcile records in the host's status; only what passes
 //! by itself (`ironic_client::Error::is_transient`) is an error, for the reconcile to retry.
 //!
-//! Registration looks the node up by name before creating it, so a crash between the create
-//! and the status write never leaves a duplicate node.
+//! What a step compares before it acts comes from the poll's snapshot where the poll carries
+//! it (the snapshot a step acts on comes from a poll that started after the host's last call),
+//! and otherwise from what Ironic answers to the step's own writes: Ironic's state-changing
+//! requests are its bottleneck at scale, and every read on a host's path delays it
+//! (design/performance.md). Registration creates a node the poll did not see without looking
+//! it up first: node names are unique in Ironic, so a node that exists after all (a crash
+//! between a create and the next poll, a create racing ours) makes the create fail with a
+//! conflict and is then read by name, never duplicated.
 
 use crate::host::driver::{DriverSpec, inspect_interface};
 use crate::host::hardware;
-use crate::host::instance::{DeployInput, automated_clean_patch, boot_mode_capabilities, deploy_settings, patch_for};
+use crate::host::instance::{
+    DeployInput, additions, automated_clean_patch, boot_mode_capabilities, deploy_settings, patch_for,
+};
 use crate::host::machine::Act;
 use crate::host::request::{Bmc, ConfigDrive, Request};
 use crds::baremetalhost::{HardwareDetails, Image, ProvisioningState};
@@ -258,15 +266,16 @@ impl Calls<'_> {
         }
         let bmc = self.bmc()?;
         let info = Self::driver_info(bmc)?;
-        let (node, created) = match client.find_node(&request.node_name).await? {
+        // The poll saw a node (registered again, or its enrollment failed): it is read whole,
+        // since its driver_info and state decide what is sent. The poll saw none: it is created
+        // without a look-up, the name being what keeps it single.
+        let found = match request.node {
+            Some(_) => client.find_node(&request.node_name).await?,
+            None => None,
+        };
+        let (node, created) = match found {
             Some(node) => (node, false),
-            None => {
-                // A conflict means someone registered it between our lookup and create: it
-                // is transient, and the next reconcile finds the node.
-                let node = client.create_node(&self.node_create(&bmc.driver, info.clone())).await?;
-                tracing::info!(node = %node.uuid, driver = bmc.driver.driver, "registered the host in Ironic");
-                (node, true)
-            }
+            None => self.create_node(bmc, info.clone()).await?,
         };
         learned.node_id = Some(node.uuid.clone());
         if let Some(mac) = &request.boot_mac {
@@ -276,7 +285,11 @@ impl Calls<'_> {
         // then): compare what Ironic shows (secrets come back masked).
         let address_changed = info.keys().any(|k| info.get(k).is_some() && info.get(k) != node.driver_info.get(k));
         if !created && (!request.credentials_sent || address_changed) {
-            client.update_node(&node.uuid, &driver_info_ops(&info)?).await?;
+            // fake:// has no driver_info to send, and Ironic refuses an empty patch.
+            let ops = driver_info_ops(&info)?;
+            if !ops.is_empty() {
+                client.update_node(&node.uuid, &ops).await?;
+            }
         }
         learned.credentials_sent = true;
         if node.provision_state == Some(ProvisionState::Enroll) && node.target_provision_state.is_none() {
@@ -284,6 +297,31 @@ impl Calls<'_> {
         }
         // Past enrollment already, the next poll moves the host on.
         Ok(Answer::Called)
+    }
+
+    /// Creates the node, or finds the one of its name that exists already (and whether it was
+    /// created now). The poll's snapshot said there was none, but it may be older than a node
+    /// made since: by a reconcile that died before the next poll, or by anyone racing ours.
+    /// Ironic refuses a second node of the same name with a conflict; that node is then read
+    /// by name and registration goes on with it. A conflict that names no such node (a UUID
+    /// taken, say) stays a transient error: the next poll shows what exists.
+    async fn create_node(&self, bmc: &Bmc, info: DriverInfo) -> Result<(Node, bool), Stop> {
+        let client = self.client;
+        match client.create_node(&self.node_create(&bmc.driver, info)).await {
+            Ok(node) => {
+                tracing::info!(node = %node.uuid, driver = bmc.driver.driver, "registered the host in Ironic");
+                Ok((node, true))
+            }
+            Err(conflict @ ironic_client::Error::Conflict(_)) => match client.find_node(&self.request.node_name).await?
+            {
+                Some(node) => {
+                    tracing::info!(node = %node.uuid, "the host's node exists already; registering it as found");
+                    Ok((node, false))
+                }
+                None => Err(conflict.into()),
+            },
+            Err(err) => Err(err.into()),
+        }
     }
 
     async fn update_credentials(&self, learned: &mut Learned) -> Result<Answer, Stop> {
@@ -339,10 +377,13 @@ impl Calls<'_> {
         Ok(Answer::Transition(ProvisioningState::Preparing))
     }
 
-    /// Sets automated cleaning as the host asks, when the node differs.
+    /// Sets automated cleaning as the host asks, when the node differs. The node's value is the
+    /// poll's, from a poll that started after this host's last call: only this controller (at
+    /// registration and here) and someone editing the node in Ironic change it. When someone
+    /// does after the poll, the worst is a PATCH that changes nothing, or `provide` running with
+    /// their value, which a read just before the call could not rule out either.
     async fn set_automated_clean(&self, uuid: &str) -> Result<(), Stop> {
-        let node = self.client.get_node(uuid).await?;
-        if let Some(op) = automated_clean_patch(node.automated_clean, self.request.automated_clean) {
+        if let Some(op) = automated_clean_patch(self.request.node_automated_clean, self.request.automated_clean) {
             self.client.update_node(uuid, &[op]).await?;
         }
         Ok(())
@@ -355,8 +396,12 @@ impl Calls<'_> {
         Ok(Answer::Called)
     }
 
-    /// Brings the node's image, deploy interface, root device hints and boot
-    /// mode to what the host asks for (nothing is sent when it has them).
+    /// Brings the node's image, deploy interface, root device hints and boot mode to what the
+    /// host asks for, without reading the node first: what can be set whatever the node holds
+    /// (every value to add) goes in one PATCH, and the node Ironic answers with tells what is
+    /// left (keys of another image to remove, the boot mode among the capabilities inspection
+    /// wrote, hints to drop), sent in a second PATCH only then. A node registered here for the
+    /// image it deploys needs the first alone.
     async fn apply_settings(&self, uuid: &str, image: Option<&Image>) -> Result<(), Stop> {
         let request = self.request;
         let bmc = self.bmc()?;
@@ -368,10 +413,10 @@ impl Calls<'_> {
             host_uid: &request.host_uid,
             driver: &bmc.driver,
         });
-        let node = self.client.get_node(uuid).await?;
-        let ops = patch_for(&node, &settings, Some(request.boot.mode));
-        if !ops.is_empty() {
-            self.client.update_node(uuid, &ops).await?;
+        let node = self.client.update_node(uuid, &additions(&settings)).await?;
+        let rest = patch_for(&node, &settings, Some(request.boot.mode));
+        if !rest.is_empty() {
+            self.client.update_node(uuid, &rest).await?;
         }
         Ok(())
     }

@@ -180,10 +180,6 @@ pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         }
         _ => false,
     };
-    let node_uuid = match &node {
-        NodeView::Present(n) => Some(n.uuid.clone()),
-        _ => None,
-    };
     let facts = Facts {
         state: status.provisioning.state,
         deleting: host.meta().deletion_timestamp.is_some(),
@@ -209,7 +205,11 @@ pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         disable_power_off,
         node,
     };
-    let request = Request::new(host, status, key, credentials, bmc, node_uuid, config);
+    let seen = match &facts.node {
+        NodeView::Present(n) => Some(&**n),
+        _ => None,
+    };
+    let request = Request::new(host, status, key, credentials, bmc, seen, config);
     Decoded { facts, request, retry_in, now }
 }
 

@@ -6,7 +6,7 @@ use crate::host::machine::NodeView;
 use crate::host::status;
 use crate::host::wake::HostKey;
 use crate::kube::Notices;
-use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, HardwareDetails, OperationalStatus};
+use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, HardwareDetails, OperationalStatus, ProvisioningState};
 use ironic_client::{PowerState, ProvisionState};
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
@@ -82,10 +82,65 @@ impl Draft {
 
     /// Derives the operational status and the conditions; true when the status then differs
     /// from the host's in anything but times, which is what warrants a write.
+    ///
+    /// While registering, the node's ID alone warrants none: registration's outcome (the state
+    /// it leads to, or its error) follows within a poll or two and carries the ID, which costs
+    /// one status write per host less. Nothing reads the ID back to find the node: the poll
+    /// finds it by name, and a new node of that name is refused by Ironic.
     pub fn settle(&mut self, now: Timestamp) -> bool {
         self.status.operational_status = status::operational_status(&self.status, self.detached, self.delayed);
         let problem = self.problem.as_ref().map(|(r, m)| (*r, m.clone()));
         status::set_conditions(&mut self.status, self.host.meta().generation, problem, self.failed_now, now);
-        status::differs(&self.before, &self.status)
+        if !status::differs(&self.before, &self.status) {
+            return false;
+        }
+        let registering = |s: &BareMetalHostStatus| s.provisioning.state == ProvisioningState::Registering;
+        if registering(&self.before) && registering(&self.status) {
+            let mut without_id = self.status.clone();
+            without_id.provisioning.id.clone_from(&self.before.provisioning.id);
+            return status::differs(&self.before, &without_id);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::baremetalhost::BareMetalHostSpec;
+    use ironic_client::NodeStatusSummary;
+
+    /// A draft of a host whose status, in `state`, was written as settled.
+    fn draft(state: ProvisioningState) -> Draft {
+        let key = HostKey::new("ns", "h");
+        let mut host = BareMetalHost::new("h", BareMetalHostSpec::default());
+        let mut written = Draft::new(Arc::new(host.clone()), key.clone());
+        written.status.provisioning.state = state;
+        written.settle(Timestamp::from_second(1_800_000_000).expect("time"));
+        host.status = Some(written.status);
+        Draft::new(Arc::new(host), key)
+    }
+
+    fn present(state: &str) -> NodeView {
+        NodeView::Present(Box::new(NodeStatusSummary {
+            uuid: "node-1".into(),
+            provision_state: Some(state.into()),
+            ..NodeStatusSummary::default()
+        }))
+    }
+
+    #[test]
+    fn the_node_id_alone_is_written_with_registrations_outcome_not_before() {
+        let now = Timestamp::from_second(1_800_000_100).expect("time");
+        let mut registering = draft(ProvisioningState::Registering);
+        registering.observe(&present("verifying"));
+        assert_eq!(registering.status.provisioning.id, "node-1", "drafted, to go with the next write");
+        assert!(!registering.settle(now), "no write for the ID alone while registering");
+        registering.status.error_count = 1;
+        assert!(registering.settle(now), "anything else is written, the ID with it");
+
+        let mut provisioned = draft(ProvisioningState::Provisioned);
+        provisioned.observe(&present("active"));
+        assert!(provisioned.settle(now), "a node registered again while provisioned is written at once");
     }
 }

@@ -220,6 +220,32 @@ pub fn patch_for(node: &Node, settings: &DeploySettings, boot_mode: Option<BootM
     ops
 }
 
+/// The part of `settings` that can be sent whatever the node holds: every value to set, as an
+/// `add` (which creates or replaces). What depends on the node (keys to remove, the boot mode
+/// merged into the capabilities it has) is left to [`patch_for`] against the node Ironic
+/// answers with, so the two together reach what `patch_for` alone reaches from a read node.
+pub fn additions(settings: &DeploySettings) -> Vec<PatchOperation> {
+    let mut ops = Vec::new();
+    for (section, values) in [
+        ("instance_info", &settings.instance_info),
+        ("properties", &settings.properties),
+        ("driver_info", &settings.driver_info),
+    ] {
+        for (key, value) in values {
+            if let Some(value) = value {
+                ops.push(PatchOperation::add(format!("/{section}/{key}"), value.clone()));
+            }
+        }
+    }
+    if let Some(interface) = &settings.deploy_interface {
+        ops.push(PatchOperation::add("/deploy_interface", interface.clone()));
+    }
+    if let Some(uuid) = &settings.instance_uuid {
+        ops.push(PatchOperation::add("/instance_uuid", uuid.clone()));
+    }
+    ops
+}
+
 /// The patch setting automated cleaning, when the node differs.
 pub fn automated_clean_patch(node_value: Option<bool>, wanted: bool) -> Option<PatchOperation> {
     (node_value != Some(wanted)).then(|| PatchOperation::add("/automated_clean", wanted))
@@ -240,6 +266,13 @@ mod tests {
             host_uid: "uid-1",
             driver,
         }
+    }
+
+    /// The settings of a live ISO (`http://i/live.iso`) booted through `scheme`.
+    fn live_iso_settings(scheme: BmcScheme) -> DeploySettings {
+        let driver = driver_spec(scheme);
+        let image = Image { url: "http://i/live.iso".into(), format: Some(ImageFormat::LiveIso), ..Default::default() };
+        deploy_settings(&input(&image, &driver))
     }
 
     fn ops_json(ops: &[PatchOperation]) -> Value {
@@ -303,9 +336,7 @@ mod tests {
 
     #[test]
     fn applied_settings_produce_an_empty_patch() {
-        let driver = driver_spec(BmcScheme::RedfishVirtualMedia);
-        let image = Image { url: "http://i/live.iso".into(), format: Some(ImageFormat::LiveIso), ..Default::default() };
-        let settings = deploy_settings(&input(&image, &driver));
+        let settings = live_iso_settings(BmcScheme::RedfishVirtualMedia);
         let mut node = Node::default();
         node.instance_info.insert("boot_iso".into(), json!("http://i/live.iso"));
         node.instance_info.insert("capabilities".into(), json!({}));
@@ -314,6 +345,71 @@ mod tests {
         node.instance_uuid = Some("uid-1".into());
         node.driver_info.insert("force_persistent_boot_device", "Default");
         assert_eq!(patch_for(&node, &settings, Some(BootMode::Uefi)), vec![]);
+    }
+
+    /// The node as Ironic answers a PATCH: `node` with the operations applied.
+    fn patched(node: &Node, ops: &[PatchOperation]) -> Node {
+        let mut value = json!({
+            "uuid": "n",
+            "instance_info": node.instance_info,
+            "properties": node.properties,
+            "driver_info": serde_json::to_value(&node.driver_info).expect("driver_info"),
+            "deploy_interface": node.interfaces.deploy_interface,
+            "instance_uuid": node.instance_uuid,
+        });
+        for op in ops_json(ops).as_array().expect("a list") {
+            let path: Vec<&str> = op["path"].as_str().expect("path").trim_start_matches('/').split('/').collect();
+            let target = match path.as_slice() {
+                [field] => (&mut value, *field),
+                [section, _] => (&mut value[*section], path[1]),
+                _ => panic!("unexpected path {path:?}"),
+            };
+            let (parent, key) = target;
+            let map = parent.as_object_mut().expect("an object");
+            match op["op"].as_str() {
+                Some("add") => {
+                    map.insert(key.to_string(), op["value"].clone());
+                }
+                Some("remove") => {
+                    assert!(map.remove(key).is_some(), "Ironic refuses to remove {key}, which is absent");
+                }
+                other => panic!("unexpected op {other:?}"),
+            }
+        }
+        serde_json::from_value(value).expect("a node")
+    }
+
+    #[test]
+    fn a_node_registered_for_its_image_needs_the_additions_alone() {
+        let settings = live_iso_settings(BmcScheme::Fake);
+        let mut registered = Node::default();
+        registered.properties.insert("capabilities".into(), json!(boot_mode_capabilities(None, BootMode::Uefi)));
+        let answered = patched(&registered, &additions(&settings));
+        assert_eq!(patch_for(&answered, &settings, Some(BootMode::Uefi)), vec![], "one PATCH");
+        assert_eq!(answered.instance_info["boot_iso"], "http://i/live.iso");
+        assert_eq!(answered.instance_uuid.as_deref(), Some("uid-1"));
+    }
+
+    #[test]
+    fn what_the_additions_cannot_know_is_corrected_from_the_node_ironic_answers_with() {
+        let settings = live_iso_settings(BmcScheme::RedfishVirtualMedia);
+        // A disk image deployed before, hints and a boot mode of its own, inspection's capabilities.
+        let mut node = Node::default();
+        node.instance_info.insert("image_source".into(), json!("http://i/os.qcow2"));
+        node.instance_info.insert("image_os_hash_value".into(), json!("abc"));
+        node.properties.insert("root_device".into(), json!({"name": "s== /dev/sda"}));
+        node.properties.insert("capabilities".into(), json!("cpu_vt:true,boot_mode:bios"));
+        let answered = patched(&node, &additions(&settings));
+        let rest = patch_for(&answered, &settings, Some(BootMode::Uefi));
+        let done = patched(&answered, &rest);
+        assert_eq!(patch_for(&done, &settings, Some(BootMode::Uefi)), vec![], "the second PATCH finishes it");
+        assert!(
+            done.instance_info.get("image_source").is_none() && done.instance_info.get("image_os_hash_value").is_none()
+        );
+        assert!(done.properties.get("root_device").is_none());
+        assert_eq!(done.properties["capabilities"], "cpu_vt:true,boot_mode:uefi", "inspection's capabilities kept");
+        // The same end as from a node read first.
+        assert_eq!(done, patched(&node, &patch_for(&node, &settings, Some(BootMode::Uefi))));
     }
 
     #[test]

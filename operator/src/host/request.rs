@@ -12,7 +12,7 @@ use crds::baremetalhost::{
     InspectionMode, RootDeviceHints,
 };
 use crds::baremetalhost::{BootMacRequirement, boot_mac_requirement};
-use ironic_client::{ConfigDriveData, DriverInfo};
+use ironic_client::{ConfigDriveData, DriverInfo, NodeStatusSummary};
 use kube::ResourceExt;
 
 /// The host's BMC address, parsed: `None` when it has none, the parse error as the user reads it.
@@ -63,6 +63,10 @@ pub struct Request {
     pub node_name: String,
     /// The node's UUID, when the poll saw it.
     pub node: Option<String>,
+    /// The node's `automated_clean` as the poll saw it (`None`: no node, or Ironic's default).
+    /// `provide` and undeploy compare it with [`Request::automated_clean`] instead of reading
+    /// the node: the snapshot comes from a poll that started after this host's last call.
+    pub node_automated_clean: Option<bool>,
     /// The host's UID: the node's instance UUID and the config drive's `uuid`.
     pub host_uid: String,
     /// The BMC, or why the host has none Ironic can use (for the user).
@@ -97,14 +101,14 @@ pub struct Request {
 
 impl Request {
     /// The request of a host: its spec, the status drafted so far, its credentials, its BMC
-    /// address as [`parse_bmc`] gave it, and the node's UUID when the poll saw it.
+    /// address as [`parse_bmc`] gave it, and the node when the poll saw it.
     pub fn new(
         host: &BareMetalHost,
         status: &BareMetalHostStatus,
         key: &HostKey,
         credentials: &Credentials,
         address: Option<Result<BmcAddress, String>>,
-        node: Option<String>,
+        node: Option<&NodeStatusSummary>,
         config: &Config,
     ) -> Self {
         let spec = &host.spec;
@@ -112,7 +116,8 @@ impl Request {
         let credentials_sent = tried.is_some_and(|t| t.credentials_version.as_deref() == credentials.version());
         Self {
             node_name: key.node_name(),
-            node,
+            node: node.map(|n| n.uuid.clone()),
+            node_automated_clean: node.and_then(|n| n.automated_clean),
             host_uid: host.uid().unwrap_or_default(),
             // A name Ironic would refuse stops the host before registration, like a bad address.
             bmc: match crds::baremetalhost::node_name_problem(&key.namespace, &key.name) {
@@ -201,7 +206,8 @@ mod tests {
         let key = HostKey::new("ns", "h");
         let mut host = BareMetalHost::new("h", spec.clone());
         host.metadata.uid = Some("uid".into());
-        Request::new(&host, status, &key, credentials, parse_bmc(spec), Some("node".into()), &config)
+        let node = NodeStatusSummary { uuid: "node".into(), ..NodeStatusSummary::default() };
+        Request::new(&host, status, &key, credentials, parse_bmc(spec), Some(&node), &config)
     }
 
     #[test]

@@ -296,6 +296,19 @@ impl HostEnv {
         Ok(Some(serde_json::from_str(&body)?))
     }
 
+    /// An Ironic client of the test's own, as anyone else with access to Ironic would use it
+    /// (its requests are not the operator's and are not in the operator's metrics).
+    pub async fn ironic_client(&self) -> anyhow::Result<ironic_client::IronicClient> {
+        let mut builder = ironic_client::IronicClient::builder(self.ironic.endpoint());
+        if let Some((user, password)) = self.ironic.credentials() {
+            builder = builder.basic_auth(user, password);
+        }
+        if let Some(pem) = self.ironic.ca_pem() {
+            builder = builder.ca_pem(pem);
+        }
+        Ok(builder.build().await?)
+    }
+
     /// How many nodes Ironic has.
     pub async fn node_count(&self) -> anyhow::Result<usize> {
         let nodes = self.ironic.get_json("/v1/nodes?fields=uuid").await?;
@@ -378,6 +391,42 @@ struct Recording {
     max_busy: usize,
     /// Hosts seen with operationalStatus `delayed` (waiting for a provisioning slot).
     delayed: std::collections::BTreeSet<String>,
+    /// How often each host was seen to start waiting for a slot (delayed after not delayed).
+    waits: HashMap<String, usize>,
+    /// Hosts delayed in the last status seen.
+    delayed_now: std::collections::BTreeSet<String>,
+    /// Whether each host's first status seen in `provisioned` also said it was powered on.
+    provisioned_powered_on: HashMap<String, bool>,
+}
+
+impl Recording {
+    /// Takes in one version of a host.
+    fn saw(&mut self, host: &BareMetalHost) {
+        let name = host.name_any();
+        let state = state_of(host).to_string();
+        let history = self.history.entry(name.clone()).or_default();
+        if history.last() != Some(&state) {
+            history.push(state.clone());
+        }
+        let delayed = host
+            .status
+            .as_ref()
+            .is_some_and(|s| s.operational_status == crds::baremetalhost::OperationalStatus::Delayed);
+        if delayed && !self.delayed_now.contains(&name) {
+            *self.waits.entry(name.clone()).or_default() += 1;
+        }
+        if delayed {
+            self.delayed.insert(name.clone());
+            self.delayed_now.insert(name.clone());
+        } else {
+            self.delayed_now.remove(&name);
+        }
+        if state == "provisioned" && !self.provisioned_powered_on.contains_key(&name) {
+            let on = host.status.as_ref().is_some_and(|s| s.powered_on);
+            self.provisioned_powered_on.insert(name.clone(), on);
+        }
+        self.current.insert(name, state);
+    }
 }
 
 /// Watches the hosts of a namespace and records every state each passes
@@ -391,38 +440,24 @@ impl Recorder {
     fn start(hosts: Api<BareMetalHost>) -> Self {
         let recording = Arc::new(Mutex::new(Recording::default()));
         let sink = recording.clone();
-        let task =
-            tokio::spawn(async move {
-                let mut events = watcher::watcher(hosts, watcher::Config::default()).boxed();
-                while let Some(event) = events.next().await {
-                    let Ok(event) = event else { continue };
-                    let mut rec = sink.lock().unwrap_or_else(|e| e.into_inner());
-                    match event {
-                        Event::Apply(host) | Event::InitApply(host) => {
-                            let name = host.name_any();
-                            let state = state_of(&host).to_string();
-                            let history = rec.history.entry(name.clone()).or_default();
-                            if history.last() != Some(&state) {
-                                history.push(state.clone());
-                            }
-                            if host.status.as_ref().is_some_and(|s| {
-                                s.operational_status == crds::baremetalhost::OperationalStatus::Delayed
-                            }) {
-                                rec.delayed.insert(name.clone());
-                            }
-                            rec.current.insert(name, state);
-                        }
-                        Event::Delete(host) => {
-                            let name = host.name_any();
-                            rec.history.entry(name.clone()).or_default().push("<deleted>".into());
-                            rec.current.remove(&name);
-                        }
-                        Event::Init | Event::InitDone => {}
+        let task = tokio::spawn(async move {
+            let mut events = watcher::watcher(hosts, watcher::Config::default()).boxed();
+            while let Some(event) = events.next().await {
+                let Ok(event) = event else { continue };
+                let mut rec = sink.lock().unwrap_or_else(|e| e.into_inner());
+                match event {
+                    Event::Apply(host) | Event::InitApply(host) => rec.saw(&host),
+                    Event::Delete(host) => {
+                        let name = host.name_any();
+                        rec.history.entry(name.clone()).or_default().push("<deleted>".into());
+                        rec.current.remove(&name);
                     }
-                    let busy = rec.current.values().filter(|s| BUSY_STATES.contains(&s.as_str())).count();
-                    rec.max_busy = rec.max_busy.max(busy);
+                    Event::Init | Event::InitDone => {}
                 }
-            });
+                let busy = rec.current.values().filter(|s| BUSY_STATES.contains(&s.as_str())).count();
+                rec.max_busy = rec.max_busy.max(busy);
+            }
+        });
         Self { recording, task }
     }
 
@@ -435,6 +470,17 @@ impl Recorder {
     /// The hosts seen waiting for a provisioning slot.
     pub fn delayed(&self) -> Vec<String> {
         self.recording.lock().unwrap_or_else(|e| e.into_inner()).delayed.iter().cloned().collect()
+    }
+
+    /// How often each host that waited for a provisioning slot started waiting.
+    pub fn waits(&self) -> HashMap<String, usize> {
+        self.recording.lock().unwrap_or_else(|e| e.into_inner()).waits.clone()
+    }
+
+    /// Whether `host`'s first status seen in `provisioned` said it was powered on; `None`
+    /// when it was never seen provisioned.
+    pub fn provisioned_powered_on(&self, host: &str) -> Option<bool> {
+        self.recording.lock().unwrap_or_else(|e| e.into_inner()).provisioned_powered_on.get(host).copied()
     }
 
     /// The most hosts seen in a busy state at the same time.

@@ -133,7 +133,7 @@ pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeSta
                 _ if busy => Plan::Wait,
                 ProvisionState::Manageable => act(Act::Provide),
                 ProvisionState::Available => act(Act::Deploy),
-                ProvisionState::Active => Plan::Transition(S::Provisioned),
+                ProvisionState::Active => power_on_before_provisioned(f, node),
                 ProvisionState::DeployFailed => {
                     if f.error_type.is_some() {
                         // Retry from scratch: clean the failed attempt away first.
@@ -190,6 +190,22 @@ pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeSta
         // which Kubernetes does not allow.
         S::PoweringOffBeforeDelete | S::Deleting => Plan::Idle,
         S::None | S::Unmanaged | S::Registering => Plan::Idle,
+    }
+}
+
+/// A deployment that left the node off (fake hardware does; a real deployment ends with the
+/// machine on) is powered on before the host says it is provisioned, so that `provisioned`
+/// and `poweredOn` reach the status in one write instead of two. A power change under way is
+/// waited for. Only the plain case is taken here: a host to keep off (or to reboot in place),
+/// a power change that failed, or any recorded error moves on to `provisioned` at once, where
+/// power is managed as always.
+fn power_on_before_provisioned(f: &Facts, node: &NodeStatusSummary) -> Plan {
+    let plain = f.power == PowerGoal::On && f.error_type.is_none() && !f.power_attempt_failed;
+    match (node.power_state.as_ref(), node.target_power_state.as_ref()) {
+        _ if !plain => Plan::Transition(S::Provisioned),
+        (_, Some(_)) => Plan::Wait,
+        (Some(PowerState::On), None) => Plan::Transition(S::Provisioned),
+        (_, None) => act(Act::Power(PowerTarget::On)),
     }
 }
 

@@ -134,6 +134,39 @@ fn provisioning_provides_deploys_and_finishes() {
 }
 
 #[test]
+fn a_deployment_that_left_the_node_off_is_powered_on_before_the_host_is_provisioned() {
+    let off = powered(node("active", None), PowerState::Off);
+    assert_eq!(plan(&facts(S::Provisioning, off.clone())), act(Act::Power(PowerTarget::On)));
+    // Fake hardware reports no power state at all until asked.
+    let unknown = match node("active", None) {
+        NodeView::Present(mut n) => {
+            n.power_state = None;
+            NodeView::Present(n)
+        }
+        other => other,
+    };
+    assert_eq!(plan(&facts(S::Provisioning, unknown)), act(Act::Power(PowerTarget::On)));
+    let powering = match off.clone() {
+        NodeView::Present(mut n) => {
+            n.target_power_state = Some(PowerState::On);
+            NodeView::Present(n)
+        }
+        other => other,
+    };
+    assert_eq!(plan(&facts(S::Provisioning, powering)), Plan::Wait);
+    assert_eq!(transition(&facts(S::Provisioning, node("active", None))), S::Provisioned, "on: provisioned");
+    // Anything but the plain case is left to the provisioned state's power management.
+    let keep_off = Facts { power: PowerGoal::Off { hard: false }, ..facts(S::Provisioning, off.clone()) };
+    assert_eq!(transition(&keep_off), S::Provisioned);
+    let failed = Facts { power_attempt_failed: true, ..facts(S::Provisioning, off.clone()) };
+    assert_eq!(transition(&failed), S::Provisioned);
+    let error = Facts { error_type: Some(ErrorType::PowerManagement), ..facts(S::Provisioning, off.clone()) };
+    assert_eq!(transition(&error), S::Provisioned);
+    let reboot_in_place = Facts { power: PowerGoal::Reboot { hard: false }, ..facts(S::Provisioning, off) };
+    assert_eq!(transition(&reboot_in_place), S::Provisioned);
+}
+
+#[test]
 fn a_failed_deployment_is_recorded_then_cleaned_up_and_retried() {
     let failed = with_error(node("deploy failed", None), "bad image");
     let f = facts(S::Provisioning, failed);
