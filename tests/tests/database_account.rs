@@ -200,6 +200,7 @@ impl JobFixture {
                 storage_class: None,
             },
             tls: self.material.as_ref(),
+            require_tls: self.material.is_some(),
             account_digest: String::new(),
             job_backoff_limit: 0,
             job_deadline_seconds: 60,

@@ -14,7 +14,7 @@ use super::run::Run;
 use super::sequence::{self, RETRY_ANNOTATION};
 use super::status::reasons;
 use super::tls::{self, Material, TlsError};
-use super::tls_switch::{self, Clients};
+use super::tls_switch::{self, Clients, Transport};
 use super::upgrade::{self, Driver, Request};
 use crate::kube::Progress;
 use crate::kube::content::Source;
@@ -151,15 +151,34 @@ async fn credentials_of(
     })
 }
 
-/// Whether Ironic's pods are ready for a server that requires TLS (only asked of a running
-/// server that does not serve it yet).
-async fn tls_clients(run: &Run<'_>, names: &Names, wanted: bool, live: Option<&StatefulSet>) -> Result<Clients, Error> {
-    match live {
-        Some(live) if wanted && !tls_switch::serves_tls(live) => {
-            let workload = tls_switch::workload(run).await?;
-            Ok(tls_switch::clients(run.ironic, workload.as_ref(), &names.client_ca()))
+/// Whether Ironic's pods caught up with the connection (only asked of a running server that
+/// is not yet where `wanted` says).
+async fn tls_clients(run: &Run<'_>, names: &Names, wanted: bool, live: Option<Transport>) -> Result<Clients, Error> {
+    if !tls_switch::needs_clients(wanted, live) {
+        return Ok(Clients::Ready);
+    }
+    let workload = tls_switch::workload(run).await?;
+    Ok(tls_switch::clients(run.ironic, workload.as_ref(), &names.client_ca(), wanted))
+}
+
+/// The Event of a server that restarts to do something else with TLS.
+fn transport_notice(wanted: bool, transport: Transport) -> (&'static str, &'static str) {
+    match (transport, wanted) {
+        (Transport::Required, _) => {
+            ("DatabaseTLSRequired", "MariaDB restarts to require TLS on the network: Ironic's pods trust its CA")
         }
-        _ => Ok(Clients::Ready),
+        (Transport::Offered, true) => (
+            "DatabaseTLSOffered",
+            "MariaDB restarts to offer TLS; it requires it once Ironic's pods have rolled out with its CA",
+        ),
+        (Transport::Offered, false) => (
+            "DatabaseTLSOffered",
+            "MariaDB restarts to accept clear text besides TLS; it stops serving TLS once Ironic's pods have rolled \
+             out without its CA",
+        ),
+        (Transport::Plain, _) => {
+            ("DatabaseTLSDisabled", "MariaDB restarts without TLS: Ironic's pods no longer use its CA")
+        }
     }
 }
 
@@ -188,20 +207,26 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         Ok(resolved) => resolved,
         Err(refused) => return Ok(run.settle(Some(connection), Some(db), refused, "")),
     };
-    let material = if tls::enabled(&managed) {
+    // TLS: what the spec asks, what the running server does, and Ironic's pods in between.
+    let wanted = tls::enabled(&managed);
+    let live = sts.as_ref().map(tls_switch::live_transport);
+    let material = if wanted || live.is_some_and(Transport::serves) {
         match tls_material(run, &names, &managed).await? {
+            // Turning TLS off, a server keeps offering what Ironic's pods trust, never a new CA.
+            Ok(material) if !wanted && material.generated.as_ref().is_some_and(|g| g.issued.is_some()) => None,
             Ok(material) => Some(material),
-            Err(message) => {
+            Err(message) if wanted => {
                 let refused = Progress::failed(reasons::TLS_INVALID, message);
                 return Ok(run.settle(Some(connection), Some(db), refused, ""));
             }
+            Err(_) => None,
         }
     } else {
         None
     };
-    // A running server in clear text requires TLS only once Ironic's pods trust the CA.
-    let clients = tls_clients(run, &names, material.is_some(), sts.as_ref()).await?;
-    let serving = material.as_ref().filter(|_| tls_switch::serve(true, sts.as_ref(), &clients));
+    let clients = tls_clients(run, &names, wanted, live).await?;
+    let transport = if material.is_some() { tls_switch::transport(wanted, live, &clients) } else { Transport::Plain };
+    let serving = material.as_ref().filter(|_| transport.serves());
 
     // Build and apply. The StatefulSet keeps the image it runs until the sequence rolls it.
     let desired_image = managed.image();
@@ -219,6 +244,7 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         image: &image,
         claim: claim_settings(sts.as_ref(), managed.storage.as_ref()),
         tls: serving,
+        require_tls: transport == Transport::Required,
         account_digest: account::digest(&account_hash),
         job_backoff_limit: run.config.job_backoff_limit,
         job_deadline_seconds: i64::try_from(run.config.job_deadline.as_secs()).unwrap_or(i64::MAX),
@@ -249,14 +275,17 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
                 run.notices.normal("DatabaseCertificateIssued", note);
             }
         }
+        // Kept while a server serves it: Ironic's pods that still mount it must find it.
         let client_ca = run.ledger.apply(tls::render_client_ca(&names, meta.clone(), material)).await?;
-        mounted.push(Source::from_secret(&client_ca));
+        if connection.tls_ca.is_some() {
+            mounted.push(Source::from_secret(&client_ca));
+        }
     }
     run.ledger.apply(service::render(&inputs)).await?;
     let applied = run.ledger.apply(stateful_set::render(&inputs)).await?;
-    if serving.is_some() && sts.as_ref().is_some_and(|live| !tls_switch::serves_tls(live)) {
-        let note = "MariaDB restarts to serve TLS and require it on the network: Ironic's pods trust its CA";
-        run.notices.normal("DatabaseTLSEnabled", note);
+    if live.is_some_and(|live| live != transport) {
+        let (reason, note) = transport_notice(wanted, transport);
+        run.notices.normal(reason, note);
     }
     db.image = Some(image.clone());
     grow(run, data_claim.as_ref(), &spec_claim(managed.storage.as_ref()).size).await;
@@ -323,12 +352,15 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
     // Where it stands: the version change first, then the server.
     let (progress, available) = match sequenced {
         Progress::Done => settled(rollout, checked.as_ref(), |report| {
-            let tls = match (serving, &clients) {
-                (Some(_), _) => "over verified TLS".to_string(),
-                (None, Clients::Pending(waiting)) if material.is_some() => {
-                    format!("without TLS until Ironic's pods trust its CA ({waiting})")
+            let tls = match (transport, &clients) {
+                (Transport::Offered, Clients::Pending(waiting)) if wanted => {
+                    format!("over verified TLS, not yet required ({waiting})")
                 }
-                (None, _) => "without TLS".to_string(),
+                (Transport::Offered, Clients::Pending(waiting)) => {
+                    format!("over verified TLS, clear text accepted too, until TLS is off ({waiting})")
+                }
+                (Transport::Plain, _) => "without TLS".to_string(),
+                _ => "over verified TLS".to_string(),
             };
             let schema = report.schema.as_ref().map(|s| format!(", {s}")).unwrap_or_default();
             format!("managed {} in StatefulSet {}, {tls}{schema}", report.version, names.stateful_set())

@@ -55,6 +55,7 @@ fn inputs<'a>(
         image,
         claim: ClaimSettings { size: storage.size(), storage_class: storage.storage_class_name },
         tls,
+        require_tls: tls.is_some(),
         account_digest: account::digest(&account::password_hash(&maintenance().password)),
         job_backoff_limit: 2,
         job_deadline_seconds: 3600,

@@ -63,6 +63,9 @@ pub struct Inputs<'a> {
     pub claim: ClaimSettings,
     /// TLS the server serves, when it does.
     pub tls: Option<&'a Material>,
+    /// Whether it also refuses clear text on the network (with `tls` only): not while Ironic's
+    /// pods move to or away from the CA.
+    pub require_tls: bool,
     /// [`crate::database::account::digest`] of the maintenance password's hash: a new password
     /// restarts the server, which applies it from its init file.
     pub account_digest: String,

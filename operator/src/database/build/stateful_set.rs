@@ -20,6 +20,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::ObjectMeta;
 
 const TLS_VOLUME: &str = "tls";
+/// The argument that makes MariaDB refuse clear text on the network.
+pub const REQUIRE_TLS_ARG: &str = "--require-secure-transport=ON";
+/// The argument of the served certificate: the server offers TLS.
+pub const SERVE_TLS_ARG_PREFIX: &str = "--ssl-cert=";
 const INIT_VOLUME: &str = "init";
 
 /// The preStop hook. A normal shutdown (`innodb_fast_shutdown = 1`, MariaDB's default) leaves
@@ -66,9 +70,11 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
             format!("--ssl-cert={SERVER_TLS_DIR}/tls.crt"),
             format!("--ssl-key={SERVER_TLS_DIR}/tls.key"),
             format!("--ssl-ca={SERVER_TLS_DIR}/{CA_CERT_KEY}"),
-            // Network clients must use TLS; the socket (probe, preStop) stays available.
-            "--require-secure-transport=ON".to_string(),
         ]);
+        if inputs.require_tls {
+            // Network clients must use TLS; the socket (probe, preStop) stays available.
+            args.push(REQUIRE_TLS_ARG.to_string());
+        }
         annotations.insert(TLS_HASH_ANNOTATION.to_string(), tls.digest.clone());
     }
     let shell = |script: &str| vec!["bash".to_string(), "-c".to_string(), script.to_string()];
