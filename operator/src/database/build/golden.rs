@@ -127,6 +127,14 @@ fn with_managed(managed: &str) -> String {
     )
 }
 
+/// An Ironic whose `spec.database.managed` is `managed`, its managed database and its names.
+fn case(managed: &str) -> (Ironic, ManagedDatabase, Names) {
+    let ironic = ironic(&with_managed(managed));
+    let database = ironic.spec.database.clone().and_then(|d| d.managed).expect("a managed database");
+    let names = Names::of(&ironic);
+    (ironic, database, names)
+}
+
 #[test]
 fn golden_minimal_managed_database() {
     check("minimal", render_case(&with_managed(" {}")));
@@ -155,9 +163,7 @@ fn golden_full_managed_database_with_tls_and_backups() {
 
 #[test]
 fn the_statefulset_has_the_slow_shutdown_hook_and_its_grace_period() {
-    let ironic = ironic(&with_managed(" {}"));
-    let managed = ironic.spec.database.clone().and_then(|d| d.managed).expect("managed");
-    let names = Names::of(&ironic);
+    let (ironic, managed, names) = case(" {}");
     let inputs = inputs(&ironic, &names, &managed, "docker.io/library/mariadb:11.4", None);
     let sts = stateful_set::render(&inputs);
     let spec = sts.spec.expect("spec");
@@ -179,9 +185,7 @@ fn the_statefulset_has_the_slow_shutdown_hook_and_its_grace_period() {
 
 #[test]
 fn root_stays_on_the_socket_and_the_jobs_run_as_their_own_accounts() {
-    let ironic = ironic(&with_managed(" {}"));
-    let managed = ironic.spec.database.clone().and_then(|d| d.managed).expect("managed");
-    let names = Names::of(&ironic);
+    let (ironic, managed, names) = case(" {}");
     let inputs = inputs(&ironic, &names, &managed, "docker.io/library/mariadb:11.4", None);
     let sts = stateful_set::render(&inputs);
     let template = sts.spec.expect("spec").template;
@@ -229,9 +233,7 @@ fn root_stays_on_the_socket_and_the_jobs_run_as_their_own_accounts() {
 #[test]
 fn tls_is_served_by_default_and_not_after_the_opt_out() {
     let args_of = |yaml: &str| {
-        let ironic = ironic(&with_managed(yaml));
-        let managed = ironic.spec.database.clone().and_then(|d| d.managed).expect("managed");
-        let names = Names::of(&ironic);
+        let (ironic, managed, names) = case(yaml);
         let material = tls::enabled(&managed).then(|| fake_material(&names));
         let inputs = inputs(&ironic, &names, &managed, "img", material.as_ref());
         let sts = stateful_set::render(&inputs);
