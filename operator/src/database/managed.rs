@@ -151,37 +151,6 @@ async fn credentials_of(
     })
 }
 
-/// Whether Ironic's pods caught up with the connection (only asked of a running server that
-/// is not yet where `wanted` says).
-async fn tls_clients(run: &Run<'_>, names: &Names, wanted: bool, live: Option<Transport>) -> Result<Clients, Error> {
-    if !tls_switch::needs_clients(wanted, live) {
-        return Ok(Clients::Ready);
-    }
-    let workload = tls_switch::workload(run).await?;
-    Ok(tls_switch::clients(run.ironic, workload.as_ref(), &names.client_ca(), wanted))
-}
-
-/// The Event of a server that restarts to do something else with TLS.
-fn transport_notice(wanted: bool, transport: Transport) -> (&'static str, &'static str) {
-    match (transport, wanted) {
-        (Transport::Required, _) => {
-            ("DatabaseTLSRequired", "MariaDB restarts to require TLS on the network: Ironic's pods trust its CA")
-        }
-        (Transport::Offered, true) => (
-            "DatabaseTLSOffered",
-            "MariaDB restarts to offer TLS; it requires it once Ironic's pods have rolled out with its CA",
-        ),
-        (Transport::Offered, false) => (
-            "DatabaseTLSOffered",
-            "MariaDB restarts to accept clear text besides TLS; it stops serving TLS once Ironic's pods have rolled \
-             out without its CA",
-        ),
-        (Transport::Plain, _) => {
-            ("DatabaseTLSDisabled", "MariaDB restarts without TLS: Ironic's pods no longer use its CA")
-        }
-    }
-}
-
 pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Result<DatabaseOutcome, Error> {
     let ironic = run.ironic;
     let managed = ironic.spec.database.as_ref().and_then(|d| d.managed.clone()).unwrap_or_default();
@@ -224,7 +193,7 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
     } else {
         None
     };
-    let clients = tls_clients(run, &names, wanted, live).await?;
+    let clients = tls_switch::clients_of(run, &names, wanted, live).await?;
     let transport = if material.is_some() { tls_switch::transport(wanted, live, &clients) } else { Transport::Plain };
     let serving = material.as_ref().filter(|_| transport.serves());
 
@@ -284,7 +253,7 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
     run.ledger.apply(service::render(&inputs)).await?;
     let applied = run.ledger.apply(stateful_set::render(&inputs)).await?;
     if live.is_some_and(|live| live != transport) {
-        let (reason, note) = transport_notice(wanted, transport);
+        let (reason, note) = tls_switch::notice(wanted, transport);
         run.notices.normal(reason, note);
     }
     db.image = Some(image.clone());

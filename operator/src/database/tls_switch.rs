@@ -15,6 +15,7 @@
 
 use super::build::CONTAINER;
 use super::build::stateful_set::{REQUIRE_TLS_ARG, SERVE_TLS_ARG_PREFIX};
+use super::names::Names;
 use super::run::Run;
 use crate::kube::Progress;
 use crate::kube::observe::{daemonset_rollout, deployment_rollout};
@@ -177,6 +178,42 @@ pub(super) async fn workload(run: &Run<'_>) -> Result<Option<Workload>, crate::k
         Some("DaemonSet") => run.ledger.get::<DaemonSet>(name).await?.map(Workload::DaemonSet),
         _ => None,
     })
+}
+
+/// Whether Ironic's pods caught up with the connection (only asked of a running server that
+/// is not yet where `wanted` says).
+pub(super) async fn clients_of(
+    run: &Run<'_>,
+    names: &Names,
+    wanted: bool,
+    live: Option<Transport>,
+) -> Result<Clients, crate::kube::KubeError> {
+    if !needs_clients(wanted, live) {
+        return Ok(Clients::Ready);
+    }
+    let workload = workload(run).await?;
+    Ok(clients(run.ironic, workload.as_ref(), &names.client_ca(), wanted))
+}
+
+/// The Event of a server that restarts to do something else with TLS.
+pub fn notice(wanted: bool, transport: Transport) -> (&'static str, &'static str) {
+    match (transport, wanted) {
+        (Transport::Required, _) => {
+            ("DatabaseTLSRequired", "MariaDB restarts to require TLS on the network: Ironic's pods trust its CA")
+        }
+        (Transport::Offered, true) => (
+            "DatabaseTLSOffered",
+            "MariaDB restarts to offer TLS; it requires it once Ironic's pods have rolled out with its CA",
+        ),
+        (Transport::Offered, false) => (
+            "DatabaseTLSOffered",
+            "MariaDB restarts to accept clear text besides TLS; it stops serving TLS once Ironic's pods have rolled \
+             out without its CA",
+        ),
+        (Transport::Plain, _) => {
+            ("DatabaseTLSDisabled", "MariaDB restarts without TLS: Ironic's pods no longer use its CA")
+        }
+    }
 }
 
 #[cfg(test)]
