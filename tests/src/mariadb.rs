@@ -244,7 +244,11 @@ collation-server = utf8mb3_general_ci
     /// it printed (log lines come first). `create_schema` builds the tables `upgrade` would,
     /// in seconds instead of a minute of migrations.
     pub fn ironic_dbsync(&self, database: &str, user: &str, password: &str, command: &str) -> crate::Result<String> {
-        let url = self.ironic_url(database, user, password);
+        self.ironic_dbsync_at(&self.ironic_url(database, user, password), database, command)
+    }
+
+    /// `ironic-dbsync <command>` with the SQLAlchemy URL `url` (for `database`'s log names).
+    pub fn ironic_dbsync_at(&self, url: &str, database: &str, command: &str) -> crate::Result<String> {
         let conf =
             self.dir.write(&format!("ironic-dbsync-{database}.conf"), format!("[database]\nconnection = {url}\n"))?;
         let output = Command::new(env::venv_bin("ironic-dbsync")?)
@@ -257,10 +261,12 @@ collation-server = utf8mb3_general_ci
             self.dir.path().join(format!("ironic-dbsync-{database}-{command}.log")),
             [&output.stdout[..], &output.stderr[..]].concat(),
         )?;
+        // oslo.log writes Ironic's own errors to stdout.
         anyhow::ensure!(
             output.status.success(),
-            "ironic-dbsync {command} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
+            "ironic-dbsync {command} failed: {}\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            String::from_utf8_lossy(&output.stdout)
         );
         let stdout = String::from_utf8_lossy(&output.stdout);
         Ok(stdout.lines().last().unwrap_or_default().trim().to_string())

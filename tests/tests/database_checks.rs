@@ -204,3 +204,24 @@ async fn the_slow_shutdown_flag_is_read_by_any_user_and_never_set() -> anyhow::R
     conn.close().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn ironics_own_stack_given_a_ca_refuses_a_server_without_tls() -> anyhow::Result<()> {
+    // Why a running server offers TLS before Ironic's pods get the CA (design/database.md, "TLS
+    // by default"): ironic-dbsync (oslo.db, PyMySQL) with ironic-image's URL and a CA requires
+    // TLS, so pods with the CA cannot talk to a server in clear text.
+    let server = server().await?;
+    let dir = tempfile::tempdir()?;
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, Authority::new("ironic-stack-ca")?.cert_pem())?;
+    let with_ca = format!(
+        "mysql+pymysql://ironic:{PASSWORD}@127.0.0.1:{}/ironic?charset=utf8&ssl=on&ssl_ca={}",
+        server.port(),
+        ca.display()
+    );
+    let refused = server.ironic_dbsync_at(&with_ca, "ironic", "version").expect_err("no TLS on the server");
+    assert!(format!("{refused:#}").contains("SSL is required but the server doesn't support it"), "{refused:#}");
+    let without = format!("mysql+pymysql://ironic:{PASSWORD}@127.0.0.1:{}/ironic?charset=utf8", server.port());
+    server.ironic_dbsync_at(&without, "ironic", "version")?;
+    Ok(())
+}
