@@ -2,7 +2,7 @@
 //!
 //! A pod of Ironic's that mounts the CA connects with TLS and refuses a server that does not
 //! offer it (PyMySQL with a CA requires TLS: "SSL is required but the server doesn't support
-//! it"); a pod without the CA may speak clear text only (PyMySQL before 1.2), which a server
+//! it"); a pod without the CA may speak clear text only (older PyMySQL releases), which a server
 //! that requires TLS refuses. So a running server in
 //! clear text (a deployment of the previous operator, or a user dropping `tls.enabled: false`)
 //! first *offers* TLS without requiring it (one restart: both kinds of pod connect), the
