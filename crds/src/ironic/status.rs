@@ -244,7 +244,7 @@ pub struct DatabaseUpgradeStatus {
 pub enum DatabaseUpgradeStep {
     /// A logical backup Job runs (when backups are enabled).
     Backup,
-    /// `innodb_fast_shutdown = 0` is set and read back.
+    /// `innodb_fast_shutdown` reads 0 (the server starts with it): the next stop is the slow one.
     SlowShutdownEnabled,
     /// The StatefulSet rolls to the new image.
     RollingOut,

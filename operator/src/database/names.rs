@@ -74,7 +74,7 @@ impl Names {
         format!("{}-credentials", self.base())
     }
 
-    /// Generated credentials of the administrator (`username`, `password`).
+    /// Generated credentials of `root` (`username`, `password`), used on the pod's socket only.
     pub fn admin(&self) -> String {
         format!("{}-admin", self.base())
     }
