@@ -964,6 +964,20 @@ mod cel {
     }
 
     #[test]
+    fn a_managed_database_certificate_without_tls_is_refused_by_cel() {
+        let tls = |tls: Value| json!({"database": {"managed": {"tls": tls}}});
+        let conflict = tls(json!({"enabled": false, "certificateName": "db-tls"}));
+        rejects(&conflict, None, "tls.enabled is false", "a certificate with TLS off");
+        accepts(&tls(json!({"enabled": false})), None, "the explicit opt-out");
+        accepts(&tls(json!({"certificateName": "db-tls"})), None, "a certificate, TLS on by default");
+        accepts(&json!({"database": {"managed": {}}}), None, "TLS unset: on");
+        let schema = common::schema_of("Ironic");
+        let enabled = &schema["properties"]["spec"]["properties"]["database"]["properties"]["managed"]["properties"]["tls"]
+            ["properties"]["enabled"];
+        assert_eq!(enabled["default"], json!(true), "the schema documents the default");
+    }
+
+    #[test]
     fn storage_class_is_immutable_in_cel() {
         let old = ha();
         let class = patched(&old, &json!({"database": {"managed": {"storage": {"storageClassName": "slow"}}}}));

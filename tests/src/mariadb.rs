@@ -21,6 +21,31 @@ pub const ADMIN_PASSWORD: &str = "ferrometal-admin";
 pub struct MariaDbConfig {
     /// Offer TLS with a certificate from a fresh test CA.
     pub tls: bool,
+    /// What a managed database's pod would give the server, from its first start.
+    pub options: ServerOptions,
+}
+
+/// What a managed database's pod gives its server on top of the harness's own configuration
+/// (the StatefulSet's arguments and the Secrets it mounts), in force from the next start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerOptions {
+    /// The init file (`--init-file`), applied by the server at every start.
+    pub init_sql: Option<String>,
+    /// `--innodb-fast-shutdown=0`: every stop is the slow one.
+    pub slow_shutdown: bool,
+    /// TLS served with this certificate.
+    pub tls: Option<ServedCertificate>,
+    /// `--require-secure-transport=ON`: TCP clients must use TLS (the harness's own clients
+    /// then ask for it).
+    pub require_secure_transport: bool,
+}
+
+/// A serving certificate, its key and the CA clients verify it with (PEM).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServedCertificate {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub ca_pem: String,
 }
 
 /// A running (or stopped) MariaDB server. Dropping it stops the server and
@@ -29,6 +54,9 @@ pub struct MariaDb {
     port: u16,
     ca_pem: Option<String>,
     defaults_file: PathBuf,
+    /// The option file as the harness writes it, before any [`ServerOptions`].
+    base_cnf: String,
+    options: ServerOptions,
     process: Option<ManagedProcess>,
     dir: WorkDir,
 }
@@ -87,7 +115,7 @@ collation-server = utf8mb3_general_ci
         } else {
             None
         };
-        let defaults_file = dir.write("my.cnf", cnf)?;
+        let defaults_file = dir.write("my.cnf", &cnf)?;
 
         let output = Command::new(env::system_bin("mariadb-install-db")?)
             .arg(format!("--defaults-file={}", defaults_file.display()))
@@ -101,7 +129,9 @@ collation-server = utf8mb3_general_ci
             String::from_utf8_lossy(&output.stderr)
         );
 
-        let mut server = Self { port, ca_pem, defaults_file, process: None, dir };
+        let options = ServerOptions::default();
+        let mut server = Self { port, ca_pem, defaults_file, base_cnf: cnf, options, process: None, dir };
+        server.configure(&config.options)?;
         server.launch().await?;
         // Root may log in through the socket only; tests and Ironic use TCP.
         let socket = server.dir.path().join("run").join("mysqld.sock");
@@ -132,9 +162,60 @@ collation-server = utf8mb3_general_ci
         self.ca_pem.as_deref()
     }
 
-    /// A `mysql://` URL for the administrator (for sqlx), optionally naming a database.
+    /// A `mysql://` URL for the administrator (for sqlx), optionally naming a database; over
+    /// TLS when the server requires it.
     pub fn admin_url(&self, database: Option<&str>) -> String {
-        format!("mysql://{ADMIN_USER}:{ADMIN_PASSWORD}@127.0.0.1:{}/{}", self.port, database.unwrap_or(""))
+        let tls = if self.options.require_secure_transport { "?ssl-mode=required" } else { "" };
+        format!("mysql://{ADMIN_USER}:{ADMIN_PASSWORD}@127.0.0.1:{}/{}{tls}", self.port, database.unwrap_or(""))
+    }
+
+    /// The options a managed database's pod gives the server, as last configured.
+    pub fn options(&self) -> &ServerOptions {
+        &self.options
+    }
+
+    /// Gives the server `options` (replacing earlier ones), from its next start: the init
+    /// file, the certificate and the CA are written beside the option file.
+    pub fn configure(&mut self, options: &ServerOptions) -> crate::Result<()> {
+        let mut cnf = self.base_cnf.clone();
+        if let Some(sql) = &options.init_sql {
+            let file = self.dir.write("pod-init.sql", sql)?;
+            cnf.push_str(&format!("init-file = {}\n", file.display()));
+        }
+        if options.slow_shutdown {
+            cnf.push_str("innodb_fast_shutdown = 0\n");
+        }
+        if let Some(tls) = &options.tls {
+            let cert = self.dir.write("pod-tls.crt", &tls.cert_pem)?;
+            let key = self.dir.write("pod-tls.key", &tls.key_pem)?;
+            let ca = self.dir.write("pod-tls-ca.crt", &tls.ca_pem)?;
+            cnf.push_str(&format!(
+                "ssl-cert = {}\nssl-key = {}\nssl-ca = {}\n",
+                cert.display(),
+                key.display(),
+                ca.display()
+            ));
+        }
+        if options.require_secure_transport {
+            cnf.push_str("require_secure_transport = ON\n");
+        }
+        std::fs::write(&self.defaults_file, cnf)?;
+        self.ca_pem = options.tls.as_ref().map(|t| t.ca_pem.clone()).or_else(|| self.ca_pem.clone());
+        self.options = options.clone();
+        Ok(())
+    }
+
+    /// The file of the CA the server's certificate verifies with, when it serves TLS from
+    /// [`ServerOptions`].
+    pub fn served_ca_file(&self) -> Option<PathBuf> {
+        self.options.tls.as_ref().map(|_| self.dir.path().join("pod-tls-ca.crt"))
+    }
+
+    /// Ironic's SQLAlchemy URL for `database`, as ironic-image builds it: with the CA when the
+    /// server serves TLS (`&ssl=on&ssl_ca=`; PyMySQL then verifies the server and its name).
+    pub fn ironic_url(&self, database: &str, user: &str, password: &str) -> String {
+        let tls = self.served_ca_file().map(|ca| format!("&ssl=on&ssl_ca={}", ca.display())).unwrap_or_default();
+        format!("mysql+pymysql://{user}:{password}@127.0.0.1:{}/{database}?charset=utf8{tls}", self.port)
     }
 
     /// Creates `database` with a user `user`/`password` that owns it.
@@ -163,7 +244,11 @@ collation-server = utf8mb3_general_ci
     /// it printed (log lines come first). `create_schema` builds the tables `upgrade` would,
     /// in seconds instead of a minute of migrations.
     pub fn ironic_dbsync(&self, database: &str, user: &str, password: &str, command: &str) -> crate::Result<String> {
-        let url = format!("mysql+pymysql://{user}:{password}@127.0.0.1:{}/{database}?charset=utf8", self.port);
+        self.ironic_dbsync_at(&self.ironic_url(database, user, password), database, command)
+    }
+
+    /// `ironic-dbsync <command>` with the SQLAlchemy URL `url` (for `database`'s log names).
+    pub fn ironic_dbsync_at(&self, url: &str, database: &str, command: &str) -> crate::Result<String> {
         let conf =
             self.dir.write(&format!("ironic-dbsync-{database}.conf"), format!("[database]\nconnection = {url}\n"))?;
         let output = Command::new(env::venv_bin("ironic-dbsync")?)
@@ -176,10 +261,12 @@ collation-server = utf8mb3_general_ci
             self.dir.path().join(format!("ironic-dbsync-{database}-{command}.log")),
             [&output.stdout[..], &output.stderr[..]].concat(),
         )?;
+        // oslo.log writes Ironic's own errors to stdout.
         anyhow::ensure!(
             output.status.success(),
-            "ironic-dbsync {command} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
+            "ironic-dbsync {command} failed: {}\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            String::from_utf8_lossy(&output.stdout)
         );
         let stdout = String::from_utf8_lossy(&output.stdout);
         Ok(stdout.lines().last().unwrap_or_default().trim().to_string())

@@ -3,7 +3,7 @@
 //! the wrong CA, a server without TLS and a server that requires TLS each give their own
 //! precise error, never with the password in it.
 
-use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
+use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServerOptions};
 use ferrometal_tests::pki::{Authority, loopback};
 use operator::database::check::{self, CheckError, Target, Tls};
 use operator::database::credentials::{Credentials, Password};
@@ -188,26 +188,40 @@ async fn a_server_that_requires_tls_refuses_a_plain_connection_clearly() -> anyh
 }
 
 #[tokio::test]
-async fn the_slow_shutdown_flag_is_set_and_read_back_as_the_administrator_only() -> anyhow::Result<()> {
-    let server = server().await?;
-    let admin = Target {
-        database: None,
-        credentials: Credentials {
-            username: ferrometal_tests::mariadb::ADMIN_USER.into(),
-            password: Password::new(ferrometal_tests::mariadb::ADMIN_PASSWORD),
-        },
-        ..target(&server, PASSWORD, Tls::Disabled)
-    };
-    let mut conn = check::connect(&admin).await?;
-    assert_eq!(check::fast_shutdown(&mut conn, &admin).await?, "1", "MariaDB's default");
-    conn.close().await?;
-    let version = check::prepare_for_version_change(&admin).await?;
+async fn the_slow_shutdown_flag_is_read_by_any_user_and_never_set() -> anyhow::Result<()> {
+    // The managed database's server starts with --innodb-fast-shutdown=0: reading it takes no
+    // privilege, so even Ironic's user passes; a server started without it is told apart.
+    let options = ServerOptions { slow_shutdown: true, ..Default::default() };
+    let slow = MariaDb::start(MariaDbConfig { options, ..Default::default() }).await?;
+    slow.create_database("ironic", "ironic", PASSWORD).await?;
+    let version = check::prepare_for_version_change(&target(&slow, PASSWORD, Tls::Disabled)).await?;
     assert_eq!(version.flavor, Flavor::MariaDb);
-    let mut conn = check::connect(&admin).await?;
-    assert_eq!(check::fast_shutdown(&mut conn, &admin).await?, "0", "read back on another connection");
+    let fast = server().await?;
+    let err = check::prepare_for_version_change(&target(&fast, PASSWORD, Tls::Disabled)).await.expect_err("fast");
+    assert_eq!(err.reason(), "SlowShutdownNotSet", "{err}");
+    let mut conn = check::connect(&target(&fast, PASSWORD, Tls::Disabled)).await?;
+    assert_eq!(check::fast_shutdown(&mut conn, &target(&fast, PASSWORD, Tls::Disabled)).await?, "1", "untouched");
     conn.close().await?;
-    // Ironic's user has no right to change server settings: a precise refusal.
-    let err = check::prepare_for_version_change(&target(&server, PASSWORD, Tls::Disabled)).await.expect_err("no SUPER");
-    assert_eq!(err.reason(), "AccessDenied", "{err}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn ironics_own_stack_given_a_ca_refuses_a_server_without_tls() -> anyhow::Result<()> {
+    // Why a running server offers TLS before Ironic's pods get the CA (design/database.md, "TLS
+    // by default"): ironic-dbsync (oslo.db, PyMySQL) with ironic-image's URL and a CA requires
+    // TLS, so pods with the CA cannot talk to a server in clear text.
+    let server = server().await?;
+    let dir = tempfile::tempdir()?;
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, Authority::new("ironic-stack-ca")?.cert_pem())?;
+    let with_ca = format!(
+        "mysql+pymysql://ironic:{PASSWORD}@127.0.0.1:{}/ironic?charset=utf8&ssl=on&ssl_ca={}",
+        server.port(),
+        ca.display()
+    );
+    let refused = server.ironic_dbsync_at(&with_ca, "ironic", "version").expect_err("no TLS on the server");
+    assert!(format!("{refused:#}").contains("SSL is required but the server doesn't support it"), "{refused:#}");
+    let without = format!("mysql+pymysql://ironic:{PASSWORD}@127.0.0.1:{}/ironic?charset=utf8", server.port());
+    server.ironic_dbsync_at(&without, "ironic", "version")?;
     Ok(())
 }

@@ -10,7 +10,7 @@
 mod mariadb_common;
 
 use ferrometal_tests::clean_stop::{self, CheckRun};
-use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
+use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServerOptions};
 use mariadb_common::{admin, write_data};
 use operator::database::check;
 use operator::database::clean_stop::{EXIT_UNCLEAN, SCRIPT, SERIES_MARKER};
@@ -57,9 +57,11 @@ fn check(server: &MariaDb, series: Option<&str>, scratch: &Path) -> anyhow::Resu
 #[tokio::test]
 async fn a_cleanly_stopped_directory_lets_the_new_series_open_it() -> anyhow::Result<()> {
     let scratch = tempfile::tempdir()?;
-    let mut server = MariaDb::start(MariaDbConfig::default()).await?;
+    let options = ServerOptions { slow_shutdown: true, ..Default::default() };
+    let mut server = MariaDb::start(MariaDbConfig { options, ..Default::default() }).await?;
     write_data(&server).await?;
-    // The version change's own stop: the flag, then the shutdown the preStop hook makes.
+    // The version change's own stop: the flag (the pod starts the server with it), then the
+    // shutdown the preStop hook makes.
     check::prepare_for_version_change(&admin(&server)).await?;
     server.shutdown().await?;
     let data = server.data_dir();

@@ -5,11 +5,15 @@
 //! to the harness's real MariaDB through the address override (the Service's name does not
 //! resolve here).
 //!
-//! The real server stands in for whatever the StatefulSet's pod would run: the simulator
-//! starts no container, so the server's version never changes and nothing stops it. What is
-//! proven is what the operator asks of Kubernetes and of the server, and in which order.
+//! The real server stands in for whatever the StatefulSet's pod would run. The test plays the
+//! MariaDB pod's kubelet (`mariadb_common::Kubelet`): each new pod stops the server cleanly
+//! and starts it again with what the pod gives it (its init file, its certificate, its flags,
+//! from the Secrets it mounts), so the accounts and TLS are the operator's own; the server's
+//! version never changes. What is proven is what the operator asks of Kubernetes and of the
+//! server, and in which order.
 
 mod common;
+mod mariadb_common;
 
 use common::{Env, POLL};
 use crds::ironic::Ironic;
@@ -23,6 +27,8 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use mariadb_common::{Kubelet, secret_text};
+use operator::database::account::{MAINTENANCE_USER, UPGRADE_USER};
 use operator::database::names::Names;
 use operator::database::{self, Address, Config, DatabaseOutcome, RETRY_ANNOTATION, SchemaPlan, SchemaRevision};
 use operator::kube::ledger::Written;
@@ -39,18 +45,23 @@ const STEP: Duration = Duration::from_secs(120);
 
 struct Harness {
     env: Env,
-    db: MariaDb,
+    db: tokio::sync::Mutex<MariaDb>,
+    kubelet: tokio::sync::Mutex<Kubelet>,
     ctx: Context,
     config: Config,
 }
 
 impl Harness {
     /// A control plane, a MariaDB, and an Ironic with a managed database of MariaDB 10.6.
-    /// The managed database's Secrets are created up front with the harness server's
+    /// Ironic's and root's Secrets are created up front with the harness server's
     /// credentials: the operator keeps credentials it finds (as it would after a restore), and
-    /// this way the real server knows them.
+    /// this way the real server knows them. The maintenance account and TLS are the
+    /// operator's: the server takes them from the pod the test starts.
     async fn start(prefix: &str, backup: bool) -> anyhow::Result<Self> {
         let env = Env::start(prefix).await?;
+        // The test is the MariaDB pod's kubelet.
+        env.sim.set_fate_by_prefix(&env.ns, "ironic-mariadb-0", PodFate::Pending);
+        let kubelet = Kubelet::new(env.client(), &env.ns, "ironic-mariadb-0");
         let db = MariaDb::start(MariaDbConfig::default()).await?;
         db.create_database("ironic", "ironic", IRONIC_PASSWORD).await?;
         let names = Names::new("ironic");
@@ -76,7 +87,16 @@ impl Harness {
             step_timeout: Duration::from_secs(120),
             ..Config::default()
         };
-        Ok(Self { env, db, ctx, config })
+        let (db, kubelet) = (tokio::sync::Mutex::new(db), tokio::sync::Mutex::new(kubelet));
+        Ok(Self { env, db, kubelet, ctx, config })
+    }
+
+    /// One reconcile, then the kubelet's turn: a new MariaDB pod starts the server.
+    async fn reconcile(&self) -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {
+        let reconciled = reconcile_once(&self.ctx, &self.ironic().await?, &self.config).await?;
+        let mut db = self.db.lock().await;
+        self.kubelet.lock().await.tick(&mut db).await?;
+        Ok(reconciled)
     }
 
     async fn ironic(&self) -> anyhow::Result<Ironic> {
@@ -93,7 +113,7 @@ impl Harness {
     ) -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {
         let deadline = Instant::now() + STEP;
         loop {
-            let (outcome, written) = reconcile_once(&self.ctx, &self.ironic().await?, &self.config).await?;
+            let (outcome, written) = self.reconcile().await?;
             observe(&outcome, &self.ironic().await?).await?;
             if done(&outcome) {
                 return Ok((outcome, written));
@@ -115,11 +135,29 @@ impl Harness {
 
     /// `innodb_fast_shutdown` on the real server, read independently of the operator.
     async fn fast_shutdown(&self) -> anyhow::Result<String> {
-        let mut conn = MySqlConnection::connect(&self.db.admin_url(None)).await?;
+        let url = self.db.lock().await.admin_url(None);
+        let mut conn = MySqlConnection::connect(&url).await?;
         let (value,): (String,) =
             sqlx::query_as("SELECT CAST(@@GLOBAL.innodb_fast_shutdown AS CHAR)").fetch_one(&mut conn).await?;
         conn.close().await?;
         Ok(value)
+    }
+
+    /// The real server's accounts named `user`, read independently of the operator.
+    async fn accounts_named(&self, user: &str) -> anyhow::Result<Vec<String>> {
+        let url = self.db.lock().await.admin_url(None);
+        let mut conn = MySqlConnection::connect(&url).await?;
+        let hosts: Vec<(String,)> = sqlx::query_as("SELECT CAST(Host AS CHAR) FROM mysql.user WHERE User = ?")
+            .bind(user)
+            .fetch_all(&mut conn)
+            .await?;
+        conn.close().await?;
+        Ok(hosts.into_iter().map(|(h,)| h).collect())
+    }
+
+    /// The init file the operator gives the server now (what its next start applies).
+    async fn init_file(&self) -> anyhow::Result<String> {
+        secret_text(&self.env.client(), &self.env.ns, "ironic-mariadb-init", "init.sql").await
     }
 }
 
@@ -210,20 +248,57 @@ async fn managed_mode_renders_the_statefulset_service_secrets_and_claim() -> any
     assert_eq!(password.as_deref(), Some(IRONIC_PASSWORD.as_bytes()));
     assert!(credentials.metadata.owner_references.unwrap_or_default().iter().any(|o| o.kind == "Ironic"));
 
-    // What the Ironic controller gets.
+    // What the Ironic controller gets: TLS by default, verified with the operator's CA.
     let connection = outcome.connection.clone().expect("a connection");
     assert_eq!(connection.host, format!("ironic-mariadb.{ns}.svc.cluster.local"));
     assert_eq!(connection.credentials_secret, "ironic-mariadb-credentials");
-    assert!(connection.managed && connection.tls_ca.is_none());
+    assert!(connection.managed);
+    assert_eq!(connection.ca_secret(), Some("ironic-mariadb-ca"), "Ironic's pods mount the CA");
     assert_eq!(connection.host_with_port(), format!("ironic-mariadb.{ns}.svc.cluster.local"), "the builders' seam");
     assert_eq!(outcome.schema, Some(SchemaRevision::Missing));
     assert_eq!(outcome.schema_plan(None, "38.0"), Some(SchemaPlan::Create));
     let condition = outcome.condition.clone().expect("DatabaseReady");
     assert_eq!((condition.type_.as_str(), condition.status.as_str()), ("DatabaseReady", "True"));
     assert!(condition.message.contains("MariaDB 10.11"), "{}", condition.message);
+    assert!(condition.message.contains("over verified TLS"), "{}", condition.message);
     for kind in ["StatefulSet", "Service", "Secret"] {
         assert!(written.iter().any(|w| w.kind == kind), "{kind} applied: {written:?}");
     }
+
+    // A default managed database is served with TLS and requires it: the pod's server (its
+    // certificate from the operator's Secret) refuses clear text, and Ironic's own stack
+    // (ironic-dbsync: oslo.db, PyMySQL) connects with the CA Ironic's pods mount, as
+    // ironic-image builds its URL, verifying the server and its name.
+    let args = pod.containers[0].args.clone().unwrap_or_default();
+    assert!(args.contains(&"--require-secure-transport=ON".to_string()), "{args:?}");
+    let served = h.kubelet.lock().await.starts.last().cloned().expect("the kubelet started the pod");
+    let served = served.tls.expect("the pod serves TLS");
+    let client_ca = secret_text(&h.env.client(), ns, "ironic-mariadb-ca", "tls.crt").await?;
+    assert_eq!(client_ca, served.ca_pem, "Ironic's CA is the one that signed what the server serves");
+    let plain = operator::database::check::Target {
+        host: "127.0.0.1".into(),
+        port: h.db.lock().await.port(),
+        database: Some("ironic".into()),
+        credentials: operator::database::credentials::Credentials {
+            username: "ironic".into(),
+            password: operator::database::credentials::Password::new(IRONIC_PASSWORD),
+        },
+        tls: operator::database::check::Tls::Disabled,
+        timeout: Duration::from_secs(10),
+    };
+    let refused = operator::database::check::check(&plain, false).await.expect_err("clear text");
+    assert_eq!(refused.reason(), "TLSRequired", "{refused}");
+    let db = h.db.lock().await;
+    assert!(db.ironic_url("ironic", "ironic", IRONIC_PASSWORD).contains("ssl_ca="));
+    db.ironic_dbsync("ironic", "ironic", IRONIC_PASSWORD, "create_schema")?;
+    drop(db);
+
+    // root on the socket only: the pod's init file made the maintenance account and left no
+    // network entry of root.
+    assert_eq!(h.accounts_named("root").await?, ["localhost"]);
+    assert_eq!(h.accounts_named(MAINTENANCE_USER).await?, ["%"]);
+    let env_of = |name: &str| pod.containers[0].env.iter().flatten().find(|e| e.name == name).cloned();
+    assert_eq!(env_of("MARIADB_ROOT_HOST").and_then(|e| e.value).as_deref(), Some("localhost"));
 
     // status.database, written by the module itself; spec untouched.
     let ironic = h.ironic().await?;
@@ -231,6 +306,8 @@ async fn managed_mode_renders_the_statefulset_service_secrets_and_claim() -> any
     assert_eq!(db.mode, Some(DatabaseMode::Managed));
     assert_eq!(db.credentials_secret_name.as_deref(), Some("ironic-mariadb-credentials"));
     assert_eq!(db.admin_secret_name.as_deref(), Some("ironic-mariadb-admin"));
+    assert_eq!(db.maintenance_secret_name.as_deref(), Some("ironic-mariadb-maintenance"));
+    assert_eq!(db.ca_secret_name.as_deref(), Some("ironic-mariadb-ca"));
     assert_eq!(db.stateful_set_name.as_deref(), Some("ironic-mariadb"));
     assert_eq!(db.image.as_deref(), Some(OLD_IMAGE));
     assert!(db.server_version.is_some_and(|v| v.starts_with("10.11.")));
@@ -243,7 +320,8 @@ async fn managed_mode_renders_the_statefulset_service_secrets_and_claim() -> any
 async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
     let h = Harness::start("db-bump", true).await?;
     h.until_open().await?;
-    assert_eq!(h.fast_shutdown().await?, "1", "MariaDB's default before any change");
+    assert_eq!(h.fast_shutdown().await?, "0", "the pod starts MariaDB with --innodb-fast-shutdown=0");
+    assert!(h.accounts_named(UPGRADE_USER).await?.is_empty(), "no upgrade account outside a change");
     h.set_version("10.11").await?;
 
     let names = Names::new("ironic");
@@ -274,11 +352,19 @@ async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
                         "no mariadb-upgrade before the roll"
                     );
                 }
-                if api::<Job>(&h.env).get_opt(&upgrade_job).await?.is_some() {
+                if let Some(job) = api::<Job>(&h.env).get_opt(&upgrade_job).await? {
                     assert_eq!(sts_image(&sts).as_deref(), Some(NEW_IMAGE));
                     let pod = api::<k8s_openapi::api::core::v1::Pod>(&h.env).get("ironic-mariadb-0").await?;
                     let image = pod.spec.and_then(|s| s.containers.first().and_then(|c| c.image.clone()));
                     assert_eq!(image.as_deref(), Some(NEW_IMAGE), "mariadb-upgrade runs once the new pod is up");
+                    let container = job.spec.and_then(|s| s.template.spec).map(|p| p.containers[0].clone());
+                    let user =
+                        container.and_then(|c| c.env).unwrap_or_default().into_iter().find(|e| e.name == "DB_USER");
+                    assert_eq!(user.and_then(|u| u.value).as_deref(), Some(UPGRADE_USER), "as the upgrade account");
+                    // The new server started with it (its init file, from the roll on).
+                    let started = h.kubelet.lock().await.starts.last().cloned().unwrap_or_default();
+                    let init = started.init_sql.unwrap_or_default();
+                    assert!(init.contains("GRANT ALL PRIVILEGES ON *.* TO 'ferrometal-upgrade'@'%'"), "{init}");
                 }
                 if !matches!(upgrade.as_ref().and_then(|u| u.step), None | Some(Step::Completed)) {
                     assert!(!outcome.progress.is_done(), "Ironic waits while the change runs");
@@ -319,26 +405,41 @@ async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
     for reason in ["DatabaseUpgradeStarted", "DatabaseUpgradeStep", "DatabaseUpgradeCompleted"] {
         assert!(reasons.iter().any(|r| r == reason), "{reason} in {reasons:?}");
     }
+    // mariadb-upgrade ran: the account that held root's privileges for it is gone from the
+    // server, and the next start will not make it again.
+    assert!(h.accounts_named(UPGRADE_USER).await?.is_empty(), "the upgrade account removed itself");
+    let init = h.init_file().await?;
+    assert!(init.contains("DROP USER IF EXISTS 'ferrometal-upgrade'@'%'"), "{init}");
     Ok(())
 }
 
 /// Runs a rendered Job's script the way its pod would, on this machine: bash, the real
 /// MariaDB client tools, the harness's server in place of the Service, `dir` in place of the
-/// backup volume. The pod simulator runs nothing, so this is how the script itself is proven.
-fn run_job_script(h: &Harness, job: &Job, dir: &std::path::Path, file: &str) -> anyhow::Result<String> {
+/// backup volume, the Secrets its environment and its CA volume name read from the apiserver.
+/// The pod simulator runs nothing, so this is how the script itself is proven.
+async fn run_job_script(h: &Harness, job: &Job, dir: &std::path::Path, file: &str) -> anyhow::Result<String> {
+    use operator::database::build::CLIENT_CA_DIR;
     let container = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|p| p.containers[0].clone());
     let container = container.ok_or_else(|| anyhow::anyhow!("the Job has no container"))?;
+    // The CA volume, beside (not in) the backup volume.
+    let ca_dir = tempfile::tempdir()?;
+    let ca = secret_text(&h.env.client(), &h.env.ns, "ironic-mariadb-ca", "tls.crt").await?;
+    std::fs::write(ca_dir.path().join("tls.crt"), ca)?;
     let script = container.command.as_ref().and_then(|c| c.last()).cloned().unwrap_or_default();
-    let script = script.replace(operator::database::build::jobs::BACKUP_DIR, &dir.display().to_string());
+    let script = script
+        .replace(operator::database::build::jobs::BACKUP_DIR, &dir.display().to_string())
+        .replace(CLIENT_CA_DIR, &ca_dir.path().display().to_string());
     let mut cmd = std::process::Command::new("bash");
     cmd.arg("-c").arg(&script).env_clear().env("PATH", "/usr/bin:/bin");
     for var in container.env.iter().flatten() {
-        if let Some(value) = &var.value {
-            cmd.env(&var.name, value);
-        }
+        let value = match (&var.value, var.value_from.as_ref().and_then(|f| f.secret_key_ref.as_ref())) {
+            (Some(value), _) => value.clone(),
+            (None, Some(key)) => secret_text(&h.env.client(), &h.env.ns, &key.name, &key.key).await?,
+            (None, None) => continue,
+        };
+        cmd.env(&var.name, value);
     }
-    cmd.env("DB_HOST", "127.0.0.1").env("DB_PORT", h.db.port().to_string());
-    cmd.env("DB_USER", ADMIN_USER).env("MYSQL_PWD", ADMIN_PASSWORD).env("BACKUP_FILE", file);
+    cmd.env("DB_HOST", "127.0.0.1").env("DB_PORT", h.db.lock().await.port().to_string()).env("BACKUP_FILE", file);
     let output = cmd.output()?;
     anyhow::ensure!(output.status.success(), "the script failed: {}", String::from_utf8_lossy(&output.stderr));
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
@@ -366,7 +467,7 @@ async fn the_backup_jobs_script_dumps_the_real_server_and_keeps_the_newest_dumps
         "ironic-mariadb-20261103T000000Z-10.11.9.sql.gz",
     ];
     for file in files {
-        let out = run_job_script(&h, &job, dir.path(), file)?;
+        let out = run_job_script(&h, &job, dir.path(), file).await?;
         assert!(out.contains(file), "{out}");
     }
     let mut left: Vec<String> =
@@ -387,6 +488,7 @@ async fn the_backup_jobs_script_dumps_the_real_server_and_keeps_the_newest_dumps
     let dump = String::from_utf8_lossy(&newest.stdout);
     assert!(dump.contains("CREATE DATABASE") && dump.contains("`ironic`"), "the dump holds the ironic database");
     assert!(dump.contains("-- Dump completed"), "mariadb-dump finished");
+    assert!(!dump.contains("global_priv"), "as the maintenance account: Ironic's database, not the accounts");
     Ok(())
 }
 
@@ -395,7 +497,7 @@ async fn reconcile_until_job(h: &Harness, name: &str) -> anyhow::Result<Job> {
     let jobs = api::<Job>(&h.env);
     let deadline = Instant::now() + STEP;
     loop {
-        reconcile_once(&h.ctx, &h.ironic().await?, &h.config).await?;
+        h.reconcile().await?;
         if let Some(job) = jobs.get_opt(name).await? {
             return Ok(job);
         }
@@ -429,7 +531,10 @@ async fn a_failing_mariadb_upgrade_job_halts_the_sequence_and_a_retry_resumes() 
     assert_eq!(sts_image(&api::<StatefulSet>(&h.env).get("ironic-mariadb").await?).as_deref(), Some(NEW_IMAGE));
     api::<PersistentVolumeClaim>(&h.env).get("data-ironic-mariadb-0").await?;
     api::<Secret>(&h.env).get("ironic-mariadb-credentials").await?;
-    let (again, _) = reconcile_once(&h.ctx, &h.ironic().await?, &h.config).await?;
+    // A retry needs the upgrade account: halted at mariadb-upgrade, the server keeps it.
+    assert_eq!(h.accounts_named(UPGRADE_USER).await?, ["%"]);
+    assert!(h.init_file().await?.contains("TO 'ferrometal-upgrade'@'%'"));
+    let (again, _) = h.reconcile().await?;
     assert!(again.progress.is_failed());
     let jobs = api::<Job>(&h.env)
         .list(&ListParams::default().labels("ironic.ferrometal.io/database-job=mariadb-upgrade"))
@@ -446,6 +551,7 @@ async fn a_failing_mariadb_upgrade_job_halts_the_sequence_and_a_retry_resumes() 
     assert_eq!((upgrade.step, upgrade.attempt), (Some(Step::Completed), Some(2)));
     assert_eq!(upgrade.upgrade_job_name, Some(names.upgrade_job(OLD_IMAGE, NEW_IMAGE, 2)));
     api::<Job>(&h.env).get(&failed_job).await?;
+    assert!(h.accounts_named(UPGRADE_USER).await?.is_empty(), "gone once mariadb-upgrade succeeded");
     Ok(())
 }
 

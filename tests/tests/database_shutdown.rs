@@ -1,7 +1,8 @@
-//! The upgrade-safe shutdown against the harness's real MariaDB 10.11: the operator's code sets
-//! `innodb_fast_shutdown = 0`, the server shuts down (SIGTERM, as the kubelet does after the
-//! preStop hook), and a server started again on the same data directory finds the data intact
-//! and no redo log to apply. A crash, for contrast, leaves exactly that redo log behind.
+//! The upgrade-safe shutdown against the harness's real MariaDB 10.11: the server runs with
+//! `innodb_fast_shutdown = 0` from its start (as the pod starts it) and the operator's code
+//! reads it, the server shuts down (SIGTERM, as the kubelet does after the preStop hook), and
+//! a server started again on the same data directory finds the data intact and no redo log to
+//! apply. A crash, for contrast, leaves exactly that redo log behind.
 //!
 //! MariaDB 10.11 reports a clean stop in its error log as
 //!   `InnoDB: Starting shutdown...` ... `InnoDB: Shutdown completed; log sequence number N; ...`
@@ -11,7 +12,7 @@
 
 mod mariadb_common;
 
-use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
+use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServerOptions};
 use mariadb_common::{admin, write_data};
 use operator::database::check;
 use sqlx::{Connection, MySqlConnection};
@@ -32,13 +33,15 @@ fn last_number_after(log: &str, marker: &str) -> Option<u64> {
 }
 
 #[tokio::test]
-async fn a_slow_shutdown_set_by_the_operator_leaves_nothing_to_recover() -> anyhow::Result<()> {
-    let mut server = MariaDb::start(MariaDbConfig::default()).await?;
+async fn the_slow_shutdown_the_pod_starts_with_leaves_nothing_to_recover() -> anyhow::Result<()> {
+    // As the pod starts its server: --innodb-fast-shutdown=0.
+    let options = ServerOptions { slow_shutdown: true, ..Default::default() };
+    let mut server = MariaDb::start(MariaDbConfig { options, ..Default::default() }).await?;
     write_data(&server).await?;
     let before = count_nodes(&server).await?;
     assert_eq!(before.0, 1000);
 
-    // The operator's first step of a version change: set, read back, note the version.
+    // The operator's first step of a version change: the flag read, the version noted.
     let target = admin(&server);
     let version = check::prepare_for_version_change(&target).await?;
     assert!(version.raw.contains("MariaDB"), "{}", version.raw);
@@ -59,9 +62,9 @@ async fn a_slow_shutdown_set_by_the_operator_leaves_nothing_to_recover() -> anyh
     assert!(!start.contains("crash recovery"), "a clean stop needs no recovery: {start}");
     assert_eq!(last_number_after(start, "InnoDB: End of log at LSN="), Some(lsn), "{start}");
     assert_eq!(count_nodes(&server).await?, before, "the data is intact");
-    // A fresh start: the flag is back to MariaDB's default; it was needed for one stop only.
+    // Every start sets it again: the next stop is the slow one too.
     let mut conn = check::connect(&target).await?;
-    assert_eq!(check::fast_shutdown(&mut conn, &target).await?, "1");
+    assert_eq!(check::fast_shutdown(&mut conn, &target).await?, "0");
     conn.close().await?;
     Ok(())
 }

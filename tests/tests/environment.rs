@@ -363,7 +363,7 @@ async fn a_sqlx_connection_to_mariadb_runs_a_query() -> anyhow::Result<()> {
 async fn mariadb_offers_tls_with_its_test_ca() -> anyhow::Result<()> {
     use sqlx::ConnectOptions;
     use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
-    let db = MariaDb::start(MariaDbConfig { tls: true }).await?;
+    let db = MariaDb::start(MariaDbConfig { tls: true, ..Default::default() }).await?;
     let ca = db.ca_pem().expect("tls is on").as_bytes().to_vec();
     let mut conn = db
         .admin_url(None)

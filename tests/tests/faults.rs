@@ -12,6 +12,7 @@
 
 mod common;
 mod install_common;
+mod mariadb_common;
 
 #[path = "faults/apiserver_restart.rs"]
 mod apiserver_restart;

@@ -47,8 +47,9 @@ fn ironic(name: &str, spec: Value) -> Value {
 
 /// Ironics: one on an external database and user-given API credentials, one with everything
 /// generated (API credentials, the Auto TLS CA and serving key), one whose database password
-/// is wrong, and one with a managed database (generated database passwords and TLS key) that
-/// cannot be reached here (no cluster DNS): an error next to generated secrets. Returns the
+/// is wrong, and one with a managed database (generated database passwords, the maintenance
+/// account's among them, and its TLS key) that cannot be reached here (no cluster DNS): an
+/// error next to generated secrets. Returns the
 /// managed one's namespace.
 async fn ironics(
     cluster: &mut Cluster,
@@ -326,6 +327,10 @@ async fn no_secret_reaches_the_debug_log_an_event_or_any_status() -> anyhow::Res
         needles.iter().any(|n| n.origin.contains(&format!("Secret {managed}/"))),
         "the managed database's generated Secrets are among those scanned"
     );
+    for secret in ["ironic-mariadb-maintenance", "ironic-mariadb-admin", "ironic-mariadb-credentials"] {
+        let origin = format!("Secret {managed}/{secret} key password");
+        assert!(needles.iter().any(|n| n.origin == origin), "the generated password of {secret} is scanned");
+    }
     assert!(
         needles.iter().any(|n| n.origin.ends_with("key password") && !planted.contains(&n.value.as_str())),
         "a generated password is among those scanned"

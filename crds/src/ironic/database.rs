@@ -24,6 +24,10 @@ pub fn default_mariadb_image(version: &str) -> String {
 }
 
 /// Message shared by the webhook rule and its CEL twin.
+pub const MANAGED_TLS_CONFLICT_MESSAGE: &str =
+    "certificateName is set but tls.enabled is false: a certificate is only served with TLS on";
+
+/// Message shared by the webhook rule and its CEL twin.
 pub const DATABASE_FORMS_MESSAGE: &str =
     "set either credentialsName, host and name (an external database) or managed, not both";
 
@@ -84,7 +88,9 @@ pub struct ManagedDatabase {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = 300), range(min = 30))]
     pub termination_grace_period_seconds: Option<i64>,
-    /// Serve MariaDB over TLS.
+    /// TLS of the MariaDB server. On unless `tls.enabled` is false: the operator makes a CA and
+    /// a serving certificate (or serves `tls.certificateName`), MariaDB requires TLS on the
+    /// network, and Ironic verifies the server with the CA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<ManagedDatabaseTls>,
     /// MariaDB version (MAJOR.MINOR, e.g. "11.4"); the operator's default when unset. A change
@@ -154,15 +160,31 @@ impl DatabaseBackup {
     }
 }
 
-/// TLS for the managed database.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// TLS for the managed database: on by default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!(has(self.certificateName) && has(self.enabled) && !self.enabled)").message(MANAGED_TLS_CONFLICT_MESSAGE))]
 pub struct ManagedDatabaseTls {
-    /// Secret with the server certificate and key. When unset and TLS is enabled, the operator
-    /// issues one from the Ironic's Auto CA.
+    /// Secret with the server certificate and key (`tls.crt`, `tls.key`) and the CA that signs
+    /// them (`ca.crt`), served instead of the operator's own. When unset, the operator makes a
+    /// CA and a serving certificate for the database and renews them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_name: Option<String>,
-    /// Require TLS for connections to MariaDB.
+    /// Serve MariaDB over TLS and require it on the network; true when unset. false opts out:
+    /// MariaDB and Ironic then talk in clear text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub enabled: Option<bool>,
+}
+
+impl ManagedDatabase {
+    /// Whether the managed database serves TLS: unless `tls.enabled` is false. A
+    /// `certificateName` next to `enabled: false` is refused by validation; should one get
+    /// through, the certificate wins (secure by default).
+    pub fn tls_enabled(&self) -> bool {
+        let Some(tls) = &self.tls else {
+            return true;
+        };
+        tls.enabled != Some(false) || tls.certificate_name.as_deref().is_some_and(|n| !n.trim().is_empty())
+    }
 }

@@ -130,8 +130,9 @@ pub struct TlsStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DatabaseStatus {
-    /// Managed database: Secret with the administrator's (root) credentials the operator, the
-    /// MariaDB pod and the upgrade and backup Jobs use. Never mounted into Ironic's pods.
+    /// Managed database: Secret with the password of MariaDB's `root`, who may log in only from
+    /// inside the MariaDB pod (its socket: the entrypoint, the readiness probe, the preStop
+    /// hook). Never mounted into Ironic's pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_secret_name: Option<String>,
     /// Managed database with TLS: Secret with the CA (key `tls.crt`) Ironic verifies the server
@@ -151,6 +152,12 @@ pub struct DatabaseStatus {
     /// Most recent logical backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_backup: Option<DatabaseBackupStatus>,
+    /// Managed database: Secret with the credentials of the maintenance account, the network
+    /// account of the operator's checks and the backup Job, with only the privileges they need
+    /// (the account that runs mariadb-upgrade during a version change shares its password).
+    /// Never mounted into Ironic's pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance_secret_name: Option<String>,
     /// External or Managed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<DatabaseMode>,
@@ -237,7 +244,7 @@ pub struct DatabaseUpgradeStatus {
 pub enum DatabaseUpgradeStep {
     /// A logical backup Job runs (when backups are enabled).
     Backup,
-    /// `innodb_fast_shutdown = 0` is set and read back.
+    /// `innodb_fast_shutdown` reads 0 (the server starts with it): the next stop is the slow one.
     SlowShutdownEnabled,
     /// The StatefulSet rolls to the new image.
     RollingOut,

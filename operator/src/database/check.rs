@@ -1,6 +1,7 @@
 //! What the operator asks the database itself, with sqlx: can it be reached, does it take the
-//! credentials, does TLS verify, how old is it, where is Ironic's schema; and, before a
-//! version change, `innodb_fast_shutdown = 0`, set and read back.
+//! credentials, does TLS verify, how old is it, where is Ironic's schema; before a version
+//! change, whether the next stop is the slow one (`innodb_fast_shutdown = 0`); after
+//! `mariadb-upgrade`, the removal of the account that ran it.
 //!
 //! Every failure becomes a [`CheckError`] that says precisely what went wrong, for the
 //! DatabaseReady condition. No message ever contains a password: the operator never builds a
@@ -84,8 +85,12 @@ pub enum CheckError {
     TlsRequired { address: String, detail: String },
     #[error("the database server at {address} runs {version}, older than the oldest supported {minimum}")]
     UnsupportedVersion { address: String, version: String, minimum: String },
-    #[error("{variable} on the server at {address} reads {actual:?} after it was set to {expected:?}")]
-    NotApplied { address: String, variable: String, expected: String, actual: String },
+    #[error(
+        "innodb_fast_shutdown on the server at {address} reads {actual:?}, so its next stop would not be the slow \
+         one a version change needs; the MariaDB pod starts with --innodb-fast-shutdown=0, so this server was \
+         started from an older template or the flag was changed since: waiting for the pod of the current template"
+    )]
+    FastShutdown { address: String, actual: String },
     #[error("{what} on the server at {address} failed: {detail}")]
     Query { address: String, what: String, detail: String },
 }
@@ -101,14 +106,15 @@ impl CheckError {
             Self::Tls { .. } => "TLSFailed",
             Self::TlsRequired { .. } => "TLSRequired",
             Self::UnsupportedVersion { .. } => "UnsupportedServerVersion",
-            Self::NotApplied { .. } => "SettingNotApplied",
+            Self::FastShutdown { .. } => "SlowShutdownNotSet",
             Self::Query { .. } => "QueryFailed",
         }
     }
 
-    /// True for failures that may pass by themselves (a server restarting, a network blip).
+    /// True for failures that may pass by themselves (a server restarting, a network blip, a
+    /// pod from an older template being replaced).
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Unreachable { .. })
+        matches!(self, Self::Unreachable { .. } | Self::FastShutdown { .. })
     }
 }
 
@@ -283,22 +289,12 @@ pub async fn fast_shutdown(conn: &mut MySqlConnection, target: &Target) -> Resul
     row.try_get::<String, _>(0).map_err(|e| classify(&e, what, target))
 }
 
-/// Sets `innodb_fast_shutdown = 0` and reads it back: the next shutdown of this server is slow
-/// and complete. Needs the administrator (SUPER or SYSTEM_VARIABLES_ADMIN). The setting lasts
-/// until the server stops, which is exactly as long as it is needed.
-pub async fn enable_slow_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<(), CheckError> {
-    timed(target, "setting innodb_fast_shutdown = 0", conn.execute("SET GLOBAL innodb_fast_shutdown = 0")).await?;
+/// Reads `innodb_fast_shutdown` and requires `0`: the next stop of this server is the slow,
+/// complete one. The server starts with `--innodb-fast-shutdown=0`, so reading it takes no
+/// privilege (setting it would take `SUPER`, which no network account has).
+pub async fn require_slow_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<(), CheckError> {
     let actual = fast_shutdown(conn, target).await?;
-    if actual.trim() == "0" {
-        Ok(())
-    } else {
-        Err(CheckError::NotApplied {
-            address: target.address(),
-            variable: "innodb_fast_shutdown".to_string(),
-            expected: "0".to_string(),
-            actual,
-        })
-    }
+    if actual.trim() == "0" { Ok(()) } else { Err(CheckError::FastShutdown { address: target.address(), actual }) }
 }
 
 /// What a successful check found.
@@ -331,12 +327,12 @@ pub async fn check(target: &Target, read_schema: bool) -> Result<Report, CheckEr
     result
 }
 
-/// Sets `innodb_fast_shutdown = 0`, reads it back, and returns the server's version: the first
-/// step of a version change.
+/// Requires the slow shutdown and returns the server's version: the first step of a version
+/// change, as the maintenance account.
 pub async fn prepare_for_version_change(target: &Target) -> Result<ServerVersion, CheckError> {
     let mut conn = connect(target).await?;
     let result = async {
-        enable_slow_shutdown(&mut conn, target).await?;
+        require_slow_shutdown(&mut conn, target).await?;
         server_version(&mut conn, target).await
     }
     .await;
@@ -344,12 +340,27 @@ pub async fn prepare_for_version_change(target: &Target) -> Result<ServerVersion
     result
 }
 
-/// The server's version, as the administrator: the last step of a version change.
+/// The server's version, as the maintenance account: the last step of a version change.
 pub async fn read_version(target: &Target) -> Result<ServerVersion, CheckError> {
     let mut conn = connect(target).await?;
     let result = server_version(&mut conn, target).await;
     let _ = tokio::time::timeout(target.timeout, conn.close()).await;
     result
+}
+
+/// Removes the upgrade account, connected as that account (it holds the privilege to), once
+/// `mariadb-upgrade` ran. Refused credentials mean it is gone already (an earlier attempt
+/// dropped it, or the server restarted and its init file did).
+pub async fn drop_upgrade_account(target: &Target) -> Result<(), CheckError> {
+    let mut conn = match connect(target).await {
+        Ok(conn) => conn,
+        Err(CheckError::AuthenticationFailed { .. }) => return Ok(()),
+        Err(other) => return Err(other),
+    };
+    let statement = super::account::drop_upgrade_account();
+    let result = timed(target, "dropping the upgrade account", conn.execute(sqlx::AssertSqlSafe(statement))).await;
+    let _ = tokio::time::timeout(target.timeout, conn.close()).await;
+    result.map(|_| ())
 }
 
 #[cfg(test)]

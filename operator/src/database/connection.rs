@@ -192,12 +192,8 @@ mod tests {
     }
 
     #[test]
-    fn the_managed_form_points_at_the_service_with_generated_secrets() {
-        let managed = ManagedDatabase {
-            tls: Some(ManagedDatabaseTls { enabled: Some(true), ..Default::default() }),
-            ..Default::default()
-        };
-        let db = Database { managed: Some(managed), ..Default::default() };
+    fn the_managed_form_points_at_the_service_with_generated_secrets_and_tls_by_default() {
+        let db = Database { managed: Some(ManagedDatabase::default()), ..Default::default() };
         let c = resolve(&ironic(Some(db)), "cluster.local").expect("complete").expect("a database");
         assert_eq!(c.host, "ironic-mariadb.metal3.svc.cluster.local");
         assert_eq!(c.port, 3306);
@@ -205,9 +201,13 @@ mod tests {
         assert_eq!(c.credentials_secret, "ironic-mariadb-credentials");
         assert_eq!(c.tls_ca, Some(SecretKeyRef { name: "ironic-mariadb-ca".into(), key: "tls.crt".into() }));
         assert!(c.managed);
-        let plain = Database { managed: Some(ManagedDatabase::default()), ..Default::default() };
+        let opted_out = ManagedDatabase {
+            tls: Some(ManagedDatabaseTls { enabled: Some(false), ..Default::default() }),
+            ..Default::default()
+        };
+        let plain = Database { managed: Some(opted_out), ..Default::default() };
         let c = resolve(&ironic(Some(plain)), "cluster.local").expect("complete").expect("a database");
-        assert_eq!(c.tls_ca, None);
+        assert_eq!(c.tls_ca, None, "enabled: false is the explicit opt-out");
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! Credentials of a managed database: Ironic's user and the administrator, generated once
-//! and kept. MariaDB takes them when it initialises its data directory and never again, so a
-//! lost Secret cannot be generated anew: the data would be locked behind the old passwords.
+//! Credentials of a managed database: Ironic's user and `root`, generated once and kept.
+//! MariaDB takes them when it initialises its data directory and never again, so a lost Secret
+//! cannot be generated anew: the data would be locked behind the old passwords. The
+//! maintenance account is the exception: the server sets its password from its init file at
+//! every start ([`super::account`]), so a lost Secret is simply made anew.
 
 use super::connection::{PASSWORD_KEY, USERNAME_KEY};
 use crate::pki::generate_password;
@@ -12,7 +14,7 @@ use std::fmt;
 
 /// Ironic's database user in a managed database.
 pub const IRONIC_USER: &str = "ironic";
-/// The administrator of a managed database (the official image's root, allowed from any host).
+/// MariaDB's `root` in a managed database: the official image's, on the pod's socket only.
 pub const ADMIN_USER: &str = "root";
 
 /// A password that never prints.
@@ -58,21 +60,23 @@ pub enum CredentialsError {
     Lost { name: String, claim: String },
 }
 
+/// A non-empty text value of a Secret.
+fn text(secret: &Secret, key: &'static str) -> Result<String, CredentialsError> {
+    let name = || secret.metadata.name.clone().unwrap_or_default();
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|v| v.0.clone())
+        .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(key)).map(|v| v.as_bytes().to_vec()))
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| CredentialsError::MissingKey { name: name(), key })?;
+    String::from_utf8(bytes).map_err(|_| CredentialsError::NotText { name: name(), key })
+}
+
 /// Reads `username` and `password` from a Secret.
 pub fn from_secret(secret: &Secret) -> Result<Credentials, CredentialsError> {
-    let name = secret.metadata.name.clone().unwrap_or_default();
-    let text = |key: &'static str| -> Result<String, CredentialsError> {
-        let bytes = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get(key))
-            .map(|v| v.0.clone())
-            .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(key)).map(|v| v.as_bytes().to_vec()))
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| CredentialsError::MissingKey { name: name.clone(), key })?;
-        String::from_utf8(bytes).map_err(|_| CredentialsError::NotText { name: name.clone(), key })
-    };
-    Ok(Credentials { username: text(USERNAME_KEY)?, password: Password(text(PASSWORD_KEY)?) })
+    Ok(Credentials { username: text(secret, USERNAME_KEY)?, password: Password(text(secret, PASSWORD_KEY)?) })
 }
 
 /// The credentials to use and whether they were made just now.
@@ -99,6 +103,18 @@ pub fn resolve(
             generated: true,
         }),
     }
+}
+
+/// The maintenance account's credentials: the stored password, or a new one when the Secret
+/// does not exist (whether or not data does). The username is always
+/// [`super::account::MAINTENANCE_USER`]: the account's name is the operator's, not the Secret's.
+pub fn resolve_maintenance(stored: Option<&Secret>) -> Result<Resolved, CredentialsError> {
+    let (password, generated) = match stored {
+        Some(secret) => (Password(text(secret, PASSWORD_KEY)?), false),
+        None => (Password(generate_password()), true),
+    };
+    let username = super::account::MAINTENANCE_USER.to_string();
+    Ok(Resolved { credentials: Credentials { username, password }, generated })
 }
 
 /// The credentials Secret, applied whole so the operator keeps owning it.
@@ -163,6 +179,23 @@ mod tests {
         stored.string_data =
             Some([("username".to_string(), "u".to_string()), ("password".to_string(), "p".to_string())].into());
         assert!(from_secret(&stored).is_ok(), "stringData counts");
+    }
+
+    #[test]
+    fn the_maintenance_account_is_made_anew_when_lost_and_keeps_its_name() {
+        let made = resolve_maintenance(None).expect("generated even though data exists");
+        assert!(made.generated);
+        assert_eq!(made.credentials.username, "ferrometal-maintenance");
+        let stored = secret("someone-else", "rotated-by-hand");
+        let kept = resolve_maintenance(Some(&stored)).expect("kept");
+        assert!(!kept.generated);
+        assert_eq!(kept.credentials.username, "ferrometal-maintenance", "the account's name is the operator's");
+        assert_eq!(kept.credentials.password.expose(), "rotated-by-hand");
+        let broken = secret("ferrometal-maintenance", "");
+        assert_eq!(
+            resolve_maintenance(Some(&broken)),
+            Err(CredentialsError::MissingKey { name: "creds".into(), key: "password" })
+        );
     }
 
     #[test]

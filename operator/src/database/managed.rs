@@ -1,10 +1,11 @@
 //! A managed MariaDB: credentials and TLS resolved, every object applied, the server checked
 //! with sqlx once its pod is ready, and a pending version change driven one step further.
 
+use super::account::{self, UpgradeAccount};
 use super::build::{ClaimSettings, Inputs, service, stateful_set, storage};
 use super::check::{self, Target, Tls};
 use super::connection::Connection;
-use super::credentials::{self, ADMIN_USER, CredentialsError, IRONIC_USER};
+use super::credentials::{self, ADMIN_USER, CredentialsError, IRONIC_USER, Resolved};
 use super::error::Error;
 use super::names::{DATA_VOLUME, Names};
 use super::observe;
@@ -13,12 +14,13 @@ use super::run::Run;
 use super::sequence::{self, RETRY_ANNOTATION};
 use super::status::reasons;
 use super::tls::{self, Material, TlsError};
+use super::tls_switch::{self, Clients, Transport};
 use super::upgrade::{self, Driver, Request};
 use crate::kube::Progress;
 use crate::kube::content::Source;
 use crate::kube::progress::soonest;
 use crds::ironic::database::{DEFAULT_MARIADB_VERSION, DatabaseStorage, ManagedDatabase};
-use crds::ironic::status::{DatabaseMode, DatabaseStatus};
+use crds::ironic::status::{DatabaseMode, DatabaseStatus, DatabaseUpgradeStatus};
 use crds::validation::parse_quantity_bytes;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Secret};
@@ -122,6 +124,33 @@ fn settled(
     }
 }
 
+/// The three accounts' credentials, or why they cannot be used. Ironic's and root's are made
+/// once and never again while data exists; the maintenance account's are made whenever missing.
+async fn credentials_of(
+    run: &Run<'_>,
+    names: &Names,
+    data_exists: bool,
+) -> Result<Result<[Resolved; 3], Progress>, Error> {
+    let admin_secret = run.ledger.get::<Secret>(&names.admin()).await?;
+    let user_secret = run.ledger.get::<Secret>(&names.credentials()).await?;
+    let maintenance_secret = run.ledger.get::<Secret>(&names.maintenance()).await?;
+    let claim = names.data_claim();
+    let admin = credentials::resolve(&names.admin(), admin_secret.as_ref(), ADMIN_USER, data_exists, &claim);
+    let user = credentials::resolve(&names.credentials(), user_secret.as_ref(), IRONIC_USER, data_exists, &claim);
+    let maintenance = credentials::resolve_maintenance(maintenance_secret.as_ref());
+    Ok(match (admin, user, maintenance) {
+        (Ok(admin), Ok(user), Ok(maintenance)) => Ok([admin, user, maintenance]),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            let reason = if matches!(e, CredentialsError::Lost { .. }) {
+                reasons::CREDENTIALS_LOST
+            } else {
+                reasons::CREDENTIALS_INVALID
+            };
+            Err(Progress::failed(reason, e.to_string()))
+        }
+    })
+}
+
 pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Result<DatabaseOutcome, Error> {
     let ironic = run.ironic;
     let managed = ironic.spec.database.as_ref().and_then(|d| d.managed.clone()).unwrap_or_default();
@@ -132,6 +161,7 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         ca_secret_name: connection.tls_ca.as_ref().map(|ca| ca.name.clone()),
         credentials_secret_name: Some(connection.credentials_secret.clone()),
         host: Some(connection.address()),
+        maintenance_secret_name: Some(names.maintenance()),
         mode: Some(DatabaseMode::Managed),
         stateful_set_name: Some(names.stateful_set()),
         ..previous
@@ -142,34 +172,30 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
     let data_claim = run.ledger.get::<PersistentVolumeClaim>(&names.data_claim()).await?;
     let data_exists = sts.is_some() || data_claim.is_some();
 
-    // Credentials: generated once, never replaced while data exists.
-    let admin_secret = run.ledger.get::<Secret>(&names.admin()).await?;
-    let user_secret = run.ledger.get::<Secret>(&names.credentials()).await?;
-    let claim_name = names.data_claim();
-    let admin = credentials::resolve(&names.admin(), admin_secret.as_ref(), ADMIN_USER, data_exists, &claim_name);
-    let user = credentials::resolve(&names.credentials(), user_secret.as_ref(), IRONIC_USER, data_exists, &claim_name);
-    let (admin, user) = match (admin, user) {
-        (Ok(admin), Ok(user)) => (admin, user),
-        (Err(e), _) | (_, Err(e)) => {
-            let reason = if matches!(e, CredentialsError::Lost { .. }) {
-                reasons::CREDENTIALS_LOST
-            } else {
-                reasons::CREDENTIALS_INVALID
-            };
-            return Ok(run.settle(Some(connection), Some(db), Progress::failed(reason, e.to_string()), ""));
-        }
+    let [admin, user, maintenance] = match credentials_of(run, &names, data_exists).await? {
+        Ok(resolved) => resolved,
+        Err(refused) => return Ok(run.settle(Some(connection), Some(db), refused, "")),
     };
-    let material = if tls::enabled(&managed) {
+    // TLS: what the spec asks, what the running server does, and Ironic's pods in between.
+    let wanted = tls::enabled(&managed);
+    let live = sts.as_ref().map(tls_switch::live_transport);
+    let material = if wanted || live.is_some_and(Transport::serves) {
         match tls_material(run, &names, &managed).await? {
+            // Turning TLS off, a server keeps offering what Ironic's pods trust, never a new CA.
+            Ok(material) if !wanted && material.generated.as_ref().is_some_and(|g| g.issued.is_some()) => None,
             Ok(material) => Some(material),
-            Err(message) => {
+            Err(message) if wanted => {
                 let refused = Progress::failed(reasons::TLS_INVALID, message);
                 return Ok(run.settle(Some(connection), Some(db), refused, ""));
             }
+            Err(_) => None,
         }
     } else {
         None
     };
+    let clients = tls_switch::clients_of(run, &names, wanted, live).await?;
+    let transport = if material.is_some() { tls_switch::transport(wanted, live, &clients) } else { Transport::Plain };
+    let serving = material.as_ref().filter(|_| transport.serves());
 
     // Build and apply. The StatefulSet keeps the image it runs until the sequence rolls it.
     let desired_image = managed.image();
@@ -177,6 +203,7 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
     let image = sequence::image_to_apply(db.upgrade.as_ref(), live_image.as_deref(), &desired_image);
     let namespace = run.namespace().to_string();
     let host = names.host(&namespace, &run.config.cluster_domain);
+    let account_hash = account::password_hash(&maintenance.credentials.password);
     let inputs = Inputs {
         ironic,
         names: &names,
@@ -185,16 +212,24 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         host,
         image: &image,
         claim: claim_settings(sts.as_ref(), managed.storage.as_ref()),
-        tls: material.as_ref(),
+        tls: serving,
+        require_tls: transport == Transport::Required,
+        account_digest: account::digest(&account_hash),
         job_backoff_limit: run.config.job_backoff_limit,
         job_deadline_seconds: i64::try_from(run.config.job_deadline.as_secs()).unwrap_or(i64::MAX),
     };
     let meta = inputs.secret_meta();
     run.ledger.apply(credentials::render(&names.admin(), meta.clone(), &admin.credentials)).await?;
     let stored = run.ledger.apply(credentials::render(&names.credentials(), meta.clone(), &user.credentials)).await?;
+    run.ledger.apply(credentials::render(&names.maintenance(), meta.clone(), &maintenance.credentials)).await?;
+    let init = |upgrade: Option<&DatabaseUpgradeStatus>| {
+        account::render_init(&names, meta.clone(), &account::init_sql(&account_hash, UpgradeAccount::during(upgrade)))
+    };
+    run.ledger.apply(init(db.upgrade.as_ref())).await?;
     // What Ironic's pods mount, as stored: part of their content hash.
     let mut mounted = vec![Source::from_secret(&stored)];
-    for (resolved, name) in [(&admin, names.admin()), (&user, names.credentials())] {
+    for (resolved, name) in [(&admin, names.admin()), (&user, names.credentials()), (&maintenance, names.maintenance())]
+    {
         if resolved.generated {
             run.notices
                 .normal("DatabaseCredentialsGenerated", format!("generated database credentials in Secret {name}"));
@@ -209,11 +244,18 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
                 run.notices.normal("DatabaseCertificateIssued", note);
             }
         }
+        // Kept while a server serves it: Ironic's pods that still mount it must find it.
         let client_ca = run.ledger.apply(tls::render_client_ca(&names, meta.clone(), material)).await?;
-        mounted.push(Source::from_secret(&client_ca));
+        if connection.tls_ca.is_some() {
+            mounted.push(Source::from_secret(&client_ca));
+        }
     }
     run.ledger.apply(service::render(&inputs)).await?;
     let applied = run.ledger.apply(stateful_set::render(&inputs)).await?;
+    if live.is_some_and(|live| live != transport) {
+        let (reason, note) = tls_switch::notice(wanted, transport);
+        run.notices.normal(reason, note);
+    }
     db.image = Some(image.clone());
     grow(run, data_claim.as_ref(), &spec_claim(managed.storage.as_ref()).size).await;
     let backup_keep = managed.backup.as_ref().filter(|b| b.enabled != Some(false)).map(|b| b.keep());
@@ -235,9 +277,8 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         Some(address) => (address.host.clone(), address.port, false),
         None => (connection.host.clone(), connection.port, true),
     };
-    let tls_mode = material
-        .as_ref()
-        .map_or(Tls::Disabled, |m| Tls::Verify { ca_pem: m.ca_pem.clone().into_bytes(), verify_hostname });
+    let tls_mode =
+        serving.map_or(Tls::Disabled, |m| Tls::Verify { ca_pem: m.ca_pem.clone().into_bytes(), verify_hostname });
     let user_target = Target {
         host,
         port,
@@ -246,7 +287,7 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         tls: tls_mode,
         timeout: run.config.connect_timeout,
     };
-    let admin_target = Target { database: None, credentials: admin.credentials, ..user_target.clone() };
+    let maintenance_target = Target { database: None, credentials: maintenance.credentials, ..user_target.clone() };
     let checked = if rollout.is_done() { Some(check::check(&user_target, true).await) } else { None };
     if let Some(Ok(report)) = &checked {
         db.server_version = Some(report.version.raw.clone());
@@ -265,16 +306,31 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         retry_token,
         step_timeout_seconds: i64::try_from(run.config.step_timeout.as_secs()).unwrap_or(i64::MAX),
     };
-    let mut driver =
-        Driver { inputs: inputs.clone(), admin: &admin_target, live_image: sts.as_ref().map(|_| image.clone()) };
+    let mut driver = Driver {
+        inputs: inputs.clone(),
+        maintenance: &maintenance_target,
+        account_hash: &account_hash,
+        live_image: sts.as_ref().map(|_| image.clone()),
+    };
     // Boxed: the version change is a large state machine, and unboxed its future would
     // swell every reconcile future that awaits it (and the stack of the thread polling it).
     let sequenced = Box::pin(upgrade::run(run, &mut driver, &request, &mut db)).await?;
+    // The upgrade account follows the change as it now stands (the file is read at the next start).
+    run.ledger.apply(init(db.upgrade.as_ref())).await?;
 
     // Where it stands: the version change first, then the server.
     let (progress, available) = match sequenced {
         Progress::Done => settled(rollout, checked.as_ref(), |report| {
-            let tls = if material.is_some() { "over verified TLS" } else { "without TLS" };
+            let tls = match (transport, &clients) {
+                (Transport::Offered, Clients::Pending(waiting)) if wanted => {
+                    format!("over verified TLS, not yet required ({waiting})")
+                }
+                (Transport::Offered, Clients::Pending(waiting)) => {
+                    format!("over verified TLS, clear text accepted too, until TLS is off ({waiting})")
+                }
+                (Transport::Plain, _) => "without TLS".to_string(),
+                _ => "over verified TLS".to_string(),
+            };
             let schema = report.schema.as_ref().map(|s| format!(", {s}")).unwrap_or_default();
             format!("managed {} in StatefulSet {}, {tls}{schema}", report.version, names.stateful_set())
         }),

@@ -11,7 +11,9 @@
 //! It imports nothing from the Ironic controller: only the kit, `pki` and `crds`.
 //!
 //! The pipeline, as everywhere in the operator:
-//! - resolve: [`connection`] (the seam with Ironic's builders), [`credentials`], [`tls`];
+//! - resolve: [`connection`] (the seam with Ironic's builders), [`credentials`], [`tls`]
+//!   (and [`tls_switch`], when a running server may start to require it), [`account`] (the
+//!   maintenance and upgrade accounts, `root` on the socket: the server's init file);
 //! - build: [`build`], one pure render function per object;
 //! - apply and observe: `managed` and `external`, on the shared run state `run`
 //!   ([`observe`] reads the StatefulSet and its pod); [`reconcile`] is the entry;
@@ -22,6 +24,7 @@
 //! - report: [`outcome`] (DatabaseReady and the progress from one source), [`status`]
 //!   (reasons, merge patches of `status.database`), [`error`] (what a failure means).
 
+pub mod account;
 pub mod build;
 pub mod check;
 pub mod clean_stop;
@@ -40,6 +43,7 @@ pub mod schema;
 pub mod sequence;
 pub mod status;
 pub mod tls;
+pub mod tls_switch;
 mod upgrade;
 pub mod version;
 

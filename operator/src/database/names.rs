@@ -14,6 +14,9 @@ pub const JOB_LABEL: &str = "ironic.ferrometal.io/database-job";
 /// Pod-template annotation: a digest of the TLS material MariaDB serves, so that a renewed
 /// certificate restarts the server (MariaDB reads its certificate at start-up).
 pub const TLS_HASH_ANNOTATION: &str = "ironic.ferrometal.io/database-tls-hash";
+/// Pod-template annotation: a digest of the maintenance account's password hash, so that a new
+/// password restarts the server, which applies it from its init file at start-up.
+pub const ACCOUNT_HASH_ANNOTATION: &str = "ironic.ferrometal.io/database-account-hash";
 /// The volume claim template of the data directory.
 pub const DATA_VOLUME: &str = "data";
 
@@ -71,9 +74,21 @@ impl Names {
         format!("{}-credentials", self.base())
     }
 
-    /// Generated credentials of the administrator (`username`, `password`).
+    /// Generated credentials of `root` (`username`, `password`), used on the pod's socket only.
     pub fn admin(&self) -> String {
         format!("{}-admin", self.base())
+    }
+
+    /// Generated credentials of the maintenance account (`username`, `password`): the network
+    /// account of the operator's checks and the Jobs.
+    pub fn maintenance(&self) -> String {
+        format!("{}-maintenance", self.base())
+    }
+
+    /// The SQL the server applies at every start (`init.sql`): the maintenance account, `root`
+    /// kept to the socket.
+    pub fn init(&self) -> String {
+        format!("{}-init", self.base())
     }
 
     /// The operator-made CA (`ca.crt`, `ca.key`), when TLS is on without a user certificate.
@@ -165,6 +180,8 @@ mod tests {
         assert_eq!(n.data_claim(), "data-ironic-mariadb-0");
         assert_eq!(n.credentials(), "ironic-mariadb-credentials");
         assert_eq!(n.admin(), "ironic-mariadb-admin");
+        assert_eq!(n.maintenance(), "ironic-mariadb-maintenance");
+        assert_eq!(n.init(), "ironic-mariadb-init");
         assert_eq!(n.client_ca(), "ironic-mariadb-ca");
         assert_eq!(n.backup_claim(), "ironic-mariadb-backup");
         assert_eq!(n.host("metal3", "cluster.local"), "ironic-mariadb.metal3.svc.cluster.local");

@@ -3,11 +3,13 @@
 //! The steps, in order (each persisted in `status.database.upgrade` before its work starts, so
 //! an operator that crashes anywhere resumes where it stopped):
 //! 1. `Backup` (when backups are on): a `mariadb-dump` Job, with the old image;
-//! 2. `SlowShutdownEnabled`: `innodb_fast_shutdown = 0`, set and read back; the server's
-//!    version is read and recorded as `fromVersion`;
-//! 3. `RollingOut`: only now does the StatefulSet get the new image (the flag is asserted once
-//!    more right before); the old server stops slowly, the new one starts;
-//! 4. `RunningMariadbUpgrade`: the `mariadb-upgrade` Job, with the new image;
+//! 2. `SlowShutdownEnabled`: `innodb_fast_shutdown` must read `0` (the server starts with it);
+//!    the server's version is read and recorded as `fromVersion`;
+//! 3. `RollingOut`: only now does the StatefulSet get the new image (the flag is read once
+//!    more right before, and the new server starts with the upgrade account); the old server
+//!    stops slowly, the new one starts;
+//! 4. `RunningMariadbUpgrade`: the `mariadb-upgrade` Job, with the new image, as the upgrade
+//!    account, which is dropped once the Job succeeded;
 //! 5. `VerifyingVersion`: the new server's version, read with sqlx, must be MariaDB, no older
 //!    than before and in the requested series;
 //! 6. `Completed`: Ironic's schema Job may run.
@@ -50,9 +52,10 @@ pub struct Facts<'a> {
 pub enum Work {
     /// Create (once) and watch the backup Job, which runs `image` (the old one).
     Backup { job: String, image: String },
-    /// Set `innodb_fast_shutdown = 0`, read it back, read the server's version.
+    /// Require `innodb_fast_shutdown = 0` (read, never set), read the server's version.
     EnableSlowShutdown,
-    /// Assert the flag once more and give the StatefulSet `image`, then watch the rollout.
+    /// Read the flag once more, give the init file the upgrade account and the StatefulSet
+    /// `image`, then watch the rollout.
     Roll { image: String },
     /// Create (once) and watch the `mariadb-upgrade` Job, which runs `image` (the new one).
     MariadbUpgrade { job: String, image: String },

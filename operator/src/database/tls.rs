@@ -22,11 +22,10 @@ pub const CA_KEY: &str = "tls.crt";
 pub const CERT_KEY: &str = "tls.crt";
 pub const KEY_KEY: &str = "tls.key";
 
-/// True when the managed database serves TLS (and requires it over the network).
+/// True when the managed database is to serve TLS (and require it over the network): unless
+/// `tls.enabled` is false. Secure by default.
 pub fn enabled(managed: &ManagedDatabase) -> bool {
-    managed.tls.as_ref().is_some_and(|tls| {
-        tls.enabled == Some(true) || tls.certificate_name.as_deref().is_some_and(|n| !n.trim().is_empty())
-    })
+    managed.tls_enabled()
 }
 
 /// The user's certificate Secret, when one is named.
@@ -204,12 +203,19 @@ mod tests {
     }
 
     #[test]
-    fn tls_is_on_when_enabled_or_given_a_certificate() {
+    fn tls_is_on_unless_explicitly_off() {
         let with = |tls: Option<ManagedDatabaseTls>| enabled(&ManagedDatabase { tls, ..Default::default() });
-        assert!(!with(None));
-        assert!(!with(Some(ManagedDatabaseTls::default())));
+        assert!(with(None), "unset: on");
+        assert!(with(Some(ManagedDatabaseTls::default())), "tls without enabled: on");
         assert!(with(Some(ManagedDatabaseTls { enabled: Some(true), ..Default::default() })));
         assert!(with(Some(ManagedDatabaseTls { certificate_name: Some("db-tls".into()), ..Default::default() })));
+        assert!(!with(Some(ManagedDatabaseTls { enabled: Some(false), ..Default::default() })), "the opt-out");
+        let blank = ManagedDatabaseTls { enabled: Some(false), certificate_name: Some(" ".into()) };
+        assert!(!with(Some(blank)), "a blank certificate name is no certificate");
+        // Refused at admission; should it get through, the user's certificate wins.
+        let both = ManagedDatabaseTls { enabled: Some(false), certificate_name: Some("db-tls".into()) };
+        assert!(with(Some(both.clone())));
+        assert_eq!(user_secret(&ManagedDatabase { tls: Some(both), ..Default::default() }), Some("db-tls"));
     }
 
     #[test]

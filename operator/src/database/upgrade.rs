@@ -2,9 +2,11 @@
 //! the roll), persists every transition in `status.database.upgrade` before going on, and
 //! notes an Event for each.
 
+use super::account::{self, UPGRADE_USER, UpgradeAccount};
 use super::build::{self, Inputs};
 use super::check::{self, CheckError, Target};
 use super::clean_stop;
+use super::credentials::Credentials;
 use super::error::Error;
 use super::names::Names;
 use super::observe;
@@ -37,10 +39,12 @@ pub struct Request<'a> {
     pub step_timeout_seconds: i64,
 }
 
-/// The driver: the objects it may apply and the server it talks to as the administrator.
+/// The driver: the objects it may apply and the server it talks to as the maintenance account.
 pub struct Driver<'a> {
     pub inputs: Inputs<'a>,
-    pub admin: &'a Target,
+    pub maintenance: &'a Target,
+    /// The maintenance password's hash, for the init file the new server starts with.
+    pub account_hash: &'a str,
     /// The image the StatefulSet runs; `None` when it was just created.
     pub live_image: Option<String>,
 }
@@ -50,6 +54,12 @@ fn check_report(error: CheckError) -> Report {
 }
 
 impl Driver<'_> {
+    /// The account the `mariadb-upgrade` Job runs as: it shares the maintenance password.
+    fn upgrade_account(&self) -> Target {
+        let password = self.maintenance.credentials.password.clone();
+        Target { credentials: Credentials { username: UPGRADE_USER.to_string(), password }, ..self.maintenance.clone() }
+    }
+
     /// A Job of the sequence, created once. Whether it already ran is the sequence's business
     /// (each attempt has a Job of its own name), so status never stops one from being created.
     async fn job(&self, run: &Run<'_>, job: Job) -> Result<JobRun, Error> {
@@ -79,7 +89,7 @@ impl Driver<'_> {
                     JobRun::Running { .. } => Report::Waiting(format!("backup Job {job} runs")),
                 })
             }
-            Work::EnableSlowShutdown => Ok(match check::prepare_for_version_change(self.admin).await {
+            Work::EnableSlowShutdown => Ok(match check::prepare_for_version_change(self.maintenance).await {
                 Ok(version) => Report::Done { server_version: Some(version.raw) },
                 Err(e) => check_report(e),
             }),
@@ -90,10 +100,13 @@ impl Driver<'_> {
                     // old one (a new image that never came up) has nothing to protect.
                     if self.live_image.is_some()
                         && self.live_image == upgrade.from_image
-                        && let Err(e) = check::prepare_for_version_change(self.admin).await
+                        && let Err(e) = check::prepare_for_version_change(self.maintenance).await
                     {
                         return Ok(check_report(e));
                     }
+                    // The new server starts with the account mariadb-upgrade runs as.
+                    let sql = account::init_sql(self.account_hash, UpgradeAccount::Present);
+                    run.ledger.apply(account::render_init(self.inputs.names, self.inputs.secret_meta(), &sql)).await?;
                     let rolled = Inputs { image: image.as_str(), ..self.inputs.clone() };
                     run.ledger.apply(build::stateful_set::render(&rolled)).await?;
                     self.live_image = Some(image.clone());
@@ -119,12 +132,17 @@ impl Driver<'_> {
             Work::MariadbUpgrade { job, image } => {
                 let state = self.job(run, build::jobs::upgrade(&self.inputs, job, image)).await?;
                 Ok(match state {
-                    JobRun::Succeeded => Report::Done { server_version: None },
+                    // Its work done, the account that holds root's privileges goes at once.
+                    JobRun::Succeeded => match check::drop_upgrade_account(&self.upgrade_account()).await {
+                        Ok(()) => Report::Done { server_version: None },
+                        Err(e) if e.is_transient() => Report::Retrying(format!("removing the upgrade account: {e}")),
+                        Err(e) => Report::Failed(format!("mariadb-upgrade ran, but the upgrade account stays: {e}")),
+                    },
                     JobRun::Failed(message) => Report::Failed(format!("mariadb-upgrade Job {job} failed: {message}")),
                     JobRun::Running { .. } => Report::Waiting(format!("mariadb-upgrade Job {job} runs")),
                 })
             }
-            Work::VerifyVersion => Ok(match check::read_version(self.admin).await {
+            Work::VerifyVersion => Ok(match check::read_version(self.maintenance).await {
                 Ok(version) => {
                     let target = upgrade.to_version.as_deref().and_then(parse_major_minor);
                     match verify_after_change(upgrade.from_version.as_deref(), &version.raw, target) {

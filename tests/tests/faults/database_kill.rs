@@ -3,8 +3,9 @@
 //! directly, the address override pointing at the real server). The test plays the kubelet of
 //! the MariaDB pod: it stops the real server when the old pod goes (cleanly, as the preStop
 //! hook does, or with a kill), runs the new pod's clean-stop check (the init container's
-//! script) on the real data directory as the new image's series, and starts the server and
-//! reports the pod ready only when the check lets it.
+//! script) on the real data directory as the new image's series, and starts the server (with
+//! the pod's init file, certificate and flags) and reports the pod ready only when the check
+//! lets it.
 //!
 //! Each round: the server is killed before the roll (the sequence retries, nothing rolls, and
 //! it goes on once the server is back), then killed instead of stopping slowly when the roll
@@ -157,6 +158,8 @@ impl Scenario {
         };
         let status = if run.exit_code == 0 {
             let logged = self.db.error_log().len();
+            // What the new pod gives its server: its init file, certificate and flags.
+            self.db.configure(&crate::mariadb_common::pod_options(&self.env.client(), &self.env.ns, pod).await?)?;
             self.db.restart().await?;
             // The server's own word on what it found: a new series must never recover a crash.
             let start = self.db.error_log().get(logged..).unwrap_or_default().to_string();

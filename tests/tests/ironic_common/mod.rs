@@ -44,7 +44,7 @@ pub struct ExternalDatabase {
 pub const DATABASE_PASSWORD: &str = "ironic-e2e-db-password";
 
 pub async fn external_database(env: &Env, credentials: &str, tls: bool) -> anyhow::Result<ExternalDatabase> {
-    let server = MariaDb::start(MariaDbConfig { tls }).await?;
+    let server = MariaDb::start(MariaDbConfig { tls, ..Default::default() }).await?;
     server.create_database("ironic", "ironic", DATABASE_PASSWORD).await?;
     server.ironic_dbsync("ironic", "ironic", DATABASE_PASSWORD, "create_schema")?;
     create_secret(env, credentials, "Opaque", &[("username", "ironic"), ("password", DATABASE_PASSWORD)]).await?;

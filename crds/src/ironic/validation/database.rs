@@ -1,6 +1,6 @@
 //! `spec.database`: the two forms, immutability, and the managed MariaDB settings.
 
-use crate::ironic::database::{DATABASE_FORMS_MESSAGE, Database, DatabaseStorage};
+use crate::ironic::database::{DATABASE_FORMS_MESSAGE, Database, DatabaseStorage, MANAGED_TLS_CONFLICT_MESSAGE};
 use crate::ironic::{DATABASE_IMMUTABLE_MESSAGE, IronicSpec};
 use crate::validation::{Errors, is_set, parse_quantity_bytes};
 
@@ -59,7 +59,7 @@ pub(super) fn validate_database(errors: &mut Errors, spec: &IronicSpec, old: Opt
                 && is_set(&tls.certificate_name)
                 && tls.enabled == Some(false)
             {
-                errors.push(format!("{mpath}.tls.certificateName"), "is set but tls.enabled is false");
+                errors.push(format!("{mpath}.tls.certificateName"), MANAGED_TLS_CONFLICT_MESSAGE);
             }
         }
         None => {

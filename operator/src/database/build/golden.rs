@@ -4,6 +4,7 @@
 //! and review the diff.
 
 use super::{ClaimSettings, Inputs, jobs, service, stateful_set, storage};
+use crate::database::account::{self, UpgradeAccount};
 use crate::database::credentials::{self, Credentials, Password};
 use crate::database::names::Names;
 use crate::database::tls::{self, Generated, Material};
@@ -54,9 +55,15 @@ fn inputs<'a>(
         image,
         claim: ClaimSettings { size: storage.size(), storage_class: storage.storage_class_name },
         tls,
+        require_tls: tls.is_some(),
+        account_digest: account::digest(&account::password_hash(&maintenance().password)),
         job_backoff_limit: 2,
         job_deadline_seconds: 3600,
     }
+}
+
+fn maintenance() -> Credentials {
+    Credentials { username: account::MAINTENANCE_USER.into(), password: Password::new("maintenance-password") }
 }
 
 fn render_case(yaml: &str) -> String {
@@ -69,11 +76,14 @@ fn render_case(yaml: &str) -> String {
     let meta = inputs.secret_meta();
     let admin = Credentials { username: "root".into(), password: Password::new("admin-password") };
     let user = Credentials { username: "ironic".into(), password: Password::new("ironic-password") };
+    let hash = account::password_hash(&maintenance().password);
     let mut docs = vec![
         typed(&stateful_set::render(&inputs)),
         typed(&service::render(&inputs)),
         typed(&credentials::render(&names.admin(), meta.clone(), &admin)),
         typed(&credentials::render(&names.credentials(), meta.clone(), &user)),
+        typed(&credentials::render(&names.maintenance(), meta.clone(), &maintenance())),
+        typed(&account::render_init(&names, meta.clone(), &account::init_sql(&hash, UpgradeAccount::Absent))),
     ];
     if let Some(material) = &material {
         if let Some(generated) = &material.generated {
@@ -117,9 +127,22 @@ fn with_managed(managed: &str) -> String {
     )
 }
 
+/// An Ironic whose `spec.database.managed` is `managed`, its managed database and its names.
+fn case(managed: &str) -> (Ironic, ManagedDatabase, Names) {
+    let ironic = ironic(&with_managed(managed));
+    let database = ironic.spec.database.clone().and_then(|d| d.managed).expect("a managed database");
+    let names = Names::of(&ironic);
+    (ironic, database, names)
+}
+
 #[test]
 fn golden_minimal_managed_database() {
     check("minimal", render_case(&with_managed(" {}")));
+}
+
+#[test]
+fn golden_managed_database_opted_out_of_tls() {
+    check("no-tls", render_case(&with_managed(" {tls: {enabled: false}}")));
 }
 
 #[test]
@@ -131,7 +154,6 @@ fn golden_full_managed_database_with_tls_and_backups() {
         requests: {cpu: 250m, memory: 512Mi}
         limits: {memory: 1Gi}
       storage: {size: 20Gi, storageClassName: fast}
-      tls: {enabled: true}
       backup:
         enabled: true
         keep: 5
@@ -141,9 +163,7 @@ fn golden_full_managed_database_with_tls_and_backups() {
 
 #[test]
 fn the_statefulset_has_the_slow_shutdown_hook_and_its_grace_period() {
-    let ironic = ironic(&with_managed(" {}"));
-    let managed = ironic.spec.database.clone().and_then(|d| d.managed).expect("managed");
-    let names = Names::of(&ironic);
+    let (ironic, managed, names) = case(" {}");
     let inputs = inputs(&ironic, &names, &managed, "docker.io/library/mariadb:11.4", None);
     let sts = stateful_set::render(&inputs);
     let spec = sts.spec.expect("spec");
@@ -161,4 +181,67 @@ fn the_statefulset_has_the_slow_shutdown_hook_and_its_grace_period() {
     let job = jobs::upgrade(&inputs, "j", "img");
     let labels = job.spec.and_then(|s| s.template.metadata).and_then(|m| m.labels).unwrap_or_default();
     assert!(!labels.contains_key(crate::database::names::DATABASE_LABEL));
+}
+
+#[test]
+fn root_stays_on_the_socket_and_the_jobs_run_as_their_own_accounts() {
+    let (ironic, managed, names) = case(" {}");
+    let inputs = inputs(&ironic, &names, &managed, "docker.io/library/mariadb:11.4", None);
+    let sts = stateful_set::render(&inputs);
+    let template = sts.spec.expect("spec").template;
+    let pod = template.spec.expect("pod");
+    let container = &pod.containers[0];
+    let env = |name: &str| container.env.iter().flatten().find(|e| e.name == name).cloned().expect(name);
+    assert_eq!(env("MARIADB_ROOT_HOST").value.as_deref(), Some("localhost"), "no root over the network");
+    let args = container.args.clone().unwrap_or_default();
+    assert!(args.contains(&"--init-file=/etc/mysql/ferrometal/init.sql".to_string()), "{args:?}");
+    assert!(args.contains(&"--innodb-fast-shutdown=0".to_string()), "every stop is the slow one: {args:?}");
+    let init = pod.volumes.iter().flatten().find(|v| v.name == "init").and_then(|v| v.secret.clone());
+    assert_eq!(init.and_then(|s| s.secret_name), Some(names.init()));
+    let annotations = template.metadata.and_then(|m| m.annotations).unwrap_or_default();
+    assert_eq!(
+        annotations.get(crate::database::names::ACCOUNT_HASH_ANNOTATION),
+        Some(&inputs.account_digest),
+        "a new maintenance password restarts the server"
+    );
+
+    let job_env = |job: &k8s_openapi::api::batch::v1::Job| {
+        let container = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|p| p.containers[0].clone());
+        container.and_then(|c| c.env).unwrap_or_default()
+    };
+    let secret_of = |env: &[k8s_openapi::api::core::v1::EnvVar], name: &str| {
+        let var = env.iter().find(|e| e.name == name)?;
+        var.value.clone().or_else(|| {
+            let key = var.value_from.as_ref()?.secret_key_ref.as_ref()?;
+            Some(format!("{}/{}", key.name, key.key))
+        })
+    };
+    let backup = jobs::backup(&inputs, "b", "img", "f.sql.gz", 3);
+    let upgrade = jobs::upgrade(&inputs, "u", "img");
+    let (backup_env, upgrade_env) = (job_env(&backup), job_env(&upgrade));
+    assert_eq!(secret_of(&backup_env, "DB_USER"), Some(format!("{}/username", names.maintenance())));
+    assert_eq!(secret_of(&upgrade_env, "DB_USER").as_deref(), Some(account::UPGRADE_USER));
+    for env in [&backup_env, &upgrade_env] {
+        assert_eq!(secret_of(env, "MYSQL_PWD"), Some(format!("{}/password", names.maintenance())));
+        let text = serde_json::to_string(env).expect("json");
+        assert!(!text.contains(&names.admin()), "root's Secret stays in the MariaDB pod: {text}");
+    }
+    let script = jobs::backup_script(&inputs);
+    assert!(script.contains("--databases ironic") && !script.contains("--all-databases"), "{script}");
+}
+
+#[test]
+fn tls_is_served_by_default_and_not_after_the_opt_out() {
+    let args_of = |yaml: &str| {
+        let (ironic, managed, names) = case(yaml);
+        let material = tls::enabled(&managed).then(|| fake_material(&names));
+        let inputs = inputs(&ironic, &names, &managed, "img", material.as_ref());
+        let sts = stateful_set::render(&inputs);
+        sts.spec.and_then(|s| s.template.spec).map(|p| p.containers[0].args.clone().unwrap_or_default())
+    };
+    let default = args_of(" {}").unwrap_or_default();
+    assert!(default.contains(&"--require-secure-transport=ON".to_string()), "{default:?}");
+    assert!(default.iter().any(|a| a.starts_with("--ssl-cert=")), "{default:?}");
+    let opted_out = args_of(" {tls: {enabled: false}}").unwrap_or_default();
+    assert!(!opted_out.iter().any(|a| a.contains("ssl") || a.contains("secure-transport")), "{opted_out:?}");
 }

@@ -1,11 +1,13 @@
-//! The Jobs of a MariaDB version change: the logical backup before it (`mariadb-dump` to the
-//! backup volume, keeping the newest N) and `mariadb-upgrade` after the new server started.
-//! Both connect to the Service over the network as the administrator, with TLS when the
-//! database serves it; the password comes from the administrator's Secret as `MYSQL_PWD`,
-//! which the MariaDB clients read, so it never appears on a command line.
+//! The Jobs of a MariaDB version change: the logical backup before it (`mariadb-dump` of
+//! Ironic's database to the backup volume, keeping the newest N) as the maintenance account,
+//! and `mariadb-upgrade` after the new server started, as the upgrade account that exists
+//! only for it ([`crate::database::account`]). Both connect to the Service over the network,
+//! with TLS when the database serves it; the password comes from the maintenance Secret as
+//! `MYSQL_PWD`, which the MariaDB clients read, so it never appears on a command line.
 
 use super::{CLIENT_CA_DIR, Inputs, container_security, env, mount, pod_security, secret_env, secret_volume};
-use crate::database::connection::{CA_KEY, MARIADB_PORT, PASSWORD_KEY, USERNAME_KEY};
+use crate::database::account::UPGRADE_USER;
+use crate::database::connection::{CA_KEY, MANAGED_DATABASE_NAME, MARIADB_PORT, PASSWORD_KEY, USERNAME_KEY};
 use crate::database::names::JOB_LABEL;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, Volume};
@@ -47,15 +49,18 @@ pub fn upgrade_script(inputs: &Inputs<'_>) -> String {
     format!("set -eu\nexec mariadb-upgrade {} --verbose\n", connect_options(inputs))
 }
 
-/// A consistent dump of every database (one transaction, InnoDB), compressed, written under
+/// A consistent dump of Ironic's database (one transaction, InnoDB), compressed, written under
 /// a temporary name and renamed when complete, then all but the newest `$BACKUP_KEEP` dumps
 /// of this database removed. File names start with the StatefulSet's name and sort by time.
+/// Ironic's database alone: the system database (accounts and their password hashes) is not
+/// the maintenance account's to read, and a fresh managed server makes its accounts from the
+/// Secrets anyway, so a restore needs only Ironic's data.
 pub fn backup_script(inputs: &Inputs<'_>) -> String {
     format!(
         r#"set -euo pipefail
 umask 077
 target="{BACKUP_DIR}/$BACKUP_FILE"
-mariadb-dump {} --single-transaction --routines --events --triggers --all-databases | gzip > "$target.partial"
+mariadb-dump {} --single-transaction --routines --events --triggers --databases {MANAGED_DATABASE_NAME} | gzip > "$target.partial"
 mv "$target.partial" "$target"
 ls -1 {BACKUP_DIR}/"$BACKUP_PREFIX"-*.sql.gz | sort -r | tail -n +"$((BACKUP_KEEP + 1))" | xargs -r rm -f --
 echo "wrote $target"
@@ -124,11 +129,16 @@ fn render(
     // Not the StatefulSet's selector label: a Job's pod must never become a Service endpoint.
     let mut labels = names.owner_labels();
     labels.insert(JOB_LABEL.to_string(), kind.label().to_string());
+    let user = match kind {
+        Kind::Backup => secret_env("DB_USER", &names.maintenance(), USERNAME_KEY),
+        // The account the new server's init file made for this Job; it shares the password.
+        Kind::Upgrade => env("DB_USER", UPGRADE_USER),
+    };
     let mut environment = vec![
         env("DB_HOST", inputs.host.clone()),
         env("DB_PORT", MARIADB_PORT.to_string()),
-        secret_env("DB_USER", &names.admin(), USERNAME_KEY),
-        secret_env("MYSQL_PWD", &names.admin(), PASSWORD_KEY),
+        user,
+        secret_env("MYSQL_PWD", &names.maintenance(), PASSWORD_KEY),
     ];
     environment.append(extra_env);
     let mut volumes = Vec::new();

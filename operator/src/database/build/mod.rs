@@ -36,6 +36,8 @@ pub const DATA_DIR: &str = "/var/lib/mysql";
 pub const SERVER_TLS_DIR: &str = "/etc/mysql/tls";
 /// Where clients (the Jobs) find the CA; the same path Ironic's pods use.
 pub const CLIENT_CA_DIR: &str = "/certs/ca/mariadb";
+/// Where MariaDB finds its init file (`--init-file`): the accounts, applied at every start.
+pub const INIT_DIR: &str = "/etc/mysql/ferrometal";
 
 /// Size and class of a volume claim.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,8 +61,14 @@ pub struct Inputs<'a> {
     /// The data volume's claim template. Immutable in a StatefulSet, so once created it is
     /// rendered as it was; the driver grows the claim itself.
     pub claim: ClaimSettings,
-    /// TLS, when on.
+    /// TLS the server serves, when it does.
     pub tls: Option<&'a Material>,
+    /// Whether it also refuses clear text on the network (with `tls` only): not while Ironic's
+    /// pods move to or away from the CA.
+    pub require_tls: bool,
+    /// [`crate::database::account::digest`] of the maintenance password's hash: a new password
+    /// restarts the server, which applies it from its init file.
+    pub account_digest: String,
     /// Retries of a Job's pod before the Job fails.
     pub job_backoff_limit: i32,
     /// How long a Job may run.

@@ -2,12 +2,13 @@
 //! shutdown that leaves nothing for the next version to recover.
 
 use super::{
-    CONTAINER, DATA_DIR, Inputs, SERVER_TLS_DIR, container_security, env, mount, pod_security, secret_env,
+    CONTAINER, DATA_DIR, INIT_DIR, Inputs, SERVER_TLS_DIR, container_security, env, mount, pod_security, secret_env,
     secret_volume,
 };
+use crate::database::account::INIT_KEY;
 use crate::database::clean_stop;
 use crate::database::connection::{MANAGED_DATABASE_NAME, MARIADB_PORT, PASSWORD_KEY, USERNAME_KEY};
-use crate::database::names::{DATA_VOLUME, TLS_HASH_ANNOTATION};
+use crate::database::names::{ACCOUNT_HASH_ANNOTATION, DATA_VOLUME, TLS_HASH_ANNOTATION};
 use crate::pki::CA_CERT_KEY;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
@@ -19,14 +20,20 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::ObjectMeta;
 
 const TLS_VOLUME: &str = "tls";
+/// The argument that makes MariaDB refuse clear text on the network.
+pub const REQUIRE_TLS_ARG: &str = "--require-secure-transport=ON";
+/// The argument of the served certificate: the server offers TLS.
+pub const SERVE_TLS_ARG_PREFIX: &str = "--ssl-cert=";
+const INIT_VOLUME: &str = "init";
 
 /// The preStop hook. A normal shutdown (`innodb_fast_shutdown = 1`, MariaDB's default) leaves
 /// purge and change-buffer work in the data files; a newer major version may refuse them, or
 /// the redo log of an unclean stop. `0` makes InnoDB finish all of it and write every dirty
-/// page before it stops, which is what MariaDB asks for before a version change. The hook
-/// sets it over the local socket and shuts the server down itself; `mariadb-admin shutdown`
-/// returns once the server is gone, so the kubelet's SIGTERM afterwards meets a stopped
-/// server. If setting the variable fails the shutdown still runs (a normal clean one).
+/// page before it stops, which is what MariaDB asks for before a version change. The server
+/// starts with `--innodb-fast-shutdown=0`; the hook sets it once more over the local socket
+/// (for a server started from an older template) and shuts the server down itself;
+/// `mariadb-admin shutdown` returns once the server is gone, so the kubelet's SIGTERM
+/// afterwards meets a stopped server. If setting the variable fails the shutdown still runs.
 pub const PRE_STOP: &str = r#"export MYSQL_PWD="$MARIADB_ROOT_PASSWORD"
 if ! mariadb --protocol=socket --user=root --execute='SET GLOBAL innodb_fast_shutdown = 0'; then
   echo 'preStop: could not set innodb_fast_shutdown = 0; shutting down anyway' >&2
@@ -44,10 +51,18 @@ pub const READINESS: &str =
 pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
     let names = inputs.names;
     let managed = inputs.managed;
-    let mut args = vec!["--skip-name-resolve".to_string()];
-    let mut volumes = Vec::new();
-    let mut mounts = vec![mount(DATA_VOLUME, DATA_DIR, false)];
+    let mut args = vec![
+        "--skip-name-resolve".to_string(),
+        // Every stop is the slow, complete one (the preStop hook's too), so the operator only
+        // reads the flag before a version change and needs no SUPER to set it.
+        "--innodb-fast-shutdown=0".to_string(),
+        // The accounts, at every start: root kept to the socket, the maintenance account.
+        format!("--init-file={INIT_DIR}/{INIT_KEY}"),
+    ];
+    let mut volumes = vec![secret_volume(INIT_VOLUME, &names.init())];
+    let mut mounts = vec![mount(DATA_VOLUME, DATA_DIR, false), mount(INIT_VOLUME, INIT_DIR, true)];
     let mut annotations = std::collections::BTreeMap::new();
+    annotations.insert(ACCOUNT_HASH_ANNOTATION.to_string(), inputs.account_digest.clone());
     if let Some(tls) = inputs.tls {
         volumes.push(secret_volume(TLS_VOLUME, &tls.serving_secret));
         mounts.push(mount(TLS_VOLUME, SERVER_TLS_DIR, true));
@@ -55,9 +70,11 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
             format!("--ssl-cert={SERVER_TLS_DIR}/tls.crt"),
             format!("--ssl-key={SERVER_TLS_DIR}/tls.key"),
             format!("--ssl-ca={SERVER_TLS_DIR}/{CA_CERT_KEY}"),
-            // Network clients must use TLS; the socket (probe, preStop) stays available.
-            "--require-secure-transport=ON".to_string(),
         ]);
+        if inputs.require_tls {
+            // Network clients must use TLS; the socket (probe, preStop) stays available.
+            args.push(REQUIRE_TLS_ARG.to_string());
+        }
         annotations.insert(TLS_HASH_ANNOTATION.to_string(), tls.digest.clone());
     }
     let shell = |script: &str| vec!["bash".to_string(), "-c".to_string(), script.to_string()];
@@ -67,7 +84,8 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
         args: Some(args),
         env: Some(vec![
             secret_env("MARIADB_ROOT_PASSWORD", &names.admin(), PASSWORD_KEY),
-            env("MARIADB_ROOT_HOST", "%"),
+            // root on the socket only: the network accounts are the init file's.
+            env("MARIADB_ROOT_HOST", "localhost"),
             env("MARIADB_DATABASE", MANAGED_DATABASE_NAME),
             secret_env("MARIADB_USER", &names.credentials(), USERNAME_KEY),
             secret_env("MARIADB_PASSWORD", &names.credentials(), PASSWORD_KEY),
@@ -115,10 +133,8 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
         }),
         ..Default::default()
     };
-    let mut template_meta = ObjectMeta { labels: Some(names.labels()), ..Default::default() };
-    if !annotations.is_empty() {
-        template_meta.annotations = Some(annotations);
-    }
+    let template_meta =
+        ObjectMeta { labels: Some(names.labels()), annotations: Some(annotations), ..Default::default() };
     StatefulSet {
         metadata: inputs.meta(names.stateful_set(), names.labels()),
         spec: Some(StatefulSetSpec {
@@ -136,7 +152,7 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
                     // Before the server: it must not open a directory a crash left to another series.
                     init_containers: Some(vec![clean_stop::init_container(inputs)]),
                     containers: vec![container],
-                    volumes: (!volumes.is_empty()).then_some(volumes),
+                    volumes: Some(volumes),
                     security_context: Some(pod_security()),
                     automount_service_account_token: Some(false),
                     enable_service_links: Some(false),

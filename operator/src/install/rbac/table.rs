@@ -120,6 +120,8 @@ pub const DATABASE: Component = Component {
         access(SECRETS, &[Get, Create, Patch], "the database's credentials and certificates"),
         access(PVCS, &[Get, Create, Patch], "the backup volume; growing the data volume"),
         access(PODS, &[Get, List], "the MariaDB pod's readiness; why a Job's pod failed"),
+        access(DEPLOYMENTS, &[Get], "whether Ironic's pods trust the CA before a running MariaDB requires TLS"),
+        access(DAEMONSETS, &[Get], "whether Ironic's pods trust the CA before a running MariaDB requires TLS"),
         access(JOBS, &[Get, Create, Patch], "backup and upgrade Jobs"),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
