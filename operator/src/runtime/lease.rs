@@ -195,7 +195,8 @@ mod tests {
         let late = sent + Duration::from_secs(8);
         assert_eq!(timing.attempt_limit(late, deadline), deadline);
         // A short deadline still gives an attempt a whole retry period.
-        let tight = LeaseTiming { renew_deadline: Duration::from_secs(3), retry_period: Duration::from_secs(2), ..timing };
+        let tight =
+            LeaseTiming { renew_deadline: Duration::from_secs(3), retry_period: Duration::from_secs(2), ..timing };
         assert_eq!(tight.attempt_limit(sent, sent + Duration::from_secs(60)), sent + Duration::from_secs(2));
     }
 
