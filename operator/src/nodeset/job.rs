@@ -43,9 +43,7 @@ pub fn name(nodeset: &str, batch: &Batch) -> String {
     digest.update([0]);
     digest.update(batch.service_hash.as_bytes());
     for (host, ran) in &batch.hosts {
-        for part in
-            [host.as_str(), &ran.config_hash, &ran.epoch, batch.previous.get(host).map(String::as_str).unwrap_or("")]
-        {
+        for part in [host.as_str(), &ran.config_hash, &ran.epoch, ran.after.as_deref().unwrap_or("")] {
             digest.update([0]);
             digest.update(part.as_bytes());
         }
@@ -176,12 +174,12 @@ mod tests {
     use k8s_openapi::jiff::Timestamp;
     use serde_json::json;
 
-    fn batch(config: &str, previous: &str) -> Batch {
+    fn batch(config: &str, after: &str) -> Batch {
+        let ran = JobHost { config_hash: config.into(), epoch: "e".into(), after: Some(after.into()) };
         Batch {
             service: "configure-network".into(),
             service_hash: "s1".into(),
-            hosts: BTreeMap::from([("c-0".to_string(), JobHost { config_hash: config.into(), epoch: "e".into() })]),
-            previous: BTreeMap::from([("c-0".to_string(), previous.to_string())]),
+            hosts: BTreeMap::from([("c-0".to_string(), ran)]),
         }
     }
 
@@ -197,7 +195,7 @@ mod tests {
         let a = name("computes", &batch("A", ""));
         assert_eq!(a, name("computes", &batch("A", "")));
         assert_ne!(a, name("computes", &batch("B", "")));
-        assert_ne!(a, name("computes", &batch("A", "2026-01-01T00:00:00Z")), "A again after B is a new run");
+        assert_ne!(a, name("computes", &batch("A", "0123456789abcdef")), "A again after B is a new run");
         assert!(a.starts_with("computes-configure-network-") && a.len() <= MAX_LABEL_VALUE);
         let long = name(&"n".repeat(63), &batch("A", ""));
         assert!(long.len() <= MAX_LABEL_VALUE, "{long}");
@@ -237,7 +235,10 @@ mod tests {
             (seen.service.as_str(), seen.service_hash.as_str(), seen.outcome.clone()),
             ("configure-network", "s1", JobOutcome::Running)
         );
-        assert_eq!(seen.hosts["c-0"].config_hash, "A");
+        assert_eq!(
+            seen.hosts["c-0"],
+            JobHost { config_hash: "A".into(), epoch: "e".into(), after: Some(String::new()) }
+        );
         job.status = Some(JobStatus {
             conditions: Some(vec![JobCondition {
                 type_: "Failed".into(),

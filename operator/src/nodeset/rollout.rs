@@ -12,6 +12,7 @@
 use crds::nodeset::{CompletedService, Rollout, RolloutStatus, RolloutStrategy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Hosts in one Job at most: bounds the inventory Secret (1 MiB) and the Job's annotations.
@@ -47,6 +48,50 @@ pub struct JobHost {
     #[serde(rename = "configHash")]
     pub config_hash: String,
     pub epoch: String,
+    /// The [`fingerprint`] of the service's completion on the host when the Job was planned.
+    /// It orders the run after that completion whatever the clocks say: completion times have
+    /// a resolution of one second, and a fast service completes twice within one. `None` on
+    /// Jobs planned by operators that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// A short digest of a host's completion of a service ("" for none): what a Job records as
+/// the completion it was planned after.
+pub fn fingerprint(entry: Option<&CompletedService>) -> String {
+    let Some(entry) = entry else { return String::new() };
+    let mut digest = Sha256::new();
+    let time = entry.completed_at.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
+    for part in [
+        entry.name.as_str(),
+        entry.config_hash.as_deref().unwrap_or(""),
+        entry.service_hash.as_deref().unwrap_or(""),
+        &time,
+    ] {
+        digest.update(part.as_bytes());
+        digest.update([0]);
+    }
+    hex::encode(&digest.finalize()[..8])
+}
+
+/// Whether a run of a service (`ran`, finished `at`) is newer than the host's recorded
+/// completion `entry` of it: planned after that very completion, or finished later.
+fn supersedes(entry: Option<&CompletedService>, ran: &JobHost, at: &Time) -> bool {
+    let Some(entry) = entry else { return true };
+    if ran.after.as_deref().is_some_and(|after| after == fingerprint(Some(entry))) {
+        return true;
+    }
+    entry.completed_at.as_ref().is_none_or(|t| t.0 < at.0)
+}
+
+/// Whether no completion of the service arrived on the host since a Job (`ran`, created
+/// `created`) was planned: the host's completion is still the one the Job came after.
+fn nothing_completed_since(entry: Option<&CompletedService>, ran: &JobHost, created: &Time) -> bool {
+    match &ran.after {
+        Some(after) => *after == fingerprint(entry),
+        // An older operator's Job: by the clock.
+        None => entry.and_then(|e| e.completed_at.as_ref()).is_none_or(|t| t.0 < created.0),
+    }
 }
 
 /// How a Job ended, or that it has not yet.
@@ -82,10 +127,9 @@ impl ObservedJob {
 pub struct Batch {
     pub service: String,
     pub service_hash: String,
+    /// Per host, what it runs with, including the completion it runs after: a run after that
+    /// is a new run, so its Job gets a new name even for a configuration the host had before.
     pub hosts: BTreeMap<String, JobHost>,
-    /// Per host, when the service last completed on it: a run after that is a new run, so
-    /// its Job gets a new name even when the configuration is one the host had before.
-    pub previous: BTreeMap<String, String>,
 }
 
 /// A failed Job that stops the rollout.
@@ -175,8 +219,49 @@ pub fn done(completed: &[CompletedService], service: &Service, desired: &str) ->
     })
 }
 
-fn completed_at<'a>(completed: &'a [CompletedService], service: &str) -> Option<&'a Time> {
-    completed.iter().find(|c| c.name == service).and_then(|c| c.completed_at.as_ref())
+fn entry<'a>(completed: &'a [CompletedService], service: &str) -> Option<&'a CompletedService> {
+    completed.iter().find(|c| c.name == service)
+}
+
+/// Records the success of `job` (finished `at`) on each of its hosts where it is newer than
+/// what is recorded; true when anything changed.
+fn record(
+    completed: &mut BTreeMap<String, Vec<CompletedService>>,
+    hosts: &BTreeMap<&str, &HostWork>,
+    job: &ObservedJob,
+    at: &Time,
+) -> bool {
+    let mut changed = false;
+    for (hostname, ran) in &job.hosts {
+        let (Some(host), Some(completed)) = (hosts.get(hostname.as_str()), completed.get_mut(hostname)) else {
+            continue;
+        };
+        if ran.epoch != host.epoch {
+            continue;
+        }
+        let record = CompletedService {
+            name: job.service.clone(),
+            config_hash: Some(ran.config_hash.clone()),
+            service_hash: Some(job.service_hash.clone()),
+            completed_at: Some(at.clone()),
+        };
+        let position = completed.iter().position(|c| c.name == job.service);
+        if !supersedes(position.map(|i| &completed[i]), ran, at) {
+            continue;
+        }
+        match position {
+            Some(i) if completed[i] == record => {}
+            Some(i) => {
+                completed[i] = record;
+                changed = true;
+            }
+            None => {
+                completed.push(record);
+                changed = true;
+            }
+        }
+    }
+    changed
 }
 
 /// Plans the rollout. `services` is `spec.services` in order, `None` where no such
@@ -204,26 +289,16 @@ pub fn plan(
         })
         .collect();
     succeeded.sort_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| a.0.name.cmp(&b.0.name)));
-    for (job, at) in succeeded {
-        for (hostname, ran) in &job.hosts {
-            let (Some(host), Some(completed)) = (by_name.get(hostname.as_str()), plan.completed.get_mut(hostname))
-            else {
-                continue;
-            };
-            if ran.epoch != host.epoch {
-                continue;
-            }
-            let record = CompletedService {
-                name: job.service.clone(),
-                config_hash: Some(ran.config_hash.clone()),
-                service_hash: Some(job.service_hash.clone()),
-                completed_at: Some(at.clone()),
-            };
-            match completed.iter_mut().find(|c| c.name == job.service) {
-                Some(entry) if entry.completed_at.as_ref().is_some_and(|t| t.0 >= at.0) => {}
-                Some(entry) => *entry = record,
-                None => completed.push(record),
-            }
+    // Runs of one service that finished within the same second are ordered by what they were
+    // planned after, which one pass in time order may see in the wrong order: repeat until
+    // nothing changes (a chain of n such runs takes n passes).
+    for _ in 0..=succeeded.len() {
+        let mut changed = false;
+        for (job, at) in &succeeded {
+            changed |= record(&mut plan.completed, &by_name, job, at);
+        }
+        if !changed {
+            break;
         }
     }
 
@@ -252,7 +327,7 @@ pub fn plan(
                             ran.epoch == host.epoch
                                 && ran.config_hash == host.desired
                                 && !done(completed, service, &host.desired)
-                                && completed_at(completed, &service.name).is_none_or(|t| t.0 < job.created.0)
+                                && nothing_completed_since(entry(completed, &service.name), ran, &job.created)
                         })
                     })
                     .map(|(h, _)| h.clone())
@@ -315,13 +390,12 @@ pub fn plan(
                 service_hash: service.hash.clone(),
                 hosts: chunk
                     .iter()
-                    .map(|h| (h.name.clone(), JobHost { config_hash: h.desired.clone(), epoch: h.epoch.clone() }))
-                    .collect(),
-                previous: chunk
-                    .iter()
                     .map(|h| {
-                        let at = completed_at(&plan.completed[&h.name], &service.name);
-                        (h.name.clone(), at.map(|t| t.0.to_string()).unwrap_or_default())
+                        let after = fingerprint(entry(&plan.completed[&h.name], &service.name));
+                        (
+                            h.name.clone(),
+                            JobHost { config_hash: h.desired.clone(), epoch: h.epoch.clone(), after: Some(after) },
+                        )
                     })
                     .collect(),
             });
@@ -357,8 +431,14 @@ fn prunable(
                         None => true,
                         Some(host) if host.epoch != ran.epoch => true,
                         // What was persisted before this plan, not what it records now: a Job
-                        // goes only once its outcome is stored.
-                        Some(host) => completed_at(&host.completed, &job.service).is_some_and(|t| t.0 >= at.0),
+                        // goes only once its outcome is stored, or a later one's (a later
+                        // second: within the same second, "later" is not known here).
+                        Some(host) => entry(&host.completed, &job.service).is_some_and(|e| {
+                            e.completed_at.as_ref().is_some_and(|t| t.0 > at.0)
+                                || (e.completed_at.as_ref() == Some(at)
+                                    && e.config_hash.as_deref() == Some(ran.config_hash.as_str())
+                                    && e.service_hash.as_deref() == Some(job.service_hash.as_str()))
+                        }),
                     }
                 }),
                 JobOutcome::Failed { .. } => !blocking.contains(job.name.as_str()),

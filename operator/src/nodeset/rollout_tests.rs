@@ -37,7 +37,7 @@ fn job(name: &str, service: &str, hosts: &[(&str, &str)], outcome: JobOutcome) -
         service_hash: format!("{service}-v1"),
         hosts: hosts
             .iter()
-            .map(|(h, c)| (h.to_string(), JobHost { config_hash: c.to_string(), epoch: "e".into() }))
+            .map(|(h, c)| (h.to_string(), JobHost { config_hash: c.to_string(), epoch: "e".into(), after: None }))
             .collect(),
         outcome,
         created: at(20),
@@ -199,6 +199,83 @@ fn a_success_is_pruned_only_after_its_outcome_was_stored() {
     hosts[0].completed = first.completed["c-0"].clone();
     let next = plan(&hosts, &services(), &[finished], true, 1, 0);
     assert_eq!(next.prunable, ["j"]);
+}
+
+/// A Job of `service` on `c-0` at config `config`, planned after the host's completion `after`.
+fn job_after(
+    name: &str,
+    service: &str,
+    config: &str,
+    after: Option<&CompletedService>,
+    outcome: JobOutcome,
+) -> ObservedJob {
+    let mut job = job(name, service, &[("c-0", config)], outcome);
+    job.hosts.get_mut("c-0").expect("host").after = Some(fingerprint(after));
+    job.created = at(10);
+    job
+}
+
+// Completion times have a one-second resolution: a fast service completes twice within one
+// second, and the run planned after a completion must still count as the newer one.
+#[test]
+fn a_rerun_that_completes_in_the_second_of_the_completion_it_followed_is_recorded() {
+    let hosts = [host("c-0", "B", &ALL, "A")];
+    let before = completion("configure-network", "A", 10);
+    let rerun = job_after("j", "configure-network", "B", Some(&before), JobOutcome::Succeeded { at: at(10) });
+    let plan = plan(&hosts, &services(), &[rerun], true, 1, 3);
+    assert_eq!(plan.completed["c-0"][1], completion("configure-network", "B", 10));
+    assert_eq!(batches(&plan), [("configure-os".to_string(), vec!["c-0".into()])], "the host moves on");
+}
+
+#[test]
+fn runs_chained_within_one_second_record_the_last_whatever_their_names() {
+    let hosts = [host("c-0", "C", &ALL, "A")];
+    let first = completion("configure-network", "A", 10);
+    let second = completion("configure-network", "B", 10);
+    // Named so that the later run sorts first.
+    let jobs = [
+        job_after("a-later", "configure-network", "C", Some(&second), JobOutcome::Succeeded { at: at(10) }),
+        job_after("b-earlier", "configure-network", "B", Some(&first), JobOutcome::Succeeded { at: at(10) }),
+    ];
+    let plan = plan(&hosts, &services(), &jobs, true, 1, 3);
+    assert_eq!(plan.completed["c-0"][1], completion("configure-network", "C", 10));
+}
+
+#[test]
+fn an_older_run_in_the_same_second_does_not_replace_a_newer_completion() {
+    let hosts = [host("c-0", "B", &ALL, "B")];
+    let older = job_after("j", "configure-network", "A", None, JobOutcome::Succeeded { at: at(10) });
+    let plan = plan(&hosts, &services(), &[older], true, 1, 3);
+    assert_eq!(plan.completed["c-0"][1], completion("configure-network", "B", 10));
+    assert!(plan.configured.contains("c-0"));
+}
+
+#[test]
+fn a_success_in_the_second_of_another_completion_is_not_pruned_before_it_is_stored() {
+    let hosts = [host("c-0", "B", &ALL, "A")];
+    let before = completion("configure-network", "A", 10);
+    let rerun = job_after("j", "configure-network", "B", Some(&before), JobOutcome::Succeeded { at: at(10) });
+    let plan = plan(&hosts, &services(), &[rerun], true, 1, 0);
+    assert!(plan.prunable.is_empty(), "the stored completion of the same second is the one before it");
+}
+
+#[test]
+fn a_failure_planned_after_the_current_completion_blocks_even_within_its_second() {
+    let hosts = [host("c-0", "B", &ALL, "A")];
+    let before = completion("configure-network", "A", 10);
+    let failed = JobOutcome::Failed { message: "exit 3".into(), at: at(10) };
+    let plan =
+        plan(&hosts, &services(), &[job_after("j", "configure-network", "B", Some(&before), failed)], true, 1, 3);
+    assert_eq!(plan.failures.len(), 1, "{plan:?}");
+    assert!(plan.batches.is_empty());
+}
+
+#[test]
+fn the_next_job_records_the_completion_it_runs_after() {
+    let hosts = [host("c-0", "B", &ALL, "A")];
+    let plan = plan(&hosts, &services(), &[], true, 1, 3);
+    let ran = &plan.batches[0].hosts["c-0"];
+    assert_eq!(ran.after.as_deref(), Some(fingerprint(Some(&completion("configure-network", "A", 10))).as_str()));
 }
 
 #[test]
