@@ -15,6 +15,7 @@ use crate::host::secrets;
 use crate::host::trouble::Troubles;
 use crate::host::wake::Wakeups;
 use crate::kube::backoff::Backoff;
+use crate::kube::cache;
 use crate::kube::runner::{Runner, drive, fan_out};
 use crate::kube::{Context, Scope};
 use crds::baremetalhost::BareMetalHost;
@@ -89,7 +90,7 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
 /// capacity limiter, and by changes to the Secrets they name. Its cache of hosts joins the
 /// capacity count before anything runs.
 fn watch(ctx: &HostContext, wakeups: &Wakeups, scope: &Scope) -> Controller<BareMetalHost> {
-    let controller = Controller::new(scope.api::<BareMetalHost>(), watcher::Config::default().any_semantic())
+    let controller = cache::controller(scope.api::<BareMetalHost>(), watcher::Config::default().any_semantic())
         .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
         .reconcile_on(wakeups.subscribe(scope.namespace().map(str::to_string)));
     let store = controller.store();

@@ -12,6 +12,7 @@
 //! - [`events`]: Events collected during a reconcile, published after its status write;
 //! - [`observe`] and [`jobs`]: how Jobs and workloads are doing, Jobs that run once;
 //! - [`discovery`]: whether an optional API (a CRD of another project) is served, cached;
+//! - [`cache`]: the watch caches, which keep objects without their `managedFields`;
 //! - [`fresh`]: the newer of a cached object and what the controller's own write returned;
 //! - [`content`], [`names`], [`pod`]: Secret and ConfigMap content, labels and bounded names,
 //!   pod parts.
@@ -19,6 +20,7 @@
 //! Dependencies point one way: controllers → this kit → `crds` and `ironic-client`.
 
 pub mod backoff;
+pub mod cache;
 pub mod condition;
 pub mod content;
 pub mod context;

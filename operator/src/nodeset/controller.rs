@@ -11,6 +11,7 @@ use super::memory::Memory;
 use super::reconcile::{CONTROLLER, NodeSetReconciler};
 use super::validate::bmh_namespace;
 use crate::kube::backoff::Backoff;
+use crate::kube::cache::{self, reflected};
 use crate::kube::names::COMPONENT_LABEL;
 use crate::kube::runner::{Runner, drive, fan_out};
 use crate::kube::{Context, Scope};
@@ -21,9 +22,9 @@ use crds::nodesetservice::NodeSetService;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
-use kube::api::{Api, PartialObjectMeta};
-use kube::runtime::controller::{self, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::api::PartialObjectMeta;
+use kube::runtime::controller;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -54,19 +55,6 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
     Ok(())
 }
 
-/// A reflector of `api` whose events also wake NodeSets.
-fn reflected<K>(
-    api: Api<K>,
-    config: watcher::Config,
-) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>>)
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-{
-    let (store, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config).default_backoff()).touched_objects();
-    (store, stream)
-}
-
 async fn run_scope(
     ctx: Arc<Context>,
     scope: Scope,
@@ -75,7 +63,7 @@ async fn run_scope(
     watched: Vec<String>,
     shutdown: CancellationToken,
 ) {
-    let controller = Controller::new(scope.api::<NodeSet>(), watcher::Config::default().any_semantic())
+    let controller = cache::controller(scope.api::<NodeSet>(), watcher::Config::default().any_semantic())
         .with_config(controller::Config::default().concurrency(config.concurrency));
     let nodesets = controller.store();
     let (hosts, host_events) = reflected(scope.api::<BareMetalHost>(), watcher::Config::default());

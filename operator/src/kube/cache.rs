@@ -1,0 +1,65 @@
+//! The watch caches: what they keep of an object, and the one way a controller builds one.
+//!
+//! A cache keeps every object of its kind for the life of the process, so what it keeps is
+//! what the operator's memory grows with. `metadata.managedFields` is dropped: no controller
+//! reads it, every write is a patch built from the controller's own values (never a PUT of a
+//! cached object, which would need it), and it is the largest part of a BareMetalHost's
+//! metadata, deserialized into a tree of JSON values for each field any manager owns.
+
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, runtime::controller::Controller};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+
+/// Drops what no controller reads from an object before it enters a cache. `None`, not an
+/// empty list: an empty list in a write would clear the field's owners on the server.
+pub fn lean<K: Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+}
+
+/// A controller of `K` whose cache keeps lean objects; otherwise as `Controller::new`.
+pub fn controller<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let trigger = watcher(api, config).modify(lean::<K>).reflect(writer).applied_objects();
+    Controller::for_stream(trigger, store)
+}
+
+/// A cache of `K` beside a controller, and the stream of its changes (to wake owners by).
+pub fn reflected<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = watcher(api, config).default_backoff().modify(lean::<K>).reflect(writer).touched_objects();
+    (store, stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::baremetalhost::BareMetalHost;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    #[test]
+    fn a_cached_object_keeps_everything_but_its_managed_fields_and_never_writes_an_empty_list() {
+        let mut host = BareMetalHost::new("server-0", Default::default());
+        host.metadata.managed_fields =
+            Some(vec![ManagedFieldsEntry { manager: Some("kubectl".into()), ..Default::default() }]);
+        host.metadata.annotations = Some([("a".to_string(), "b".to_string())].into());
+        let before = host.clone();
+        lean(&mut host);
+        assert_eq!(host.metadata.managed_fields, None);
+        let json = serde_json::to_value(&host).expect("json");
+        assert!(json["metadata"].get("managedFields").is_none(), "absent, not []: {json}");
+        host.metadata.managed_fields = before.metadata.managed_fields.clone();
+        assert_eq!(host, before, "nothing else changed");
+    }
+}
