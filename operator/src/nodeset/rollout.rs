@@ -57,11 +57,13 @@ pub struct JobHost {
 }
 
 /// A short digest of a host's completion of a service ("" for none): what a Job records as
-/// the completion it was planned after.
+/// the completion it was planned after. The time counts in whole seconds, the resolution
+/// status stores it in, so a completion recorded in memory (a Job finished without a
+/// completion time is timed by the clock) and the same one read back from status match.
 pub fn fingerprint(entry: Option<&CompletedService>) -> String {
     let Some(entry) = entry else { return String::new() };
     let mut digest = Sha256::new();
-    let time = entry.completed_at.as_ref().map(|t| t.0.to_string()).unwrap_or_default();
+    let time = entry.completed_at.as_ref().map(|t| t.0.as_second().to_string()).unwrap_or_default();
     for part in [
         entry.name.as_str(),
         entry.config_hash.as_deref().unwrap_or(""),

@@ -331,3 +331,13 @@ fn the_automatic_strategy_starts_a_rollout_per_configuration() {
     let (next, _) = acknowledge(None, Some(&first), "B", &at(6));
     assert_eq!((next.config_hash.as_deref(), next.started_at), (Some("B"), Some(at(6))));
 }
+
+#[test]
+fn a_completion_has_one_fingerprint_whether_read_from_memory_or_back_from_status() {
+    let stored = completion("configure-network", "A", 10);
+    let mut in_memory = stored.clone();
+    in_memory.completed_at = Some(Time(Timestamp::from_millisecond(10_400).expect("time")));
+    assert_eq!(fingerprint(Some(&in_memory)), fingerprint(Some(&stored)));
+    assert_ne!(fingerprint(Some(&stored)), fingerprint(Some(&completion("configure-network", "B", 10))));
+    assert_eq!(fingerprint(None), "");
+}
