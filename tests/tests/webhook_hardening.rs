@@ -67,8 +67,11 @@ async fn healthz(addr: SocketAddr, ca: &str, within: Duration) -> anyhow::Result
 
 /// How long until the server closes a TCP connection on which nothing is sent.
 async fn silent_tcp(addr: SocketAddr, give_up: Duration) -> anyhow::Result<Duration> {
-    let mut stream = TcpStream::connect(addr).await?;
+    // Timed from before the connect: the server's clock starts at its accept, which
+    // cannot come earlier, while a time taken after `connect` returns can come later
+    // than the accept when this task is not scheduled at once (a busy CI machine).
     let start = Instant::now();
+    let mut stream = TcpStream::connect(addr).await?;
     let mut buf = [0u8; 16];
     match tokio::time::timeout(give_up, stream.read(&mut buf)).await {
         Ok(Ok(0) | Err(_)) => Ok(start.elapsed()),
@@ -92,10 +95,14 @@ fn silent_tls(addr: SocketAddr, ca: String, alpn: Vec<Vec<u8>>, give_up: Duratio
     let mut conn = rustls::ClientConnection::new(Arc::new(config), ServerName::try_from("127.0.0.1")?.to_owned())?;
     let mut sock = std::net::TcpStream::connect(addr)?;
     sock.set_read_timeout(Some(give_up))?;
+    // Timed from before the last handshake step, which sends the client's Finished: the
+    // server's clock starts once it has read that, so it cannot start earlier, while a
+    // time taken after the step can be later if this thread is preempted in between.
+    let mut start = Instant::now();
     while conn.is_handshaking() {
+        start = Instant::now();
         conn.complete_io(&mut sock)?;
     }
-    let start = Instant::now();
     let mut tls = rustls::Stream::new(&mut conn, &mut sock);
     let mut buf = [0u8; 256];
     loop {
