@@ -230,11 +230,19 @@ current-context: test
 
     /// The process ids of etcd, kube-apiserver and kube-controller-manager.
     pub fn pids(&self) -> Vec<u32> {
-        [Some(&self.etcd), self.apiserver.as_ref(), self.controller_manager.as_ref()]
-            .into_iter()
-            .flatten()
-            .map(ManagedProcess::pid)
-            .collect()
+        self.processes().into_iter().map(|(_, pid)| pid).collect()
+    }
+
+    /// The running processes of the control plane by name, with their process ids.
+    pub fn processes(&self) -> Vec<(&'static str, u32)> {
+        [
+            ("etcd", Some(&self.etcd)),
+            ("kube-apiserver", self.apiserver.as_ref()),
+            ("kube-controller-manager", self.controller_manager.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(name, process)| Some((name, process?.pid())))
+        .collect()
     }
 
     /// Every port the control plane listens on (etcd's client and peer ports, the

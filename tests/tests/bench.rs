@@ -2,6 +2,7 @@
 //! end to end and that its figures were measured. It asserts no timing.
 
 use ferrometal_tests::bench::{self, Options};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow::Result<()> {
@@ -17,6 +18,13 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
     assert!(report.provisioning.status_writes >= 50, "status writes were counted");
     assert!(report.steady.polls > 0, "the steady window saw bulk polls");
     assert!(report.footprint.steady_rss > 0 && report.footprint.peak_rss >= report.footprint.steady_rss);
+    for (phase, cpu) in [("floor", &report.floor_cpu), ("operator", &report.provisioning.cpu)] {
+        assert!(cpu.of("ironic") > Duration::ZERO, "Ironic's CPU was counted in the {phase} phase: {cpu:?}");
+        assert!(cpu.of("kube-apiserver") > Duration::ZERO, "the apiserver's CPU was counted: {cpu:?}");
+        assert!(cpu.machine_busy >= cpu.of("ironic"), "the machine was busy at least as long as Ironic: {cpu:?}");
+    }
+    let cpu = &report.provisioning.cpu;
+    assert!(cpu.of("operator") > Duration::ZERO, "the operator's CPU was counted while it provisioned: {cpu:?}");
     let rollout = report.rollout.as_ref().ok_or_else(|| anyhow::anyhow!("no day-2 figures"))?;
     assert_eq!(rollout.hosts, 5);
     assert!(rollout.reconciles > 0, "the edit was reconciled");

@@ -11,7 +11,12 @@
 //! - then NodeSets up to `nodesets` (holding no nodes) are created, and after a settling
 //!   slow poll a steady window gives **P2** (Ironic requests per poll, writes and reconciles
 //!   per minute) and **P3** (the process's resident memory and CPU from `/proc`).
+//!
+//! During both halves of P1 the CPU time of every process (Ironic, the control plane, the
+//! operator, the bench process itself) and the machine's busy and stolen time are recorded,
+//! so a slow P1 shows whether a process did more work or the machine had less to give.
 
+pub mod cpu;
 pub mod floor;
 pub mod probe;
 mod scenario;
@@ -110,6 +115,8 @@ pub struct Provisioning {
     pub ironic: BTreeMap<String, u64>,
     pub status_writes: u64,
     pub reconciles: u64,
+    /// Where the CPU went while the operator provisioned.
+    pub cpu: cpu::PhaseCpu,
 }
 
 /// P2.
@@ -157,6 +164,8 @@ pub struct Report {
     pub hosts: usize,
     pub nodesets: usize,
     pub floor: FloorRun,
+    /// Where the CPU went while the floor provisioned.
+    pub floor_cpu: cpu::PhaseCpu,
     pub provisioning: Provisioning,
     pub steady: Steady,
     pub footprint: Footprint,

@@ -2,6 +2,7 @@
 //! as its own process taking the same number of hosts through the same Ironic (P1), NodeSets
 //! and the day-2 edit (P4), and a steady window (P2, P3).
 
+use super::cpu::{CpuSnapshot, Source};
 use super::probe::{ProcSample, Scrape, difference};
 use super::{Footprint, Limits, Options, Provisioning, Report, Rollout, Steady, floor};
 use crate::ironic::{IronicConfig, IronicServer};
@@ -40,7 +41,10 @@ pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate
     let mut ironic = IronicServer::start(IronicConfig::default()).await?;
     let iso = ironic.image_server().write_live_iso("live.iso")?;
     eprintln!("[bench] N={hosts}: floor");
+    let sources = base_sources(&cp, &ironic);
+    let before = CpuSnapshot::take(&sources);
     let floor = floor::run(ironic.endpoint(), "floor", hosts, &iso, &limits).await?;
+    let floor_cpu = before.until(&CpuSnapshot::take(&sources));
     // The same Ironic, emptied: the operator starts from no nodes, as the floor did.
     ironic.restart(true).await?;
     let operator = start_operator(&cp, &ns, &ironic, &limits).await?;
@@ -56,7 +60,17 @@ pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate
     let _ = bench.operator.stop(Duration::from_secs(20)).await;
     let _ = bench.ironic.stop().await;
     drop(bench.cp);
-    Ok(Report { hosts, nodesets: options.nodesets, floor, provisioning, steady, footprint, rollout })
+    Ok(Report { hosts, nodesets: options.nodesets, floor, floor_cpu, provisioning, steady, footprint, rollout })
+}
+
+/// The processes whose CPU is counted in both halves of P1 (the operator is added to the
+/// second): Ironic, the control plane, and this process (the floor's driver, then the watch).
+fn base_sources(cp: &ControlPlane, ironic: &IronicServer) -> Vec<(&'static str, Source)> {
+    let mut sources: Vec<(&'static str, Source)> =
+        cp.processes().into_iter().map(|(name, pid)| (name, Source::Group(pid))).collect();
+    sources.extend(ironic.pid().map(|pid| ("ironic", Source::Group(pid))));
+    sources.push(("bench", Source::Process(std::process::id())));
+    sources
 }
 
 async fn start_operator(
@@ -179,6 +193,9 @@ impl Bench {
             async {}
         }));
         let before = self.scrape().await?;
+        let mut sources = base_sources(&self.cp, &self.ironic);
+        sources.push(("operator", Source::Group(self.operator.pid())));
+        let cpu_before = CpuSnapshot::take(&sources);
         let started = Instant::now();
         let names: Vec<String> = (0..count).map(|i| format!("host-{i:04}")).collect();
         self.create_hosts(&names, Some(&self.iso)).await?;
@@ -187,6 +204,7 @@ impl Bench {
         })
         .await;
         let elapsed = started.elapsed();
+        let cpu = cpu_before.until(&CpuSnapshot::take(&sources));
         watch.abort();
         if let Err(err) = done {
             let provisioned = seen.lock().unwrap_or_else(|e| e.into_inner()).len();
@@ -198,6 +216,7 @@ impl Bench {
             ironic: difference(&after.ironic(), &before.ironic()),
             status_writes: after.status_writes("host") - before.status_writes("host"),
             reconciles: after.reconciles("host") - before.reconciles("host"),
+            cpu,
         })
     }
 

@@ -2,6 +2,7 @@
 //! issue's target beside it, then what each count's requests were made of.
 
 use super::Report;
+use super::cpu::PhaseCpu;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -17,6 +18,19 @@ fn row(out: &mut String, name: &str, target: &str, reports: &[Report], cell: imp
 
 fn ops(map: &BTreeMap<String, u64>) -> String {
     map.iter().map(|(op, n)| format!("{op}={n}")).collect::<Vec<_>>().join(" ")
+}
+
+/// Each process's CPU seconds in a phase, then the machine's.
+fn cpu_line(cpu: &PhaseCpu) -> String {
+    let sources: Vec<String> = cpu.sources.iter().map(|(name, t)| format!("{name}={:.1}", t.as_secs_f64())).collect();
+    format!(
+        "{} | machine busy {:.1} of {:.1} ({} cores), stolen {:.1}",
+        sources.join(" "),
+        cpu.machine_busy.as_secs_f64(),
+        cpu.wall.as_secs_f64() * cpu.cores as f64,
+        cpu.cores,
+        cpu.machine_steal.as_secs_f64()
+    )
 }
 
 /// The table of `reports`.
@@ -42,6 +56,23 @@ pub fn render(reports: &[Report]) -> String {
     row(&mut out, "P1 host reconciles per host", "", reports, |r| {
         format!("{:.1}", r.provisioning.reconciles as f64 / r.hosts.max(1) as f64)
     });
+    let per_host =
+        |cpu: &PhaseCpu, source: &str, r: &Report| cpu.of(source).as_secs_f64() * 1e3 / r.hosts.max(1) as f64;
+    row(&mut out, "P1 Ironic CPU per host, floor (ms)", "", reports, |r| {
+        format!("{:.0}", per_host(&r.floor_cpu, "ironic", r))
+    });
+    row(&mut out, "P1 Ironic CPU per host, operator (ms)", "", reports, |r| {
+        format!("{:.0}", per_host(&r.provisioning.cpu, "ironic", r))
+    });
+    row(&mut out, "P1 operator CPU per host (ms)", "", reports, |r| {
+        format!("{:.0}", per_host(&r.provisioning.cpu, "operator", r))
+    });
+    row(&mut out, "P1 cores busy, floor / operator", "", reports, |r| {
+        format!("{:.2}/{:.2}", r.floor_cpu.busy_cores(), r.provisioning.cpu.busy_cores())
+    });
+    row(&mut out, "P1 CPU stolen, floor / operator (%)", "", reports, |r| {
+        format!("{:.1}/{:.1}", r.floor_cpu.steal_share() * 100.0, r.provisioning.cpu.steal_share() * 100.0)
+    });
     row(&mut out, "P2 Ironic requests per poll", "1 list", reports, |r| format!("{:.2}", r.per_poll().0));
     row(&mut out, "P2 Ironic requests besides the list", "0", reports, |r| r.per_poll().1.to_string());
     row(&mut out, "P2 status writes per minute", "0", reports, |r| format!("{:.1}", r.steady.status_writes_per_minute));
@@ -59,6 +90,8 @@ pub fn render(reports: &[Report]) -> String {
         );
         let _ = writeln!(out, "  P1 operator Ironic requests: {}", ops(&r.provisioning.ironic));
         let _ = writeln!(out, "  P1 floor: {} Ironic requests, {} bulk polls", r.floor.ironic_requests, r.floor.polls);
+        let _ = writeln!(out, "  P1 CPU seconds, floor: {}", cpu_line(&r.floor_cpu));
+        let _ = writeln!(out, "  P1 CPU seconds, operator: {}", cpu_line(&r.provisioning.cpu));
         let _ = writeln!(out, "  P2 {} polls, Ironic requests: {}", r.steady.polls, ops(&r.steady.ironic));
         if let Some(p4) = &r.rollout {
             let _ = writeln!(
