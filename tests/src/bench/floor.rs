@@ -1,13 +1,16 @@
 //! The floor: the least a client of Ironic must do to take N fake-hardware nodes through the
-//! states the operator takes its hosts through (enroll, manageable, available, active), with
-//! the operator's image and deploy settings and its concurrency limits. It shares the
+//! states the operator takes its hosts through (enroll, manageable, available, active, and
+//! powered on: the hosts ask to be `online`, and fake hardware's deploy leaves a node off),
+//! with the operator's image and deploy settings and its concurrency limits. It shares the
 //! operator's way of watching nodes (one bulk status list per poll interval), so the ratio of
 //! the two times is what the operator's own work costs, not a different polling strategy.
 
 use super::Limits;
 use anyhow::Context as _;
 use futures::{StreamExt, TryStreamExt};
-use ironic_client::{IronicClient, NodeCreate, NodeStatusSummary, PatchOperation, ProvisionState};
+use ironic_client::{
+    IronicClient, NodeCreate, NodeStatusSummary, PatchOperation, PowerState, PowerTarget, ProvisionState,
+};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -27,6 +30,7 @@ enum Step {
     Manage,
     Provide,
     Deploy,
+    PowerOn,
 }
 
 /// The step a node in this status needs, if it rests in a state that is not the goal.
@@ -38,8 +42,18 @@ fn step_for(node: &NodeStatusSummary) -> Option<Step> {
         ProvisionState::Enroll => Some(Step::Manage),
         ProvisionState::Manageable => Some(Step::Provide),
         ProvisionState::Available => Some(Step::Deploy),
+        ProvisionState::Active if node.target_power_state.is_none() && !is_on(node) => Some(Step::PowerOn),
         _ => None,
     }
+}
+
+fn is_on(node: &NodeStatusSummary) -> bool {
+    node.power_state == Some(PowerState::On)
+}
+
+/// Where the operator's hosts end: provisioned and powered on.
+fn done(node: &NodeStatusSummary) -> bool {
+    node.provision_state == Some(ProvisionState::Active) && is_on(node)
 }
 
 /// Takes `count` nodes named `{prefix}-NNNN` from nothing to `active` deploying the live ISO
@@ -79,15 +93,16 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
         {
             anyhow::bail!("floor: node {name} failed: {:?}", node.last_error);
         }
-        let active = nodes.values().filter(|n| n.provision_state == Some(ProvisionState::Active)).count();
-        deploying
-            .retain(|name| nodes.get(name.as_str()).is_none_or(|n| n.provision_state != Some(ProvisionState::Active)));
-        if active == count {
+        // A node holds its provisioning slot until it is on, as a host stays `provisioning`
+        // until the operator has powered it on.
+        let finished = nodes.values().filter(|n| done(n)).count();
+        deploying.retain(|name| nodes.get(name.as_str()).is_none_or(|n| !done(n)));
+        if finished == count {
             break;
         }
         anyhow::ensure!(
             Instant::now() < deadline,
-            "floor: {active} of {count} nodes active after {:?}",
+            "floor: {finished} of {count} nodes active and on after {:?}",
             limits.timeout
         );
         let mut slots = limits.provisioning.saturating_sub(deploying.len());
@@ -159,6 +174,40 @@ async fn act(client: &IronicClient, uuid: &str, step: Step, iso: &str) -> crate:
             client.update_node(uuid, &ops).await?;
             client.deploy(uuid, ironic_client::DeployRequest::default()).await?;
         }
+        Step::PowerOn => client.set_power_state(uuid, PowerTarget::On, None).await?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(state: ProvisionState, power: Option<PowerState>, target_power: Option<PowerState>) -> NodeStatusSummary {
+        NodeStatusSummary {
+            provision_state: Some(state),
+            power_state: power,
+            target_power_state: target_power,
+            ..NodeStatusSummary::default()
+        }
+    }
+
+    #[test]
+    fn each_resting_state_gets_the_step_the_operator_takes_next() {
+        assert_eq!(step_for(&node(ProvisionState::Enroll, None, None)), Some(Step::Manage));
+        assert_eq!(step_for(&node(ProvisionState::Manageable, None, None)), Some(Step::Provide));
+        assert_eq!(step_for(&node(ProvisionState::Available, None, None)), Some(Step::Deploy));
+    }
+
+    #[test]
+    fn an_active_node_left_off_is_powered_on_once_and_is_done_only_when_on() {
+        let off = node(ProvisionState::Active, Some(PowerState::Off), None);
+        assert_eq!(step_for(&off), Some(Step::PowerOn));
+        assert!(!done(&off));
+        let turning_on = node(ProvisionState::Active, Some(PowerState::Off), Some(PowerState::On));
+        assert_eq!(step_for(&turning_on), None, "a power change under way is not asked for again");
+        let on = node(ProvisionState::Active, Some(PowerState::On), None);
+        assert_eq!(step_for(&on), None);
+        assert!(done(&on));
+    }
 }
