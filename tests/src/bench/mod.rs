@@ -4,7 +4,7 @@
 //! records them). It measures; it asserts nothing about time.
 //!
 //! Per host count, on a fresh control plane and Ironic (fake-hardware, SQLite):
-//! - **P1**: the floor takes N nodes to `active`; Ironic is emptied; the operator takes N
+//! - **P1**: the floor takes N nodes to `active` and powers them on; Ironic is emptied; the operator takes N
 //!   BareMetalHosts (live ISO, no inspection or cleaning) to `provisioned`;
 //! - **P4** (first host count only): a NodeSet claims, provisions and configures
 //!   `rollout_hosts` more hosts, and its MTU is edited;
