@@ -11,7 +11,7 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
     println!("{}", bench::render(&reports));
     let [report] = reports.as_slice() else { anyhow::bail!("one report per host count: {}", reports.len()) };
     assert_eq!(report.hosts, 50);
-    assert_eq!(report.floor.hosts, 50, "the floor took every node to active");
+    assert_eq!(report.floor.hosts, 50, "the floor took every node to active and on");
     assert!(
         report.floor.ironic_requests >= 50 * 5,
         "the floor registered, managed, provided, set up and deployed each node"

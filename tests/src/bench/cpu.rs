@@ -112,16 +112,16 @@ fn ticks_per_second() -> u64 {
     u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100).max(1)
 }
 
-fn from_ticks(ticks: u64) -> Duration {
+pub(super) fn from_ticks(ticks: u64) -> Duration {
     Duration::from_millis(ticks.saturating_mul(1000) / ticks_per_second())
 }
 
 /// The parts of `/proc/<pid>/stat` counted here, in clock ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stat {
+pub(super) struct Stat {
     pgrp: u32,
     /// utime + stime: the process's own threads.
-    own: u64,
+    pub own: u64,
     /// cutime + cstime: children it has reaped.
     reaped: u64,
 }
@@ -139,20 +139,24 @@ fn parse_stat(line: &str) -> Option<Stat> {
     })
 }
 
-fn read_stat(pid: u32) -> Option<Stat> {
+pub(super) fn read_stat(pid: u32) -> Option<Stat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// Ticks used by each group of `groups`, summed over the processes in it now.
 fn group_ticks(groups: &[u32]) -> BTreeMap<u32, u64> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return BTreeMap::new() };
+    let stats =
+        entries.flatten().filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok()).filter_map(read_stat);
+    sum_by_group(stats, groups)
+}
+
+/// Each group's own and reaped ticks, summed over its members among `stats`.
+fn sum_by_group(stats: impl IntoIterator<Item = Stat>, groups: &[u32]) -> BTreeMap<u32, u64> {
     let mut sums = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return sums };
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        if let Some(stat) = read_stat(pid).filter(|s| groups.contains(&s.pgrp)) {
-            let sum = sums.entry(stat.pgrp).or_insert(0u64);
-            *sum = sum.saturating_add(stat.own).saturating_add(stat.reaped);
-        }
+    for stat in stats.into_iter().filter(|s| groups.contains(&s.pgrp)) {
+        let sum = sums.entry(stat.pgrp).or_insert(0u64);
+        *sum = sum.saturating_add(stat.own).saturating_add(stat.reaped);
     }
     sums
 }
@@ -208,7 +212,18 @@ mod tests {
     }
 
     #[test]
-    fn a_group_counts_every_process_in_it() -> std::io::Result<()> {
+    fn a_group_counts_every_member_with_what_it_reaped_and_nothing_of_other_groups() {
+        let stat = |pgrp, own, reaped| Stat { pgrp, own, reaped };
+        let stats = [stat(10, 100, 5), stat(10, 40, 0), stat(20, 7, 1), stat(30, 1000, 0)];
+        let sums = sum_by_group(stats, &[10, 20, 40]);
+        assert_eq!(sums.get(&10), Some(&145));
+        assert_eq!(sums.get(&20), Some(&8));
+        assert_eq!(sums.get(&30), None, "a group not asked for");
+        assert_eq!(sums.get(&40), None, "a group with no process left");
+    }
+
+    #[test]
+    fn a_spinning_process_group_is_read_from_proc() -> std::io::Result<()> {
         use std::os::unix::process::CommandExt as _;
         let mut child = std::process::Command::new("sh")
             .args(["-c", "while :; do :; done & while :; do :; done"])

@@ -56,7 +56,7 @@ fn done(node: &NodeStatusSummary) -> bool {
     node.provision_state == Some(ProvisionState::Active) && is_on(node)
 }
 
-/// Takes `count` nodes named `{prefix}-NNNN` from nothing to `active` deploying the live ISO
+/// Takes `count` nodes named `{prefix}-NNNN` from nothing to `active` and on, deploying the live ISO
 /// `iso`, at most `limits.provisioning` deploying at once and `limits.concurrency` requests in
 /// flight, polling every `limits.fast_poll`.
 pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: &Limits) -> crate::Result<FloorRun> {

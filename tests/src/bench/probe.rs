@@ -113,19 +113,8 @@ impl ProcSample {
                 .and_then(|v| v.split_whitespace().next()?.parse().ok())
                 .unwrap_or(0)
         };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).context("reading /proc/<pid>/stat")?;
-        // The command name may hold spaces and parentheses: fields start after the last ')'.
-        let fields: Vec<&str> =
-            stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-        // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-        let ticks: u64 = [11, 12].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
-        // SAFETY: sysconf only reads a system constant.
-        let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100).max(1);
-        Ok(Self {
-            rss: kib("VmRSS:") * 1024,
-            peak_rss: kib("VmHWM:") * 1024,
-            cpu: Duration::from_millis(ticks * 1000 / per_second),
-        })
+        let stat = super::cpu::read_stat(pid).context("reading /proc/<pid>/stat")?;
+        Ok(Self { rss: kib("VmRSS:") * 1024, peak_rss: kib("VmHWM:") * 1024, cpu: super::cpu::from_ticks(stat.own) })
     }
 }
 
