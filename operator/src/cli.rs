@@ -75,6 +75,13 @@ pub struct RunArgs {
           value_parser = crds::ironic::IronicValidationOptions::from_feature_gates)]
     pub feature_gates: crds::ironic::IronicValidationOptions,
 
+    /// Host pools opened to NodeSets of other namespaces, `NODESET_NAMESPACE=BMH_NAMESPACE`
+    /// separated by commas. A NodeSet claims BareMetalHosts of its own namespace only, unless
+    /// its namespace and its `bmhNamespace` are listed here; the controller and the webhook
+    /// apply the same list (design/install.md, the tenancy model).
+    #[arg(long = "nodeset-host-pools", env = "NODESET_HOST_POOLS", default_value = "")]
+    pub nodeset_host_pools: crds::nodeset::HostPools,
+
     #[command(flatten)]
     pub leader: crate::runtime::leader::LeaderArgs,
 

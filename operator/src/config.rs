@@ -32,6 +32,9 @@ pub struct OperatorConfig {
     pub shutdown_grace: Duration,
     /// Feature gates: the one set the Ironic controller and the webhook both apply.
     pub features: crds::ironic::IronicValidationOptions,
+    /// Host pools opened to NodeSets of other namespaces: the controller and the webhook both
+    /// apply them.
+    pub host_pools: crds::nodeset::HostPools,
 }
 
 impl OperatorConfig {
@@ -48,6 +51,7 @@ impl OperatorConfig {
             nodeset: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             features: crds::ironic::IronicValidationOptions::default(),
+            host_pools: crds::nodeset::HostPools::default(),
         }
     }
 }
@@ -69,6 +73,7 @@ impl TryFrom<RunArgs> for OperatorConfig {
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             features: args.feature_gates,
+            host_pools: args.nodeset_host_pools,
             identity,
         })
     }

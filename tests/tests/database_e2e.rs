@@ -80,6 +80,7 @@ impl Harness {
             namespaces: vec![env.ns.clone()],
             identity: format!("database-e2e-{}", env.ns),
             features: Default::default(),
+            host_pools: Default::default(),
         };
         let config = Config {
             address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),
@@ -573,6 +574,7 @@ async fn an_external_database_is_checked_with_clear_conditions() -> anyhow::Resu
         namespaces: vec![env.ns.clone()],
         identity: "database-e2e".into(),
         features: Default::default(),
+        host_pools: Default::default(),
     };
     let config = Config::default();
     let check = async |name: &str| -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {

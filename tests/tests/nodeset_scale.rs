@@ -65,8 +65,10 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
     assert_eq!(states.states(&added), ["provisioned"], "adopted without reprovisioning");
     assert_eq!(jobs.runs("bootstrap", "compute-2"), 1, "runOnce services stay run");
 
-    // Removed under Detach: still provisioned, detached from Ironic.
-    env.patch_spec("computes", json!({"deletionPolicy": "Detach", "nodes": {"compute-1": null}})).await?;
+    // Removed under Detach: still provisioned, detached from Ironic. The policy is switched
+    // first: a removal in the same edit would be released under the policy seen before (Retain).
+    switch_policy(&env, "Detach").await?;
+    env.patch_spec("computes", json!({"nodes": {"compute-1": null}})).await?;
     let detached = &first["compute-1"];
     env.t.wait_for(detached, "detached", secs(60), |h| h.annotations().contains_key(DETACHED)).await?;
     settle().await;
@@ -74,7 +76,8 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
     assert!(!states.states(detached).iter().any(|s| s == "deprovisioning"), "{:?}", states.states(detached));
 
     // Removed under Deprovision: that machine, and only it, is deprovisioned and freed.
-    env.patch_spec("computes", json!({"deletionPolicy": "Deprovision", "nodes": {"compute-0": null}})).await?;
+    switch_policy(&env, "Deprovision").await?;
+    env.patch_spec("computes", json!({"nodes": {"compute-0": null}})).await?;
     let freed = &first["compute-0"];
     let host = env
         .t
@@ -94,6 +97,39 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
         .await?;
     let detached_host = env.t.hosts.get(detached).await?;
     assert!(detached_host.spec.consumer_ref.is_some(), "a machine released earlier is not the NodeSet's any more");
+    Ok(())
+}
+
+/// Sets the deletion policy and waits until status records it.
+async fn switch_policy(env: &NodeSetEnv, policy: &str) -> anyhow::Result<()> {
+    env.patch_spec("computes", json!({"deletionPolicy": policy})).await?;
+    let seen = serde_json::from_value(json!(policy))?;
+    env.wait_nodeset("computes", "the policy recorded", secs(60), |n| {
+        processed(n) && n.status.as_ref().and_then(|s| s.deletion_policy) == Some(seen)
+    })
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_host_removed_in_the_same_edit_that_switched_to_deprovision_is_retained() -> anyhow::Result<()> {
+    let env = NodeSetEnv::start("nset-policy", Setup::default()).await?;
+    let machines = names("server", 2);
+    env.free_hosts(&machines, json!({})).await?;
+    env.create_nodeset("computes", env.spec(&["compute-0", "compute-1"], &[])).await?;
+    env.wait_ready("computes", secs(300)).await?;
+    let before = hosts_of(&env, "computes").await?;
+    let states = env.t.record();
+    env.patch_spec("computes", json!({"deletionPolicy": "Deprovision", "nodes": {"compute-1": null}})).await?;
+    env.wait_nodeset("computes", "compute-1 released", secs(60), |n| {
+        processed(n) && NodeSetEnv::bmh_names(n).len() == 1
+    })
+    .await?;
+    settle().await;
+    let kept = env.t.hosts.get(&before["compute-1"]).await?;
+    assert_eq!(state_of(&kept), "provisioned", "retained: Deprovision was not in force when it was removed");
+    assert!(kept.spec.image.is_some());
+    assert!(!states.states(&before["compute-1"]).iter().any(|s| s == "deprovisioning"));
     Ok(())
 }
 

@@ -5,6 +5,7 @@
 mod cel;
 pub mod config;
 pub mod hash;
+pub mod pools;
 pub mod selector;
 pub mod status;
 pub mod template;
@@ -16,9 +17,10 @@ pub use cel::{
 };
 pub use config::{Dns, NetworkConfig, NodeSection, NodeTemplate, Route, Variables};
 pub use hash::{EffectiveHostConfig, effective_host_config, host_config_hash, nodeset_config_hash, provisioning_hash};
+pub use pools::HostPools;
 pub use status::{BmhRef, CompletedService, HostStatus, NodeSetStatus, RolloutPhase, RolloutStatus};
 pub use template::{BaremetalSetTemplate, HardwareReqs, ProvisioningNetwork};
-pub use validation::validate_nodeset;
+pub use validation::{validate_host_pool, validate_nodeset};
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{CustomResource, KubeSchema};
@@ -40,6 +42,10 @@ pub const PROVISIONED_HASH_ANNOTATION: &str = "ferrometal.io/provisioned-hash";
 /// Annotation on a claimed BareMetalHost: the last reprovisionToken acted on, written together
 /// with the write that clears its image.
 pub const REPROVISION_TOKEN_ANNOTATION: &str = "ferrometal.io/reprovision-token";
+/// Annotation on a claimed BareMetalHost: a short digest of every reprovisionToken acted on
+/// (the newest 32, comma-separated), so that a token value reprovisions a machine at most once,
+/// ever: a GitOps self-heal or an undo that brings an older value back does nothing.
+pub const REPROVISION_TOKENS_USED_ANNOTATION: &str = "ferrometal.io/reprovision-tokens-used";
 /// Annotation on a claimed BareMetalHost: the services completed on the machine since it was
 /// provisioned (JSON, as `status.hosts.<h>.servicesCompleted`). It survives the NodeSet, so a
 /// recreated NodeSet adopts the machine without rerunning what already ran.
@@ -68,6 +74,12 @@ pub const SERVICES_COMPLETED_ANNOTATION: &str = "ferrometal.io/services-complete
         description = "Every host is provisioned and configured"
     ),
     printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].reason"#,
+        description = "Why the NodeSet is or is not Ready"
+    ),
+    printcolumn(
         name = "Hosts",
         type_ = "string",
         json_path = ".status.provisionedHosts",
@@ -84,6 +96,13 @@ pub const SERVICES_COMPLETED_ANNOTATION: &str = "ferrometal.io/services-complete
         type_ = "string",
         json_path = ".status.rollout.phase",
         description = "Where the rollout of the configuration stands"
+    ),
+    printcolumn(
+        name = "Outdated",
+        type_ = "integer",
+        json_path = ".status.outdatedHosts",
+        description = "Hosts provisioned with inputs since changed (each reprovisioned only for its own new reprovisionToken)",
+        priority = 1
     ),
     printcolumn(
         name = "Strategy",
@@ -184,8 +203,8 @@ pub enum RolloutStrategy {
 }
 
 /// What happens to a host's BareMetalHost when it leaves the NodeSet. Values: Retain, Detach,
-/// Deprovision.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// Deprovision, from the least to the most destructive (the order `Ord` follows).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = crate::schema_util::drop_description)]
 pub enum DeletionPolicy {
     /// Leave the BareMetalHost as it is, still claimed; the machine keeps running.

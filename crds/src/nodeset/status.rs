@@ -16,6 +16,8 @@ pub mod conditions {
     pub const CONFIGURED: &str = "Configured";
     /// Reason: a Manual rollout waits for spec.rollout.token.
     pub const ROLLOUT_PENDING: &str = "RolloutPending";
+    /// Some hosts run what they were provisioned with before the provisioning inputs changed.
+    pub const OUTDATED: &str = "Outdated";
 }
 
 /// Observed state of a NodeSet.
@@ -33,6 +35,12 @@ pub struct NodeSetStatus {
     /// Desired configuration: hash of every host's config hash and the services list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
+    /// The deletionPolicy in force when this status was written. A host removed from
+    /// spec.nodes (or a deleted NodeSet's) is released under the less destructive of this and
+    /// the policy in force then: switching to Deprovision and removing hosts in one edit
+    /// deprovisions nothing; the switch must be seen first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_policy: Option<super::DeletionPolicy>,
     /// Per host, keyed like spec.nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxProperties" = 1000))]
@@ -40,6 +48,10 @@ pub struct NodeSetStatus {
     /// Generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Hosts whose machine runs provisioning inputs (image, first-boot data) that have changed
+    /// since; each keeps them until its own reprovisionToken changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outdated_hosts: Option<i32>,
     /// Hosts at their desired configuration, of the hosts in spec.nodes, as "n/m".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configured_hosts: Option<String>,

@@ -7,7 +7,7 @@ use super::cel::{
 };
 use super::config::{Dns, NetworkConfig, Variables};
 use super::hash::effective_host_config;
-use super::{NodeSet, NodeSetSpec};
+use super::{HostPools, NodeSet, NodeSetSpec};
 use crate::baremetalhost::{validate_image, validate_root_device_hints};
 use crate::validation::{Errors, FieldError, is_dns1123_label, is_dns1123_subdomain, parse_ip, parse_ip_net};
 use k8s_openapi::api::core::v1::SecretReference;
@@ -35,6 +35,23 @@ pub fn validate_nodeset(nodeset: &NodeSet, old: Option<&NodeSet>) -> Vec<FieldEr
         validate_transition(&mut errors, nodeset, old);
     }
     errors.into_vec()
+}
+
+/// The refusal of a NodeSet's `bmhNamespace` when it is another namespace that `pools` does not
+/// open to the NodeSet's own (see [`HostPools`]).
+pub fn validate_host_pool(nodeset: &NodeSet, pools: &HostPools) -> Option<FieldError> {
+    let namespace = nodeset.metadata.namespace.as_deref().unwrap_or_default();
+    let bmh_namespace = nodeset
+        .spec
+        .baremetal_set_template
+        .as_ref()
+        .and_then(|t| t.bmh_namespace.as_deref())
+        .filter(|n| !n.is_empty())
+        .unwrap_or(namespace);
+    if nodeset.spec.pre_provisioned() {
+        return None;
+    }
+    pools.check(namespace, bmh_namespace)
 }
 
 fn validate_template(errors: &mut Errors, spec: &NodeSetSpec, namespace: Option<&str>) {

@@ -54,10 +54,15 @@ pub fn secret_text(
 }
 
 fn mapping(secret: &str, key: &'static str, text: &str) -> Result<JsonObject, ConfigDriveError> {
+    // Where the YAML breaks, never what it says: the parser's message quotes the Secret's
+    // content, and this message goes to status, Events and logs.
     let value: Value = serde_saphyr::from_str(text).map_err(|e| ConfigDriveError::NotAMapping {
         secret: secret.to_string(),
         key,
-        message: e.to_string(),
+        message: match e.location() {
+            Some(at) => format!("not valid YAML (line {}, column {})", at.line(), at.column()),
+            None => "not valid YAML".to_string(),
+        },
     })?;
     match value {
         Value::Object(map) => Ok(map),
@@ -152,6 +157,16 @@ mod tests {
         let data = HostConfigData { network_data: Some(("nd".into(), "- a list".into())), ..Default::default() };
         let err = build(&identity(), &data).expect_err("a list is not network data");
         assert!(matches!(err, ConfigDriveError::NotAMapping { ref secret, .. } if secret == "nd"), "{err}");
+    }
+
+    #[test]
+    fn malformed_yaml_is_located_never_quoted() {
+        let sentinel = "hunter2-sentinel";
+        let broken = format!("password: {sentinel}\n  - : ][ {sentinel}");
+        let data = HostConfigData { meta_data: Some(("md".into(), broken)), ..Default::default() };
+        let err = build(&identity(), &data).expect_err("not YAML").to_string();
+        assert!(!err.contains(sentinel), "{err}");
+        assert!(err.contains("not valid YAML"), "{err}");
     }
 
     #[test]

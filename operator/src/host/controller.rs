@@ -90,15 +90,14 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
 /// capacity limiter, and by changes to the Secrets they name. Its cache of hosts joins the
 /// capacity count before anything runs.
 fn watch(ctx: &HostContext, wakeups: &Wakeups, scope: &Scope) -> Controller<BareMetalHost> {
-    let controller = cache::controller(scope.api::<BareMetalHost>(), watcher::Config::default().any_semantic())
+    let controller = cache::controller(scope.api::<BareMetalHost>(), cache::paged().any_semantic())
         .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
         .reconcile_on(wakeups.subscribe(scope.namespace().map(str::to_string)));
     let store = controller.store();
     ctx.capacity.add_store(store.clone());
     // Only Secret metadata is watched: a change of resourceVersion is
     // all it takes to retry registration with fixed credentials.
-    let secret_changes = watcher(scope.api::<PartialObjectMeta<Secret>>(), watcher::Config::default())
-        .default_backoff()
-        .touched_objects();
+    let secret_changes =
+        watcher(scope.api::<PartialObjectMeta<Secret>>(), cache::paged()).default_backoff().touched_objects();
     controller.watches_stream(secret_changes, move |secret| secrets::hosts_using(&store, &secret))
 }

@@ -4,13 +4,15 @@
 //! Besides the Ironics themselves it watches what it creates (Deployments, DaemonSets,
 //! Services, Ingresses, Jobs, the managed database's StatefulSet, Secrets, ConfigMaps,
 //! through their owner references) and the user's Secrets and ConfigMaps an Ironic refers
-//! to, so that a rotated password or certificate is rolled out at once.
+//! to, so that a rotated password or certificate is rolled out at once: those two kinds by
+//! their metadata only, in pages of `cache::PAGE_SIZE`.
 
 use super::config::Config;
 use super::error::Error;
 use super::linked::{self, SourceKind};
 use super::names::{FINALIZER, IRONIC_LABEL, Names};
 use crate::kube::backoff::Backoff;
+use crate::kube::cache;
 use crate::kube::discovery::Discovery;
 use crate::kube::runner::{self, Reconcile, Runner};
 use crate::kube::{Context, Publisher, Scope};
@@ -21,11 +23,11 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::finalizer::{Event, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -99,10 +101,18 @@ fn concerned(store: &Store<Ironic>, kind: SourceKind, object: &kube::api::Object
 
 /// Runs the controller over one scope until `shutdown`.
 pub async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown: CancellationToken) {
-    let watched = Controller::new(scope.api::<Ironic>(), watcher::Config::default());
+    let watched = Controller::new(scope.api::<Ironic>(), cache::paged());
     let (secret_store, config_map_store) = (watched.store(), watched.store());
     // Owned objects carry the Ironic's name as a label; only those are watched.
-    let owned = || watcher::Config::default().labels(IRONIC_LABEL);
+    let owned = || cache::paged().labels(IRONIC_LABEL);
+    // The user's Secrets and ConfigMaps an Ironic names are watched by their metadata only: a
+    // new resourceVersion is all a reconcile needs to read the one it refers to, and every
+    // Secret's content in the cluster would otherwise stream through the operator and its
+    // memory.
+    let secret_changes =
+        watcher(scope.api::<PartialObjectMeta<Secret>>(), cache::paged()).default_backoff().touched_objects();
+    let config_map_changes =
+        watcher(scope.api::<PartialObjectMeta<ConfigMap>>(), cache::paged()).default_backoff().touched_objects();
     let watched = watched
         .owns(scope.api::<Deployment>(), owned())
         .owns(scope.api::<DaemonSet>(), owned())
@@ -111,10 +121,8 @@ pub async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown
         .owns(scope.api::<Job>(), owned())
         // The managed database's StatefulSet: its pod becoming ready moves the sequence on.
         .owns(scope.api::<StatefulSet>(), owned())
-        .watches(scope.api::<Secret>(), watcher::Config::default(), move |secret| {
-            concerned(&secret_store, SourceKind::Secret, &secret.metadata)
-        })
-        .watches(scope.api::<ConfigMap>(), watcher::Config::default(), move |config_map| {
+        .watches_stream(secret_changes, move |secret| concerned(&secret_store, SourceKind::Secret, &secret.metadata))
+        .watches_stream(config_map_changes, move |config_map| {
             concerned(&config_map_store, SourceKind::ConfigMap, &config_map.metadata)
         });
     runner::drive(watched, controller, shutdown).await;

@@ -13,6 +13,17 @@ use kube::{Resource, runtime::controller::Controller};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 
+/// Objects per page of a watch's list. A page is held whole while it is parsed: kube-runtime's
+/// default of 500 objects of up to 1 MiB each (a Secret, a ConfigMap) is half a gigabyte, more
+/// than the operator's pod may use; 100 small ones is a few megabytes, and a list of thousands
+/// of BareMetalHosts costs a few more requests only when it is relisted.
+pub const PAGE_SIZE: u32 = 100;
+
+/// The watcher configuration every cluster-wide (or namespace-wide) watch starts from.
+pub fn paged() -> watcher::Config {
+    watcher::Config::default().page_size(PAGE_SIZE)
+}
+
 /// Drops what no controller reads from an object before it enters a cache. `None`, not an
 /// empty list: an empty list in a write would clear the field's owners on the server.
 pub fn lean<K: Resource>(object: &mut K) {

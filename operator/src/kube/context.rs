@@ -20,6 +20,9 @@ pub struct Context {
     pub identity: String,
     /// Feature gates, applied alike by the controllers and the webhook.
     pub features: crds::ironic::IronicValidationOptions,
+    /// Host pools opened to NodeSets of other namespaces, applied alike by the NodeSet
+    /// controller and the webhook.
+    pub host_pools: crds::nodeset::HostPools,
 }
 
 impl Context {

@@ -11,6 +11,10 @@ pub const FORBIDDEN: &str = "Forbidden";
 /// Degraded's reason when the apiserver refused an object the operator wrote.
 pub const APPLY_REJECTED: &str = "ApplyRejected";
 
+/// Degraded's reason when an object of a name the operator writes exists and is not the
+/// owner's: someone else created it first.
+pub const IN_THE_WAY: &str = "ObjectInTheWay";
+
 /// What the operator asked of the apiserver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verb {
@@ -64,6 +68,26 @@ impl KubeError {
         move |source| Self::new(verb, K::kind(&()).into_owned(), name, source)
     }
 
+    /// An object `kind` `name` exists where the operator would create its own, and `owner` does
+    /// not control it. Whoever may create such objects in the namespace could otherwise fake
+    /// the outcome of a run-once Job (a backup, a schema upgrade) by creating it first.
+    pub fn in_the_way(kind: impl Into<Cow<'static, str>>, name: &str, owner: (&str, &str)) -> Self {
+        let kind = kind.into();
+        let message = format!(
+            "{kind} {name} exists and is not controlled by {} {}: someone else created it, so the operator \
+             neither trusts its outcome nor replaces it; delete it to let the operator create its own",
+            owner.0, owner.1
+        );
+        let status =
+            kube::core::Status { code: 409, reason: IN_THE_WAY.to_string(), message, ..kube::core::Status::default() };
+        Self::new(Verb::Create, kind, name, kube::Error::Api(Box::new(status)))
+    }
+
+    /// True for [`KubeError::in_the_way`].
+    pub fn is_in_the_way(&self) -> bool {
+        matches!(&self.source, kube::Error::Api(status) if status.reason == IN_THE_WAY)
+    }
+
     /// The HTTP status the apiserver answered with, when it answered.
     pub fn code(&self) -> Option<u16> {
         code(&self.source)
@@ -84,7 +108,7 @@ impl KubeError {
 
     /// 409: someone else changed the object first (or it exists already).
     pub fn is_conflict(&self) -> bool {
-        self.code() == Some(409)
+        self.code() == Some(409) && !self.is_in_the_way()
     }
 
     /// 404: the object, or its whole API, does not exist.
@@ -106,6 +130,9 @@ impl KubeError {
     /// worth retrying (no answer, a conflict, a server error).
     pub fn user_facing(&self) -> Option<String> {
         let message = self.message().unwrap_or_default();
+        if self.is_in_the_way() {
+            return Some(message.to_string());
+        }
         if self.is_forbidden() {
             return Some(format!(
                 "the operator may not {} {} {}: {message}; grant its service account that permission (RBAC)",
@@ -118,7 +145,11 @@ impl KubeError {
     /// [`KubeError::user_facing`] as the progress a condition reports: failed with
     /// [`FORBIDDEN`] or [`APPLY_REJECTED`]; `None` for failures worth retrying.
     pub fn failure(&self) -> Option<Progress> {
-        let reason = if self.is_forbidden() { FORBIDDEN } else { APPLY_REJECTED };
+        let reason = match () {
+            () if self.is_in_the_way() => IN_THE_WAY,
+            () if self.is_forbidden() => FORBIDDEN,
+            () => APPLY_REJECTED,
+        };
         self.user_facing().map(|message| Progress::failed(reason, message))
     }
 }
@@ -175,6 +206,17 @@ mod tests {
             error(Verb::Apply, 400).user_facing().as_deref(),
             Some("the apiserver refused Deployment ironic-service: no")
         );
+    }
+
+    #[test]
+    fn an_object_in_the_way_is_a_persons_to_remove_not_a_race_to_retry() {
+        let err = KubeError::in_the_way("Job", "ironic-dbsync-1", ("Ironic", "ironic"));
+        assert!(err.is_in_the_way() && !err.is_conflict());
+        let failure = err.failure().expect("failed");
+        let (reason, message) = failure.reason_and_message().expect("a reason");
+        assert_eq!(reason, IN_THE_WAY);
+        assert!(message.contains("Job ironic-dbsync-1 exists and is not controlled by Ironic ironic"), "{message}");
+        assert!(!error(Verb::Apply, 409).is_in_the_way());
     }
 
     #[test]

@@ -36,7 +36,11 @@ pub fn next(state: &JobState, succeeded_before: bool) -> Option<JobRun> {
 pub async fn run_once(ledger: &Ledger, job: Job, succeeded_before: bool) -> Result<JobRun, KubeError> {
     let name = job.name_any();
     ledger.keep("Job", &name);
-    let (_, state) = observe::job(&ledger.api::<Job>(), &ledger.api::<Pod>(), &name).await?;
+    let (existing, state) = observe::job(&ledger.api::<Job>(), &ledger.api::<Pod>(), &name).await?;
+    // A Job of this name that the owner does not control tells nothing of the owner's run.
+    if let Some(existing) = existing {
+        ledger.controlled(existing)?;
+    }
     match next(&state, succeeded_before) {
         Some(run) => Ok(run),
         None => {

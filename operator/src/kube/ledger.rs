@@ -215,18 +215,28 @@ impl Ledger {
         let name = object.name_any();
         self.record(&K::kind(&()), &name);
         if let Some(existing) = self.get::<K>(&name).await? {
-            return Ok((existing, false));
+            return self.controlled(existing).map(|existing| (existing, false));
         }
         let params = PostParams { field_manager: Some(FIELD_MANAGER.to_string()), ..Default::default() };
         match self.api::<K>().create(&params, &object).await {
             Ok(created) => Ok((created, true)),
             // Created concurrently (a restarted operator, a second reconcile): the same object.
             Err(kube::Error::Api(status)) if status.code == 409 => match self.get::<K>(&name).await? {
-                Some(existing) => Ok((existing, false)),
+                Some(existing) => self.controlled(existing).map(|existing| (existing, false)),
                 None => Err(KubeError::new(Verb::Create, K::kind(&()).into_owned(), name, kube::Error::Api(status))),
             },
             Err(source) => Err(KubeError::new(Verb::Create, K::kind(&()).into_owned(), name, source)),
         }
+    }
+
+    /// `object`, when the owner controls it; otherwise it is in the way (see
+    /// [`KubeError::in_the_way`]): an object of a predictable name that someone else created is
+    /// never taken for the owner's.
+    pub fn controlled<K: Owned>(&self, object: K) -> Result<K, KubeError> {
+        if controlled_by(object.meta(), &self.owner.uid) {
+            return Ok(object);
+        }
+        Err(KubeError::in_the_way(K::kind(&()).into_owned(), &object.name_any(), (&self.owner.kind, &self.owner.name)))
     }
 
     fn selector(&self) -> String {

@@ -142,6 +142,7 @@ mod tests {
             namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
             identity: "test".into(),
             features: Default::default(),
+            host_pools: Default::default(),
         }
     }
 

@@ -20,7 +20,7 @@ use crds::baremetalhost::BareMetalHost;
 use crds::nodeset::{DeletionPolicy, NODESET_LABEL, NodeSet};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,6 +51,9 @@ pub struct Applied {
     /// The BareMetalHosts as the writes returned them, by hostname.
     pub written: BTreeMap<String, Arc<BareMetalHost>>,
     pub jobs_created: Vec<String>,
+    /// Jobs (or their inventory Secrets) the apiserver refused, or that someone else's object
+    /// of the same name stands in the way of, and why: the person's to fix.
+    pub jobs_refused: BTreeMap<String, String>,
     /// A guarded write lost a race: look again soon.
     pub conflicts: bool,
 }
@@ -71,6 +74,13 @@ pub async fn apply(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Mem
         }
     }
     apply_host_writes(client, plan, memory, &mut applied).await?;
+    if let Some(record) = &plan.record {
+        let name = record.name_any();
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &nodeset.namespace().unwrap_or_default());
+        api.patch(&name, &apply_params(), &Patch::Apply(record))
+            .await
+            .map_err(KubeError::of::<ConfigMap>(Verb::Apply, &name))?;
+    }
     if !plan.jobs.is_empty() || !plan.prune.is_empty() {
         apply_jobs(client, nodeset, plan, memory, &mut applied).await?;
     }
@@ -89,8 +99,11 @@ pub async fn apply_host_writes(
             continue;
         }
         // The promise, checked once more where it is kept: only the two explicit requests
-        // ever clear a machine's image. The planner's tests prove it; this makes sure.
-        if write.clears_image() && !matches!(write.purpose, Purpose::Reprovision | Purpose::Deprovision) {
+        // ever clear a machine's image, by a patch or by an apply that leaves it out. The
+        // planner's tests prove it; this makes sure.
+        let planned = plan.hosts.get(&write.hostname).and_then(|h| h.bmh.as_deref());
+        let drops = write.clears_image() || planned.is_some_and(|h| write.drops_image(h));
+        if drops && !matches!(write.purpose, Purpose::Reprovision | Purpose::Deprovision) {
             tracing::error!(host = %write.host, purpose = ?write.purpose, "refusing a write that would deprovision a machine");
             continue;
         }
@@ -177,10 +190,16 @@ async fn network_data(client: &Client, data: &NetworkData) -> Result<(), KubeErr
         ..Default::default()
     };
     let api: Api<Secret> = Api::namespaced(client.clone(), &data.namespace);
-    api.patch(&data.name, &apply_params(), &Patch::Apply(&secret))
-        .await
-        .map_err(KubeError::of::<Secret>(Verb::Apply, &data.name))?;
-    Ok(())
+    // Not forced: a Secret of this name whose content someone else wrote is theirs, and a
+    // conflict says so instead of writing over it.
+    let params = PatchParams::apply(crate::FIELD_MANAGER);
+    match api.patch(&data.name, &params, &Patch::Apply(&secret)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            Err(KubeError::in_the_way("Secret", &data.name, ("BareMetalHost", &data.owner.name_any())))
+        }
+        Err(err) => Err(KubeError::new(Verb::Apply, "Secret", &data.name, err)),
+    }
 }
 
 /// The ledger of a NodeSet's service Jobs and inventory Secrets.
@@ -209,12 +228,27 @@ async fn apply_jobs(
         ledger.keep("Secret", name);
     }
     for run in &plan.jobs {
-        ledger.apply(run.secret.clone()).await?;
-        let (job, created) = ledger.create_once(run.job.clone()).await?;
-        if created {
-            applied.jobs_created.push(job.name_any());
+        let name = run.job.name_any();
+        let result = match ledger.apply(run.secret.clone()).await {
+            Ok(_) => ledger.create_once(run.job.clone()).await,
+            Err(err) => Err(err),
+        };
+        match result {
+            Ok((job, created)) => {
+                if created {
+                    applied.jobs_created.push(job.name_any());
+                }
+                memory.jobs.remember(job);
+            }
+            // Refused (restricted Pod Security, a quota, a webhook) or in the way: one Job's
+            // problem goes to status; the other Jobs and the status write go on.
+            Err(err) => match err.user_facing() {
+                Some(message) => {
+                    applied.jobs_refused.insert(name, message);
+                }
+                None => return Err(err.into()),
+            },
         }
-        memory.jobs.remember(job);
     }
     if !plan.prune.is_empty() {
         for name in ledger.prune::<Job>().await? {

@@ -12,11 +12,12 @@
 //! nulls, guarded by the host's resourceVersion like a claim.
 
 use super::claims::Owner;
+use super::machine::{has_image, tokens_used_after};
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::DETACHED;
 use crds::nodeset::{
     CompletedService, HOSTNAME_LABEL, NODESET_LABEL, NodeSetSpec, PROVISIONED_HASH_ANNOTATION,
-    REPROVISION_TOKEN_ANNOTATION, SERVICES_COMPLETED_ANNOTATION,
+    REPROVISION_TOKEN_ANNOTATION, REPROVISION_TOKENS_USED_ANNOTATION, SERVICES_COMPLETED_ANNOTATION,
 };
 use k8s_openapi::api::core::v1::SecretReference;
 use kube::{Resource, ResourceExt};
@@ -66,6 +67,17 @@ impl HostWrite {
             Body::Merge(patch) => patch.pointer("/spec/image").is_some_and(Value::is_null),
             Body::Apply(_) => false,
         }
+    }
+
+    /// True when this write would remove the image `host` has: an apply that does not carry
+    /// it (server-side apply removes what the manager applied before and omits now). Only the
+    /// two explicit requests may; the planner never plans such an apply, and apply checks.
+    pub fn drops_image(&self, host: &BareMetalHost) -> bool {
+        has_image(host)
+            && match &self.body {
+                Body::Apply(body) => body.pointer("/spec/image").is_none_or(Value::is_null),
+                Body::Merge(_) => self.clears_image(),
+            }
     }
 
     /// The image this write applies, if it applies one.
@@ -152,8 +164,14 @@ pub struct Consumer {
 }
 
 /// The server-side apply body for `host`'s consumer fields, `None` when the host already has
-/// them. A claim carries the resourceVersion it was decided on, so a host someone else claimed
-/// meanwhile fails it with a conflict.
+/// them. Every apply carries the resourceVersion it was decided on: a host someone else claimed
+/// meanwhile, or whose `online` a user just changed, fails it with a conflict instead of being
+/// written over from a stale cache.
+///
+/// A machine with an image always gets its first-boot fields applied again as they are, whether
+/// or not the planner knows this NodeSet provisioned it: the record of that (an annotation) can
+/// be removed by anyone, and an apply that omitted a field this manager once applied would
+/// remove it, the image included, and deprovision the machine.
 pub fn apply_body(owner: &Owner, host: &BareMetalHost, consumer: &Consumer, purpose: Purpose) -> Option<Value> {
     let mut annotations = Map::new();
     if let Some(hash) = &consumer.provisioned_hash {
@@ -163,10 +181,16 @@ pub fn apply_body(owner: &Owner, host: &BareMetalHost, consumer: &Consumer, purp
         let completed = serde_json::to_string(&consumer.completed).unwrap_or_default();
         annotations.insert(SERVICES_COMPLETED_ANNOTATION.into(), Value::String(completed));
     }
-    if let Some(token) = host.annotations().get(REPROVISION_TOKEN_ANNOTATION) {
-        annotations.insert(REPROVISION_TOKEN_ANNOTATION.into(), Value::String(token.clone()));
+    for kept in [REPROVISION_TOKEN_ANNOTATION, REPROVISION_TOKENS_USED_ANNOTATION] {
+        if let Some(value) = host.annotations().get(kept) {
+            annotations.insert(kept.into(), Value::String(value.clone()));
+        }
     }
-    let mut spec = consumer.provisioning.clone().unwrap_or_default();
+    let mut spec = consumer
+        .provisioning
+        .clone()
+        .or_else(|| has_image(host).then(|| live_provisioning_fields(host)))
+        .unwrap_or_default();
     spec.insert("consumerRef".into(), serde_json::to_value(owner.consumer_ref()).unwrap_or(Value::Null));
     if let Some(cleaning) = &consumer.cleaning {
         spec.insert("automatedCleaningMode".into(), cleaning.clone());
@@ -177,8 +201,8 @@ pub fn apply_body(owner: &Owner, host: &BareMetalHost, consumer: &Consumer, purp
         "labels": {NODESET_LABEL: owner.label, HOSTNAME_LABEL: consumer.hostname},
         "annotations": annotations,
     });
-    if purpose == Purpose::Claim {
-        metadata["resourceVersion"] = json!(host.resource_version());
+    if let Some(version) = host.resource_version() {
+        metadata["resourceVersion"] = json!(version);
     }
     let body = json!({
         "apiVersion": BareMetalHost::api_version(&()),
@@ -220,6 +244,7 @@ pub fn reprovision_patch(host: &BareMetalHost, token: &str) -> Value {
                 PROVISIONED_HASH_ANNOTATION: null,
                 SERVICES_COMPLETED_ANNOTATION: null,
                 REPROVISION_TOKEN_ANNOTATION: token,
+                REPROVISION_TOKENS_USED_ANNOTATION: tokens_used_after(host, token),
             }
         },
         "spec": {"image": null}
@@ -237,6 +262,7 @@ pub fn deprovision_patch(host: &BareMetalHost) -> Value {
                 PROVISIONED_HASH_ANNOTATION: null,
                 SERVICES_COMPLETED_ANNOTATION: null,
                 REPROVISION_TOKEN_ANNOTATION: null,
+                REPROVISION_TOKENS_USED_ANNOTATION: null,
             }
         },
         "spec": {"image": null, "userData": null, "networkData": null, "consumerRef": null, "online": false}
@@ -306,7 +332,40 @@ mod tests {
         c.cleaning = Some(json!("disabled"));
         let body = apply_body(&owner(), &claimed, &c, Purpose::Update).expect("the cleaning mode changed");
         assert_eq!(body["spec"]["image"]["url"], "http://i/os.qcow2", "the image is applied again as it is");
-        assert!(body["metadata"].get("resourceVersion").is_none());
+        assert_eq!(body["metadata"]["resourceVersion"], "42", "a stale cache meets a conflict");
+    }
+
+    #[test]
+    fn a_machine_whose_provisioning_record_was_removed_keeps_its_image_in_every_apply() {
+        // Someone stripped ferrometal.io/provisioned-hash: the planner no longer knows this
+        // NodeSet provisioned the machine, and hands no first-boot fields.
+        let running = host(json!({
+            "metadata": {"labels": {NODESET_LABEL: "computes", HOSTNAME_LABEL: "compute-0"}},
+            "spec": {"image": {"url": "http://i/os.qcow2", "checksum": "abc"}, "userData": {"name": "ud"}}
+        }));
+        let mut c = consumer();
+        c.cleaning = Some(json!("disabled"));
+        for purpose in [Purpose::Claim, Purpose::Update] {
+            let body = apply_body(&owner(), &running, &c, purpose).expect("a write");
+            assert_eq!(body["spec"]["image"], json!({"url": "http://i/os.qcow2", "checksum": "abc"}), "{purpose:?}");
+            assert_eq!(body["spec"]["userData"]["name"], "ud", "{purpose:?}");
+            let write = HostWrite {
+                host: "server-0".into(),
+                namespace: "metal3".into(),
+                hostname: "compute-0".into(),
+                purpose,
+                body: Body::Apply(body),
+            };
+            assert!(!write.drops_image(&running));
+        }
+        let careless = HostWrite {
+            host: "server-0".into(),
+            namespace: "metal3".into(),
+            hostname: "compute-0".into(),
+            purpose: Purpose::Update,
+            body: Body::Apply(json!({"spec": {"consumerRef": {}}})),
+        };
+        assert!(careless.drops_image(&running), "the guard in apply refuses it");
     }
 
     #[test]

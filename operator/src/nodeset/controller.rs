@@ -9,7 +9,8 @@ use super::dereference::Caches;
 use super::job::COMPONENT;
 use super::memory::Memory;
 use super::reconcile::{CONTROLLER, NodeSetReconciler};
-use super::validate::bmh_namespace;
+use super::record;
+use super::validate::{Reach, bmh_namespace};
 use crate::kube::backoff::Backoff;
 use crate::kube::cache::{self, reflected};
 use crate::kube::names::COMPONENT_LABEL;
@@ -20,7 +21,7 @@ use crds::hardwaredata::HardwareData;
 use crds::nodeset::{NODESET_LABEL, NodeSet};
 use crds::nodesetservice::NodeSetService;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::PartialObjectMeta;
 use kube::runtime::controller;
@@ -44,7 +45,7 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
         job_history = config.job_history,
         "starting the NodeSet controller"
     );
-    let watched = ctx.namespaces.clone();
+    let watched = Reach { watched: ctx.namespaces.clone(), pools: ctx.host_pools.clone() };
     fan_out(ctx.scopes(), |scope| {
         let (ctx, config, memory, watched, shutdown) =
             (ctx.clone(), config.clone(), memory.clone(), watched.clone(), shutdown.clone());
@@ -60,17 +61,20 @@ async fn run_scope(
     scope: Scope,
     config: Config,
     memory: Arc<Memory>,
-    watched: Vec<String>,
+    watched: Reach,
     shutdown: CancellationToken,
 ) {
-    let controller = cache::controller(scope.api::<NodeSet>(), watcher::Config::default().any_semantic())
+    let controller = cache::controller(scope.api::<NodeSet>(), cache::paged().any_semantic())
         .with_config(controller::Config::default().concurrency(config.concurrency));
     let nodesets = controller.store();
-    let (hosts, host_events) = reflected(scope.api::<BareMetalHost>(), watcher::Config::default());
-    let (hardware, hardware_events) = reflected(scope.api::<HardwareData>(), watcher::Config::default());
-    let (services, service_events) = reflected(scope.api::<NodeSetService>(), watcher::Config::default());
-    let owned = watcher::Config::default().labels(&format!("{COMPONENT_LABEL}={COMPONENT}"));
+    let (hosts, host_events) = reflected(scope.api::<BareMetalHost>(), cache::paged());
+    let (hardware, hardware_events) = reflected(scope.api::<HardwareData>(), cache::paged());
+    let (services, service_events) = reflected(scope.api::<NodeSetService>(), cache::paged());
+    let owned = cache::paged().labels(&format!("{COMPONENT_LABEL}={COMPONENT}"));
     let (jobs, job_events) = reflected(scope.api::<Job>(), owned.clone());
+    // Only the records: written by this controller, read back after a recreate.
+    let records_only = cache::paged().labels(&format!("{COMPONENT_LABEL}={}", record::COMPONENT));
+    let (records, record_events) = reflected(scope.api::<ConfigMap>(), records_only);
     // Only their metadata: an inventory's content never needs to be cached.
     let secret_events = watcher(scope.api::<PartialObjectMeta<Secret>>(), owned).default_backoff().touched_objects();
 
@@ -80,6 +84,7 @@ async fn run_scope(
         .watches_stream(host_events, move |host| claiming(&by_host, &host))
         .watches_stream(hardware_events, move |data| waiting(&by_hardware, &data.namespace().unwrap_or_default()))
         .owns_stream(job_events)
+        .watches_stream(record_events, |_| Vec::<ObjectRef<NodeSet>>::new())
         .owns_stream::<PartialObjectMeta<Secret>>(secret_events);
 
     let reconciler = Arc::new(NodeSetReconciler {
@@ -89,7 +94,7 @@ async fn run_scope(
             backoff: Backoff::new(config.backoff_base, config.backoff_max),
         },
         client: ctx.client.clone(),
-        caches: Caches { nodesets, hosts, hardware, services, jobs },
+        caches: Caches { nodesets, hosts, hardware, services, jobs, records },
         memory,
         publisher: ctx.publisher(CONTROLLER),
         watched,

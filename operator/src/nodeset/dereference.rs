@@ -2,24 +2,27 @@
 //! HardwareData, NodeSetServices, Jobs), never with a request per host. The only requests are
 //! a list of a failed Job's pods, once per failed Job, to quote the container's failure.
 
+use super::claims::Owner;
 use super::facts::Facts;
 use super::job;
 use super::memory::Memory;
+use super::record;
 use super::validate::bmh_namespace;
 use crate::kube::error::{KubeError, Verb};
 use crate::kube::names::controlled_by;
 use crate::kube::observe::failure_message;
+use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::hardwaredata::HardwareData;
 use crds::nodeset::NodeSet;
-use crds::nodesetservice::NodeSetService;
+use crds::nodesetservice::{NodeSetService, validate_nodeset_service};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, ListParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// How long a reconcile waits for the caches to hold their first list.
@@ -33,6 +36,8 @@ pub struct Caches {
     pub hardware: Store<HardwareData>,
     pub services: Store<NodeSetService>,
     pub jobs: Store<Job>,
+    /// The records of what ran on preProvisioned NodeSets' hosts (`record`).
+    pub records: Store<ConfigMap>,
 }
 
 /// Why the facts could not be read.
@@ -55,6 +60,7 @@ impl Caches {
             self.hardware.wait_until_ready().await.map_err(|_| "HardwareData")?;
             self.services.wait_until_ready().await.map_err(|_| "NodeSetService")?;
             self.jobs.wait_until_ready().await.map_err(|_| "Job")?;
+            self.records.wait_until_ready().await.map_err(|_| "ConfigMap")?;
             Ok::<(), &'static str>(())
         };
         match tokio::time::timeout(READY_TIMEOUT, all).await {
@@ -65,12 +71,14 @@ impl Caches {
     }
 
     /// The names of the NodeSetServices of `namespace`.
-    pub fn service_names(&self, namespace: &str) -> BTreeSet<String> {
+    /// The NodeSetServices of `namespace` by name, each with what its own rules find wrong
+    /// with it (checked here too: it may have got in while the webhook was down).
+    pub fn services_of(&self, namespace: &str) -> BTreeMap<String, Vec<FieldError>> {
         self.services
             .state()
             .iter()
             .filter(|s| s.namespace().as_deref() == Some(namespace))
-            .map(|s| s.name_any())
+            .map(|s| (s.name_any(), validate_nodeset_service(&s.spec)))
             .collect()
     }
 }
@@ -109,9 +117,17 @@ pub async fn facts(
         }
         facts.lost = memory.still_lost(&facts.hosts);
     }
+    if nodeset.spec.pre_provisioned() {
+        let name = record::name(&Owner::of(nodeset));
+        facts.record = caches.records.get(&ObjectRef::new(&name).within(&namespace)).map(|r| record::read(&r));
+    }
     let listed: BTreeSet<&String> = nodeset.spec.services.iter().flatten().collect();
     for service in caches.services.state() {
-        if service.namespace().as_deref() == Some(namespace.as_str()) && listed.contains(&service.name_any()) {
+        // An invalid service is not run: as for a missing one, nothing new runs.
+        if service.namespace().as_deref() == Some(namespace.as_str())
+            && listed.contains(&service.name_any())
+            && validate_nodeset_service(&service.spec).is_empty()
+        {
             facts.services.insert(service.name_any(), service);
         }
     }

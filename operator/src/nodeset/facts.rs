@@ -23,4 +23,6 @@ pub struct Facts {
     pub jobs: Vec<ObservedJob>,
     /// BareMetalHosts a claim of this NodeSet recently lost a race for.
     pub lost: BTreeSet<String>,
+    /// A preProvisioned NodeSet's record of what ran on its hosts, when there is one.
+    pub record: Option<super::record::Completions>,
 }

@@ -5,7 +5,7 @@
 use super::rollout::{Batch, JobHost, JobOutcome, ObservedJob};
 use crate::kube::names::{MAX_LABEL_VALUE, bounded};
 use crate::kube::observe::{JobState, job_state};
-use crate::kube::pod::{mount, secret_volume};
+use crate::kube::pod::{mount, restricted_container, secret_volume};
 use crds::nodeset::{NODESET_LABEL, SERVICE_LABEL};
 use crds::nodesetservice::{
     DEFAULT_ACTIVE_DEADLINE_SECONDS, DEFAULT_BACKOFF_LIMIT, INVENTORY_ENV, INVENTORY_PATH, NodeSetServiceSpec,
@@ -110,6 +110,9 @@ pub fn job(name: &str, nodeset_name: &str, nodeset: &str, spec: &NodeSetServiceS
                 spec: Some(PodSpec {
                     restart_policy: Some("Never".into()),
                     service_account_name: template.service_account_name.clone(),
+                    // An API token only for a service that names the account it runs as: the
+                    // namespace's default account is nobody's choice to hand to a service.
+                    automount_service_account_token: Some(template.service_account_name.is_some()),
                     containers: vec![Container {
                         name: CONTAINER.into(),
                         image: Some(template.image.clone()),
@@ -119,6 +122,7 @@ pub fn job(name: &str, nodeset_name: &str, nodeset: &str, spec: &NodeSetServiceS
                         env_from: template.env_from.clone(),
                         resources: template.resources.clone(),
                         volume_mounts: Some(vec![mount(VOLUME, mount_dir, true)]),
+                        security_context: Some(restricted_container()),
                         ..Default::default()
                     }],
                     volumes: Some(vec![secret_volume(VOLUME, name)]),
@@ -224,6 +228,27 @@ mod tests {
         let mounts = container.volume_mounts.clone().expect("mounts");
         assert_eq!((mounts[0].mount_path.as_str(), mounts[0].read_only), ("/var/run/ferrometal", Some(true)));
         assert_eq!(pod.volumes.expect("volumes")[0].secret.as_ref().and_then(|s| s.secret_name.as_deref()), Some("j"));
+    }
+
+    #[test]
+    fn a_service_pod_is_restricted_and_gets_an_api_token_only_with_the_account_it_names() {
+        let pod = |spec: &NodeSetServiceSpec| {
+            job("j", "computes", "computes", spec, &batch("A", "")).spec.and_then(|s| s.template.spec).expect("pod")
+        };
+        let plain = pod(&spec());
+        assert_eq!(plain.automount_service_account_token, Some(false), "the default account's token stays out");
+        let security = plain.containers[0].security_context.clone().expect("security context");
+        assert_eq!(security.allow_privilege_escalation, Some(false));
+        assert_eq!(security.run_as_non_root, Some(true));
+        assert_eq!(security.seccomp_profile.map(|p| p.type_).as_deref(), Some("RuntimeDefault"));
+        assert_eq!(security.capabilities.and_then(|c| c.drop), Some(vec!["ALL".to_string()]));
+        let mut named = spec();
+        named.job.service_account_name = Some("netconf".into());
+        let with_account = pod(&named);
+        assert_eq!(
+            (with_account.service_account_name.as_deref(), with_account.automount_service_account_token),
+            (Some("netconf"), Some(true))
+        );
     }
 
     #[test]

@@ -8,9 +8,11 @@
 
 use crds::baremetalhost::{BareMetalHost, ProvisioningState};
 use crds::nodeset::{
-    HostStatus, NodeSetSpec, PROVISIONED_HASH_ANNOTATION, REPROVISION_TOKEN_ANNOTATION, provisioning_hash,
+    HostStatus, NodeSetSpec, PROVISIONED_HASH_ANNOTATION, REPROVISION_TOKEN_ANNOTATION,
+    REPROVISION_TOKENS_USED_ANNOTATION, provisioning_hash,
 };
 use kube::ResourceExt;
+use sha2::{Digest, Sha256};
 
 /// Where a claimed machine stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +69,54 @@ fn annotation<'a>(host: &'a BareMetalHost, key: &str) -> Option<&'a str> {
     host.annotations().get(key).map(String::as_str).filter(|v| !v.is_empty())
 }
 
+/// True when the machine has an image: it runs, or is being provisioned.
+pub fn has_image(host: &BareMetalHost) -> bool {
+    host.spec.image.as_ref().is_some_and(|i| !i.url.is_empty())
+}
+
+/// Reprovision tokens remembered per machine: enough for years of reprovisions, bounded so the
+/// annotation stays small.
+const USED_TOKENS_KEPT: usize = 32;
+
+/// The digest a used token is remembered by.
+fn token_digest(token: &str) -> String {
+    hex::encode(&Sha256::digest(token.as_bytes())[..6])
+}
+
+/// True when `token` reprovisioned this machine before.
+pub fn token_used(host: &BareMetalHost, token: &str) -> bool {
+    let digest = token_digest(token);
+    annotation(host, REPROVISION_TOKENS_USED_ANNOTATION).is_some_and(|used| used.split(',').any(|d| d == digest))
+        || annotation(host, REPROVISION_TOKEN_ANNOTATION) == Some(token)
+}
+
+/// The used-tokens annotation after acting on `token`: the newest last, the oldest dropped.
+pub fn tokens_used_after(host: &BareMetalHost, token: &str) -> String {
+    let digest = token_digest(token);
+    let mut used: Vec<&str> = annotation(host, REPROVISION_TOKENS_USED_ANNOTATION)
+        .into_iter()
+        .flat_map(|u| u.split(','))
+        .filter(|d| !d.is_empty() && *d != digest)
+        .collect();
+    used.push(&digest);
+    let skip = used.len().saturating_sub(USED_TOKENS_KEPT);
+    used[skip..].join(",")
+}
+
+/// The previous status of this machine, where it can stand in for the records on the machine
+/// (someone may remove annotations): the same machine (uid), still running an image, in the
+/// same epoch (the reprovision token it last acted on is the one status recorded). Outside
+/// that, status may describe the machine before a reprovision, and is not used.
+pub fn same_epoch<'a>(host: &BareMetalHost, previous: Option<&'a HostStatus>) -> Option<&'a HostStatus> {
+    let uid = host.uid()?;
+    previous.filter(|p| {
+        has_image(host)
+            && p.bmh_ref.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str())
+            && p.reprovision_token.as_deref().unwrap_or_default()
+                == annotation(host, REPROVISION_TOKEN_ANNOTATION).unwrap_or_default()
+    })
+}
+
 /// The epoch of a machine: its uid and the reprovision token last acted on.
 pub fn epoch(host: &BareMetalHost) -> String {
     let uid = host.uid().unwrap_or_default();
@@ -84,8 +134,10 @@ pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous
     let wanted_token = section.and_then(|s| s.reprovision_token.clone()).filter(|t| !t.is_empty());
     let recorded_token = previous.and_then(|p| p.reprovision_token.clone());
     let acted = annotation(host, REPROVISION_TOKEN_ANNOTATION);
-    let provisioned = annotation(host, PROVISIONED_HASH_ANNOTATION).map(str::to_string);
-    let image = host.spec.image.as_ref().is_some_and(|i| !i.url.is_empty());
+    let provisioned = annotation(host, PROVISIONED_HASH_ANNOTATION)
+        .map(str::to_string)
+        .or_else(|| same_epoch(host, previous).and_then(|p| p.provisioned_hash.clone()));
+    let image = has_image(host);
     let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
     let current = provisioning_hash(hostname, spec);
 
@@ -97,7 +149,10 @@ pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous
         (Some(_), None) => false,
         (None, _) => false,
     };
-    if asked && acted != wanted_token.as_deref() && (image || provisioned.is_some()) {
+    // A value that reprovisioned this machine before (an undo, a GitOps self-heal) is recorded
+    // and said, never acted on again.
+    let reused = wanted_token.as_deref().is_some_and(|t| acted != Some(t) && token_used(host, t));
+    if asked && !reused && acted != wanted_token.as_deref() && (image || provisioned.is_some()) {
         return Decision {
             phase: Phase::Waiting("deprovisioning for a reprovision".into()),
             action: Action::Reprovision { token: token.clone() },
@@ -116,7 +171,14 @@ pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous
         provisioned_hash: provisioned.clone(),
         outdated: None,
         epoch: epoch(host),
-        message: None,
+        message: reused.then(|| {
+            format!(
+                "reprovisionToken {:?} reprovisioned BareMetalHost {} before; a value reprovisions a machine once, \
+                 ever: choose a new one to reprovision it again",
+                wanted_token.as_deref().unwrap_or_default(),
+                host.name_any()
+            )
+        }),
     };
     match (&provisioned, image) {
         (Some(hash), true) => {

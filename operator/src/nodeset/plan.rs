@@ -10,8 +10,10 @@ use super::consumer::{
 use super::facts::Facts;
 use super::inventory::{InventoryHost, inventory};
 use super::job;
-use super::machine::{Action, Decision, decide};
+use super::lost;
+use super::machine::{Action, Decision, decide, same_epoch};
 use super::network_data::network_data;
+use super::record;
 use super::rollout::{self, HostWork, RolloutPlan, Service};
 use super::validate::Findings;
 use crds::baremetalhost::BareMetalHost;
@@ -21,7 +23,7 @@ use crds::nodeset::{
 };
 use crds::nodesetservice::service_hash;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,6 +41,8 @@ pub enum HostPhase {
     Claiming,
     /// A claimed machine, and what was decided for it.
     Machine(Decision),
+    /// Its claimed machine dropped out of view, and why: held, no new claim (`lost`).
+    Lost(String),
     /// A host of a preProvisioned NodeSet: always running.
     PreProvisioned,
 }
@@ -76,6 +80,20 @@ pub struct Release {
     pub policy: DeletionPolicy,
 }
 
+impl Release {
+    /// What the `HostReleased` Event says: under Retain nothing was written at all.
+    pub fn note(&self) -> String {
+        let (hostname, bmh) = (&self.hostname, &self.bmh);
+        match self.policy {
+            DeletionPolicy::Retain => format!("{hostname} left BareMetalHost {bmh} as it is, still claimed (Retain)"),
+            DeletionPolicy::Detach => format!("{hostname} detached BareMetalHost {bmh} (Detach)"),
+            DeletionPolicy::Deprovision => {
+                format!("{hostname} released BareMetalHost {bmh} to be deprovisioned (Deprovision)")
+            }
+        }
+    }
+}
+
 /// A Job to run, with its inventory Secret and the generated network data it needs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRun {
@@ -108,12 +126,19 @@ pub struct Plan {
     pub keep: Vec<String>,
     /// Observed Jobs to delete.
     pub prune: Vec<String>,
+    /// A preProvisioned NodeSet's record of completions, when it changed (`record`).
+    pub record: Option<ConfigMap>,
     pub rollout: RolloutPlan,
 }
 
-/// The generated network data Secret of a host.
+/// The generated network data Secret of a host: readable, and unique to the NodeSet (its
+/// namespace and name) and the host, so that NodeSets of two namespaces sharing a host pool,
+/// or `a-b`/`c` and `a`/`b-c`, never name the same Secret.
 pub fn network_data_name(owner: &Owner, hostname: &str) -> String {
-    crate::kube::names::bounded(&format!("{}-{hostname}-network-data", owner.label), 253)
+    use sha2::{Digest, Sha256};
+    let identity = format!("{}\0{}\0{hostname}", owner.namespace, owner.name);
+    let digest = hex::encode(&Sha256::digest(identity.as_bytes())[..4]);
+    crate::kube::names::bounded(&format!("{}-{hostname}-network-data-{digest}", owner.label), 253)
 }
 
 /// Plans the reconcile of a NodeSet that is not being deleted.
@@ -123,12 +148,19 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let previous: BTreeMap<String, HostStatus> =
         nodeset.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
     let config_hash = nodeset_config_hash(spec);
-    let (rollout_status, gate) = rollout::acknowledge(
-        spec.rollout.as_ref(),
-        nodeset.status.as_ref().and_then(|s| s.rollout.as_ref()),
+    let services = listed_services(spec, facts);
+    let gated = rollout::gated_hash(
         &config_hash,
-        now,
+        &spec
+            .services
+            .iter()
+            .flatten()
+            .zip(&services)
+            .map(|(n, s)| (n.clone(), s.as_ref().map(|s| s.hash.clone())))
+            .collect::<Vec<_>>(),
     );
+    let (rollout_status, gate) =
+        rollout::acknowledge(spec.rollout.as_ref(), migrated(nodeset, &config_hash, &gated).as_ref(), &gated, now);
     let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
     let nodes = spec.nodes.clone().unwrap_or_default();
     for (hostname, section) in &nodes {
@@ -136,8 +168,14 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
         let desired = host_config_hash(hostname, spec.node_template.as_ref(), Some(section));
         let phase =
             if spec.pre_provisioned() { HostPhase::PreProvisioned } else { HostPhase::Unclaimed(String::new()) };
+        // A preProvisioned host's completions: status's, else the record that outlives the
+        // NodeSet (a recreate, a restore without status).
         let completed = if spec.pre_provisioned() {
-            previous.get(hostname).and_then(|p| p.services_completed.clone()).unwrap_or_default()
+            previous
+                .get(hostname)
+                .and_then(|p| p.services_completed.clone())
+                .or_else(|| facts.record.as_ref().and_then(|r| r.get(hostname).cloned()))
+                .unwrap_or_default()
         } else {
             Vec::new()
         };
@@ -153,9 +191,15 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let claims = if spec.pre_provisioned() {
         ClaimPlan::default()
     } else {
+        let held = lost::lost_claims(&owner, spec, &previous, &facts.hosts);
+        for (hostname, why) in &held {
+            if let Some(entry) = plan.hosts.get_mut(hostname) {
+                entry.phase = HostPhase::Lost(why.clone());
+            }
+        }
         let preferred =
             previous.iter().filter_map(|(h, s)| s.bmh_ref.as_ref().map(|r| (h.clone(), r.name.clone()))).collect();
-        plan_claims(&owner, spec, &facts.hosts, &facts.hardware, &preferred, &facts.lost)
+        plan_claims(&owner, &lost::without(spec, &held), &facts.hosts, &facts.hardware, &preferred, &facts.lost)
     };
     for (hostname, host) in &claims.new {
         if let (Some(entry), Some(body)) =
@@ -176,7 +220,12 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
         let decision = decide(hostname, host, spec, previous.get(hostname));
         entry.completed = match decision.action {
             Action::Reprovision { .. } => Vec::new(),
-            _ => recorded_completions(host),
+            // The machine's record, else (someone removed it) what status recorded for the
+            // same machine in the same epoch: a runOnce service never runs twice.
+            _ => Some(recorded_completions(host))
+                .filter(|c| !c.is_empty())
+                .or_else(|| same_epoch(host, previous.get(hostname)).and_then(|p| p.services_completed.clone()))
+                .unwrap_or_default(),
         };
         entry.message = decision.message.clone();
         if let Some(others) = claims.duplicates.get(hostname) {
@@ -191,18 +240,6 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     }
 
     // The rollout, on the hosts whose machines run.
-    let services: Vec<Option<Service>> = spec
-        .services
-        .iter()
-        .flatten()
-        .map(|name| {
-            facts.services.get(name).map(|s| Service {
-                name: name.clone(),
-                run_once: s.spec.run_once.unwrap_or(false),
-                hash: service_hash(&s.spec),
-            })
-        })
-        .collect();
     let work: Vec<HostWork> = plan
         .hosts
         .iter()
@@ -289,12 +326,49 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     // Hosts removed from spec.nodes leave per the deletion policy, once.
     for (hostname, host) in &claims.removed {
         if previous.contains_key(hostname) {
-            plan.release(host, hostname, spec.deletion_policy());
+            plan.release(host, hostname, release_policy(nodeset));
         }
     }
 
     plan.jobs_for(nodeset, &owner, facts);
+    if spec.pre_provisioned() {
+        let completions: record::Completions = plan
+            .hosts
+            .iter()
+            .filter(|(_, h)| !h.completed.is_empty())
+            .map(|(name, h)| (name.clone(), h.completed.clone()))
+            .collect();
+        if facts.record.as_ref() != Some(&completions) {
+            plan.record = Some(record::record(&owner, &completions));
+        }
+    }
     plan
+}
+
+/// `spec.services` in order, `None` where no such NodeSetService exists.
+fn listed_services(spec: &crds::nodeset::NodeSetSpec, facts: &Facts) -> Vec<Option<Service>> {
+    spec.services
+        .iter()
+        .flatten()
+        .map(|name| {
+            facts.services.get(name).map(|s| Service {
+                name: name.clone(),
+                run_once: s.spec.run_once.unwrap_or(false),
+                hash: service_hash(&s.spec),
+            })
+        })
+        .collect()
+}
+
+/// The rollout status as `acknowledge` reads it: one recorded by an operator that gated on the
+/// config hash alone counts as having acknowledged the services as they are now, so an upgrade
+/// of the operator neither starts a rollout nor holds a Manual NodeSet back.
+fn migrated(nodeset: &NodeSet, config_hash: &str, gated: &str) -> Option<RolloutStatus> {
+    let mut status = nodeset.status.as_ref()?.rollout.clone()?;
+    if status.config_hash.as_deref() == Some(config_hash) {
+        status.config_hash = Some(gated.to_string());
+    }
+    Some(status)
 }
 
 fn write(host: &BareMetalHost, hostname: &str, purpose: Purpose, body: Body) -> HostWrite {
@@ -392,6 +466,15 @@ impl Plan {
     }
 }
 
+/// The policy hosts leave under: the less destructive of the one in force now and the one status
+/// recorded (in force when the hosts were last seen in spec). A removal made in the same edit
+/// that switched to a more destructive policy, or before the controller saw the switch, was not
+/// made under it. Status written by an operator that did not record it counts as Retain.
+pub fn release_policy(nodeset: &NodeSet) -> DeletionPolicy {
+    let recorded = nodeset.status.as_ref().and_then(|s| s.deletion_policy).unwrap_or_default();
+    nodeset.spec.deletion_policy().min(recorded)
+}
+
 /// Plans the deletion of a NodeSet: every host of `spec.nodes` leaves per the deletion policy.
 /// Hosts are found by label, whatever status says; a machine released earlier (its key removed
 /// under Retain or Detach) is no longer the NodeSet's and stays as it is.
@@ -406,7 +489,7 @@ pub fn plan_deletion(nodeset: &NodeSet, facts: &Facts) -> Plan {
         .filter(|(name, _)| nodes.contains_key(*name))
         .collect();
     claimed.sort_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.name_any().cmp(&b.1.name_any())));
-    let policy = nodeset.spec.deletion_policy();
+    let policy = release_policy(nodeset);
     for (hostname, host) in claimed {
         plan.release(host, hostname, policy);
     }

@@ -285,10 +285,14 @@ fn a_new_reprovision_token_reprovisions_that_machine_only() {
 
 #[test]
 fn removing_a_host_under_deprovision_deprovisions_that_machine_only() {
-    let plan = plan_edit(&edited(|s| {
+    let hosts = provisioned(&spec());
+    let mut n = nodeset(&edited(|s| {
         s["deletionPolicy"] = json!("Deprovision");
         drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
     }));
+    // Deprovision was in force before the removal.
+    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..status(&spec(), &hosts) });
+    let plan = plan(&n, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     let clearing: Vec<(&str, Purpose)> =
         plan.writes.iter().filter(|w| w.clears_image()).map(|w| (w.hostname.as_str(), w.purpose)).collect();
     assert_eq!(clearing, [("compute-2", Purpose::Deprovision)]);
@@ -298,7 +302,9 @@ fn removing_a_host_under_deprovision_deprovisions_that_machine_only() {
 #[test]
 fn deleting_the_nodeset_deprovisions_only_under_the_deprovision_policy() {
     for (policy, clears, writes) in [("Retain", 0, 0), ("Detach", 0, 3), ("Deprovision", 3, 3)] {
-        let n = nodeset(&edited(|s| s["deletionPolicy"] = json!(policy)));
+        let mut n = nodeset(&edited(|s| s["deletionPolicy"] = json!(policy)));
+        n.status =
+            Some(NodeSetStatus { deletion_policy: serde_json::from_value(json!(policy)).ok(), ..Default::default() });
         let plan = plan_deletion(&n, &facts(provisioned(&spec())));
         assert_eq!(plan.writes.iter().filter(|w| w.clears_image()).count(), clears, "{policy}");
         assert_eq!(plan.writes.len(), writes, "{policy}");
@@ -316,6 +322,14 @@ fn deleting_the_nodeset_leaves_machines_released_earlier_alone() {
     let plan = plan_deletion(&n, &facts(provisioned(&spec())));
     let released: Vec<&str> = plan.releases.iter().map(|r| r.hostname.as_str()).collect();
     assert_eq!(released, ["compute-0", "compute-1"]);
+}
+
+#[test]
+fn deleting_a_nodeset_whose_status_never_saw_deprovision_deprovisions_nothing() {
+    let n = nodeset(&edited(|s| s["deletionPolicy"] = json!("Deprovision")));
+    let plan = plan_deletion(&n, &facts(provisioned(&spec())));
+    assert!(plan.writes.iter().all(|w| !w.clears_image()));
+    assert_eq!(plan.releases.len(), 3, "released under Retain");
 }
 
 #[test]
@@ -373,8 +387,159 @@ fn a_claimed_free_machine_is_provisioned_with_the_template() {
 
 #[test]
 fn a_blocking_finding_plans_nothing() {
-    let findings = Findings { refused: Some("no".into()), ..Findings::default() };
+    let findings = Findings { refused: Some(("NamespaceNotWatched", "no".into())), ..Findings::default() };
     let free = vec![Arc::new(bmh("server-0", ProvisioningState::Available))];
     let plan = plan(&nodeset(&spec()), &facts(free), &findings, 3, &now());
     assert!(plan.writes.is_empty() && plan.jobs.is_empty());
+}
+
+/// The machines of `spec()`, with `edit` applied to each.
+fn provisioned_with(edit: impl Fn(&mut BareMetalHost)) -> Vec<Arc<BareMetalHost>> {
+    provisioned(&spec())
+        .into_iter()
+        .map(|h| {
+            let mut host = (*h).clone();
+            edit(&mut host);
+            Arc::new(host)
+        })
+        .collect()
+}
+
+#[test]
+fn a_machine_whose_ferrometal_annotations_were_stripped_keeps_its_image_and_its_completions() {
+    let hosts = provisioned_with(|h| h.metadata.annotations = None);
+    let mut n = nodeset(&edited(|s| s["baremetalSetTemplate"]["automatedCleaningMode"] = json!("disabled")));
+    let mut known = status(&spec(), &hosts);
+    for (entry, host) in known.hosts.iter_mut().flat_map(|m| m.values_mut()).zip(&provisioned(&spec())) {
+        entry.provisioned_hash = host.annotations().get(PROVISIONED_HASH_ANNOTATION).cloned();
+        entry.services_completed = Some(recorded_completions(host));
+    }
+    n.status = Some(known);
+    let plan = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(plan.writes.len(), 3, "the cleaning mode is written on every machine");
+    for (write, host) in plan.writes.iter().zip(&hosts) {
+        assert!(!write.drops_image(host), "{} would lose its image: {write:?}", write.host);
+        let Body::Apply(body) = &write.body else { panic!("an apply") };
+        assert!(body.pointer("/metadata/annotations").is_some_and(|a| a.get(PROVISIONED_HASH_ANNOTATION).is_some()));
+    }
+    assert!(plan.jobs.is_empty(), "nothing reruns: status knew what ran on these very machines");
+    assert!(plan.hosts.values().all(|h| matches!(&h.phase, HostPhase::Machine(d) if d.phase == Phase::Provisioned)));
+}
+
+#[test]
+fn a_reprovision_token_brought_back_by_an_undo_does_not_reprovision_again() {
+    // compute-1 was reprovisioned for "A", then for "B"; an undo brings "A" back.
+    let hosts = provisioned_with(|h| {
+        if h.name_any() == "server-1" {
+            let used = crate::nodeset::machine::tokens_used_after(h, "A");
+            h.annotations_mut().insert(crds::nodeset::REPROVISION_TOKENS_USED_ANNOTATION.into(), used);
+            let used = crate::nodeset::machine::tokens_used_after(h, "B");
+            h.annotations_mut().insert(crds::nodeset::REPROVISION_TOKENS_USED_ANNOTATION.into(), used);
+            h.annotations_mut().insert(crds::nodeset::REPROVISION_TOKEN_ANNOTATION.into(), "B".into());
+        }
+    });
+    let mut n = nodeset(&edited(|s| s["nodes"]["compute-1"]["reprovisionToken"] = json!("A")));
+    let mut known = status(&spec(), &hosts);
+    if let Some(entry) = known.hosts.as_mut().and_then(|h| h.get_mut("compute-1")) {
+        entry.reprovision_token = Some("B".into());
+    }
+    n.status = Some(known);
+    let plan = plan(&n, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert!(plan.writes.iter().all(|w| !w.clears_image()), "{:?}", purposes(&plan));
+    let HostPhase::Machine(decision) = &plan.hosts["compute-1"].phase else { panic!("a machine") };
+    assert_eq!(decision.token, "A", "recorded, so the next new value is a request");
+    assert!(decision.message.as_deref().is_some_and(|m| m.contains("once, ever")), "{:?}", decision.message);
+    // And a value never used does reprovision.
+    let mut fresh = n.clone();
+    fresh.spec.nodes.as_mut().and_then(|m| m.get_mut("compute-1")).expect("host").reprovision_token = Some("C".into());
+    let hosts = provisioned_with(|_| {});
+    let plan = super::plan(&fresh, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(purposes(&plan), [("compute-1".to_string(), Purpose::Reprovision)]);
+}
+
+#[test]
+fn an_edited_service_spec_waits_for_a_manual_nodesets_token() {
+    let manual = edited(|s| s["rollout"] = json!({"strategy": "Manual", "maxUnavailable": 1}));
+    let hosts = provisioned(&manual);
+    let mut n = nodeset(&manual);
+    n.status = Some(status(&manual, &hosts));
+    // The rollout as this operator records it, with the services as they were.
+    let settled = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert!(settled.jobs.is_empty());
+    n.status = Some(NodeSetStatus { rollout: Some(settled.rollout_status.clone()), ..status(&manual, &hosts) });
+    let mut changed = facts(hosts.clone());
+    let mut network = service("configure-network");
+    network.spec.job.image = "configure-network:2".into();
+    changed.services.insert("configure-network".into(), Arc::new(network));
+    let waiting = plan(&n, &changed, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert!(waiting.jobs.is_empty(), "no Job without a token");
+    assert!(waiting.rollout.pending);
+    // A new token approves it.
+    let mut approved = n.clone();
+    approved.status = Some(NodeSetStatus { rollout: Some(waiting.rollout_status.clone()), ..status(&manual, &hosts) });
+    approved.spec.rollout.as_mut().expect("rollout").token = Some("go".into());
+    let rolling = plan(&approved, &changed, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(rolling.jobs.len(), 1, "one host at a time");
+}
+
+#[test]
+fn a_removal_in_the_edit_that_switched_to_deprovision_is_released_under_the_policy_seen_before() {
+    let hosts = provisioned(&spec());
+    let removed = edited(|s| {
+        s["deletionPolicy"] = json!("Deprovision");
+        drop(s["nodes"].as_object_mut().expect("map").remove("compute-2"));
+    });
+    let mut n = nodeset(&removed);
+    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Retain), ..status(&spec(), &hosts) });
+    let retained = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert!(retained.writes.iter().all(|w| !w.clears_image()), "{:?}", purposes(&retained));
+    assert_eq!(retained.releases.iter().map(|r| r.policy).collect::<Vec<_>>(), [DeletionPolicy::Retain]);
+    // Once status recorded Deprovision, a removal is deprovisioned.
+    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..status(&spec(), &hosts) });
+    let released = plan(&n, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(released.releases.iter().map(|r| r.policy).collect::<Vec<_>>(), [DeletionPolicy::Deprovision]);
+}
+
+#[test]
+fn a_recreated_pre_provisioned_nodeset_reads_what_ran_from_its_record_and_reruns_nothing() {
+    let pre = json!({
+        "preProvisioned": true,
+        "nodeTemplate": spec()["nodeTemplate"].clone(),
+        "nodes": spec()["nodes"].clone(),
+        "services": ["bootstrap", "configure-network"],
+        "rollout": {"maxUnavailable": 1}
+    });
+    let n = nodeset(&pre);
+    let completions: crate::nodeset::record::Completions = n
+        .spec
+        .nodes
+        .iter()
+        .flatten()
+        .map(|(hostname, section)| {
+            let desired = host_config_hash(hostname, n.spec.node_template.as_ref(), Some(section));
+            let done = ["bootstrap", "configure-network"]
+                .iter()
+                .map(|s| CompletedService {
+                    name: s.to_string(),
+                    config_hash: Some(desired.clone()),
+                    service_hash: Some(service_hash(&service(s).spec)),
+                    completed_at: Some(now()),
+                })
+                .collect();
+            (hostname.clone(), done)
+        })
+        .collect();
+    // Recreated: no status at all.
+    let fresh = plan(&n, &facts(vec![]), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(fresh.jobs.len(), 1, "without a record every host is new: one bootstrap Job for all");
+    let with_record = Facts { record: Some(completions.clone()), ..facts(vec![]) };
+    let recreated = plan(&n, &with_record, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert!(recreated.jobs.is_empty(), "nothing reruns: {:?}", recreated.rollout.batches);
+    assert!(recreated.record.is_none(), "the record is current");
+    // An MTU edit afterwards is an update, one host at a time: the hosts are not new.
+    let mut edited = pre.clone();
+    edited["nodeTemplate"]["networks"][0]["mtu"] = json!(9000);
+    let rolled = plan(&nodeset(&edited), &with_record, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(rolled.rollout.batches.iter().map(|b| b.hosts.len()).sum::<usize>(), 1, "{:?}", rolled.rollout.batches);
+    assert!(rolled.rollout.batches.iter().all(|b| b.service == "configure-network"));
 }

@@ -2,18 +2,21 @@
 //! NodeSet being deleted, the deletion policy behind the finalizer.
 
 use super::apply::{self, Applied, ApplyError};
+use super::claims::Owner;
 use super::config::Config;
 use super::dereference::{self, Caches, DereferenceError};
 use super::facts::Facts;
 use super::memory::Memory;
 use super::plan::{self, Plan};
+use super::record;
 use super::status;
 use super::validate;
 use crate::kube::error::{KubeError, Verb};
 use crate::kube::runner::{MetricLabel, Reconcile, Runner};
 use crate::kube::{Notice, Publisher};
-use crds::nodeset::{FINALIZER, NodeSet};
+use crds::nodeset::{DeletionPolicy, FINALIZER, NodeSet};
 use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -54,8 +57,8 @@ pub struct NodeSetReconciler {
     pub caches: Caches,
     pub memory: Arc<Memory>,
     pub publisher: Publisher,
-    /// The namespaces the operator watches one by one; empty for all.
-    pub watched: Vec<String>,
+    /// Where the operator may act: the namespaces it watches, the host pools opened.
+    pub watched: validate::Reach,
     pub config: Config,
 }
 
@@ -81,9 +84,13 @@ impl NodeSetReconciler {
             return self.delete(&nodeset).await;
         }
         let nodeset = self.ensure_finalizer(nodeset).await?;
-        let facts = dereference::facts(&self.caches, &self.memory, &self.client, &nodeset, &now).await?;
-        let existing = self.caches.service_names(&nodeset.namespace().unwrap_or_default());
+        let existing = self.caches.services_of(&nodeset.namespace().unwrap_or_default());
         let findings = validate::check(&nodeset, &existing, &self.watched);
+        // A blocked NodeSet reads nothing more: its hosts may be in a namespace out of its reach.
+        let facts = match findings.blocks() {
+            true => Facts::default(),
+            false => dereference::facts(&self.caches, &self.memory, &self.client, &nodeset, &now).await?,
+        };
         let plan = plan::plan(&nodeset, &facts, &findings, self.config.job_history, &now);
         let applied = apply::apply(&self.client, &nodeset, &plan, &self.memory).await?;
         let (status, notices) = status::compute(&nodeset, &plan, &applied, &findings, &now);
@@ -129,15 +136,36 @@ impl NodeSetReconciler {
         api.patch(&name, &params, &Patch::Merge(&patch)).await.map_err(KubeError::of::<NodeSet>(Verb::Patch, &name))
     }
 
+    /// A deleted preProvisioned NodeSet's record of what ran goes with it, unless the policy
+    /// retains its hosts: then a NodeSet recreated under its name reads it back.
+    async fn forget_record(&self, nodeset: &NodeSet) -> Result<(), Error> {
+        if !nodeset.spec.pre_provisioned() || plan::release_policy(nodeset) == DeletionPolicy::Retain {
+            return Ok(());
+        }
+        let name = record::name(&Owner::of(nodeset));
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &nodeset.namespace().unwrap_or_default());
+        match api.delete(&name, &Default::default()).await.map_err(KubeError::of::<ConfigMap>(Verb::Delete, &name)) {
+            Ok(_) => Ok(()),
+            Err(err) if err.is_not_found() => Ok(()),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// The NodeSet is being deleted: every host it claimed leaves per the deletion policy,
     /// then the finalizer goes. Retain writes nothing: the machines keep running, claimed.
     async fn delete(&self, nodeset: &NodeSet) -> Result<Action, Error> {
         if !nodeset.finalizers().iter().any(|f| f == FINALIZER) {
             return Ok(Action::await_change());
         }
+        // Hosts in a namespace out of the NodeSet's reach (a pool no admin opened, or no longer)
+        // are not its to release: they stay as they are, claimed.
+        let out_of_reach = validate::check(nodeset, &Default::default(), &self.watched).refused;
+        if let Some((reason, message)) = &out_of_reach {
+            self.publisher.one(nodeset, &Notice::warning(*reason, format!("no host released: {message}"))).await;
+        }
         let facts = Facts {
             bmh_namespace: validate::bmh_namespace(nodeset),
-            hosts: if nodeset.spec.pre_provisioned() {
+            hosts: if nodeset.spec.pre_provisioned() || out_of_reach.is_some() {
                 Vec::new()
             } else {
                 dereference::hosts(&self.caches, &self.memory, &validate::bmh_namespace(nodeset))
@@ -149,9 +177,7 @@ impl NodeSetReconciler {
         apply::apply_host_writes(&self.client, &plan, &self.memory, &mut applied).await?;
         for release in &plan.releases {
             if applied.released.contains(&release.hostname) {
-                let note =
-                    format!("{} released BareMetalHost {} ({:?})", release.hostname, release.bmh, release.policy);
-                self.publisher.one(nodeset, &Notice::normal("HostReleased", note)).await;
+                self.publisher.one(nodeset, &Notice::normal("HostReleased", release.note())).await;
             }
         }
         if applied.conflicts || !applied.refused.is_empty() {
@@ -160,6 +186,7 @@ impl NodeSetReconciler {
             }
             return Ok(Action::requeue(Duration::from_secs(2)));
         }
+        self.forget_record(nodeset).await?;
         let rest: Vec<String> = nodeset.finalizers().iter().filter(|f| *f != FINALIZER).cloned().collect();
         match self.set_finalizers(nodeset, rest).await {
             Ok(_) => Ok(Action::await_change()),

@@ -212,6 +212,22 @@ pub fn acknowledge(
     }
 }
 
+/// What a rollout acknowledges (a Manual token, an Automatic start): the NodeSet's config hash
+/// (every host's configuration and the service list) and the spec hash of every service it
+/// lists, so an edit of a shared NodeSetService waits for a Manual NodeSet's token like any
+/// other edit of what runs.
+pub fn gated_hash(config_hash: &str, services: &[(String, Option<String>)]) -> String {
+    let mut digest = Sha256::new();
+    digest.update(config_hash.as_bytes());
+    for (name, hash) in services {
+        digest.update([0]);
+        digest.update(name.as_bytes());
+        digest.update([0]);
+        digest.update(hash.as_deref().unwrap_or("missing").as_bytes());
+    }
+    hex::encode(digest.finalize())
+}
+
 /// True when `service` is done on a host whose desired hash is `desired`.
 pub fn done(completed: &[CompletedService], service: &Service, desired: &str) -> bool {
     completed.iter().any(|c| {
@@ -349,11 +365,15 @@ pub fn plan(
 
     plan.prunable = prunable(jobs, &plan, &by_name, history);
 
+    // A failure stops the rollout (no configured host gets new work) and holds its own hosts;
+    // hosts being brought up that it does not concern go on.
+    let failed: BTreeSet<&str> = plan.failures.iter().flat_map(|f| f.hosts.iter().map(String::as_str)).collect();
     let wanting: Vec<&HostWork> = hosts
         .iter()
         .filter(|h| h.ready && !plan.configured.contains(&h.name) && !plan.running.contains(&h.name))
+        .filter(|h| !failed.contains(h.name.as_str()) && (failed.is_empty() || !h.configured_before))
         .collect();
-    if !plan.failures.is_empty() || !all_known {
+    if !all_known {
         return plan;
     }
     let busy = plan.running.iter().filter(|h| by_name.get(h.as_str()).is_some_and(|h| h.configured_before)).count();

@@ -128,6 +128,16 @@ fn a_failed_job_stops_the_rollout_and_quotes_the_job() {
 }
 
 #[test]
+fn a_failed_job_does_not_hold_back_the_bring_up_of_hosts_it_does_not_concern() {
+    let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A"), host("new-0", "B", &[], "")];
+    let failed =
+        job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
+    let plan = plan(&hosts, &services(), &[failed], true, 5, 3);
+    assert_eq!(plan.failures.len(), 1);
+    assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["new-0".into()])], "the rollout stays stopped");
+}
+
+#[test]
 fn fixing_the_service_resumes_a_failed_rollout() {
     let hosts = [host("c-0", "B", &ALL, "A")];
     let failed =

@@ -8,7 +8,7 @@ use super::validate::Findings;
 use crate::kube::Notices;
 use crate::kube::condition::{AS_EXPECTED, COMPLETE, Conditions, NOTHING_WRONG, bounded_message, set_all};
 use crds::condition::{DEGRADED, PROGRESSING, READY};
-use crds::nodeset::status::conditions::{CONFIGURED, PROVISIONED, ROLLOUT_PENDING};
+use crds::nodeset::status::conditions::{CONFIGURED, OUTDATED, PROVISIONED, ROLLOUT_PENDING};
 use crds::nodeset::{BmhRef, HostStatus, NodeSet, NodeSetStatus, RolloutPhase};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
@@ -29,6 +29,9 @@ pub fn compute(
     now: &Time,
 ) -> (NodeSetStatus, Notices) {
     let previous = nodeset.status.clone().unwrap_or_default();
+    if let Some(found) = findings.problem().filter(|_| findings.blocks()) {
+        return (blocked(nodeset, previous, found, now), Notices::default());
+    }
     let before = previous.hosts.clone().unwrap_or_default();
     let mut notices = Notices::default();
     let failures_by_host: BTreeMap<&str, String> = plan
@@ -57,10 +60,7 @@ pub fn compute(
     }
     for released in &plan.releases {
         if applied.released.contains(&released.hostname) {
-            notices.normal(
-                "HostReleased",
-                format!("{} released BareMetalHost {} ({:?})", released.hostname, released.bmh, released.policy),
-            );
+            notices.normal("HostReleased", released.note());
         }
     }
     // A host released by a failed write stays until the write succeeds.
@@ -106,10 +106,15 @@ pub fn compute(
         make_conditions(nodeset, plan, phase, problem.as_ref(), (total, provisioned, configured), now),
     );
     let claimed = hosts.values().filter(|h| h.bmh_ref.is_some()).count();
+    let outdated: Vec<&str> =
+        hosts.iter().filter(|(_, h)| h.provisioning_outdated == Some(true)).map(|(n, _)| n.as_str()).collect();
+    set_all(&mut conditions, vec![outdated_condition(nodeset, &outdated, now)]);
     let status = NodeSetStatus {
         observed_generation: nodeset.metadata.generation,
         conditions: Some(conditions),
         config_hash: Some(plan.config_hash.clone()),
+        deletion_policy: Some(nodeset.spec.deletion_policy()),
+        outdated_hosts: Some(i32::try_from(outdated.len()).unwrap_or(i32::MAX)),
         claimed_hosts: Some(i32::try_from(claimed).unwrap_or(i32::MAX)),
         provisioned_hosts: Some(format!("{provisioned}/{total}")),
         configured_hosts: Some(format!("{configured}/{total}")),
@@ -117,6 +122,43 @@ pub fn compute(
         rollout: Some(rollout),
     };
     (status, notices)
+}
+
+/// The status of a NodeSet nothing may be done for: what was known stays (claims, hashes,
+/// completions, counts), so the locks keep holding and, once unblocked, no host counts as new
+/// (which would lift `maxUnavailable` and the Manual gate); only the conditions say why.
+fn blocked(
+    nodeset: &NodeSet,
+    previous: NodeSetStatus,
+    (reason, message): (&'static str, String),
+    now: &Time,
+) -> NodeSetStatus {
+    let make = Conditions::new(nodeset.metadata.generation, now.clone());
+    let mut conditions = previous.conditions.clone().unwrap_or_default();
+    set_all(
+        &mut conditions,
+        vec![
+            make.make(READY, false, REASON_FAILED, message.clone()),
+            make.make(PROGRESSING, false, "Stopped", "stopped until the problem is fixed"),
+            make.make(DEGRADED, true, reason, message),
+        ],
+    );
+    NodeSetStatus { observed_generation: nodeset.metadata.generation, conditions: Some(conditions), ..previous }
+}
+
+/// `Outdated`: hosts that run provisioning inputs changed since (an image edit), which no write
+/// of the NodeSet's ever changes on its own; each is reprovisioned only for its own new token.
+fn outdated_condition(nodeset: &NodeSet, outdated: &[&str], now: &Time) -> crds::condition::Condition {
+    let make = Conditions::new(nodeset.metadata.generation, now.clone());
+    if outdated.is_empty() {
+        return make.make(OUTDATED, false, "UpToDate", "every machine runs the current provisioning inputs");
+    }
+    let message = format!(
+        "{} run what they were provisioned with before the provisioning inputs changed; set a new \
+         nodes.<host>.reprovisionToken to reprovision one",
+        outdated.join(", ")
+    );
+    make.make(OUTDATED, true, "ProvisioningInputsChanged", bounded_message(message))
 }
 
 fn host_status(
@@ -153,6 +195,13 @@ fn host_status(
         ..HostStatus::default()
     };
     match &host.phase {
+        HostPhase::Lost(why) => {
+            // The record stays: it is what keeps the host held, and what a restore needs.
+            let mut kept = prev.cloned().unwrap_or_default();
+            kept.desired_config_hash = Some(host.desired.clone());
+            kept.message = Some(bounded_message(why.clone()));
+            return kept;
+        }
         HostPhase::PreProvisioned => {}
         HostPhase::Unclaimed(why) => {
             status.message = (!why.is_empty()).then(|| bounded_message(format!("no BareMetalHost: {why}")));
@@ -254,6 +303,11 @@ fn host_notices(
     {
         notices.warning("NoMatchingHost", format!("{name}: {why}"));
     }
+    if let HostPhase::Lost(why) = &host.phase
+        && prev.and_then(|p| p.message.as_ref()) != now.message.as_ref()
+    {
+        notices.warning("MachineLost", format!("{name}: {why}"));
+    }
 }
 
 fn rollout_notices(
@@ -303,9 +357,6 @@ fn problem(
     applied: &Applied,
     hosts: &BTreeMap<String, HostStatus>,
 ) -> Option<(&'static str, String)> {
-    if let Some(found) = findings.problem().filter(|_| findings.blocks()) {
-        return Some(found);
-    }
     if !plan.rollout.failures.is_empty() {
         let quoted: Vec<String> = plan
             .rollout
@@ -313,11 +364,18 @@ fn problem(
             .iter()
             .map(|f| format!("Job {} of service {} failed on {}: {}", f.job, f.service, f.hosts.join(", "), f.message))
             .collect();
-        return Some(("JobFailed", quoted.join("; ")));
+        // The retry: a fix (of the service or the configuration) runs anew by itself; the same
+        // run again once the failed Job is deleted.
+        let retry = "fix the service or the configuration, or delete the failed Job to run it again";
+        return Some(("JobFailed", format!("{}; {retry}", quoted.join("; "))));
     }
     if !applied.refused.is_empty() {
         let list: Vec<String> = applied.refused.iter().map(|(h, m)| format!("{h}: {m}")).collect();
         return Some(("WriteRefused", list.join("; ")));
+    }
+    if !applied.jobs_refused.is_empty() {
+        let list: Vec<String> = applied.jobs_refused.iter().map(|(j, m)| format!("Job {j}: {m}")).collect();
+        return Some(("JobRefused", list.join("; ")));
     }
     let unmatched: Vec<String> = plan
         .hosts
@@ -329,6 +387,17 @@ fn problem(
         .collect();
     if !unmatched.is_empty() {
         return Some(("NoMatchingHost", unmatched.join("; ")));
+    }
+    let lost: Vec<String> = plan
+        .hosts
+        .iter()
+        .filter_map(|(name, h)| match &h.phase {
+            HostPhase::Lost(why) => Some(format!("{name}: {why}")),
+            _ => None,
+        })
+        .collect();
+    if !lost.is_empty() {
+        return Some(("MachineLost", lost.join("; ")));
     }
     if let Some(found) = findings.problem() {
         return Some(found);
@@ -368,6 +437,7 @@ fn make_conditions(
                 _ => name.clone(),
             },
             HostPhase::Claiming => format!("{name} (claiming)"),
+            HostPhase::Lost(_) => format!("{name} (its machine dropped out of view)"),
             _ => format!("{name} (unclaimed)"),
         })
         .collect();

@@ -288,3 +288,80 @@ fn a_provisioning_whose_reconcile_died_before_its_status_is_told_by_the_next_rec
     let (_, notices) = compute(&restored, &running, &Applied::default(), &Findings::default(), &now());
     assert!(!notices.reasons().contains(&"Provisioning"), "{:?}", notices.reasons());
 }
+
+#[test]
+fn a_blocked_nodeset_keeps_its_claims_counts_and_completions_and_says_why() {
+    let mut n = nodeset(false);
+    let known: NodeSetStatus = serde_json::from_value(json!({
+        "claimedHosts": 2, "provisionedHosts": "2/2", "configuredHosts": "2/2", "configHash": "old",
+        "hosts": {
+            "c-0": {"bmhRef": {"name": "s0", "namespace": "metal3"}, "deployedConfigHash": "d",
+                    "servicesCompleted": [{"name": "bootstrap", "configHash": "d"}]},
+            "c-1": {"bmhRef": {"name": "s1", "namespace": "metal3"}}
+        }
+    }))
+    .expect("status");
+    n.status = Some(known.clone());
+    let findings = Findings { refused: Some(("HostPoolNotOpened", "not opened".into())), ..Findings::default() };
+    // What plan() returns for a blocked NodeSet: every host unclaimed.
+    let plan = plan_of(vec![
+        (
+            "c-0",
+            HostPlan {
+                phase: HostPhase::Unclaimed(String::new()),
+                ..machine(Phase::Provisioned, ProvisioningState::Provisioned, false, "s0")
+            },
+        ),
+        (
+            "c-1",
+            HostPlan {
+                phase: HostPhase::Unclaimed(String::new()),
+                ..machine(Phase::Provisioned, ProvisioningState::Provisioned, false, "s1")
+            },
+        ),
+    ]);
+    let (status, notices) = compute(&n, &plan, &Applied::default(), &findings, &now());
+    assert_eq!(status.hosts, known.hosts, "claims and completions stay");
+    assert_eq!(status.claimed_hosts, Some(2), "the locks keep holding");
+    assert_eq!((status.provisioned_hosts.as_deref(), status.configured_hosts.as_deref()), (Some("2/2"), Some("2/2")));
+    assert_eq!(status.observed_generation, Some(4));
+    let degraded = condition(&status, DEGRADED);
+    assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), (TRUE, "HostPoolNotOpened"));
+    assert_eq!(condition(&status, READY).status, FALSE);
+    assert!(notices.is_empty(), "no host was claimed or released");
+}
+
+#[test]
+fn a_job_the_apiserver_refused_is_degraded_with_its_words() {
+    let plan = plan_of(vec![
+        ("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, false, "s0")),
+        ("c-1", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s1")),
+    ]);
+    let applied = Applied {
+        jobs_refused: [("computes-net-1".to_string(), "violates PodSecurity \"restricted:latest\"".to_string())].into(),
+        ..Applied::default()
+    };
+    let (status, _) = compute(&nodeset(false), &plan, &applied, &Findings::default(), &now());
+    let degraded = condition(&status, DEGRADED);
+    assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), (TRUE, "JobRefused"));
+    assert!(degraded.message.contains("Job computes-net-1: violates PodSecurity"), "{}", degraded.message);
+}
+
+#[test]
+fn outdated_machines_are_counted_and_named_in_a_condition() {
+    let mut outdated = machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s0");
+    if let HostPhase::Machine(d) = &mut outdated.phase {
+        d.outdated = Some(true);
+    }
+    let plan = plan_of(vec![
+        ("c-0", outdated),
+        ("c-1", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s1")),
+    ]);
+    let (status, _) = compute(&nodeset(false), &plan, &Applied::default(), &Findings::default(), &now());
+    assert_eq!(status.outdated_hosts, Some(1));
+    let outdated = condition(&status, OUTDATED);
+    assert_eq!((outdated.status.as_str(), outdated.reason.as_str()), (TRUE, "ProvisioningInputsChanged"));
+    assert!(outdated.message.starts_with("c-0 run") && outdated.message.contains("reprovisionToken"));
+    assert_eq!(condition(&status, READY).status, TRUE, "outdated machines still run: Ready says so elsewhere");
+    assert_eq!(status.deletion_policy, Some(crds::nodeset::DeletionPolicy::Retain), "the policy seen is recorded");
+}

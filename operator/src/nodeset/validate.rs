@@ -3,20 +3,25 @@
 //! services that do not exist, and BareMetalHosts in a namespace this operator cannot see.
 
 use crds::FieldError;
-use crds::nodeset::{NodeSet, validate_nodeset};
+use crds::nodeset::{
+    HostPools, NodeSet, PRE_PROVISIONED_IMMUTABLE_MESSAGE, SELECTION_LOCKED_MESSAGE, validate_host_pool,
+    validate_nodeset,
+};
 use crds::validation::summarize;
 use kube::ResourceExt;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// What validation found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Findings {
     /// Violations of the NodeSet's own rules: nothing is claimed, provisioned or run.
     pub invalid: Vec<FieldError>,
-    /// A reason the NodeSet cannot be served at all here.
-    pub refused: Option<String>,
+    /// Why the NodeSet cannot be served at all here: a condition reason and its message.
+    pub refused: Option<(&'static str, String)>,
     /// Services listed that have no NodeSetService: nothing new runs.
     pub unknown_services: Vec<String>,
+    /// Services listed that break their own rules, and what is wrong: nothing new runs.
+    pub invalid_services: Vec<String>,
 }
 
 impl Findings {
@@ -30,8 +35,14 @@ impl Findings {
         if !self.invalid.is_empty() {
             return Some(("InvalidSpec", summarize(&self.invalid)));
         }
-        if let Some(refused) = &self.refused {
-            return Some(("NamespaceNotWatched", refused.clone()));
+        if let Some((reason, message)) = &self.refused {
+            return Some((reason, message.clone()));
+        }
+        if !self.invalid_services.is_empty() {
+            return Some((
+                "InvalidService",
+                format!("{}; nothing new runs until they are fixed", self.invalid_services.join("; ")),
+            ));
         }
         if !self.unknown_services.is_empty() {
             let names = self.unknown_services.join(", ");
@@ -44,22 +55,77 @@ impl Findings {
     }
 }
 
-/// Validates `nodeset`. `existing` names the NodeSetServices of its namespace; `watched` the
-/// namespaces this operator watches, one by one (empty: all of them).
-pub fn check(nodeset: &NodeSet, existing: &BTreeSet<String>, watched: &[String]) -> Findings {
-    let mut findings = Findings { invalid: validate_nodeset(nodeset, None), ..Findings::default() };
+/// Where the operator may act for a NodeSet: the namespaces it watches one by one (empty: all of
+/// them) and the host pools an admin opened to other namespaces.
+#[derive(Clone, Debug, Default)]
+pub struct Reach {
+    pub watched: Vec<String>,
+    pub pools: HostPools,
+}
+
+/// Validates `nodeset`. `existing` holds the NodeSetServices of its namespace, by name, each
+/// with its own violations.
+pub fn check(nodeset: &NodeSet, existing: &BTreeMap<String, Vec<FieldError>>, reach: &Reach) -> Findings {
+    let mut invalid = validate_nodeset(nodeset, None);
+    invalid.extend(locked_by_status(nodeset));
+    let mut findings = Findings { invalid, refused: refusal(nodeset, reach), ..Findings::default() };
+    for service in nodeset.spec.services.iter().flatten() {
+        match existing.get(service) {
+            None => findings.unknown_services.push(service.clone()),
+            Some(errors) if !errors.is_empty() => {
+                findings.invalid_services.push(format!("NodeSetService {service}: {}", summarize(errors)));
+            }
+            Some(_) => {}
+        }
+    }
+    findings
+}
+
+/// Why the NodeSet's BareMetalHosts are out of its reach, if they are: another namespace that
+/// no admin opened to it (checked here whether or not the webhook is installed), or one this
+/// operator does not watch.
+fn refusal(nodeset: &NodeSet, reach: &Reach) -> Option<(&'static str, String)> {
+    if let Some(refused) = validate_host_pool(nodeset, &reach.pools) {
+        return Some(("HostPoolNotOpened", refused.message));
+    }
     let namespace = nodeset.namespace().unwrap_or_default();
     let bmh_namespace = bmh_namespace(nodeset);
-    if !nodeset.spec.pre_provisioned() && !watched.is_empty() && bmh_namespace != namespace {
-        findings.refused = Some(format!(
+    (!nodeset.spec.pre_provisioned() && !reach.watched.is_empty() && bmh_namespace != namespace).then(|| {
+        let message = format!(
             "bmhNamespace {bmh_namespace}: this operator watches namespaces one by one ({}), so a NodeSet claims \
              BareMetalHosts of its own namespace only; move the NodeSet to {bmh_namespace}, or watch all namespaces",
-            watched.join(", ")
-        ));
+            reach.watched.join(", ")
+        );
+        ("NamespaceNotWatched", message)
+    })
+}
+
+/// The locked transitions, checked against what status recorded (the controller never sees the
+/// old spec; the webhook, which does, may not be installed): a `bmhNamespace` other than the
+/// one hosts were claimed in, and a `preProvisioned` switched after hosts were claimed or
+/// configured. Either would double machines: claim new ones beside those that run.
+fn locked_by_status(nodeset: &NodeSet) -> Vec<FieldError> {
+    let hosts = nodeset.status.as_ref().and_then(|s| s.hosts.as_ref());
+    let mut errors = Vec::new();
+    let bmh_namespace = bmh_namespace(nodeset);
+    let claimed_elsewhere = hosts
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, h)| h.bmh_ref.as_ref())
+        .any(|r| !r.namespace.is_empty() && r.namespace != bmh_namespace);
+    if !nodeset.spec.pre_provisioned() && claimed_elsewhere {
+        errors.push(FieldError::new("spec.baremetalSetTemplate.bmhNamespace", SELECTION_LOCKED_MESSAGE));
     }
-    findings.unknown_services =
-        nodeset.spec.services.iter().flatten().filter(|s| !existing.contains(*s)).cloned().collect();
-    findings
+    let claimed = hosts.into_iter().flatten().any(|(_, h)| h.bmh_ref.is_some());
+    // A host configured without a BareMetalHost can only be a preProvisioned one.
+    let configured_bare = hosts
+        .into_iter()
+        .flatten()
+        .any(|(_, h)| h.bmh_ref.is_none() && h.services_completed.as_ref().is_some_and(|c| !c.is_empty()));
+    if (nodeset.spec.pre_provisioned() && claimed) || (!nodeset.spec.pre_provisioned() && configured_bare) {
+        errors.push(FieldError::new("spec.preProvisioned", PRE_PROVISIONED_IMMUTABLE_MESSAGE));
+    }
+    errors
 }
 
 /// The namespace of a NodeSet's BareMetalHosts.
@@ -78,6 +144,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn services(valid: &[&str]) -> BTreeMap<String, Vec<FieldError>> {
+        valid.iter().map(|s| (s.to_string(), Vec::new())).collect()
+    }
+
+    #[test]
+    fn an_invalid_service_runs_nothing_new_and_says_what_is_wrong() {
+        let n = nodeset(json!({"baremetalSetTemplate": template(json!({})), "services": ["a", "b"]}));
+        let mut existing = services(&["a"]);
+        existing.insert("b".into(), vec![FieldError::new("spec.job.image", "is required")]);
+        let findings = check(&n, &existing, &Reach::default());
+        assert!(!findings.blocks(), "hosts are still claimed and provisioned");
+        let (reason, message) = findings.problem().expect("a problem");
+        assert_eq!(reason, "InvalidService");
+        assert!(message.contains("NodeSetService b: spec.job.image"), "{message}");
+    }
+
     fn nodeset(spec: serde_json::Value) -> NodeSet {
         serde_json::from_value(json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
             "metadata": {"name": "computes", "namespace": "metal3"}, "spec": spec}))
@@ -94,13 +176,13 @@ mod tests {
     #[test]
     fn a_valid_nodeset_with_its_services_passes() {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({})), "nodes": {"c-0": {}}, "services": ["a"]}));
-        assert_eq!(check(&n, &BTreeSet::from(["a".to_string()]), &[]), Findings::default());
+        assert_eq!(check(&n, &services(&["a"]), &Reach::default()), Findings::default());
     }
 
     #[test]
     fn an_unknown_service_is_a_finding_not_a_block() {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({})), "services": ["a", "b"]}));
-        let findings = check(&n, &BTreeSet::from(["a".to_string()]), &[]);
+        let findings = check(&n, &services(&["a"]), &Reach::default());
         assert_eq!(findings.unknown_services, ["b"]);
         assert!(!findings.blocks());
         assert_eq!(findings.problem().map(|p| p.0), Some("ServiceNotFound"));
@@ -109,7 +191,7 @@ mod tests {
     #[test]
     fn the_webhooks_rules_are_checked_again() {
         let n = nodeset(json!({"nodes": {"c-0": {}}}));
-        let findings = check(&n, &BTreeSet::new(), &[]);
+        let findings = check(&n, &services(&[]), &Reach::default());
         assert!(findings.blocks());
         assert!(findings.problem().is_some_and(|(_, m)| m.contains("spec.baremetalSetTemplate")));
     }
@@ -121,19 +203,69 @@ mod tests {
             json!({"baremetalSetTemplate": template(json!({})),
                    "nodes": {"c-0": {"networkData": {"name": "n", "namespace": "other"}}}}),
         ] {
-            let findings = check(&nodeset(spec), &BTreeSet::new(), &[]);
+            let findings = check(&nodeset(spec), &services(&[]), &Reach::default());
             assert!(findings.blocks(), "nothing is claimed or written");
             assert!(findings.problem().is_some_and(|(_, m)| m.contains(".namespace")), "{findings:?}");
         }
         let same = json!({"baremetalSetTemplate": template(json!({"userData": {"name": "u", "namespace": "metal3"}}))});
-        assert!(!check(&nodeset(same), &BTreeSet::new(), &[]).blocks());
+        assert!(!check(&nodeset(same), &services(&[]), &Reach::default()).blocks());
     }
 
     #[test]
     fn another_bmh_namespace_is_refused_by_a_namespace_scoped_operator() {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({"bmhNamespace": "hosts"}))}));
-        assert!(check(&n, &BTreeSet::new(), &["metal3".to_string(), "hosts".to_string()]).refused.is_some());
-        assert_eq!(check(&n, &BTreeSet::new(), &[]).refused, None, "a cluster-wide operator sees every namespace");
+        let pools: HostPools = "metal3=hosts".parse().expect("pools");
+        let scoped = Reach { watched: vec!["metal3".to_string(), "hosts".to_string()], pools: pools.clone() };
+        let findings = check(&n, &services(&[]), &scoped);
+        assert_eq!(findings.refused.map(|r| r.0), Some("NamespaceNotWatched"));
+        let cluster = Reach { watched: vec![], pools };
+        assert_eq!(check(&n, &services(&[]), &cluster).refused, None, "an opened pool, every namespace seen");
         assert_eq!(bmh_namespace(&n), "hosts");
+    }
+
+    #[test]
+    fn another_bmh_namespace_is_refused_by_the_controller_unless_an_admin_opened_it_as_a_pool() {
+        let n = nodeset(json!({"baremetalSetTemplate": template(json!({"bmhNamespace": "team-b"}))}));
+        let findings = check(&n, &services(&[]), &Reach::default());
+        assert!(findings.blocks(), "nothing is read, claimed or written in team-b");
+        let (reason, message) = findings.problem().expect("a problem");
+        assert_eq!(reason, "HostPoolNotOpened");
+        assert!(message.contains("--nodeset-host-pools metal3=team-b"), "{message}");
+        let opened = Reach { pools: "metal3=team-b".parse().expect("pools"), ..Reach::default() };
+        assert!(!check(&n, &services(&[]), &opened).blocks());
+    }
+
+    fn with_status(mut n: NodeSet, hosts: serde_json::Value) -> NodeSet {
+        n.status = Some(serde_json::from_value(json!({"hosts": hosts})).expect("status"));
+        n
+    }
+
+    #[test]
+    fn a_bmh_namespace_edited_while_hosts_are_claimed_blocks_without_the_webhook() {
+        let pools = Reach { pools: "metal3=team-b".parse().expect("pools"), ..Reach::default() };
+        let moved = with_status(
+            nodeset(json!({"baremetalSetTemplate": template(json!({"bmhNamespace": "team-b"})), "nodes": {"c-0": {}}})),
+            json!({"c-0": {"bmhRef": {"name": "server-0", "namespace": "metal3"}}}),
+        );
+        let findings = check(&moved, &services(&[]), &pools);
+        assert!(findings.blocks(), "claiming in team-b would double c-0's machine");
+        assert!(findings.invalid.iter().any(|e| e.path == "spec.baremetalSetTemplate.bmhNamespace"), "{findings:?}");
+    }
+
+    #[test]
+    fn pre_provisioned_switched_after_hosts_ran_blocks_without_the_webhook() {
+        let completed = json!([{"name": "bootstrap"}]);
+        let was_bare = with_status(
+            nodeset(json!({"baremetalSetTemplate": template(json!({})), "nodes": {"c-0": {}}})),
+            json!({"c-0": {"servicesCompleted": completed}}),
+        );
+        let findings = check(&was_bare, &services(&[]), &Reach::default());
+        assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
+        let was_claimed = with_status(
+            nodeset(json!({"preProvisioned": true, "nodes": {"c-0": {}}})),
+            json!({"c-0": {"bmhRef": {"name": "server-0", "namespace": "metal3"}}}),
+        );
+        let findings = check(&was_claimed, &services(&[]), &Reach::default());
+        assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
     }
 }

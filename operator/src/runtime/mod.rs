@@ -51,6 +51,7 @@ impl Operator {
             namespaces: config.namespaces.clone(),
             identity: config.identity.clone(),
             features: config.features.clone(),
+            host_pools: config.host_pools.clone(),
         });
         let health_addr = match config.health_addr {
             Some(addr) => Some(health::serve(addr, metrics.clone(), ready.clone(), shutdown.clone()).await?),

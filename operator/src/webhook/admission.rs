@@ -3,7 +3,7 @@
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::ironic::{Ironic, IronicValidationOptions};
-use crds::nodeset::NodeSet;
+use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
 use crds::validation::summarize;
 use kube::core::DynamicObject;
@@ -63,18 +63,23 @@ impl Kind {
     }
 }
 
+/// What the operator's flags add to the kinds' own rules: the controllers apply the same.
+#[derive(Clone, Debug, Default)]
+pub struct Policy {
+    /// Feature gates (the Ironic's rules).
+    pub features: IronicValidationOptions,
+    /// Host pools opened to NodeSets of other namespaces.
+    pub host_pools: HostPools,
+}
+
 /// Answers one review. Deletes (no new object) are always allowed.
-pub fn review(
-    kind: Kind,
-    review: AdmissionReview<DynamicObject>,
-    features: &IronicValidationOptions,
-) -> AdmissionReview<DynamicObject> {
+pub fn review(kind: Kind, review: AdmissionReview<DynamicObject>, policy: &Policy) -> AdmissionReview<DynamicObject> {
     let request: AdmissionRequest<DynamicObject> = match review.try_into() {
         Ok(request) => request,
         Err(err) => return AdmissionResponse::invalid(err.to_string()).into_review(),
     };
     let response = AdmissionResponse::from(&request);
-    let errors = match validate(kind, &request, features) {
+    let errors = match validate(kind, &request, policy) {
         Ok(errors) => errors,
         Err(message) => return response.deny(message).into_review(),
     };
@@ -87,17 +92,27 @@ pub fn review(
     }
 }
 
-fn validate(
-    kind: Kind,
-    request: &AdmissionRequest<DynamicObject>,
-    features: &IronicValidationOptions,
-) -> Result<Vec<FieldError>, String> {
+fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>, policy: &Policy) -> Result<Vec<FieldError>, String> {
     let Some(object) = &request.object else { return Ok(Vec::new()) };
     let old = request.old_object.as_ref();
+    let unchanged = |old: &DynamicObject| {
+        object.data.get("spec") == old.data.get("spec") && object.metadata.annotations == old.metadata.annotations
+    };
     if let Some(old) = old
-        && (object.metadata.deletion_timestamp.is_some()
-            || (object.data.get("spec") == old.data.get("spec")
-                && object.metadata.annotations == old.metadata.annotations))
+        && old.metadata.deletion_timestamp.is_some()
+    {
+        // The controllers are running the object's deletion (a deletion policy, a clean-up)
+        // from what its spec says now: a change under them would run another one than was
+        // asked. Metadata (finalizers, the annotations controllers act on) may still change.
+        let same = object.data.get("spec") == old.data.get("spec");
+        return Ok(if same {
+            Vec::new()
+        } else {
+            vec![FieldError::new("spec", "the object is being deleted: its spec can no longer change")]
+        });
+    }
+    if let Some(old) = old
+        && unchanged(old)
     {
         // An update that leaves what the rules look at as it was (the spec, and the
         // annotations some kinds' rules read), such as a finalizer, labels or owner
@@ -110,7 +125,7 @@ fn validate(
     Ok(match kind {
         Kind::Ironic => {
             let (new, old) = typed::<Ironic>(object, old)?;
-            crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), features)
+            crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), &policy.features)
         }
         Kind::BareMetalHost => {
             let (new, old) = typed::<BareMetalHost>(object, old)?;
@@ -118,7 +133,9 @@ fn validate(
         }
         Kind::NodeSet => {
             let (new, old) = typed::<NodeSet>(object, old)?;
-            crds::nodeset::validate_nodeset(&new, old.as_ref())
+            let mut errors = crds::nodeset::validate_nodeset(&new, old.as_ref());
+            errors.extend(crds::nodeset::validate_host_pool(&new, &policy.host_pools));
+            errors
         }
         Kind::NodeSetService => {
             let (new, _) = typed::<NodeSetService>(object, old)?;
@@ -159,7 +176,7 @@ mod tests {
 
     /// A review with the default feature gates.
     fn review(kind: Kind, review: AdmissionReview<DynamicObject>) -> AdmissionReview<DynamicObject> {
-        super::review(kind, review, &IronicValidationOptions::default())
+        super::review(kind, review, &Policy::default())
     }
 
     #[test]
@@ -172,9 +189,32 @@ mod tests {
         let default = review(Kind::Ironic, ha()).response.expect("response");
         assert!(!default.result.message.contains("feature gate"), "allowed by default: {}", default.result.message);
         let gates = IronicValidationOptions::from_feature_gates("HighAvailability=false").expect("gates");
-        let denied = super::review(Kind::Ironic, ha(), &gates).response.expect("response");
+        let denied = super::review(Kind::Ironic, ha(), &Policy { features: gates, ..Policy::default() })
+            .response
+            .expect("response");
         assert!(!denied.allowed);
         assert!(denied.result.message.contains("feature gate HighAvailability"), "{}", denied.result.message);
+    }
+
+    #[test]
+    fn a_nodeset_naming_another_namespace_is_denied_unless_an_admin_opened_that_pool() {
+        let nodeset = || {
+            let mut r = review_of(json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
+                "metadata": {"name": "computes", "namespace": "team-a"},
+                "spec": {"baremetalSetTemplate": {"bmhNamespace": "team-b", "image": {"url": "http://i/os.qcow2",
+                             "checksum": "a".repeat(64), "checksumType": "sha256"}},
+                         "nodes": {"compute-0": {}}}}));
+            if let Some(request) = r.request.as_mut() {
+                request.namespace = Some("team-a".into());
+            }
+            r
+        };
+        let denied = review(Kind::NodeSet, nodeset()).response.expect("response");
+        assert!(!denied.allowed);
+        assert!(denied.result.message.contains("spec.baremetalSetTemplate.bmhNamespace"), "{}", denied.result.message);
+        let opened = Policy { host_pools: "team-a=team-b".parse().expect("pools"), ..Policy::default() };
+        let allowed = super::review(Kind::NodeSet, nodeset(), &opened).response.expect("response");
+        assert!(allowed.allowed, "{:?}", allowed.result);
     }
 
     #[test]
@@ -251,11 +291,15 @@ mod tests {
     fn an_update_that_finishes_a_deletion_is_allowed() {
         let old = invalid_ironic(json!({"name": "ironic", "namespace": "default",
             "finalizers": ["ironic.metal3.io/ferrometal"], "deletionTimestamp": "2026-12-01T10:00:00Z"}));
-        let mut gone = invalid_ironic(json!({"name": "ironic", "namespace": "default",
+        let gone = invalid_ironic(json!({"name": "ironic", "namespace": "default",
             "deletionTimestamp": "2026-12-01T10:00:00Z"}));
-        gone["spec"]["version"] = json!("1.0");
-        let response = review(Kind::Ironic, update_of(gone, old)).response.expect("response");
-        assert!(response.allowed, "{:?}", response.result);
+        let response = review(Kind::Ironic, update_of(gone.clone(), old.clone())).response.expect("response");
+        assert!(response.allowed, "the finalizer goes: {:?}", response.result);
+        let mut changed = gone;
+        changed["spec"]["version"] = json!("1.0");
+        let response = review(Kind::Ironic, update_of(changed, old)).response.expect("response");
+        assert!(!response.allowed, "a spec change under a running deletion is refused");
+        assert!(response.result.message.contains("being deleted"), "{}", response.result.message);
     }
 
     #[test]

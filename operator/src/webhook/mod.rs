@@ -24,7 +24,7 @@ mod registration;
 mod rotation;
 mod server;
 
-pub use admission::{Kind, review};
+pub use admission::{Kind, Policy, review};
 pub use certs::SECRET_NAME;
 pub use connection::Limits;
 pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
@@ -174,7 +174,7 @@ pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToke
         resolver.clone(),
         config.limits,
         ctx.metrics.clone(),
-        ctx.features.clone(),
+        Policy { features: ctx.features.clone(), host_pools: ctx.host_pools.clone() },
         shutdown.clone(),
     )
     .await?;

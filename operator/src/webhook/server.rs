@@ -6,7 +6,7 @@
 //! because no client can hold one without making progress (`connection.rs`).
 
 use super::Error;
-use super::admission::{Kind, review};
+use super::admission::{Kind, Policy, review};
 use super::certs::Resolver;
 use super::connection::{self, Limits};
 use crate::metrics::Metrics;
@@ -16,7 +16,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use crds::ironic::IronicValidationOptions;
 use kube::core::DynamicObject;
 use kube::core::admission::AdmissionReview;
 use std::net::SocketAddr;
@@ -33,7 +32,7 @@ pub async fn serve(
     resolver: Arc<Resolver>,
     limits: Limits,
     metrics: Arc<Metrics>,
-    features: IronicValidationOptions,
+    policy: Policy,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, Error> {
     let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
@@ -45,7 +44,7 @@ pub async fn serve(
         .with_cert_resolver(resolver);
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = TlsAcceptor::from(Arc::new(tls));
-    let app = router(limits.request_timeout, Arc::new(features));
+    let app = router(limits.request_timeout, Arc::new(policy));
     // At least one slot, whatever the flag says: zero would serve nobody.
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     tracing::info!(%bound, max_connections = limits.max_connections, "webhook server listening");
@@ -86,10 +85,10 @@ pub async fn serve(
     Ok(bound)
 }
 
-fn router(request_timeout: Duration, features: Arc<IronicValidationOptions>) -> Router {
+fn router(request_timeout: Duration, policy: Arc<Policy>) -> Router {
     Router::new()
         .route("/validate/{kind}", post(validate))
-        .with_state(features)
+        .with_state(policy)
         .route("/healthz", get(|| async { "ok" }))
         .layer(middleware::from_fn_with_state(request_timeout, bounded))
 }
@@ -104,10 +103,10 @@ async fn bounded(State(limit): State<Duration>, request: Request, next: Next) ->
 }
 
 async fn validate(
-    State(features): State<Arc<IronicValidationOptions>>,
+    State(policy): State<Arc<Policy>>,
     Path(segment): Path<String>,
     Json(body): Json<AdmissionReview<DynamicObject>>,
 ) -> Result<Json<AdmissionReview<DynamicObject>>, StatusCode> {
     let kind = Kind::from_segment(&segment).ok_or(StatusCode::NOT_FOUND)?;
-    Ok(Json(review(kind, body, &features)))
+    Ok(Json(review(kind, body, &policy)))
 }

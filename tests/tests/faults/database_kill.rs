@@ -77,6 +77,7 @@ impl Scenario {
             namespaces: vec![env.ns.clone()],
             identity: format!("faults-db-{}", env.ns),
             features: Default::default(),
+            host_pools: Default::default(),
         };
         let config = Config {
             address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),

@@ -18,7 +18,7 @@ use super::names::Names;
 use super::tls::Material;
 use crds::ironic::{Ironic, ManagedDatabase};
 use k8s_openapi::api::core::v1::{
-    Capabilities, EnvVar, EnvVarSource, PodSecurityContext, SecretKeySelector, SecurityContext, Volume,
+    EnvVar, EnvVarSource, PodSecurityContext, SecretKeySelector, SecurityContext, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::Resource;
@@ -143,14 +143,5 @@ pub fn pod_security() -> PodSecurityContext {
 /// No privilege escalation and no capabilities: MariaDB needs none; the runtime's default
 /// seccomp profile.
 pub fn container_security() -> SecurityContext {
-    SecurityContext {
-        allow_privilege_escalation: Some(false),
-        run_as_non_root: Some(true),
-        seccomp_profile: Some(k8s_openapi::api::core::v1::SeccompProfile {
-            type_: "RuntimeDefault".to_string(),
-            localhost_profile: None,
-        }),
-        capabilities: Some(Capabilities { drop: Some(vec!["ALL".to_string()]), ..Default::default() }),
-        ..Default::default()
-    }
+    crate::kube::pod::restricted_container()
 }

@@ -145,7 +145,8 @@ pub const HOST: Component = Component {
 /// The `NodeSet` controller (`operator/src/nodeset`, `design/nodeset.md`): NodeSets and their
 /// services, the BareMetalHosts it claims (as their consumer; it reads them, and HardwareData,
 /// from watch caches), service Jobs and their inventory Secrets, and the first-boot network
-/// data it generates. It never reads a Secret's content: its Secret watch is of metadata only.
+/// data it generates, and the record of what ran on preProvisioned hosts (a ConfigMap). It never
+/// reads a Secret's content: its Secret watch is of metadata only.
 pub const NODESET: Component = Component {
     name: "nodeset",
     access: &[
@@ -160,6 +161,11 @@ pub const NODESET: Component = Component {
             SECRETS,
             &[List, Watch, Create, Patch, Delete],
             "inventory Secrets (applied, watched by metadata, pruned) and generated network data",
+        ),
+        access(
+            CONFIGMAPS,
+            &[List, Watch, Create, Patch, Delete],
+            "the record of what ran on a preProvisioned NodeSet's hosts, which outlives the NodeSet (watched by label)",
         ),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],

@@ -1,0 +1,174 @@
+//! A namespace is a wall, on the real apiserver, with the operator watching every namespace
+//! and no webhook installed (the controller alone keeps it): a NodeSet in one namespace never
+//! claims, provisions or writes anything in another unless an operator admin opened that host
+//! pool; and no controller holds a full-object watch of Secrets or ConfigMaps.
+
+mod common;
+
+use common::{Env, POLL, SECOND};
+use crds::baremetalhost::BareMetalHost;
+use crds::nodeset::NodeSet;
+use http::{Request, header::ACCEPT};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::client::Body;
+use operator::OperatorConfig;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A free BareMetalHost `name` in `namespace`, `available` as baremetal-operator reports it.
+async fn free_host(client: &kube::Client, namespace: &str, name: &str) -> anyhow::Result<()> {
+    let hosts: Api<BareMetalHost> = Api::namespaced(client.clone(), namespace);
+    let host: BareMetalHost = serde_json::from_value(json!({
+        "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+        "metadata": {"name": name},
+        "spec": {"online": true, "bootMACAddress": "52:54:00:00:00:01",
+                 "bmc": {"address": "redfish://127.0.0.1:1/redfish/v1/Systems/1", "credentialsName": "bmc"}},
+    }))?;
+    hosts.create(&PostParams::default(), &host).await?;
+    let status = json!({"status": {"operationalStatus": "OK", "errorCount": 0, "errorMessage": "", "poweredOn": false,
+                                   "provisioning": {"state": "available", "ID": ""}}});
+    hosts.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+    Ok(())
+}
+
+/// A NodeSet in `namespace` whose hosts are in `bmh_namespace`, with first-boot user data
+/// named `user_data` (resolved, were it claimed, in `bmh_namespace`).
+fn nodeset(namespace: &str, bmh_namespace: &str, user_data: &str) -> anyhow::Result<NodeSet> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
+        "metadata": {"name": "computes", "namespace": namespace},
+        "spec": {
+            "baremetalSetTemplate": {"bmhNamespace": bmh_namespace, "image": {"url": "http://images/os.qcow2",
+                "checksum": "a".repeat(64), "checksumType": "sha256"}, "userData": {"name": user_data}},
+            "nodeTemplate": {"networks": [{"name": "ctlplane", "interface": "eno1"}]},
+            "nodes": {"compute-0": {"networks": [{"name": "ctlplane", "addresses": ["192.0.2.10/24"]}]}},
+        }
+    }))?)
+}
+
+/// Waits until `check` holds of the NodeSet.
+async fn wait_nodeset(api: &Api<NodeSet>, what: &str, check: impl Fn(&NodeSet) -> bool) -> anyhow::Result<NodeSet> {
+    let deadline = Instant::now() + 60 * SECOND;
+    loop {
+        let current = api.get("computes").await?;
+        if check(&current) {
+            return Ok(current);
+        }
+        anyhow::ensure!(Instant::now() < deadline, "{what}: {:?}", current.status);
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn degraded_reason(nodeset: &NodeSet) -> Option<String> {
+    let conditions = nodeset.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().find(|c| c.type_ == "Degraded" && c.status == "True").map(|c| c.reason.clone())
+}
+
+/// A cluster-wide operator running only the NodeSet controller, no webhook.
+fn cluster_wide(pools: &str) -> anyhow::Result<OperatorConfig> {
+    let mut config = OperatorConfig::minimal("tenancy");
+    config.nodeset = Some(operator::nodeset::Config::default());
+    config.host_pools = pools.parse().map_err(anyhow::Error::msg)?;
+    Ok(config)
+}
+
+#[tokio::test]
+async fn a_nodeset_never_claims_another_namespaces_hosts_unless_an_admin_opened_that_pool() -> anyhow::Result<()> {
+    let mut env = Env::start("team-a").await?;
+    let team_a = env.ns.clone();
+    let team_b = env.cp.namespace("team-b").await?;
+    let client = env.client();
+    free_host(&client, &team_b, "server-0").await?;
+    // What Cluster API keeps a workload cluster's admin kubeconfig under.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &team_b);
+    let secret: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "workload-kubeconfig"}, "stringData": {"value": "admin"}}))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+    let nodesets: Api<NodeSet> = Api::namespaced(client.clone(), &team_a);
+    nodesets.create(&PostParams::default(), &nodeset(&team_a, &team_b, "workload-kubeconfig")?).await?;
+
+    let operator = env.start_operator(cluster_wide("")?).await?;
+    let refused =
+        wait_nodeset(&nodesets, "refused", |n| degraded_reason(n).as_deref() == Some("HostPoolNotOpened")).await?;
+    let message = refused.status.iter().flat_map(|s| s.conditions.iter().flatten()).map(|c| c.message.clone());
+    assert!(message.clone().any(|m| m.contains(&format!("--nodeset-host-pools {team_a}={team_b}"))), "{refused:?}");
+    // A few more reconciles' worth of time: still nothing written in team-b.
+    tokio::time::sleep(3 * SECOND).await;
+    let host = Api::<BareMetalHost>::namespaced(client.clone(), &team_b).get("server-0").await?;
+    assert_eq!(host.spec.consumer_ref, None, "claimed across the wall");
+    assert_eq!(host.spec.image, None, "provisioned across the wall");
+    assert!(host.metadata.labels.unwrap_or_default().keys().all(|k| !k.starts_with("ferrometal.io/")));
+    let generated = secrets.list(&ListParams::default()).await?;
+    assert_eq!(generated.items.len(), 1, "no network data Secret written in team-b");
+    let hosts = refused.status.and_then(|s| s.hosts).unwrap_or_default();
+    assert!(hosts.values().all(|h| h.bmh_ref.is_none() && h.message.is_none()), "team-b's inventory leaked: {hosts:?}");
+    operator.shutdown().await?;
+
+    // The admin opens team-b to team-a: the same NodeSet claims there.
+    let operator = env.start_operator(cluster_wide(&format!("{team_a}={team_b}"))?).await?;
+    wait_nodeset(&nodesets, "claimed", |n| {
+        n.status.as_ref().and_then(|s| s.claimed_hosts) == Some(1) && degraded_reason(n).is_none()
+    })
+    .await?;
+    operator.shutdown().await?;
+    Ok(())
+}
+
+/// One request the operator sent: its method, URI and Accept header.
+type Sent = Arc<Mutex<Vec<(String, String, String)>>>;
+
+/// `client`, with every request recorded in `sent`.
+fn recording(client: kube::Client, sent: Sent) -> kube::Client {
+    let namespace = client.default_namespace().to_string();
+    let service = tower::service_fn(move |request: Request<Body>| {
+        let (inner, sent) = (client.clone(), sent.clone());
+        let accept = request.headers().get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        if let Ok(mut sent) = sent.lock() {
+            sent.push((request.method().to_string(), request.uri().to_string(), accept));
+        }
+        async move { inner.send(request).await }
+    });
+    kube::Client::new(service, namespace)
+}
+
+fn is_collection_read(uri: &str, plural: &str) -> bool {
+    let path = uri.split('?').next().unwrap_or_default();
+    path.ends_with(&format!("/{plural}"))
+}
+
+#[tokio::test]
+async fn no_controller_watches_secrets_or_config_maps_beyond_their_metadata() -> anyhow::Result<()> {
+    let env = Env::start("watch-scope").await?;
+    let sent = Sent::default();
+    let mut config = OperatorConfig::minimal("watch-scope");
+    config.ironic = Some(operator::ironic::Config::default());
+    config.host = Some(operator::host::Config::default());
+    config.nodeset = Some(operator::nodeset::Config::default());
+    let operator = operator::Operator::start(recording(env.client(), sent.clone()), config).await?;
+    // Until all three controllers have listed Secrets and ConfigMaps (the Ironic controller
+    // both, the host and NodeSet controllers Secrets).
+    let deadline = Instant::now() + 60 * SECOND;
+    loop {
+        let reads = sent.lock().map(|s| s.clone()).unwrap_or_default();
+        let count = |plural| reads.iter().filter(|(_, uri, _)| is_collection_read(uri, plural)).count();
+        if count("secrets") >= 3 && count("configmaps") >= 1 {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the controllers did not list: {reads:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    operator.shutdown().await?;
+    let reads = sent.lock().map(|s| s.clone()).unwrap_or_default();
+    for (method, uri, accept) in &reads {
+        if method == "GET" && (is_collection_read(uri, "secrets") || is_collection_read(uri, "configmaps")) {
+            assert!(accept.contains("as=PartialObjectMetadata"), "a full-object read: {method} {uri} ({accept})");
+            if !uri.contains("watch=true") && !uri.contains("resourceVersion=0") {
+                assert!(uri.contains("limit=100"), "a list in pages of more than 100: {uri}");
+            }
+        }
+    }
+    Ok(())
+}
