@@ -29,6 +29,8 @@ mod inventory;
 mod job;
 mod machine;
 mod memory;
+#[cfg(test)]
+mod model;
 mod network_data;
 mod plan;
 mod reconcile;
