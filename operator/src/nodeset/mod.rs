@@ -30,6 +30,8 @@ mod job;
 mod lost;
 mod machine;
 mod memory;
+#[cfg(test)]
+mod model;
 mod network_data;
 mod plan;
 mod reconcile;

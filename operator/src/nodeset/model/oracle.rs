@@ -1,0 +1,217 @@
+//! What the users asked for and what the machines went through, kept apart from the code
+//! under test: which host may lose its image (a never-used token value for it, or its removal
+//! or the NodeSet's deletion under Deprovision), which machine (and provisioning of it) each
+//! Job ran on, what succeeded there, which machines serve, and which configuration a Manual
+//! rollout acknowledged.
+
+use super::actions::{Action, Token};
+use super::fixtures::HOSTNAMES;
+use super::world::{Event, World};
+use crate::nodeset::consumer::Purpose;
+use crate::nodeset::job::{HOSTS_ANNOTATION, SERVICE_ANNOTATION, SERVICE_HASH_ANNOTATION};
+use crate::nodeset::plan::Plan;
+use crds::nodeset::{RolloutStrategy, host_config_hash, nodeset_config_hash};
+use crds::nodesetservice::service_hash;
+use k8s_openapi::api::batch::v1::Job;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The configuration a rollout rolls out: the NodeSet's config hash and its services' hashes.
+pub type Fingerprint = (String, Vec<String>);
+
+/// A success: machine, service, config hash, service hash.
+pub type Success = (String, String, String, String);
+
+#[derive(Default)]
+pub struct Oracle {
+    pub pre_provisioned: bool,
+    /// Every reprovisionToken value each host had, in order.
+    pub tokens: BTreeMap<String, Vec<String>>,
+    pub fresh: u32,
+    /// The one image loss each host may have, and by which kind of write.
+    pub grants: BTreeMap<String, Purpose>,
+    /// Provisionings of each BareMetalHost so far (a machine is a BareMetalHost and one of them).
+    pub provisions: BTreeMap<String, u32>,
+    /// Removals of each preProvisioned host (a host added again may be another machine).
+    pub removals: BTreeMap<String, u32>,
+    /// Each Job's hosts and the machine each ran on.
+    pub job_machines: BTreeMap<String, Vec<(String, String)>>,
+    pub succeeded: BTreeSet<Success>,
+    /// Machines that were fully configured once: a rollout makes them unavailable.
+    pub serving: BTreeSet<String>,
+    /// What the last rollout token (or Automatic, or a first sight) acknowledged.
+    pub acked: Option<Fingerprint>,
+    /// Every transition out of provisioned, and what caused it.
+    pub departures: Vec<(String, String)>,
+    pub causes: BTreeMap<String, String>,
+    /// A configured host is not at its desired configuration: a rollout is under way.
+    pub behind: bool,
+}
+
+impl Oracle {
+    /// The token value `token` stands for on `hostname`.
+    pub fn resolve(&mut self, hostname: &str, token: Token) -> Option<String> {
+        match token {
+            Token::Clear => None,
+            Token::Fresh => {
+                self.fresh += 1;
+                Some(format!("t{}", self.fresh))
+            }
+            Token::Reuse(i) => {
+                let used = self.tokens.get(hostname).filter(|u| !u.is_empty())?;
+                Some(used[usize::from(i) % used.len()].clone())
+            }
+        }
+    }
+
+    /// Records what `action` (with `token` resolved) asks for, before it is performed.
+    pub fn asked(&mut self, world: &World, action: &Action, token: Option<&String>) {
+        let spec = &world.nodeset.spec;
+        let policy = spec.deletion_policy();
+        let deprovision = policy == crds::nodeset::DeletionPolicy::Deprovision;
+        match action {
+            Action::SetToken(h, _) => self.token(world, HOSTNAMES[*h], token),
+            Action::RemoveHost(h) if deprovision => {
+                self.grants.insert(HOSTNAMES[*h].into(), Purpose::Deprovision);
+            }
+            Action::RemoveHost(h) if self.pre_provisioned => {
+                *self.removals.entry(HOSTNAMES[*h].into()).or_default() += 1
+            }
+            Action::AddHost(h) => {
+                self.grants.remove(HOSTNAMES[*h]);
+            }
+            Action::DeleteAndRecreate if deprovision => {
+                for hostname in spec.nodes.iter().flatten().map(|(h, _)| h) {
+                    self.grants.insert(hostname.clone(), Purpose::Deprovision);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn token(&mut self, world: &World, hostname: &str, token: Option<&String>) {
+        let section = world.nodeset.spec.nodes.as_ref().and_then(|n| n.get(hostname));
+        let Some(section) = section.filter(|_| !world.nodeset.spec.pre_provisioned()) else { return };
+        let current = section.reprovision_token.as_ref().filter(|t| !t.is_empty());
+        if token == current {
+            return;
+        }
+        let used = self.tokens.entry(hostname.into()).or_default();
+        match token {
+            Some(new) if !used.contains(new) => {
+                used.push(new.clone());
+                self.grants.insert(hostname.into(), Purpose::Reprovision);
+            }
+            _ if self.grants.get(hostname) == Some(&Purpose::Reprovision) => {
+                self.grants.remove(hostname);
+            }
+            _ => {}
+        }
+    }
+
+    /// The configuration a rollout of the NodeSet now would roll out.
+    pub fn fingerprint(world: &World) -> Fingerprint {
+        let spec = &world.nodeset.spec;
+        // A runOnce service's edits never rerun it: they are not part of what rolls out.
+        let services = spec
+            .services
+            .iter()
+            .flatten()
+            .filter_map(|s| world.services.get(s))
+            .filter(|s| !s.spec.run_once.unwrap_or(false))
+            .map(|s| service_hash(&s.spec));
+        (nodeset_config_hash(spec), services.collect())
+    }
+
+    /// The configuration is acknowledged as it is now.
+    pub fn acknowledge(&mut self, world: &World) {
+        self.acked = Some(Self::fingerprint(world));
+    }
+
+    /// Judges the world's events: every image loss must be a grant's (invariant 1).
+    pub fn events(&mut self, world: &mut World) -> Result<(), String> {
+        for event in std::mem::take(&mut world.events) {
+            match event {
+                Event::ImageLost { bmh, hostname, label, purpose } => {
+                    let cause = format!("a {purpose:?} write for {hostname}");
+                    self.causes.insert(bmh.clone(), cause.clone());
+                    // The machine it was serves no more, whatever its Jobs still do.
+                    self.serving.retain(|m| !m.starts_with(&format!("{bmh}#")));
+                    let granted = self.grants.get(&hostname) == Some(&purpose) && label.as_deref() == Some(&hostname);
+                    if !granted {
+                        return Err(format!(
+                            "(1) BareMetalHost {bmh} (labelled for {label:?}) lost its image by {cause}, which no user asked for"
+                        ));
+                    }
+                    self.grants.remove(&hostname);
+                }
+                Event::ImageSet { bmh } => *self.provisions.entry(bmh).or_default() += 1,
+                Event::LeftProvisioned { bmh } => {
+                    let cause = self.causes.get(&bmh).cloned().unwrap_or_else(|| "nothing".into());
+                    self.departures.push((bmh, cause));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The machine behind `hostname` in `plan`.
+    pub fn machine(&self, plan: &Plan, hostname: &str) -> Option<String> {
+        if self.pre_provisioned {
+            let removals = self.removals.get(hostname).copied().unwrap_or_default();
+            return Some(format!("pre:{hostname}#{removals}"));
+        }
+        let bmh = plan.hosts.get(hostname)?.bmh.as_ref()?.metadata.name.clone()?;
+        Some(format!("{bmh}#{}", self.provisions.get(&bmh).copied().unwrap_or_default()))
+    }
+
+    /// A Job ended: a success is recorded per machine.
+    pub fn finished(&mut self, job: &Job, succeeded: bool) {
+        let (Some(name), Some((service, hash))) = (job.metadata.name.as_ref(), service_of(job)) else { return };
+        if !succeeded {
+            return;
+        }
+        for (hostname, machine) in self.job_machines.get(name).into_iter().flatten() {
+            let config = job_hosts(job).get(hostname).cloned().unwrap_or_default();
+            self.succeeded.insert((machine.clone(), service.clone(), config, hash.clone()));
+        }
+    }
+
+    /// Marks the machines that run every listed service at their host's desired configuration.
+    pub fn update_serving(&mut self, world: &World, plan: &Plan) {
+        let spec = &world.nodeset.spec;
+        self.behind = false;
+        for (hostname, section) in spec.nodes.iter().flatten() {
+            let Some(machine) = self.machine(plan, hostname) else { continue };
+            let desired = host_config_hash(hostname, spec.node_template.as_ref(), Some(section));
+            let done = spec.services.iter().flatten().all(|s| {
+                let Some(service) = world.services.get(s) else { return false };
+                let (run_once, hash) = (service.spec.run_once.unwrap_or(false), service_hash(&service.spec));
+                self.succeeded
+                    .iter()
+                    .any(|(m, n, c, h)| *m == machine && n == s && (run_once || (*c == desired && *h == hash)))
+            });
+            if done {
+                self.serving.insert(machine);
+            } else if self.serving.contains(&machine) {
+                self.behind = true;
+            }
+        }
+        if spec.rollout.as_ref().and_then(|r| r.strategy).unwrap_or_default() == RolloutStrategy::Automatic {
+            self.acknowledge(world);
+        }
+    }
+}
+
+/// A service Job's service and service hash.
+pub fn service_of(job: &Job) -> Option<(String, String)> {
+    let annotations = job.metadata.annotations.as_ref()?;
+    Some((annotations.get(SERVICE_ANNOTATION)?.clone(), annotations.get(SERVICE_HASH_ANNOTATION)?.clone()))
+}
+
+/// A service Job's hosts and the config hash each runs with.
+pub fn job_hosts(job: &Job) -> BTreeMap<String, String> {
+    let hosts = job.metadata.annotations.as_ref().and_then(|a| a.get(HOSTS_ANNOTATION));
+    let parsed: BTreeMap<String, serde_json::Value> =
+        hosts.and_then(|h| serde_json::from_str(h).ok()).unwrap_or_default();
+    parsed.into_iter().map(|(h, ran)| (h, ran["configHash"].as_str().unwrap_or_default().to_string())).collect()
+}
