@@ -6,6 +6,8 @@
 #
 #   FUZZ_RUNS=N            executions per target (default 1000000)
 #   FUZZ_TARGETS="a b"     only these targets (default: every [[bin]] of fuzz/Cargo.toml)
+#   MODEL_CASES=N          runs of the NodeSet planner's model-based test (default 100000;
+#                          0 skips it), after the targets, as one more row
 #   FUZZ_SANITIZER=address build with AddressSanitizer (default none: the code under test is
 #                          safe Rust; a sanitizer needs -Z flags, which the stable toolchain
 #                          takes with RUSTC_BOOTSTRAP=1, set here when one is asked for)
@@ -60,6 +62,25 @@ for target in $targets; do
   fi
   rows+=("$(printf '%-20s %12s %10s %7d.%01d s' "$target" "${executions:-?}" "$crashes" $((elapsed_ms / 1000)) $((elapsed_ms % 1000 / 100)))")
 done
+
+# The NodeSet planner's model-based test (operator/src/nodeset/model), at length: random runs
+# of user and world actions, the promise's invariants checked after every step.
+model_cases="${MODEL_CASES:-100000}"
+if [ "$model_cases" -gt 0 ]; then
+  echo "[fuzz] nodeset model: $model_cases runs" >&2
+  start_ms=$(($(date +%s%N) / 1000000))
+  status=0
+  (cd "$root" && CARGO_TARGET_DIR="$(dirname "$CARGO_TARGET_DIR")" PROPTEST_CASES="$model_cases" \
+    cargo test --locked -p operator --lib nodeset::model::no_machine) >"$logs/nodeset-model.log" 2>&1 || status=$?
+  elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
+  failures=0
+  if [ "$status" -ne 0 ]; then
+    failed=1
+    failures="1 (see log)"
+    grep -m1 -A3 "Test failed" "$logs/nodeset-model.log" >&2 || true
+  fi
+  rows+=("$(printf '%-20s %12s %10s %7d.%01d s' "nodeset-model" "$model_cases" "$failures" $((elapsed_ms / 1000)) $((elapsed_ms % 1000 / 100)))")
+fi
 
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"

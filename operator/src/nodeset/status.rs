@@ -190,7 +190,13 @@ fn host_status(
         } else if host.completed.is_empty() {
             None
         } else {
-            prev.and_then(|p| p.deployed_config_hash.clone())
+            match prev {
+                Some(prev) => prev.deployed_config_hash.clone(),
+                // Seen for the first time with completions (a recreated NodeSet, a status lost,
+                // a host removed and added back): it ran a configuration, so it is not being
+                // brought up, and a rollout keeps it within maxUnavailable.
+                None => host.completed.iter().find_map(|c| c.config_hash.clone()),
+            }
         },
         ..HostStatus::default()
     };

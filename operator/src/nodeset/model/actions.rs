@@ -1,5 +1,5 @@
 //! What users and the world do, as a proptest `Strategy`. Every kind has a weight, so a kind
-//! that a known open defect makes fail can be left out (see [`Weights::without_open_defects`]).
+//! that a defect makes fail can be left out while it is open (`Weights`).
 
 use proptest::prelude::*;
 
@@ -124,34 +124,6 @@ impl Weights {
             service_spec_when_manual: true,
             recreate_when_pre_provisioned: true,
             fresh_status_mid_rollout: true,
-        }
-    }
-
-    /// Every kind but those the known open defects make fail (being fixed on main; whoever
-    /// merges the fix puts the kind back).
-    pub fn without_open_defects() -> Self {
-        Weights {
-            // Defect (a): stripping ferrometal.io/provisioned-hash makes the next apply omit
-            // spec.image, and server-side apply removes it: the machine deprovisions.
-            strip_provisioned_hash: 0,
-            // Defect (b): reverting a reprovisionToken A→B→A reprovisions a second time.
-            token_reuse: 0,
-            // Defect (c): on a Manual NodeSet, editing a service's spec reruns it without a
-            // new rollout token.
-            service_spec_when_manual: false,
-            // Defect (d): a preProvisioned NodeSet deleted and recreated (or its status lost)
-            // reruns its runOnce services.
-            recreate_when_pre_provisioned: false,
-            // Defect (f), found by this model: stripping ferrometal.io/services-completed from
-            // a machine loses its completions (the plan reads them from the machine only), so
-            // its runOnce services run again.
-            strip_completions: 0,
-            // Defect (e), found by this model: a host whose status entry starts anew (the
-            // NodeSet recreated or its status lost, or the host removed and added again) while
-            // a rollout is under way is taken for a host being brought up (no
-            // deployedConfigHash) and runs past maxUnavailable.
-            fresh_status_mid_rollout: false,
-            ..Weights::all()
         }
     }
 }

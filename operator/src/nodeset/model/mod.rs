@@ -6,9 +6,10 @@
 //! status) through the real pure steps of a reconcile (`reconcile`), and the invariants
 //! (`invariants`, and `oracle` for what users asked for) are checked after every step.
 //!
-//! `make test` runs a few cases; a longer run: `PROPTEST_CASES=100000 cargo test -p operator
-//! --lib nodeset::model`. Kinds of action a known open defect makes fail are left out by
-//! [`actions::Weights::without_open_defects`]; `regressions` holds one test per defect.
+//! `make test` runs 64 cases; a longer run: `PROPTEST_CASES=100000 cargo test -p operator
+//! --lib nodeset::model` (`make fuzz` runs it so). Every kind of action is drawn
+//! ([`actions::Weights::all`]); `regressions` holds the shortest run of each defect the model
+//! found, (a) to (f), each failing before its fix.
 
 mod actions;
 mod edits;
@@ -28,14 +29,19 @@ use proptest::prelude::*;
 /// Actions per run at most.
 const STEPS: usize = 30;
 
+/// Runs: 64, or `PROPTEST_CASES` (an explicit count in the config would override it).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, max_shrink_iters: 4096, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 4096, ..ProptestConfig::default() })]
 
     #[test]
     fn no_machine_is_deprovisioned_unless_a_user_asks_for_it(
-        (pre_provisioned, hosts, actions) in actions::run(&Weights::without_open_defects(), STEPS)
+        (pre_provisioned, hosts, actions) in actions::run(&Weights::all(), STEPS)
     ) {
-        if let Err(broken) = Model::run(pre_provisioned, hosts, &actions, Weights::without_open_defects()) {
+        if let Err(broken) = Model::run(pre_provisioned, hosts, &actions, Weights::all()) {
             prop_assert!(false, "{broken}\npreProvisioned {pre_provisioned}, {hosts} hosts, actions {actions:#?}");
         }
     }

@@ -79,6 +79,18 @@ impl Oracle {
             Action::AddHost(h) => {
                 self.grants.remove(HOSTNAMES[*h]);
             }
+            // A preProvisioned NodeSet deleted under a policy that does not retain its hosts
+            // forgets what ran on them (its record goes): a NodeSet recreated under its name
+            // starts them anew, as it would other machines.
+            Action::DeleteAndRecreate
+                if self.pre_provisioned
+                    && crate::nodeset::plan::release_policy(&world.nodeset)
+                        != crds::nodeset::DeletionPolicy::Retain =>
+            {
+                for hostname in spec.nodes.iter().flatten().map(|(h, _)| h) {
+                    *self.removals.entry(hostname.clone()).or_default() += 1;
+                }
+            }
             Action::DeleteAndRecreate if deprovision => {
                 for hostname in spec.nodes.iter().flatten().map(|(h, _)| h) {
                     self.grants.insert(hostname.clone(), Purpose::Deprovision);

@@ -8,7 +8,7 @@ use crate::nodeset::consumer::{Body, Purpose};
 use crate::nodeset::plan::{self, DEFAULT_JOB_HISTORY, Plan};
 use crate::nodeset::{status, validate};
 use crds::nodeset::DeletionPolicy;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What one reconcile did.
 pub struct Reconciled {
@@ -20,13 +20,17 @@ pub struct Reconciled {
 pub fn reconcile(world: &mut World) -> Reconciled {
     let nodeset = world.nodeset.clone();
     let facts = world.facts();
-    let existing: BTreeSet<String> = world.services.keys().cloned().collect();
-    let findings = validate::check(&nodeset, &existing, &[]);
+    let existing: BTreeMap<String, Vec<crds::FieldError>> =
+        world.services.keys().map(|name| (name.clone(), Vec::new())).collect();
+    let findings = validate::check(&nodeset, &existing, &validate::Reach::default());
     assert!(findings.invalid.is_empty(), "the model wrote an invalid NodeSet: {:?}", findings.invalid);
     let now = world.now();
     let plan = plan::plan(&nodeset, &facts, &findings, DEFAULT_JOB_HISTORY, &now);
     let mut applied = Applied::default();
     host_writes(world, &plan, &mut applied);
+    if let Some(record) = &plan.record {
+        world.record = Some(crate::nodeset::record::read(record));
+    }
     jobs(world, &plan, &mut applied);
     let (status, _) = status::compute(&nodeset, &plan, &applied, &findings, &now);
     world.nodeset.status = Some(status);
@@ -42,6 +46,10 @@ pub fn delete(world: &mut World) -> Reconciled {
     let plan = plan::plan_deletion(&nodeset, &facts);
     let mut applied = Applied::default();
     host_writes(world, &plan, &mut applied);
+    // A preProvisioned NodeSet's record goes with it unless its hosts are retained.
+    if nodeset.spec.pre_provisioned() && plan::release_policy(&nodeset) != DeletionPolicy::Retain {
+        world.record = None;
+    }
     world.jobs.clear();
     Reconciled { plan, applied }
 }
@@ -52,7 +60,9 @@ fn host_writes(world: &mut World, plan: &Plan, applied: &mut Applied) {
         if applied.refused.contains_key(&write.hostname) {
             continue;
         }
-        if write.clears_image() && !matches!(write.purpose, Purpose::Reprovision | Purpose::Deprovision) {
+        let planned = plan.hosts.get(&write.hostname).and_then(|h| h.bmh.as_deref());
+        let drops = write.clears_image() || planned.is_some_and(|h| write.drops_image(h));
+        if drops && !matches!(write.purpose, Purpose::Reprovision | Purpose::Deprovision) {
             continue;
         }
         let (apply, body) = match &write.body {

@@ -1,5 +1,5 @@
 //! One deterministic run per defect the model found, the shortest sequence that shows it.
-//! Ignored while the defect is open (the fixes are on main).
+//! Each failed before its fix.
 
 use super::actions::{Action, Annotation, Token, Weights};
 use super::harness::Model;
@@ -11,7 +11,6 @@ fn holds(pre_provisioned: bool, hosts: usize, actions: &[Action]) {
 }
 
 #[test]
-#[ignore = "defect (a): stripping ferrometal.io/provisioned-hash makes the next apply drop spec.image"]
 fn stripping_the_provisioned_hash_deprovisions_nothing() {
     holds(
         false,
@@ -26,7 +25,6 @@ fn stripping_the_provisioned_hash_deprovisions_nothing() {
 }
 
 #[test]
-#[ignore = "defect (b): reverting a reprovisionToken A→B→A reprovisions a second time"]
 fn reverting_a_reprovision_token_reprovisions_nothing() {
     holds(
         false,
@@ -43,25 +41,21 @@ fn reverting_a_reprovision_token_reprovisions_nothing() {
 }
 
 #[test]
-#[ignore = "defect (c): on a Manual NodeSet, editing a service's spec reruns it without a token"]
 fn a_manual_nodeset_waits_for_a_token_after_a_service_edit() {
     holds(false, 1, &[Action::SetManual(true), Action::Settle, Action::EditServiceSpec(1, 2)]);
 }
 
 #[test]
-#[ignore = "defect (d): a preProvisioned NodeSet deleted and recreated reruns its runOnce services"]
 fn a_recreated_pre_provisioned_nodeset_reruns_no_run_once_service() {
     holds(true, 1, &[Action::Settle, Action::DeleteAndRecreate]);
 }
 
 #[test]
-#[ignore = "defect (e): a NodeSet recreated mid-rollout runs its configured hosts past maxUnavailable"]
 fn a_nodeset_recreated_mid_rollout_keeps_to_max_unavailable() {
     holds(false, 2, &[Action::Settle, Action::EditMtu(true), Action::DeleteAndRecreate, Action::BmoStep]);
 }
 
 #[test]
-#[ignore = "defect (f): stripping ferrometal.io/services-completed once the Jobs are gone reruns runOnce services"]
 fn stripping_the_completions_reruns_no_run_once_service() {
     // The recreated NodeSet's Jobs went with the old one: the machine's annotation is all there is.
     holds(

@@ -97,6 +97,8 @@ pub struct World {
     /// Seconds since the start.
     pub clock: i64,
     pub events: Vec<Event>,
+    /// A preProvisioned NodeSet's record of completions (the ConfigMap outliving it).
+    pub record: Option<crate::nodeset::record::Completions>,
 }
 
 impl World {
@@ -118,6 +120,7 @@ impl World {
             jobs: BTreeMap::new(),
             clock: 0,
             events: Vec::new(),
+            record: None,
         }
     }
 
@@ -143,6 +146,7 @@ impl World {
                 .map(|(n, s)| (n.clone(), s.clone()))
                 .collect(),
             jobs: self.jobs.values().filter_map(|j| job::observe(&j.job, None, &now)).collect(),
+            record: self.record.clone().filter(|_| self.nodeset.spec.pre_provisioned()),
             ..Facts::default()
         }
     }
