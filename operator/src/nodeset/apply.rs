@@ -101,9 +101,7 @@ pub async fn apply_host_writes(
         // The promise, checked once more where it is kept: only the two explicit requests
         // ever clear a machine's image, by a patch or by an apply that leaves it out. The
         // planner's tests prove it; this makes sure.
-        let planned = plan.hosts.get(&write.hostname).and_then(|h| h.bmh.as_deref());
-        let drops = write.clears_image() || planned.is_some_and(|h| write.drops_image(h));
-        if drops && !matches!(write.purpose, Purpose::Reprovision | Purpose::Deprovision) {
+        if write.forbidden(plan.hosts.get(&write.hostname).and_then(|h| h.bmh.as_deref())) {
             tracing::error!(host = %write.host, purpose = ?write.purpose, "refusing a write that would deprovision a machine");
             continue;
         }

@@ -80,6 +80,14 @@ impl HostWrite {
             }
     }
 
+    /// True when this write would remove the image of `planned` (the host as it was planned
+    /// on) without being one of the two explicit requests: the promise, checked once more
+    /// where writes are sent.
+    pub fn forbidden(&self, planned: Option<&BareMetalHost>) -> bool {
+        let drops = self.clears_image() || planned.is_some_and(|h| self.drops_image(h));
+        drops && !matches!(self.purpose, Purpose::Reprovision | Purpose::Deprovision)
+    }
+
     /// The image this write applies, if it applies one.
     #[cfg(test)]
     pub fn applied_image(&self) -> Option<&Value> {

@@ -75,16 +75,7 @@ fn provisioned(spec: &Value) -> Vec<Arc<BareMetalHost>> {
                 (NODESET_LABEL.to_string(), owner.label.clone()),
                 (HOSTNAME_LABEL.to_string(), hostname.clone()),
             ]));
-            let desired = host_config_hash(hostname, n.spec.node_template.as_ref(), Some(section));
-            let completed: Vec<CompletedService> = ["bootstrap", "configure-network"]
-                .iter()
-                .map(|s| CompletedService {
-                    name: s.to_string(),
-                    config_hash: Some(desired.clone()),
-                    service_hash: Some(service_hash(&service(s).spec)),
-                    completed_at: Some(now()),
-                })
-                .collect();
+            let completed = every_service_done(&n, hostname, section);
             host.metadata.annotations = Some(BTreeMap::from([
                 (PROVISIONED_HASH_ANNOTATION.to_string(), provisioning_hash(hostname, &n.spec).expect("hash")),
                 (
@@ -100,6 +91,20 @@ fn provisioned(spec: &Value) -> Vec<Arc<BareMetalHost>> {
             });
             host.spec.automated_cleaning_mode = Some(crds::baremetalhost::AutomatedCleaningMode::Metadata);
             Arc::new(host)
+        })
+        .collect()
+}
+
+/// `hostname`'s completions of both services at its configuration in `n`.
+fn every_service_done(n: &NodeSet, hostname: &str, section: &crds::nodeset::NodeSection) -> Vec<CompletedService> {
+    let desired = host_config_hash(hostname, n.spec.node_template.as_ref(), Some(section));
+    ["bootstrap", "configure-network"]
+        .iter()
+        .map(|s| CompletedService {
+            name: s.to_string(),
+            config_hash: Some(desired.clone()),
+            service_hash: Some(service_hash(&service(s).spec)),
+            completed_at: Some(now()),
         })
         .collect()
 }
@@ -515,19 +520,7 @@ fn a_recreated_pre_provisioned_nodeset_reads_what_ran_from_its_record_and_reruns
         .nodes
         .iter()
         .flatten()
-        .map(|(hostname, section)| {
-            let desired = host_config_hash(hostname, n.spec.node_template.as_ref(), Some(section));
-            let done = ["bootstrap", "configure-network"]
-                .iter()
-                .map(|s| CompletedService {
-                    name: s.to_string(),
-                    config_hash: Some(desired.clone()),
-                    service_hash: Some(service_hash(&service(s).spec)),
-                    completed_at: Some(now()),
-                })
-                .collect();
-            (hostname.clone(), done)
-        })
+        .map(|(hostname, section)| (hostname.clone(), every_service_done(&n, hostname, section)))
         .collect();
     // Recreated: no status at all.
     let fresh = plan(&n, &facts(vec![]), &Findings::default(), DEFAULT_JOB_HISTORY, &now());

@@ -60,9 +60,7 @@ fn host_writes(world: &mut World, plan: &Plan, applied: &mut Applied) {
         if applied.refused.contains_key(&write.hostname) {
             continue;
         }
-        let planned = plan.hosts.get(&write.hostname).and_then(|h| h.bmh.as_deref());
-        let drops = write.clears_image() || planned.is_some_and(|h| write.drops_image(h));
-        if drops && !matches!(write.purpose, Purpose::Reprovision | Purpose::Deprovision) {
+        if write.forbidden(plan.hosts.get(&write.hostname).and_then(|h| h.bmh.as_deref())) {
             continue;
         }
         let (apply, body) = match &write.body {
