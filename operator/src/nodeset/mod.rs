@@ -25,6 +25,7 @@ mod consumer;
 mod controller;
 mod dereference;
 mod facts;
+mod guard;
 mod inventory;
 mod job;
 mod lost;

@@ -8,6 +8,7 @@ use super::consumer::{
     provisioning_fields, recorded_completions, reprovision_patch,
 };
 use super::facts::Facts;
+use super::guard;
 use super::inventory::{InventoryHost, inventory};
 use super::job;
 use super::lost;
@@ -78,6 +79,8 @@ pub struct Release {
     pub hostname: String,
     pub bmh: String,
     pub policy: DeletionPolicy,
+    /// Held back: more hosts than `maxUnavailable` would be deprovisioned at once (`guard`).
+    pub held: bool,
 }
 
 impl Release {
@@ -324,11 +327,10 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     }
 
     // Hosts removed from spec.nodes leave per the deletion policy, once.
-    for (hostname, host) in &claims.removed {
-        if previous.contains_key(hostname) {
-            plan.release(host, hostname, release_policy(nodeset));
-        }
-    }
+    let removed: Vec<(&str, &Arc<BareMetalHost>)> =
+        claims.removed.iter().filter(|(h, _)| previous.contains_key(*h)).map(|(h, b)| (h.as_str(), b)).collect();
+    let total = plan.hosts.len().saturating_add(removed.len());
+    plan.release_all(nodeset, &removed, total);
 
     plan.jobs_for(nodeset, &owner, facts);
     if spec.pre_provisioned() {
@@ -434,7 +436,32 @@ impl Plan {
                 self.writes.push(write(host, hostname, Purpose::Deprovision, Body::Merge(deprovision_patch(host))));
             }
         }
-        self.releases.push(Release { hostname: hostname.to_string(), bmh: host.name_any(), policy });
+        self.releases.push(Release { hostname: hostname.to_string(), bmh: host.name_any(), policy, held: false });
+    }
+
+    /// Releases `leaving` per the NodeSet's release policy; under Deprovision, more than
+    /// `maxUnavailable` of `total` at once are held for a confirmation (`guard`).
+    fn release_all(&mut self, nodeset: &NodeSet, leaving: &[(&str, &Arc<BareMetalHost>)], total: usize) {
+        let policy = release_policy(nodeset);
+        let held = match policy {
+            DeletionPolicy::Deprovision => {
+                guard::held(nodeset, &leaving.iter().map(|(h, _)| h.to_string()).collect::<Vec<_>>(), total)
+            }
+            _ => Vec::new(),
+        };
+        for (hostname, host) in leaving {
+            if held.iter().any(|h| h == hostname) {
+                let bmh = host.name_any();
+                self.releases.push(Release { hostname: hostname.to_string(), bmh, policy, held: true });
+            } else {
+                self.release(host, hostname, policy);
+            }
+        }
+    }
+
+    /// The hosts held back for a confirmation.
+    pub fn held(&self) -> Vec<String> {
+        self.releases.iter().filter(|r| r.held).map(|r| r.hostname.clone()).collect()
     }
 
     fn jobs_for(&mut self, nodeset: &NodeSet, owner: &Owner, facts: &Facts) {
@@ -489,10 +516,7 @@ pub fn plan_deletion(nodeset: &NodeSet, facts: &Facts) -> Plan {
         .filter(|(name, _)| nodes.contains_key(*name))
         .collect();
     claimed.sort_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.name_any().cmp(&b.1.name_any())));
-    let policy = release_policy(nodeset);
-    for (hostname, host) in claimed {
-        plan.release(host, hostname, policy);
-    }
+    plan.release_all(nodeset, &claimed, nodes.len());
     plan
 }
 

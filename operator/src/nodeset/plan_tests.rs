@@ -310,6 +310,8 @@ fn deleting_the_nodeset_deprovisions_only_under_the_deprovision_policy() {
         let mut n = nodeset(&edited(|s| s["deletionPolicy"] = json!(policy)));
         n.status =
             Some(NodeSetStatus { deletion_policy: serde_json::from_value(json!(policy)).ok(), ..Default::default() });
+        // Three at once is more than maxUnavailable: confirmed.
+        n.annotations_mut().insert("ferrometal.io/confirm-deprovision".into(), "all".into());
         let plan = plan_deletion(&n, &facts(provisioned(&spec())));
         assert_eq!(plan.writes.iter().filter(|w| w.clears_image()).count(), clears, "{policy}");
         assert_eq!(plan.writes.len(), writes, "{policy}");
@@ -535,4 +537,29 @@ fn a_recreated_pre_provisioned_nodeset_reads_what_ran_from_its_record_and_reruns
     let rolled = plan(&nodeset(&edited), &with_record, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     assert_eq!(rolled.rollout.batches.iter().map(|b| b.hosts.len()).sum::<usize>(), 1, "{:?}", rolled.rollout.batches);
     assert!(rolled.rollout.batches.iter().all(|b| b.service == "configure-network"));
+}
+
+#[test]
+fn deprovisioning_more_hosts_than_max_unavailable_at_once_waits_for_a_confirmation() {
+    let hosts = provisioned(&spec());
+    let mut n = nodeset(&edited(|s| {
+        s["deletionPolicy"] = json!("Deprovision");
+        s["nodes"] = json!({});
+    }));
+    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..status(&spec(), &hosts) });
+    let emptied = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert!(emptied.writes.iter().all(|w| !w.clears_image()), "an emptied nodes deprovisions nothing by itself");
+    assert_eq!(emptied.held(), ["compute-0", "compute-1", "compute-2"]);
+    n.annotations_mut().insert("ferrometal.io/confirm-deprovision".into(), "compute-0,compute-2".into());
+    let confirmed = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    let clearing: Vec<&str> =
+        confirmed.writes.iter().filter(|w| w.clears_image()).map(|w| w.hostname.as_str()).collect();
+    assert_eq!(clearing, ["compute-0", "compute-2"]);
+    assert_eq!(confirmed.held(), ["compute-1"]);
+    // Deleting the NodeSet is held the same way.
+    let mut whole = nodeset(&edited(|s| s["deletionPolicy"] = json!("Deprovision")));
+    whole.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..Default::default() });
+    let deletion = plan_deletion(&whole, &facts(hosts));
+    assert!(deletion.writes.is_empty());
+    assert_eq!(deletion.held().len(), 3);
 }

@@ -180,6 +180,13 @@ impl NodeSetReconciler {
                 self.publisher.one(nodeset, &Notice::normal("HostReleased", release.note())).await;
             }
         }
+        let held = plan.held();
+        if !held.is_empty() {
+            // The finalizer stays until the hosts are confirmed (an annotation edit wakes this).
+            let message = super::guard::message(&held);
+            self.publisher.one(nodeset, &Notice::warning(super::status::DEPROVISION_UNCONFIRMED, message)).await;
+            return Ok(Action::await_change());
+        }
         if applied.conflicts || !applied.refused.is_empty() {
             for (host, message) in &applied.refused {
                 self.publisher.one(nodeset, &Notice::warning("ReleaseRefused", format!("{host}: {message}"))).await;

@@ -19,6 +19,8 @@ pub const REASON_READY: &str = "Ready";
 pub const REASON_PROVISIONING: &str = "Provisioning";
 pub const REASON_ROLLING_OUT: &str = "RollingOut";
 pub const REASON_FAILED: &str = "Failed";
+/// Degraded's reason while more hosts than maxUnavailable wait to be deprovisioned.
+pub const DEPROVISION_UNCONFIRMED: &str = "DeprovisionUnconfirmed";
 
 /// The status to write and the Events to publish after it.
 pub fn compute(
@@ -99,6 +101,12 @@ pub fn compute(
     rollout_notices(&mut notices, &previous, &rollout, plan, previous_phase, phase);
 
     let problem = problem(plan, findings, applied, &hosts);
+    let degraded_before = previous.conditions.iter().flatten().find(|c| c.type_ == DEGRADED).map(|c| c.reason.as_str());
+    if let Some((DEPROVISION_UNCONFIRMED, message)) = &problem
+        && degraded_before != Some(DEPROVISION_UNCONFIRMED)
+    {
+        notices.warning(DEPROVISION_UNCONFIRMED, message.clone());
+    }
     // Transition times stay while a condition's status does.
     let mut conditions = previous.conditions.clone().unwrap_or_default();
     set_all(
@@ -363,6 +371,10 @@ fn problem(
     applied: &Applied,
     hosts: &BTreeMap<String, HostStatus>,
 ) -> Option<(&'static str, String)> {
+    let held = plan.held();
+    if !held.is_empty() {
+        return Some((DEPROVISION_UNCONFIRMED, super::guard::message(&held)));
+    }
     if !plan.rollout.failures.is_empty() {
         let quoted: Vec<String> = plan
             .rollout

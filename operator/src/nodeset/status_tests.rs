@@ -186,7 +186,8 @@ fn a_reprovision_not_written_keeps_the_old_token_so_the_next_reconcile_acts() {
 #[test]
 fn a_released_host_leaves_status_with_an_event() {
     let mut plan = plan_of(vec![("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, true, "s0"))]);
-    plan.releases = vec![Release { hostname: "c-1".into(), bmh: "s1".into(), policy: DeletionPolicy::Retain }];
+    plan.releases =
+        vec![Release { hostname: "c-1".into(), bmh: "s1".into(), policy: DeletionPolicy::Retain, held: false }];
     let mut n = nodeset(false);
     n.status =
         Some(NodeSetStatus { hosts: Some([("c-1".to_string(), HostStatus::default())].into()), ..Default::default() });
