@@ -179,7 +179,10 @@ pub fn max_unavailable(value: Option<&IntOrString>, hosts: usize) -> usize {
 
 /// The rollout's record, and whether hosts that run a configuration may get a new one: always
 /// with the Automatic strategy; with Manual, only for the configuration acknowledged by the
-/// last new `spec.rollout.token` (the first configuration is acknowledged on first sight).
+/// last new `spec.rollout.token`. On first sight (a new NodeSet, or one recreated or whose
+/// status was lost) the token is recorded and nothing is acknowledged: hosts being brought up
+/// get their services, but a host that already runs a configuration gets a new one only for a
+/// new token, since nothing says anyone approved what the spec asks now.
 pub fn acknowledge(
     rollout: Option<&Rollout>,
     previous: Option<&RolloutStatus>,
@@ -202,7 +205,9 @@ pub fn acknowledge(
             (status, true)
         }
         RolloutStrategy::Manual => {
-            if previous.is_none() || (token.is_some() && token != status.acknowledged_token) {
+            if previous.is_none() {
+                status.acknowledged_token = token;
+            } else if token.is_some() && token != status.acknowledged_token {
                 status.acknowledged_token = token;
                 start(&mut status);
             }

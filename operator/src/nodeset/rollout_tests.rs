@@ -312,14 +312,22 @@ fn the_manual_strategy_rolls_out_what_its_token_acknowledged() {
         token: token.map(str::to_string),
         ..Default::default()
     };
-    // First sight: the initial configuration is acknowledged.
-    let (first, go) = acknowledge(Some(&manual(None)), None, "A", &at(1));
-    assert!(go);
-    assert_eq!(first.config_hash.as_deref(), Some("A"));
-    // An edit waits.
-    let (waiting, go) = acknowledge(Some(&manual(None)), Some(&first), "B", &at(2));
+    // First sight (a new NodeSet, a recreated one, status lost): nothing is acknowledged, so a
+    // host that runs a configuration already gets no new one without a token; hosts being
+    // brought up are not gated.
+    let (first, go) = acknowledge(Some(&manual(Some("old"))), None, "A", &at(1));
     assert!(!go);
-    assert_eq!(waiting.config_hash.as_deref(), Some("A"));
+    assert_eq!(
+        (first.config_hash.as_deref(), first.acknowledged_token.as_deref()),
+        (None, Some("old")),
+        "the token seen"
+    );
+    let (again, go) = acknowledge(Some(&manual(Some("old"))), Some(&first), "A", &at(1));
+    assert!(!go, "a token seen on first sight is no new token");
+    // An edit waits.
+    let (waiting, go) = acknowledge(Some(&manual(None)), Some(&again), "B", &at(2));
+    assert!(!go);
+    assert_eq!(waiting.config_hash, None);
     // A new token acknowledges the current configuration.
     let (acked, go) = acknowledge(Some(&manual(Some("2026-08-01"))), Some(&waiting), "B", &at(3));
     assert!(go);
