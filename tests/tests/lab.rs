@@ -158,7 +158,8 @@ fn exercise(state: &Path) {
     let (namespace, name) = env["NODESET"].split_once('/').expect("namespace/name");
     let row = kubectl(&env, &["get", "nodeset", name, "-n", namespace, "--no-headers"], None);
     let columns: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(columns.get(..5), Some(&[name, "True", "3/3", "3/3", "Complete"][..]), "the printer columns: {row}");
+    let wanted = [name, "True", "Ready", "3/3", "3/3", "Complete"];
+    assert_eq!(columns.get(..6), Some(&wanted[..]), "the printer columns (Ready and its reason first): {row}");
 
     // The summary's one command edits the MTU; the rollout runs in place.
     let summary = std::fs::read_to_string(state.join("summary.txt")).expect("summary.txt");

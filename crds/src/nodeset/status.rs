@@ -32,7 +32,8 @@ pub struct NodeSetStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Option<Vec<Condition>>,
-    /// Desired configuration: hash of every host's config hash and the services list.
+    /// Desired configuration: hash of every host's config hash, the services list and the spec
+    /// hash of every listed service. A rollout acknowledges this hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
     /// The deletionPolicy in force when this status was written. A host removed from

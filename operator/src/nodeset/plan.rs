@@ -164,7 +164,8 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     );
     let (rollout_status, gate) =
         rollout::acknowledge(spec.rollout.as_ref(), migrated(nodeset, &config_hash, &gated).as_ref(), &gated, now);
-    let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
+    // The NodeSet's hash is what a rollout acknowledges: a service's spec is part of it.
+    let mut plan = Plan { config_hash: gated, rollout_status, ..Plan::default() };
     let nodes = spec.nodes.clone().unwrap_or_default();
     for (hostname, section) in &nodes {
         let config = effective_host_config(hostname, spec.node_template.as_ref(), Some(section));
