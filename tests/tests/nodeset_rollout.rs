@@ -51,7 +51,8 @@ async fn a_manual_rollout_waits_for_its_token_and_an_unknown_service_is_a_condit
     assert_eq!(rollout.acknowledged_token.as_deref(), Some("2026-08-01"));
     assert_eq!(rollout.config_hash, done.status.as_ref().and_then(|s| s.config_hash.clone()));
 
-    // A service that does not exist is a condition, not a crash; creating it runs it.
+    // A service that does not exist is a condition, not a crash; once it exists, its spec is
+    // what a token approves (on a Manual NodeSet): the next token runs it.
     env.patch_spec("computes", json!({"services": ["configure-os", "not-yet"], "rollout": {"token": "2"}})).await?;
     let degraded = env
         .wait_nodeset("computes", "degraded", secs(60), |n| processed(n) && condition_is(n, "Degraded", "True"))
@@ -60,6 +61,12 @@ async fn a_manual_rollout_waits_for_its_token_and_an_unknown_service_is_a_condit
     assert_eq!(cause.reason, "ServiceNotFound");
     assert!(cause.message.contains("not-yet"), "{}", cause.message);
     env.service("not-yet", false, "not-yet:1").await?;
+    env.wait_nodeset("computes", "pending", secs(60), |n| {
+        rollout_phase(n) == Some(crds::nodeset::RolloutPhase::Pending)
+    })
+    .await?;
+    assert_eq!(jobs.runs_by_service().get("not-yet"), None, "a spec nobody approved runs nowhere");
+    env.patch_spec("computes", json!({"rollout": {"token": "3"}})).await?;
     env.wait_ready("computes", secs(120)).await?;
     assert_eq!(jobs.runs_by_service().get("not-yet"), Some(&2));
     Ok(())
