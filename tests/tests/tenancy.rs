@@ -146,7 +146,7 @@ fn is_collection_read(uri: &str, plural: &str) -> bool {
 }
 
 #[tokio::test]
-async fn no_controller_watches_secrets_or_config_maps_beyond_their_metadata() -> anyhow::Result<()> {
+async fn no_controller_reads_other_secrets_or_config_maps_beyond_their_metadata() -> anyhow::Result<()> {
     let env = Env::start("watch-scope").await?;
     let sent = Sent::default();
     let mut config = OperatorConfig::minimal("watch-scope");

@@ -160,6 +160,19 @@ pub struct NodeSetSpec {
     pub services: Option<Vec<String>>,
 }
 
+impl NodeSet {
+    /// The namespace of the NodeSet's BareMetalHosts: `bmhNamespace`, else its own.
+    pub fn bmh_namespace(&self) -> String {
+        self.spec
+            .baremetal_set_template
+            .as_ref()
+            .and_then(|t| t.bmh_namespace.clone())
+            .filter(|n| !n.is_empty())
+            .or_else(|| self.metadata.namespace.clone())
+            .unwrap_or_default()
+    }
+}
+
 impl NodeSetSpec {
     /// True for a NodeSet of already-installed machines.
     pub fn pre_provisioned(&self) -> bool {

@@ -40,18 +40,10 @@ pub fn validate_nodeset(nodeset: &NodeSet, old: Option<&NodeSet>) -> Vec<FieldEr
 /// The refusal of a NodeSet's `bmhNamespace` when it is another namespace that `pools` does not
 /// open to the NodeSet's own (see [`HostPools`]).
 pub fn validate_host_pool(nodeset: &NodeSet, pools: &HostPools) -> Option<FieldError> {
-    let namespace = nodeset.metadata.namespace.as_deref().unwrap_or_default();
-    let bmh_namespace = nodeset
-        .spec
-        .baremetal_set_template
-        .as_ref()
-        .and_then(|t| t.bmh_namespace.as_deref())
-        .filter(|n| !n.is_empty())
-        .unwrap_or(namespace);
     if nodeset.spec.pre_provisioned() {
         return None;
     }
-    pools.check(namespace, bmh_namespace)
+    pools.check(nodeset.metadata.namespace.as_deref().unwrap_or_default(), &nodeset.bmh_namespace())
 }
 
 fn validate_template(errors: &mut Errors, spec: &NodeSetSpec, namespace: Option<&str>) {

@@ -84,6 +84,7 @@ async fn run_scope(
         .watches_stream(host_events, move |host| claiming(&by_host, &host))
         .watches_stream(hardware_events, move |data| waiting(&by_hardware, &data.namespace().unwrap_or_default()))
         .owns_stream(job_events)
+        // Polled only to fill the records' cache: this controller writes them, nothing to wake.
         .watches_stream(record_events, |_| Vec::<ObjectRef<NodeSet>>::new())
         .owns_stream::<PartialObjectMeta<Secret>>(secret_events);
 

@@ -70,7 +70,6 @@ impl Caches {
         }
     }
 
-    /// The names of the NodeSetServices of `namespace`.
     /// The NodeSetServices of `namespace` by name, each with what its own rules find wrong
     /// with it (checked here too: it may have got in while the webhook was down).
     pub fn services_of(&self, namespace: &str) -> BTreeMap<String, Vec<FieldError>> {

@@ -150,22 +150,9 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let spec = &nodeset.spec;
     let previous: BTreeMap<String, HostStatus> =
         nodeset.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
-    let config_hash = nodeset_config_hash(spec);
     let services = listed_services(spec, facts);
-    let gated = rollout::gated_hash(
-        &config_hash,
-        &spec
-            .services
-            .iter()
-            .flatten()
-            .zip(&services)
-            .map(|(n, s)| (n.clone(), s.as_ref().map(|s| s.hash.clone())))
-            .collect::<Vec<_>>(),
-    );
-    let (rollout_status, gate) =
-        rollout::acknowledge(spec.rollout.as_ref(), migrated(nodeset, &config_hash, &gated).as_ref(), &gated, now);
-    // The NodeSet's hash is what a rollout acknowledges: a service's spec is part of it.
-    let mut plan = Plan { config_hash: gated, rollout_status, ..Plan::default() };
+    let (config_hash, rollout_status, gate) = acknowledged(nodeset, &services, now);
+    let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
     let nodes = spec.nodes.clone().unwrap_or_default();
     for (hostname, section) in &nodes {
         let config = effective_host_config(hostname, spec.node_template.as_ref(), Some(section));
@@ -361,6 +348,25 @@ fn listed_services(spec: &crds::nodeset::NodeSetSpec, facts: &Facts) -> Vec<Opti
             })
         })
         .collect()
+}
+
+/// The NodeSet's hash (what a rollout acknowledges: the hosts' configurations, the service
+/// list and every listed service's spec), the rollout's record, and whether configured hosts
+/// may get new work (`rollout::acknowledge`).
+fn acknowledged(nodeset: &NodeSet, services: &[Option<Service>], now: &Time) -> (String, RolloutStatus, bool) {
+    let spec = &nodeset.spec;
+    let config_hash = nodeset_config_hash(spec);
+    let listed: Vec<(String, Option<String>)> = spec
+        .services
+        .iter()
+        .flatten()
+        .zip(services)
+        .map(|(name, s)| (name.clone(), s.as_ref().map(|s| s.hash.clone())))
+        .collect();
+    let gated = rollout::gated_hash(&config_hash, &listed);
+    let previous = migrated(nodeset, &config_hash, &gated);
+    let (status, gate) = rollout::acknowledge(spec.rollout.as_ref(), previous.as_ref(), &gated, now);
+    (gated, status, gate)
 }
 
 /// The rollout status as `acknowledge` reads it: one recorded by an operator that gated on the

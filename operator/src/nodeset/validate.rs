@@ -130,13 +130,7 @@ fn locked_by_status(nodeset: &NodeSet) -> Vec<FieldError> {
 
 /// The namespace of a NodeSet's BareMetalHosts.
 pub fn bmh_namespace(nodeset: &NodeSet) -> String {
-    nodeset
-        .spec
-        .baremetal_set_template
-        .as_ref()
-        .and_then(|t| t.bmh_namespace.clone())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| nodeset.namespace().unwrap_or_default())
+    nodeset.bmh_namespace()
 }
 
 #[cfg(test)]
