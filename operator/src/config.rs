@@ -16,6 +16,8 @@ pub struct OperatorConfig {
     pub namespaces: Vec<String>,
     /// Where to serve /healthz, /readyz and /metrics; `None` serves nothing.
     pub health_addr: Option<SocketAddr>,
+    /// What clients may hold of the health server.
+    pub health_limits: crate::serve::Limits,
     /// This replica's identity (leader election, event reports).
     pub identity: String,
     /// Leader election; `None` runs the controllers unconditionally.
@@ -43,6 +45,7 @@ impl OperatorConfig {
         Self {
             namespaces: Vec::new(),
             health_addr: None,
+            health_limits: crate::serve::Limits::HEALTH,
             identity: identity.into(),
             leader_election: None,
             webhook: None,
@@ -66,6 +69,7 @@ impl TryFrom<RunArgs> for OperatorConfig {
         Ok(Self {
             namespaces: args.namespaces.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
             health_addr: Some(args.health_addr),
+            health_limits: crate::serve::Limits::HEALTH,
             leader_election: args.leader.into_config(),
             webhook: args.webhook.into_config(),
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),

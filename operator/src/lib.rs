@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod nodeset;
 pub mod pki;
 pub mod runtime;
+pub mod serve;
 pub mod telemetry;
 pub mod webhook;
 

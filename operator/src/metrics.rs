@@ -24,7 +24,13 @@ pub struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReasonLabels {
+pub struct ServerLabels {
+    pub server: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CutLabels {
+    pub server: String,
     pub reason: String,
 }
 
@@ -43,8 +49,8 @@ pub struct Metrics {
     ironic_requests: Family<OperationLabels, Counter>,
     leader: Gauge,
     lease_renewal_failures: Counter,
-    webhook_connections: Gauge,
-    webhook_connections_cut: Family<ReasonLabels, Counter>,
+    connections: Family<ServerLabels, Gauge>,
+    connections_cut: Family<CutLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -80,17 +86,17 @@ impl Metrics {
             "Attempts to renew the held leader lease that failed or timed out",
             lease_renewal_failures.clone(),
         );
-        let webhook_connections = Gauge::default();
+        let connections = Family::<ServerLabels, Gauge>::default();
         registry.register(
-            "webhook_connections",
-            "Connections the webhook server holds open (at most its connection cap)",
-            webhook_connections.clone(),
+            "server_connections",
+            "Connections a server (webhook, health) holds open (at most its connection cap), by server",
+            connections.clone(),
         );
-        let webhook_connections_cut = Family::<ReasonLabels, Counter>::default();
+        let connections_cut = Family::<CutLabels, Counter>::default();
         registry.register(
-            "webhook_connections_cut",
-            "Webhook connections the server closed because a client was too slow, by reason",
-            webhook_connections_cut.clone(),
+            "server_connections_cut",
+            "Connections a server closed or refused to bound what one client can hold, by server and reason",
+            connections_cut.clone(),
         );
         Self {
             registry: Mutex::new(registry),
@@ -101,8 +107,8 @@ impl Metrics {
             ironic_requests,
             leader,
             lease_renewal_failures,
-            webhook_connections,
-            webhook_connections_cut,
+            connections,
+            connections_cut,
         }
     }
 
@@ -148,28 +154,30 @@ impl Metrics {
         self.lease_renewal_failures.get()
     }
 
-    /// Counts a webhook connection opening (`true`) or closing (`false`).
-    pub fn webhook_connection(&self, open: bool) {
+    /// Counts a connection of `server` opening (`true`) or closing (`false`).
+    pub fn connection(&self, server: &str, open: bool) {
+        let gauge = self.connections.get_or_create(&ServerLabels { server: server.into() });
         if open {
-            self.webhook_connections.inc();
+            gauge.inc();
         } else {
-            self.webhook_connections.dec();
+            gauge.dec();
         }
     }
 
-    /// Webhook connections open now.
-    pub fn webhook_open_connections(&self) -> i64 {
-        self.webhook_connections.get()
+    /// Connections `server` holds open now.
+    pub fn open_connections(&self, server: &str) -> i64 {
+        self.connections.get_or_create(&ServerLabels { server: server.into() }).get()
     }
 
-    /// Counts a webhook connection closed for `reason` (`handshake_timeout`, `no_request`, `idle`).
-    pub fn webhook_connection_cut(&self, reason: &str) {
-        self.webhook_connections_cut.get_or_create(&ReasonLabels { reason: reason.into() }).inc();
+    /// Counts a connection of `server` closed or refused for `reason` (`handshake_timeout`,
+    /// `no_request`, `idle`, `max_age`, `per_source`).
+    pub fn connection_cut(&self, server: &str, reason: &str) {
+        self.connections_cut.get_or_create(&CutLabels { server: server.into(), reason: reason.into() }).inc();
     }
 
-    /// Webhook connections closed so far for `reason`.
-    pub fn webhook_cut_count(&self, reason: &str) -> u64 {
-        self.webhook_connections_cut.get_or_create(&ReasonLabels { reason: reason.into() }).get()
+    /// Connections of `server` closed or refused so far for `reason`.
+    pub fn cut_count(&self, server: &str, reason: &str) -> u64 {
+        self.connections_cut.get_or_create(&CutLabels { server: server.into(), reason: reason.into() }).get()
     }
 
     /// Reconciles run so far by `controller`.

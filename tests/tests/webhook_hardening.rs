@@ -1,6 +1,8 @@
 //! The webhook server against slow and hostile clients, and the rotation of
 //! its operator-managed CA, with the real apiserver calling it throughout.
 
+#[path = "webhook_hardening/bounds.rs"]
+mod bounds;
 mod common;
 
 use common::{Env, POLL};
@@ -121,11 +123,8 @@ fn silent_tls(addr: SocketAddr, ca: String, alpn: Vec<Vec<u8>>, give_up: Duratio
 #[tokio::test]
 async fn a_client_that_sends_nothing_is_cut_off_after_the_timeout_and_others_are_still_served() -> anyhow::Result<()> {
     let env = Env::start("webhook-silent").await?;
-    let limits = Limits {
-        handshake_timeout: Duration::from_secs(2),
-        header_timeout: Duration::from_secs(2),
-        ..Limits::default()
-    };
+    let limits =
+        Limits { handshake_timeout: Duration::from_secs(2), header_timeout: Duration::from_secs(2), ..Limits::WEBHOOK };
     let (operator, addr) = operator(&env, limits, Duration::from_secs(30)).await?;
     let ca = webhook_ca(&env).await?;
     let give_up = Duration::from_secs(30);
@@ -156,8 +155,8 @@ async fn a_client_that_sends_nothing_is_cut_off_after_the_timeout_and_others_are
         assert!(cut < limits.header_timeout + Duration::from_secs(10), "cut late: {cut:?}");
     }
     let metrics = operator.metrics();
-    assert!(metrics.webhook_cut_count("handshake_timeout") >= 10);
-    assert!(metrics.webhook_cut_count("no_request") >= 1, "the HTTP/2 client was cut by the first-request rule");
+    assert!(metrics.cut_count("webhook", "handshake_timeout") >= 10);
+    assert!(metrics.cut_count("webhook", "no_request") >= 1, "the HTTP/2 client was cut by the first-request rule");
     admission_answers(&env.client(), &env.ns).await?;
     operator.shutdown().await?;
     Ok(())
@@ -166,11 +165,11 @@ async fn a_client_that_sends_nothing_is_cut_off_after_the_timeout_and_others_are
 #[tokio::test]
 async fn the_connection_cap_holds_and_a_slot_frees_when_a_silent_client_is_cut_off() -> anyhow::Result<()> {
     let env = Env::start("webhook-cap").await?;
-    let limits = Limits { max_connections: 4, handshake_timeout: Duration::from_secs(4), ..Limits::default() };
+    let limits = Limits { max_connections: 4, handshake_timeout: Duration::from_secs(4), ..Limits::WEBHOOK };
     let (operator, addr) = operator(&env, limits, Duration::from_secs(30)).await?;
     let ca = webhook_ca(&env).await?;
     let metrics = operator.metrics();
-    let baseline = metrics.webhook_open_connections();
+    let baseline = metrics.open_connections("webhook");
 
     // The highest number of connections the server held at once, sampled.
     let sampler = {
@@ -178,7 +177,7 @@ async fn the_connection_cap_holds_and_a_slot_frees_when_a_silent_client_is_cut_o
         tokio::spawn(async move {
             let mut most = 0;
             for _ in 0..1000 {
-                most = most.max(metrics.webhook_open_connections());
+                most = most.max(metrics.open_connections("webhook"));
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             most
@@ -188,7 +187,7 @@ async fn the_connection_cap_holds_and_a_slot_frees_when_a_silent_client_is_cut_o
     let holders: Vec<_> =
         (0..limits.max_connections).map(|_| tokio::spawn(silent_tcp(addr, Duration::from_secs(60)))).collect();
     let full = Instant::now();
-    while metrics.webhook_open_connections() < baseline + 4 {
+    while metrics.open_connections("webhook") < baseline + 4 {
         anyhow::ensure!(full.elapsed() < Duration::from_secs(10), "the silent clients were not accepted");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -298,7 +297,7 @@ async fn a_ca_near_its_end_is_rotated_with_both_cas_in_the_bundle_and_admission_
     let old = certificates(&old_ca);
 
     let refresh = Duration::from_secs(1);
-    let (operator, _) = operator(&env, Limits::default(), refresh).await?;
+    let (operator, _) = operator(&env, Limits::WEBHOOK, refresh).await?;
     let start = Instant::now();
     while admission_answers(&env.client(), &env.ns).await.is_err() {
         anyhow::ensure!(start.elapsed() < Duration::from_secs(30), "the webhook never answered");

@@ -1,7 +1,10 @@
-//! Probes and metrics: /healthz (alive), /readyz (ready: see [`super::readiness`]), /metrics.
+//! Probes and metrics: /healthz (alive), /readyz (ready: see [`super::readiness`]), /metrics,
+//! in plain HTTP on the bounded server of [`crate::serve`]: a client that connects and sends
+//! nothing, or opens connection after connection, cannot starve the kubelet's probes.
 
 use super::readiness::Readiness;
 use crate::metrics::Metrics;
+use crate::serve::{self, Limits, Server, Transport};
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,16 +22,12 @@ struct Health {
 /// Binds `addr` and serves until `shutdown`; returns the bound address.
 pub async fn serve(
     addr: SocketAddr,
+    limits: Limits,
     metrics: Arc<Metrics>,
     ready: Arc<Readiness>,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, crate::runtime::error::Error> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| crate::runtime::error::Error::Bind {
-        what: "the health server",
-        addr,
-        source,
-    })?;
-    let bound = listener.local_addr().map_err(|source| crate::runtime::error::Error::Bind {
+    let (listener, bound) = serve::bind(addr).await.map_err(|source| crate::runtime::error::Error::Bind {
         what: "the health server",
         addr,
         source,
@@ -37,13 +36,8 @@ pub async fn serve(
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
-        .with_state(Health { metrics, ready });
-    tokio::spawn(async move {
-        let served = axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await;
-        if let Err(err) = served {
-            tracing::error!(error = %err, "health server failed");
-        }
-    });
+        .with_state(Health { metrics: metrics.clone(), ready });
+    serve::spawn(listener, Server { name: "health", transport: Transport::Plain, app, limits, metrics }, shutdown);
     tracing::info!(%bound, "health server listening");
     Ok(bound)
 }

@@ -54,7 +54,9 @@ impl Operator {
             host_pools: config.host_pools.clone(),
         });
         let health_addr = match config.health_addr {
-            Some(addr) => Some(health::serve(addr, metrics.clone(), ready.clone(), shutdown.clone()).await?),
+            Some(addr) => {
+                Some(health::serve(addr, config.health_limits, metrics.clone(), ready.clone(), shutdown.clone()).await?)
+            }
             None => None,
         };
         let webhook_addr = match config.webhook.clone() {

@@ -1,14 +1,18 @@
 //! Admission reviews: which kinds we validate, and the answer for each.
 
+use super::envelope::{Answer, Object, Request, Review, Weight};
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::ironic::{Ironic, IronicValidationOptions};
 use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
 use crds::validation::summarize;
-use kube::core::DynamicObject;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use serde::de::DeserializeOwned;
+
+/// The most parsing one review may cost ([`Weight::cost`]), both of an update's objects
+/// together, metadata's `managedFields` not counted. Two NodeSets at etcd's 1.5 MiB, made of
+/// the smallest per-host entries their status holds, cost about 40 MiB.
+pub const MAX_PARSE_COST: usize = 64 << 20;
 
 /// A kind our webhooks validate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,47 +76,52 @@ pub struct Policy {
     pub host_pools: HostPools,
 }
 
-/// Answers one review. Deletes (no new object) are always allowed.
-pub fn review(kind: Kind, review: AdmissionReview<DynamicObject>, policy: &Policy) -> AdmissionReview<DynamicObject> {
-    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
-        Ok(request) => request,
-        Err(err) => return AdmissionResponse::invalid(err.to_string()).into_review(),
+/// Answers one review, read from its JSON `body`. Deletes (no new object) are always allowed.
+pub fn review(kind: Kind, body: &[u8], policy: &Policy) -> Answer {
+    let review: Review<'_> = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(err) => return Answer::deny("", format!("cannot parse the admission review: {err}")),
     };
-    let response = AdmissionResponse::from(&request);
+    let request = review.request;
     let errors = match validate(kind, &request, policy) {
         Ok(errors) => errors,
-        Err(message) => return response.deny(message).into_review(),
+        Err(message) => return Answer::deny(&request.uid, message),
     };
     if errors.is_empty() {
-        response.into_review()
+        Answer::allow(&request.uid)
     } else {
         tracing::info!(kind = ?kind, name = %request.name, namespace = ?request.namespace,
             violations = errors.len(), "admission denied");
-        response.deny(summarize(&errors)).into_review()
+        Answer::deny(&request.uid, summarize(&errors))
     }
 }
 
-fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>, policy: &Policy) -> Result<Vec<FieldError>, String> {
-    let Some(object) = &request.object else { return Ok(Vec::new()) };
-    let old = request.old_object.as_ref();
-    let unchanged = |old: &DynamicObject| {
-        object.data.get("spec") == old.data.get("spec") && object.metadata.annotations == old.metadata.annotations
-    };
-    if let Some(old) = old
-        && old.metadata.deletion_timestamp.is_some()
+fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Vec<FieldError>, String> {
+    let Some(object) = request.object else { return Ok(Vec::new()) };
+    let new = Object::of(object)?;
+    let old = request.old_object.map(Object::of).transpose()?;
+    let weight = old.iter().map(Object::weight).fold(new.weight(), Weight::plus);
+    if weight.cost() > MAX_PARSE_COST {
+        return Err(format!(
+            "the review holds {} objects and {} values in {} bytes, more than the webhook parses",
+            weight.objects, weight.values, weight.bytes
+        ));
+    }
+    if let Some(old) = &old
+        && old.deleting()
     {
         // The controllers are running the object's deletion (a deletion policy, a clean-up)
         // from what its spec says now: a change under them would run another one than was
         // asked. Metadata (finalizers, the annotations controllers act on) may still change.
-        let same = object.data.get("spec") == old.data.get("spec");
-        return Ok(if same {
+        return Ok(if new.spec() == old.spec() {
             Vec::new()
         } else {
             vec![FieldError::new("spec", "the object is being deleted: its spec can no longer change")]
         });
     }
-    if let Some(old) = old
-        && unchanged(old)
+    if let Some(old) = &old
+        && new.spec() == old.spec()
+        && new.annotations()? == old.annotations()?
     {
         // An update that leaves what the rules look at as it was (the spec, and the
         // annotations some kinds' rules read), such as a finalizer, labels or owner
@@ -122,46 +131,46 @@ fn validate(kind: Kind, request: &AdmissionRequest<DynamicObject>, policy: &Poli
         // problems as conditions instead.
         return Ok(Vec::new());
     }
+    let old = old.as_ref();
     Ok(match kind {
         Kind::Ironic => {
-            let (new, old) = typed::<Ironic>(object, old)?;
+            let (new, old) = typed::<Ironic>(&new, old)?;
             crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), &policy.features)
         }
         Kind::BareMetalHost => {
-            let (new, old) = typed::<BareMetalHost>(object, old)?;
+            let (new, old) = typed::<BareMetalHost>(&new, old)?;
             crds::baremetalhost::validate_baremetalhost(&new, old.as_ref())
         }
         Kind::NodeSet => {
-            let (new, old) = typed::<NodeSet>(object, old)?;
+            let (new, old) = typed::<NodeSet>(&new, old)?;
             let mut errors = crds::nodeset::validate_nodeset(&new, old.as_ref());
             errors.extend(crds::nodeset::validate_host_pool(&new, &policy.host_pools));
             errors
         }
         Kind::NodeSetService => {
-            let (new, _) = typed::<NodeSetService>(object, old)?;
+            let (new, _) = typed::<NodeSetService>(&new, old)?;
             crds::nodesetservice::validate_nodeset_service(&new.spec)
         }
     })
 }
 
-/// The review's objects as our types. An object that does not even parse
-/// is refused with the parser's message (it names the field).
-fn typed<K: DeserializeOwned>(object: &DynamicObject, old: Option<&DynamicObject>) -> Result<(K, Option<K>), String> {
-    let convert = |o: &DynamicObject| {
-        serde_json::to_value(o)
-            .and_then(serde_json::from_value::<K>)
-            .map_err(|e| format!("cannot parse the object: {e}"))
-    };
+/// The review's objects as our types, parsed from their text without the metadata no rule
+/// reads. An object that does not even parse is refused with the parser's message (it names
+/// the field).
+fn typed<K: DeserializeOwned>(object: &Object<'_>, old: Option<&Object<'_>>) -> Result<(K, Option<K>), String> {
+    let convert =
+        |o: &Object<'_>| serde_json::from_str::<K>(&o.trimmed()?).map_err(|e| format!("cannot parse the object: {e}"));
     Ok((convert(object)?, old.map(convert).transpose()?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::webhook::envelope::Response;
     use serde_json::json;
 
-    fn review_of(object: serde_json::Value) -> AdmissionReview<DynamicObject> {
-        serde_json::from_value(json!({
+    fn review_of(object: serde_json::Value) -> serde_json::Value {
+        json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {
                 "uid": "0df28fbd-5f5f-4a5d-9d2b-3c1e1b0a9c11",
@@ -170,13 +179,21 @@ mod tests {
                 "name": "ironic", "namespace": "default", "operation": "CREATE",
                 "userInfo": {"username": "admin"}, "object": object, "dryRun": false
             }
-        }))
-        .expect("review parses")
+        })
     }
 
     /// A review with the default feature gates.
-    fn review(kind: Kind, review: AdmissionReview<DynamicObject>) -> AdmissionReview<DynamicObject> {
-        super::review(kind, review, &Policy::default())
+    fn review(kind: Kind, review: serde_json::Value) -> Response {
+        answer(kind, review, &Policy::default())
+    }
+
+    fn answer(kind: Kind, review: serde_json::Value, policy: &Policy) -> Response {
+        let body = serde_json::to_vec(&review).expect("serializes");
+        super::review(kind, &body, policy).response
+    }
+
+    fn message(response: &Response) -> &str {
+        response.status.as_ref().map_or("", |s| s.message.as_str())
     }
 
     #[test]
@@ -186,14 +203,12 @@ mod tests {
                 "metadata": {"name": "ironic", "namespace": "default"},
                 "spec": {"highAvailability": true, "database": {"managed": {}}}}))
         };
-        let default = review(Kind::Ironic, ha()).response.expect("response");
-        assert!(!default.result.message.contains("feature gate"), "allowed by default: {}", default.result.message);
+        let default = review(Kind::Ironic, ha());
+        assert!(!message(&default).contains("feature gate"), "allowed by default: {}", message(&default));
         let gates = IronicValidationOptions::from_feature_gates("HighAvailability=false").expect("gates");
-        let denied = super::review(Kind::Ironic, ha(), &Policy { features: gates, ..Policy::default() })
-            .response
-            .expect("response");
+        let denied = answer(Kind::Ironic, ha(), &Policy { features: gates, ..Policy::default() });
         assert!(!denied.allowed);
-        assert!(denied.result.message.contains("feature gate HighAvailability"), "{}", denied.result.message);
+        assert!(message(&denied).contains("feature gate HighAvailability"), "{}", message(&denied));
     }
 
     #[test]
@@ -204,17 +219,15 @@ mod tests {
                 "spec": {"baremetalSetTemplate": {"bmhNamespace": "team-b", "image": {"url": "http://i/os.qcow2",
                              "checksum": "a".repeat(64), "checksumType": "sha256"}},
                          "nodes": {"compute-0": {}}}}));
-            if let Some(request) = r.request.as_mut() {
-                request.namespace = Some("team-a".into());
-            }
+            r["request"]["namespace"] = json!("team-a");
             r
         };
-        let denied = review(Kind::NodeSet, nodeset()).response.expect("response");
+        let denied = review(Kind::NodeSet, nodeset());
         assert!(!denied.allowed);
-        assert!(denied.result.message.contains("spec.baremetalSetTemplate.bmhNamespace"), "{}", denied.result.message);
+        assert!(message(&denied).contains("spec.baremetalSetTemplate.bmhNamespace"), "{}", message(&denied));
         let opened = Policy { host_pools: "team-a=team-b".parse().expect("pools"), ..Policy::default() };
-        let allowed = super::review(Kind::NodeSet, nodeset(), &opened).response.expect("response");
-        assert!(allowed.allowed, "{:?}", allowed.result);
+        let allowed = answer(Kind::NodeSet, nodeset(), &opened);
+        assert!(allowed.allowed, "{:?}", allowed.status);
     }
 
     #[test]
@@ -224,8 +237,8 @@ mod tests {
             review_of(json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
             "metadata": {"name": "ironic", "namespace": "default"}, "spec": {}})),
         );
-        let response = out.response.expect("response");
-        assert!(response.allowed, "{:?}", response.result);
+        let response = out;
+        assert!(response.allowed, "{:?}", response.status);
         assert_eq!(response.uid, "0df28fbd-5f5f-4a5d-9d2b-3c1e1b0a9c11");
     }
 
@@ -237,16 +250,16 @@ mod tests {
             "metadata": {"name": "ironic", "namespace": "default"},
             "spec": {"highAvailability": true}})),
         );
-        let response = out.response.expect("response");
+        let response = out;
         assert!(!response.allowed);
-        assert!(response.result.message.contains("spec.database"), "{}", response.result.message);
+        assert!(message(&response).contains("spec.database"), "{}", message(&response));
     }
 
-    fn update_of(object: serde_json::Value, old: serde_json::Value) -> AdmissionReview<DynamicObject> {
-        let mut review = serde_json::to_value(review_of(object)).expect("serializes");
+    fn update_of(object: serde_json::Value, old: serde_json::Value) -> serde_json::Value {
+        let mut review = review_of(object);
         review["request"]["operation"] = json!("UPDATE");
         review["request"]["oldObject"] = old;
-        serde_json::from_value(review).expect("review parses")
+        review
     }
 
     fn invalid_ironic(metadata: serde_json::Value) -> serde_json::Value {
@@ -259,14 +272,14 @@ mod tests {
         let old = invalid_ironic(json!({"name": "ironic", "namespace": "default"}));
         let finalized = invalid_ironic(json!({"name": "ironic", "namespace": "default",
             "finalizers": ["ironic.metal3.io/ferrometal"]}));
-        let allowed = review(Kind::Ironic, update_of(finalized, old.clone())).response.expect("response");
-        assert!(allowed.allowed, "a finalizer on an invalid Ironic: {:?}", allowed.result);
+        let allowed = review(Kind::Ironic, update_of(finalized, old.clone()));
+        assert!(allowed.allowed, "a finalizer on an invalid Ironic: {:?}", allowed.status);
 
         let mut changed = invalid_ironic(json!({"name": "ironic", "namespace": "default"}));
         changed["spec"]["version"] = json!("38.0");
-        let denied = review(Kind::Ironic, update_of(changed, old)).response.expect("response");
+        let denied = review(Kind::Ironic, update_of(changed, old));
         assert!(!denied.allowed);
-        assert!(denied.result.message.contains("spec.database"), "{}", denied.result.message);
+        assert!(message(&denied).contains("spec.database"), "{}", message(&denied));
     }
 
     #[test]
@@ -277,14 +290,11 @@ mod tests {
                 "spec": {"online": true, "bootMACAddress": "52:54:00:00:00:01",
                     "bmc": {"address": "ipmi://192.0.2.1", "credentialsName": "bmc"}}})
         };
-        let mut review =
-            serde_json::to_value(update_of(host(json!({"reboot.metal3.io": "{not json"})), host(json!({}))))
-                .expect("serializes");
+        let mut review = update_of(host(json!({"reboot.metal3.io": "{not json"})), host(json!({})));
         review["request"]["kind"] = json!({"group": "metal3.io", "version": "v1alpha1", "kind": "BareMetalHost"});
-        let review: AdmissionReview<DynamicObject> = serde_json::from_value(review).expect("parses");
-        let response = self::review(Kind::BareMetalHost, review).response.expect("response");
+        let response = self::review(Kind::BareMetalHost, review);
         assert!(!response.allowed, "a malformed reboot annotation is refused");
-        assert!(response.result.message.contains("reboot.metal3.io"), "{}", response.result.message);
+        assert!(message(&response).contains("reboot.metal3.io"), "{}", message(&response));
     }
 
     #[test]
@@ -293,13 +303,78 @@ mod tests {
             "finalizers": ["ironic.metal3.io/ferrometal"], "deletionTimestamp": "2026-12-01T10:00:00Z"}));
         let gone = invalid_ironic(json!({"name": "ironic", "namespace": "default",
             "deletionTimestamp": "2026-12-01T10:00:00Z"}));
-        let response = review(Kind::Ironic, update_of(gone.clone(), old.clone())).response.expect("response");
-        assert!(response.allowed, "the finalizer goes: {:?}", response.result);
+        let response = review(Kind::Ironic, update_of(gone.clone(), old.clone()));
+        assert!(response.allowed, "the finalizer goes: {:?}", response.status);
         let mut changed = gone;
         changed["spec"]["version"] = json!("1.0");
-        let response = review(Kind::Ironic, update_of(changed, old)).response.expect("response");
+        let response = review(Kind::Ironic, update_of(changed, old));
         assert!(!response.allowed, "a spec change under a running deletion is refused");
-        assert!(response.result.message.contains("being deleted"), "{}", response.result.message);
+        assert!(message(&response).contains("being deleted"), "{}", message(&response));
+    }
+
+    #[test]
+    fn a_review_that_does_not_parse_is_refused_with_the_parsers_message() {
+        let answer = super::review(Kind::Ironic, b"{\"request\": [", &Policy::default());
+        assert!(!answer.response.allowed);
+        assert!(answer.message().contains("cannot parse the admission review"), "{}", answer.message());
+    }
+
+    #[test]
+    fn fields_no_kind_knows_are_ignored_whatever_they_hold() {
+        // The kind's parser skips an unknown field without building it.
+        let junk = "[],".repeat(3_000);
+        let body = format!(
+            r#"{{"request": {{"uid": "u", "object": {{"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+                "metadata": {{"name": "ironic"}}, "spec": {{}}, "junk": [{junk}[]]}}}}}}"#
+        );
+        let answer = super::review(Kind::Ironic, body.as_bytes(), &Policy::default());
+        assert!(answer.response.allowed, "{}", answer.message());
+        assert_eq!(answer.response.uid, "u");
+    }
+
+    #[test]
+    fn a_review_that_would_cost_more_than_the_bound_to_parse_is_refused_before_parsing() {
+        let nodes = (0..70_000).map(|i| format!("\"h{i}\": {{}}")).collect::<Vec<_>>().join(",");
+        let body = format!(
+            r#"{{"request": {{"uid": "u", "object": {{"kind": "NodeSet", "metadata": {{"name": "a"}},
+                "spec": {{"nodes": {{{nodes}}}}}}}}}}}"#
+        );
+        let answer = super::review(Kind::NodeSet, body.as_bytes(), &Policy::default());
+        assert!(!answer.response.allowed);
+        assert!(answer.message().contains("70002 objects"), "{}", answer.message());
+        assert!(answer.message().contains("more than the webhook parses"), "{}", answer.message());
+    }
+
+    #[test]
+    fn an_update_of_a_thousand_host_nodeset_at_etcds_size_limit_is_within_the_bound() {
+        let entry = json!({"name": "svc", "configHash": "77de", "serviceHash": "12aa",
+            "completedAt": "2026-08-01T09:50:00Z"});
+        let per_host = 1_500_000 / 1000 / entry.to_string().len();
+        let hosts: serde_json::Map<String, serde_json::Value> = (0..1000)
+            .map(|i| (format!("compute-{i}"), json!({"servicesCompleted": vec![entry.clone(); per_host]})))
+            .collect();
+        let nodes: serde_json::Map<String, serde_json::Value> =
+            (0..1000).map(|i| (format!("compute-{i}"), json!({}))).collect();
+        let nodeset = json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
+            "metadata": {"name": "computes", "namespace": "default"},
+            "spec": {"nodes": nodes}, "status": {"hosts": hosts}});
+        assert!(nodeset.to_string().len() <= 1_572_864, "etcd keeps {} bytes", nodeset.to_string().len());
+        let response = review(Kind::NodeSet, update_of(nodeset.clone(), nodeset));
+        assert!(!message(&response).contains("more than the webhook parses"), "{}", message(&response));
+    }
+
+    proptest::proptest! {
+        /// Any body, of any kind, gets an answer: the envelope, the weight and the typed
+        /// parse never panic on what a client posts.
+        #[test]
+        fn any_body_gets_an_answer(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+                                   spec in "[\\[\\]{}:,\"a-z0-9\\\\ ]{0,200}") {
+            for kind in Kind::ALL {
+                let _ = super::review(kind, &body, &Policy::default());
+                let wrapped = format!(r#"{{"request":{{"uid":"u","object":{{"metadata":{{}},"spec":{spec}}},"oldObject":{{"spec":{spec}}}}}}}"#);
+                let _ = super::review(kind, wrapped.as_bytes(), &Policy::default());
+            }
+        }
     }
 
     #[test]

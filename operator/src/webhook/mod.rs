@@ -19,15 +19,16 @@
 
 mod admission;
 mod certs;
-mod connection;
+mod envelope;
 mod registration;
 mod rotation;
 mod server;
 
-pub use admission::{Kind, Policy, review};
+pub use crate::serve::Limits;
+pub use admission::{Kind, MAX_PARSE_COST, Policy, review};
 pub use certs::SECRET_NAME;
-pub use connection::Limits;
 pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
+pub use server::{BODY_BUDGET, MAX_REVIEW_BYTES, PARSING};
 
 use crate::kube::Context;
 use clap::Args;
@@ -68,8 +69,15 @@ pub struct WebhookArgs {
     #[arg(long = "webhook-secret-namespace", env = "POD_NAMESPACE", default_value = "default")]
     pub secret_namespace: String,
     /// Connections the webhook server serves at once; more wait until one closes.
-    #[arg(long = "webhook-max-connections", env = "WEBHOOK_MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
+    #[arg(long = "webhook-max-connections", env = "WEBHOOK_MAX_CONNECTIONS", default_value_t = Limits::WEBHOOK.max_connections)]
     pub max_connections: usize,
+    /// Connections the webhook server serves at once from one address; more are closed.
+    #[arg(
+        long = "webhook-max-connections-per-source",
+        env = "WEBHOOK_MAX_CONNECTIONS_PER_SOURCE",
+        default_value_t = Limits::WEBHOOK.max_per_source
+    )]
+    pub max_per_source: usize,
 }
 
 impl WebhookArgs {
@@ -89,6 +97,7 @@ impl WebhookArgs {
         };
         let mut config = Config::new(self.addr, certificates, client);
         config.limits.max_connections = self.max_connections;
+        config.limits.max_per_source = self.max_per_source;
         Some(config)
     }
 }
@@ -111,7 +120,7 @@ pub struct Config {
     pub certificates: Certificates,
     /// Apply the ValidatingWebhookConfiguration pointing here.
     pub register: Option<ClientConfig>,
-    /// Timeouts and the connection cap.
+    /// Timeouts and the connection caps.
     pub limits: Limits,
     /// How often the certificate is checked: mounted files re-read, the
     /// operator-managed Secret re-read and renewed or rotated when due.
@@ -124,7 +133,7 @@ pub const DEFAULT_REFRESH: std::time::Duration = std::time::Duration::from_secs(
 impl Config {
     /// A configuration with the default limits and refresh period.
     pub fn new(addr: SocketAddr, certificates: Certificates, register: Option<ClientConfig>) -> Self {
-        Self { addr, certificates, register, limits: Limits::default(), refresh: DEFAULT_REFRESH }
+        Self { addr, certificates, register, limits: Limits::WEBHOOK, refresh: DEFAULT_REFRESH }
     }
 }
 

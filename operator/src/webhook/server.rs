@@ -1,30 +1,37 @@
-//! The HTTPS server that answers admission reviews.
+//! The HTTPS server that answers admission reviews, on the bounded server of [`crate::serve`].
 //!
-//! At most `max_connections` connections are served at once: beyond that the
-//! server stops accepting, and new connections wait in the kernel's listen
-//! backlog until a slot frees, rather than being refused. Slots free quickly
-//! because no client can hold one without making progress (`connection.rs`).
+//! Reviews are bounded too, so that a few large ones at once cannot exhaust the pod's
+//! memory: a body is at most [`MAX_REVIEW_BYTES`]; at most [`BODY_BUDGET`] bytes of bodies
+//! are read at once (a request waits for its share before its body is read); at most
+//! [`PARSING`] reviews are parsed at once, off the async workers. A request that cannot get
+//! its turn within the request timeout is answered 408, which the apiserver reports as the
+//! webhook failing (and, with `failurePolicy: Fail`, refuses the write): a flood of reviews
+//! costs admission time, never the operator's memory.
 
 use super::Error;
 use super::admission::{Kind, Policy, review};
 use super::certs::Resolver;
-use super::connection::{self, Limits};
 use crate::metrics::Metrics;
+use crate::serve::{self, Limits, Server, Transport};
+use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
-use axum::http::StatusCode;
-use axum::middleware::{self, Next};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
-use kube::core::DynamicObject;
-use kube::core::admission::AdmissionReview;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+
+/// The largest review read: an update carries two objects of etcd's 1.5 MiB at most, and
+/// the envelope around them.
+pub const MAX_REVIEW_BYTES: usize = 4 << 20;
+/// Bytes of review bodies held at once, all requests together.
+pub const BODY_BUDGET: usize = 6 * MAX_REVIEW_BYTES;
+/// Reviews parsed and validated at once.
+pub const PARSING: usize = 2;
 
 /// Binds `addr` and serves until `shutdown`; returns the bound address.
 pub async fn serve(
@@ -35,78 +42,83 @@ pub async fn serve(
     policy: Policy,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, Error> {
-    let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
-    let bound = listener.local_addr().map_err(|source| Error::Bind { addr, source })?;
+    let (listener, bound) = serve::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
     let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::InvalidCertificate(e.to_string()))?
         .with_no_client_auth()
         .with_cert_resolver(resolver);
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let acceptor = TlsAcceptor::from(Arc::new(tls));
-    let app = router(limits.request_timeout, Arc::new(policy));
-    // At least one slot, whatever the flag says: zero would serve nobody.
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let transport = Transport::Tls(TlsAcceptor::from(Arc::new(tls)));
+    let app = router(Arc::new(Reviews::new(policy)));
     tracing::info!(%bound, max_connections = limits.max_connections, "webhook server listening");
-    tokio::spawn(async move {
-        loop {
-            // A slot first, then the connection: at the cap, clients wait in the backlog.
-            let permit = tokio::select! {
-                () = shutdown.cancelled() => return,
-                permit = slots.clone().acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => return,
-                },
-            };
-            let (stream, peer) = tokio::select! {
-                () = shutdown.cancelled() => return,
-                accepted = listener.accept() => match accepted {
-                    Ok(conn) => conn,
-                    Err(err) => {
-                        // Out of file descriptors, most likely: wait rather than spin.
-                        tracing::warn!(error = %err, "webhook accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                },
-            };
-            let _ = stream.set_nodelay(true);
-            tokio::spawn(connection::serve(
-                stream,
-                peer,
-                permit,
-                acceptor.clone(),
-                app.clone(),
-                limits,
-                metrics.clone(),
-            ));
-        }
-    });
+    serve::spawn(listener, Server { name: "webhook", transport, app, limits, metrics }, shutdown);
     Ok(bound)
 }
 
-fn router(request_timeout: Duration, policy: Arc<Policy>) -> Router {
-    Router::new()
-        .route("/validate/{kind}", post(validate))
-        .with_state(policy)
-        .route("/healthz", get(|| async { "ok" }))
-        .layer(middleware::from_fn_with_state(request_timeout, bounded))
+/// What answering reviews needs: the operator's policy and the bounds on reviews at once.
+struct Reviews {
+    policy: Arc<Policy>,
+    bodies: Arc<Semaphore>,
+    parsing: Arc<Semaphore>,
 }
 
-/// Answers within `limit`, reading the body included: a client that trickles
-/// its body gets 408 instead of holding the request open.
-async fn bounded(State(limit): State<Duration>, request: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => (StatusCode::REQUEST_TIMEOUT, "request took too long").into_response(),
+impl Reviews {
+    fn new(policy: Policy) -> Self {
+        Self {
+            policy: Arc::new(policy),
+            bodies: Arc::new(Semaphore::new(BODY_BUDGET)),
+            parsing: Arc::new(Semaphore::new(PARSING)),
+        }
     }
 }
 
-async fn validate(
-    State(policy): State<Arc<Policy>>,
-    Path(segment): Path<String>,
-    Json(body): Json<AdmissionReview<DynamicObject>>,
-) -> Result<Json<AdmissionReview<DynamicObject>>, StatusCode> {
-    let kind = Kind::from_segment(&segment).ok_or(StatusCode::NOT_FOUND)?;
-    Ok(Json(review(kind, body, &policy)))
+fn router(reviews: Arc<Reviews>) -> Router {
+    Router::new()
+        .route("/validate/{kind}", post(validate))
+        .with_state(reviews)
+        .route("/healthz", get(|| async { "ok" }))
+}
+
+async fn validate(State(reviews): State<Arc<Reviews>>, Path(segment): Path<String>, request: Request) -> Response {
+    let Some(kind) = Kind::from_segment(&segment) else { return StatusCode::NOT_FOUND.into_response() };
+    // The body's share of the budget before the body: a request that does not say its length
+    // is counted at the most a review may be.
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_REVIEW_BYTES) {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    }
+    let share = u32::try_from(declared.unwrap_or(MAX_REVIEW_BYTES).max(1)).unwrap_or(u32::MAX);
+    let Ok(_bytes) = reviews.bodies.clone().acquire_many_owned(share).await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let body = match axum::body::to_bytes(request.into_body(), declared.unwrap_or(MAX_REVIEW_BYTES)).await {
+        Ok(body) => body,
+        Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
+    };
+    let Ok(_parsing) = reviews.parsing.clone().acquire_owned().await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    answer(kind, body, reviews.policy.clone()).await
+}
+
+/// Parses and validates on a blocking thread: a large review takes milliseconds of CPU that
+/// the controllers' async workers should not wait behind.
+async fn answer(kind: Kind, body: Bytes, policy: Arc<Policy>) -> Response {
+    let answered = tokio::task::spawn_blocking(move || serde_json::to_vec(&review(kind, &body, &policy)));
+    match answered.await {
+        Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], Body::from(json)).into_response(),
+        Ok(Err(err)) => {
+            tracing::error!(error = %err, "cannot encode an admission answer");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "an admission review panicked or was cancelled");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `crd/` | the CRDs |
 //! | `rbac/` | the ServiceAccount; the controllers' ClusterRole (Roles, one per watched namespace, when namespaced) and the leader-election Role |
-//! | `manager/` | the Namespace, the Deployment and the metrics Service |
+//! | `manager/` | the Namespace, the Deployment, the metrics Service and the NetworkPolicy |
 //! | `webhook/` | the webhook Service and ValidatingWebhookConfiguration, and the roles the operator needs to manage its certificate |
 //! | `certmanager/` | the webhook Service and configuration for cert-manager (CA injection), its Issuer and Certificate |
 //! | `default/` | cluster-wide install with operator-managed webhook certificates |
@@ -78,10 +78,11 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
     let self_managed = workload::deployment(layout, WebhookCertificates::SelfManaged);
     files.push(file("manager/manager.yaml", &[value(&self_managed)])?);
     files.push(file("manager/metrics_service.yaml", &[value(&workload::metrics_service(layout))])?);
+    files.push(file("manager/network_policy.yaml", &[value(&workload::network_policy(layout))])?);
     files.push(kustomization(
         "manager",
-        "The operator's Namespace, Deployment and metrics Service.",
-        &["namespace.yaml", "manager.yaml", "metrics_service.yaml"],
+        "The operator's Namespace, Deployment, metrics Service and NetworkPolicy.",
+        &["namespace.yaml", "manager.yaml", "metrics_service.yaml", "network_policy.yaml"],
         &[],
     )?);
 

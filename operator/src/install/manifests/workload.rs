@@ -11,6 +11,9 @@ use k8s_openapi::api::core::v1::{
     Probe, ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext, Service, ServiceAccount,
     ServicePort, ServiceSpec, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
+};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -39,6 +42,41 @@ pub fn namespace(layout: &Layout) -> Namespace {
 
 pub fn service_account(layout: &Layout) -> ServiceAccount {
     ServiceAccount { metadata: meta(layout, NAME, true), ..Default::default() }
+}
+
+/// The namespace label that lets a namespace's pods (Prometheus) scrape the operator's metrics
+/// through its NetworkPolicy.
+pub const SCRAPE_LABEL: &str = "ferrometal.io/scrape-metrics";
+
+/// Who may reach the operator's pods: the webhook port from anywhere (the apiserver is not a
+/// pod, and its address differs from cluster to cluster: an admin narrows it with an
+/// `ipBlock`), the health and metrics port from namespaces labelled [`SCRAPE_LABEL`]; the
+/// kubelet's probes come from the node, which a NetworkPolicy always admits. Nothing else.
+pub fn network_policy(layout: &Layout) -> NetworkPolicy {
+    let port = |number: u16| NetworkPolicyPort {
+        port: Some(IntOrString::Int(i32::from(number))),
+        protocol: Some("TCP".to_string()),
+        ..Default::default()
+    };
+    let scrapers = NetworkPolicyPeer {
+        namespace_selector: Some(LabelSelector {
+            match_labels: Some([(SCRAPE_LABEL.to_string(), "true".to_string())].into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    NetworkPolicy {
+        metadata: meta(layout, NAME, true),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector { match_labels: Some(layout.selector()), ..Default::default() }),
+            policy_types: Some(vec!["Ingress".to_string()]),
+            ingress: Some(vec![
+                NetworkPolicyIngressRule { ports: Some(vec![port(WEBHOOK_PORT)]), from: None },
+                NetworkPolicyIngressRule { ports: Some(vec![port(HEALTH_PORT)]), from: Some(vec![scrapers]) },
+            ]),
+            ..Default::default()
+        }),
+    }
 }
 
 /// The Service Prometheus scrapes /metrics through.
@@ -278,6 +316,24 @@ mod tests {
         let resources = container.resources.clone().expect("resources");
         assert!(resources.requests.is_some() && resources.limits.is_some());
         assert!(container.args.iter().flatten().any(|a| a == "--leader-elect"));
+    }
+
+    #[test]
+    fn the_network_policy_admits_the_webhook_from_anywhere_and_metrics_only_from_labelled_namespaces() {
+        let policy = network_policy(&Layout::default()).spec.expect("spec");
+        assert_eq!(policy.pod_selector.and_then(|s| s.match_labels), Some(Layout::default().selector()));
+        assert_eq!(policy.policy_types, Some(vec!["Ingress".to_string()]));
+        let rules = policy.ingress.expect("rules");
+        let port_of =
+            |rule: &NetworkPolicyIngressRule| rule.ports.iter().flatten().map(|p| p.port.clone()).collect::<Vec<_>>();
+        assert_eq!(rules.len(), 2, "no port beyond the webhook's and the metrics'");
+        assert_eq!(port_of(&rules[0]), [Some(IntOrString::Int(i32::from(WEBHOOK_PORT)))]);
+        assert!(rules[0].from.is_none(), "the apiserver's address is not known here");
+        assert_eq!(port_of(&rules[1]), [Some(IntOrString::Int(i32::from(HEALTH_PORT)))]);
+        let from = rules[1].from.clone().expect("peers");
+        let labels = from[0].namespace_selector.clone().and_then(|s| s.match_labels).expect("labels");
+        assert_eq!(labels.get(SCRAPE_LABEL).map(String::as_str), Some("true"));
+        assert!(from[0].pod_selector.is_none() && from[0].ip_block.is_none());
     }
 
     #[test]
