@@ -1,9 +1,11 @@
 //! A namespace is a wall, on the real apiserver, with the operator watching every namespace
 //! and no webhook installed (the controller alone keeps it): a NodeSet in one namespace never
 //! claims, provisions or writes anything in another unless an operator admin opened that host
-//! pool; and no controller holds a full-object watch of Secrets or ConfigMaps.
+//! pool; no controller holds a full-object watch of Secrets or ConfigMaps; and no object
+//! someone else made under a name the operator writes is overwritten.
 
 mod common;
+mod ironic_common;
 
 use common::{Env, POLL, SECOND};
 use crds::baremetalhost::BareMetalHost;
@@ -182,5 +184,53 @@ async fn no_controller_reads_other_secrets_or_config_maps_beyond_their_metadata(
             }
         }
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_secret_someone_else_made_under_a_name_the_operator_writes_is_reported_not_overwritten() -> anyhow::Result<()>
+{
+    let env = Env::start("tenancy-in-the-way").await?;
+    let secrets: Api<Secret> = Api::namespaced(env.client(), &env.ns);
+    // Made first, by someone who may create Secrets here, under the name of the Secret the
+    // operator writes an Ironic's API credentials digest to.
+    let theirs: Secret = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "ironic-htpasswd"}, "stringData": {"htpasswd": "theirs"}}))?;
+    secrets.create(&PostParams::default(), &theirs).await?;
+    let operator = ironic_common::start(&env).await?;
+    ironic_common::create_ironic(
+        &env,
+        json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+        "metadata": {"name": "ironic"}, "spec": {}}),
+    )
+    .await?;
+
+    let ironic = ironic_common::wait_for(&env, "ironic", "the Secret in the way reported", 90 * SECOND, |ironic| {
+        ironic.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| {
+            c.reason == "ObjectInTheWay"
+                && c.message.contains("Secret ironic-htpasswd")
+                && c.message.contains("Ironic ironic")
+        })
+    })
+    .await?;
+    assert!(ironic_common::condition_of(&ironic, "Ready").is_some_and(|c| c.status == "False"));
+    let kept = secrets.get("ironic-htpasswd").await?;
+    assert_eq!(kept.data.unwrap_or_default().get("htpasswd").map(|b| b.0.as_slice()), Some(b"theirs".as_slice()));
+    assert!(kept.metadata.owner_references.unwrap_or_default().is_empty(), "not taken over");
+
+    // Once it is gone, the operator writes its own.
+    secrets.delete("ironic-htpasswd", &Default::default()).await?;
+    ironic_common::wait_for(&env, "ironic", "its own Secret written", 90 * SECOND, |_| true).await?;
+    let deadline = Instant::now() + 90 * SECOND;
+    loop {
+        if let Ok(ours) = secrets.get("ironic-htpasswd").await
+            && ours.metadata.owner_references.unwrap_or_default().iter().any(|o| o.kind == "Ironic")
+        {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the operator did not write its own Secret");
+        tokio::time::sleep(POLL).await;
+    }
+    operator.shutdown().await?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //!
 //! It insists on what every owned object must carry (the namespace, a controller reference to
 //! the owner, the managed-by label and the labels of its scope), applies with server-side apply
-//! under the one field manager, creates Jobs once (their pod template is immutable, and an
+//! under the one field manager, and only over objects the owner controls, creates Jobs once (their pod template is immutable, and an
 //! existing Job, finished or not, is what must be observed), remembers what it wrote, and
 //! prunes: [`Ledger::prune`] deletes the owned objects of one kind, in its scope, that this
 //! reconcile did not write. Only objects the owner controls are ever deleted.
@@ -157,15 +157,26 @@ impl Ledger {
         }
     }
 
-    /// Applies `object` with server-side apply and returns what the server stored.
+    /// Applies `object` with server-side apply and returns what the server stored. An object
+    /// of that name that the owner does not control is in the way (see
+    /// [`KubeError::in_the_way`]): applying by force would take it over, content and all, so
+    /// a Secret someone else made is never overwritten with credentials or a certificate.
     pub async fn apply<K: Owned>(&self, mut object: K) -> Result<K, KubeError> {
         self.stamp(object.meta_mut());
+        let name = object.name_any();
+        let existing = self.api::<K>().get_metadata_opt(&name).await.map_err(KubeError::of::<K>(Verb::Get, &name))?;
+        if let Some(existing) = existing
+            && !controlled_by(&existing.metadata, &self.owner.uid)
+        {
+            return Err(self.in_the_way(K::kind(&()).into_owned(), &name));
+        }
         self.apply_stamped(object).await
     }
 
     /// Applies `object` like [`Ledger::apply`], but without the owner reference: for what the
     /// owner makes yet must outlive it (a volume of backups). Without a controller reference it
-    /// is never pruned, and the garbage collector leaves it alone.
+    /// is never pruned, and the garbage collector leaves it alone; nor can it be told from one
+    /// someone else made, so only what holds nothing secret goes this way.
     pub async fn apply_unowned<K: Owned>(&self, mut object: K) -> Result<K, KubeError> {
         self.stamp_unowned(object.meta_mut());
         self.apply_stamped(object).await
@@ -198,8 +209,17 @@ impl Ledger {
     ) -> Result<DynamicObject, KubeError> {
         self.stamp(&mut object.metadata);
         let name = object.name_any();
-        let stored = self
-            .dynamic_api(resource)
+        let api = self.dynamic_api(resource);
+        let existing = api
+            .get_metadata_opt(&name)
+            .await
+            .map_err(|source| KubeError::new(Verb::Get, resource.kind.clone(), &name, source))?;
+        if let Some(existing) = existing
+            && !controlled_by(&existing.metadata, &self.owner.uid)
+        {
+            return Err(self.in_the_way(resource.kind.clone(), &name));
+        }
+        let stored = api
             .patch(&name, &apply_params(), &Patch::Apply(&object))
             .await
             .map_err(|source| KubeError::new(Verb::Apply, resource.kind.clone(), &name, source))?;
@@ -236,7 +256,11 @@ impl Ledger {
         if controlled_by(object.meta(), &self.owner.uid) {
             return Ok(object);
         }
-        Err(KubeError::in_the_way(K::kind(&()).into_owned(), &object.name_any(), (&self.owner.kind, &self.owner.name)))
+        Err(self.in_the_way(K::kind(&()).into_owned(), &object.name_any()))
+    }
+
+    fn in_the_way(&self, kind: String, name: &str) -> KubeError {
+        KubeError::in_the_way(kind, name, (&self.owner.kind, &self.owner.name))
     }
 
     fn selector(&self) -> String {

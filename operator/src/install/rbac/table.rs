@@ -77,11 +77,11 @@ pub const IRONIC: Component = Component {
         access(EVENTS, &[Create, Patch], "Events on transitions"),
         // Granted always, unlike cert-manager's Certificates: prometheusExporter asks for a
         // ServiceMonitor unless it says otherwise (as in ironic-standalone-operator), and the
-        // grant is inert where the API is not installed. No get or watch: it is applied,
-        // listed for the prune, and deleted.
+        // grant is inert where the API is not installed. No watch: it is read by name (the
+        // ledger applies only over what it controls), applied, listed for the prune, deleted.
         access(
             SERVICE_MONITORS,
-            &[List, Create, Patch, Delete],
+            &[Get, List, Create, Patch, Delete],
             "the exporter's ServiceMonitor where the Prometheus operator is installed; removed when the spec drops it",
         ),
         Access {
@@ -159,13 +159,13 @@ pub const NODESET: Component = Component {
         access(PODS, &[List], "a failed Job's pods, once, to quote why it failed"),
         access(
             SECRETS,
-            &[List, Watch, Create, Patch, Delete],
-            "inventory Secrets (applied, watched by metadata, pruned) and generated network data",
+            &[Get, List, Watch, Create, Patch, Delete],
+            "inventory Secrets (read by name before an apply, to write only over its own; applied, watched by metadata, pruned) and generated network data",
         ),
         access(
             CONFIGMAPS,
-            &[List, Watch, Create, Patch, Delete],
-            "the record of what ran on a preProvisioned NodeSet's hosts, which outlives the NodeSet (watched by label)",
+            &[Get, List, Watch, Create, Patch, Delete],
+            "the record of what ran on a preProvisioned NodeSet's hosts, which outlives the NodeSet (watched by label; read by name before an apply, to write only over its own)",
         ),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
