@@ -112,6 +112,34 @@ pub fn service_hash(spec: &NodeSetServiceSpec) -> String {
     hash_of(spec)
 }
 
+/// A ServiceAccount no service may run as: the operator's own, whose token may write Secrets
+/// and Jobs in every namespace the operator serves. A service in the operator's namespace
+/// could otherwise name it and run any image with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReservedAccount {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// What the ServiceAccount a service names may not be, in `namespace` (the service's).
+pub fn validate_service_account(
+    spec: &NodeSetServiceSpec,
+    namespace: &str,
+    reserved: Option<&ReservedAccount>,
+) -> Vec<FieldError> {
+    let mut errors = Errors::default();
+    if let (Some(account), Some(reserved)) = (spec.job.service_account_name.as_deref(), reserved)
+        && account == reserved.name
+        && namespace == reserved.namespace
+    {
+        errors.push(
+            "spec.job.serviceAccountName",
+            format!("{account} is the operator's own ServiceAccount: a service may not run with its rights"),
+        );
+    }
+    errors.into_vec()
+}
+
 /// Validates a NodeSetService. Returns every violation.
 pub fn validate_nodeset_service(spec: &NodeSetServiceSpec) -> Vec<FieldError> {
     let mut errors = Errors::default();
@@ -138,4 +166,25 @@ pub fn validate_nodeset_service(spec: &NodeSetServiceSpec) -> Vec<FieldError> {
         }
     }
     errors.into_vec()
+}
+
+#[cfg(test)]
+mod account_tests {
+    use super::*;
+
+    #[test]
+    fn only_the_operators_own_account_in_its_own_namespace_is_refused() {
+        let reserved = ReservedAccount { namespace: "ferrometal-system".into(), name: "ferrometal".into() };
+        let named = |account: &str| {
+            let mut spec = NodeSetServiceSpec::default();
+            spec.job.service_account_name = Some(account.into());
+            spec
+        };
+        let refused = validate_service_account(&named("ferrometal"), "ferrometal-system", Some(&reserved));
+        assert_eq!(refused.len(), 1);
+        assert!(refused[0].to_string().contains("spec.job.serviceAccountName"), "{}", refused[0]);
+        assert!(validate_service_account(&named("ferrometal"), "team-a", Some(&reserved)).is_empty());
+        assert!(validate_service_account(&named("netconf"), "ferrometal-system", Some(&reserved)).is_empty());
+        assert!(validate_service_account(&named("ferrometal"), "ferrometal-system", None).is_empty());
+    }
 }

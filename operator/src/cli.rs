@@ -82,6 +82,15 @@ pub struct RunArgs {
     #[arg(long = "nodeset-host-pools", env = "NODESET_HOST_POOLS", default_value = "")]
     pub nodeset_host_pools: crds::nodeset::HostPools,
 
+    /// The namespace the operator runs in (the Deployment sets it from the pod).
+    #[arg(long = "pod-namespace", env = "POD_NAMESPACE")]
+    pub pod_namespace: Option<String>,
+
+    /// The ServiceAccount the operator runs as (the Deployment sets it from the pod). No
+    /// NodeSetService may run as it: its rights reach every namespace the operator serves.
+    #[arg(long = "pod-service-account", env = "POD_SERVICE_ACCOUNT")]
+    pub pod_service_account: Option<String>,
+
     #[command(flatten)]
     pub leader: crate::runtime::leader::LeaderArgs,
 

@@ -37,6 +37,9 @@ pub struct OperatorConfig {
     /// Host pools opened to NodeSets of other namespaces: the controller and the webhook both
     /// apply them.
     pub host_pools: crds::nodeset::HostPools,
+    /// The operator's own ServiceAccount, which no NodeSetService may run as: the controller
+    /// and the webhook both refuse it.
+    pub reserved_account: Option<crds::nodesetservice::ReservedAccount>,
 }
 
 impl OperatorConfig {
@@ -55,6 +58,7 @@ impl OperatorConfig {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             features: crds::ironic::IronicValidationOptions::default(),
             host_pools: crds::nodeset::HostPools::default(),
+            reserved_account: None,
         }
     }
 }
@@ -78,6 +82,10 @@ impl TryFrom<RunArgs> for OperatorConfig {
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             features: args.feature_gates,
             host_pools: args.nodeset_host_pools,
+            reserved_account: match (args.pod_namespace, args.pod_service_account) {
+                (Some(namespace), Some(name)) => Some(crds::nodesetservice::ReservedAccount { namespace, name }),
+                _ => None,
+            },
             identity,
         })
     }

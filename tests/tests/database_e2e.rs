@@ -81,6 +81,7 @@ impl Harness {
             identity: format!("database-e2e-{}", env.ns),
             features: Default::default(),
             host_pools: Default::default(),
+            reserved_account: None,
         };
         let config = Config {
             address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),
@@ -575,6 +576,7 @@ async fn an_external_database_is_checked_with_clear_conditions() -> anyhow::Resu
         identity: "database-e2e".into(),
         features: Default::default(),
         host_pools: Default::default(),
+        reserved_account: None,
     };
     let config = Config::default();
     let check = async |name: &str| -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {

@@ -96,3 +96,72 @@ async fn the_webhooks_reject_invalid_objects_with_the_field_path() -> anyhow::Re
         .await?;
     Ok(())
 }
+
+/// A client acting as `user`, by impersonation from the admin's credentials.
+async fn client_as(env: &Env, user: &str) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(env.cp.kubeconfig())?;
+    let options = kube::config::KubeConfigOptions::default();
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?;
+    config.auth_info.impersonate = Some(user.to_string());
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Lets `user` write the `resources` (`(group, plural)`) of the test's namespace.
+async fn grant(env: &Env, user: &str, resources: &[(&str, &str)]) -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding};
+    let rules: Vec<PolicyRule> = resources
+        .iter()
+        .map(|(group, plural)| PolicyRule {
+            api_groups: Some(vec![group.to_string()]),
+            resources: Some(vec![plural.to_string()]),
+            verbs: ["get", "list", "create", "update", "patch"].map(String::from).to_vec(),
+            ..Default::default()
+        })
+        .collect();
+    let role: Role = serde_json::from_value(json!({"metadata": {"name": user}, "rules": rules}))?;
+    Api::<Role>::namespaced(env.client(), &env.ns).create(&PostParams::default(), &role).await?;
+    let binding: RoleBinding = serde_json::from_value(json!({"metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": user},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}))?;
+    Api::<RoleBinding>::namespaced(env.client(), &env.ns).create(&PostParams::default(), &binding).await?;
+    Ok(())
+}
+
+fn service(name: &str, image: &str, account: Option<&str>) -> serde_json::Value {
+    json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSetService", "metadata": {"name": name},
+        "spec": {"job": {"image": image, "serviceAccountName": account}}})
+}
+
+#[tokio::test]
+async fn a_service_is_admitted_only_from_someone_who_may_create_jobs_and_never_as_the_operators_account()
+-> anyhow::Result<()> {
+    use crds::nodesetservice::{NodeSetService, ReservedAccount};
+    let env = Env::start("webhook-service-author").await?;
+    let mut config = env.operator_config();
+    env.with_webhooks(&mut config)?;
+    config.reserved_account = Some(ReservedAccount { namespace: env.ns.clone(), name: "ferrometal".into() });
+    let _operator = env.start_operator(config).await?;
+    grant(&env, "alice", &[("ferrometal.io", "nodesetservices")]).await?;
+    grant(&env, "bob", &[("ferrometal.io", "nodesetservices"), ("batch", "jobs")]).await?;
+    let as_alice: Api<NodeSetService> = Api::namespaced(client_as(&env, "alice").await?, &env.ns);
+    let as_bob: Api<NodeSetService> = Api::namespaced(client_as(&env, "bob").await?, &env.ns);
+
+    // Alice may write NodeSetServices but not Jobs: what she writes would run as one.
+    let message = denial(create(&as_alice, service("alices", "registry.local/netconf:1", None)).await);
+    assert!(message.contains(&format!("alice may not create Jobs in namespace {}", env.ns)), "{message}");
+    create(&as_bob, service("bobs", "registry.local/netconf:1", Some("netconf"))).await?;
+
+    // Nor may she change what Bob's runs; a change that leaves the spec alone is hers to make.
+    let image = json!({"spec": {"job": {"image": "registry.local/evil:1"}}});
+    let message = denial(as_alice.patch("bobs", &PatchParams::default(), &Patch::Merge(&image)).await);
+    assert!(message.contains("may not create Jobs"), "{message}");
+    let label = json!({"metadata": {"labels": {"team": "a"}}});
+    as_alice.patch("bobs", &PatchParams::default(), &Patch::Merge(&label)).await?;
+
+    // Nobody runs a service as the operator itself, not even an admin.
+    let admin: Api<NodeSetService> = Api::namespaced(env.client(), &env.ns);
+    let message = denial(create(&admin, service("as-operator", "registry.local/netconf:1", Some("ferrometal"))).await);
+    assert!(message.contains("spec.job.serviceAccountName"), "{message}");
+    assert!(message.contains("operator's own ServiceAccount"), "{message}");
+    Ok(())
+}

@@ -23,6 +23,8 @@ pub struct Context {
     /// Host pools opened to NodeSets of other namespaces, applied alike by the NodeSet
     /// controller and the webhook.
     pub host_pools: crds::nodeset::HostPools,
+    /// The operator's own ServiceAccount, which no NodeSetService may run as.
+    pub reserved_account: Option<crds::nodesetservice::ReservedAccount>,
 }
 
 impl Context {

@@ -143,6 +143,7 @@ mod tests {
             identity: "test".into(),
             features: Default::default(),
             host_pools: Default::default(),
+            reserved_account: None,
         }
     }
 

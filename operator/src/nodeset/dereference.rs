@@ -15,7 +15,7 @@ use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::hardwaredata::HardwareData;
 use crds::nodeset::NodeSet;
-use crds::nodesetservice::{NodeSetService, validate_nodeset_service};
+use crds::nodesetservice::{NodeSetService, ReservedAccount, validate_nodeset_service, validate_service_account};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -38,6 +38,8 @@ pub struct Caches {
     pub jobs: Store<Job>,
     /// The records of what ran on preProvisioned NodeSets' hosts (`record`).
     pub records: Store<ConfigMap>,
+    /// The operator's own ServiceAccount, which no service may run as.
+    pub reserved_account: Option<ReservedAccount>,
 }
 
 /// Why the facts could not be read.
@@ -70,15 +72,23 @@ impl Caches {
         }
     }
 
-    /// The NodeSetServices of `namespace` by name, each with what its own rules find wrong
-    /// with it (checked here too: it may have got in while the webhook was down).
+    /// The NodeSetServices of `namespace` by name, each with what its rules find wrong with
+    /// it (checked here too: it may have got in while the webhook was down).
     pub fn services_of(&self, namespace: &str) -> BTreeMap<String, Vec<FieldError>> {
         self.services
             .state()
             .iter()
             .filter(|s| s.namespace().as_deref() == Some(namespace))
-            .map(|s| (s.name_any(), validate_nodeset_service(&s.spec)))
+            .map(|s| (s.name_any(), self.problems(s)))
             .collect()
+    }
+
+    /// What a service's rules find wrong with it: its own, and the account it may not use.
+    fn problems(&self, service: &NodeSetService) -> Vec<FieldError> {
+        let namespace = service.namespace().unwrap_or_default();
+        let mut problems = validate_nodeset_service(&service.spec);
+        problems.extend(validate_service_account(&service.spec, &namespace, self.reserved_account.as_ref()));
+        problems
     }
 }
 
@@ -125,7 +135,7 @@ pub async fn facts(
         // An invalid service is not run: as for a missing one, nothing new runs.
         if service.namespace().as_deref() == Some(namespace.as_str())
             && listed.contains(&service.name_any())
-            && validate_nodeset_service(&service.spec).is_empty()
+            && caches.problems(&service).is_empty()
         {
             facts.services.insert(service.name_any(), service);
         }
@@ -163,4 +173,49 @@ async fn failure(pods: &Api<Pod>, memory: &Memory, job: &Job) -> Result<String, 
     let message = failure_message(job, &listed.items);
     memory.remember_failure(&uid, &message);
     Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher::Event;
+
+    fn caches(services: Vec<NodeSetService>, reserved: Option<ReservedAccount>) -> Caches {
+        let mut writer: Writer<NodeSetService> = Writer::default();
+        let store = writer.as_reader();
+        writer.apply_watcher_event(&Event::Init);
+        for service in services {
+            writer.apply_watcher_event(&Event::InitApply(service));
+        }
+        writer.apply_watcher_event(&Event::InitDone);
+        Caches {
+            nodesets: Writer::default().as_reader(),
+            hosts: Writer::default().as_reader(),
+            hardware: Writer::default().as_reader(),
+            services: store,
+            jobs: Writer::default().as_reader(),
+            records: Writer::default().as_reader(),
+            reserved_account: reserved,
+        }
+    }
+
+    fn service(namespace: &str, name: &str, account: &str) -> NodeSetService {
+        serde_json::from_value(serde_json::json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSetService",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"job": {"image": "registry.local/x:1", "serviceAccountName": account}}}))
+        .expect("a service")
+    }
+
+    #[test]
+    fn a_service_running_as_the_operators_account_is_invalid_without_any_webhook() {
+        let reserved = ReservedAccount { namespace: "ops".into(), name: "ferrometal".into() };
+        let caches = caches(
+            vec![service("ops", "as-operator", "ferrometal"), service("ops", "netconf", "netconf")],
+            Some(reserved),
+        );
+        let problems = caches.services_of("ops");
+        assert!(problems["as-operator"].iter().any(|e| e.to_string().contains("operator's own ServiceAccount")));
+        assert!(problems["netconf"].is_empty());
+    }
 }

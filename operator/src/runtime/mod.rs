@@ -52,6 +52,7 @@ impl Operator {
             identity: config.identity.clone(),
             features: config.features.clone(),
             host_pools: config.host_pools.clone(),
+            reserved_account: config.reserved_account.clone(),
         });
         let health_addr = match config.health_addr {
             Some(addr) => {

@@ -1,11 +1,12 @@
 //! Admission reviews: which kinds we validate, and the answer for each.
 
-use super::envelope::{Answer, Object, Request, Review, Weight};
+use super::envelope::{Answer, JobAuthor, Object, Request, Review, Weight};
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::ironic::{Ironic, IronicValidationOptions};
 use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
+use crds::nodesetservice::{ReservedAccount, validate_service_account};
 use crds::validation::summarize;
 use serde::de::DeserializeOwned;
 
@@ -74,6 +75,21 @@ pub struct Policy {
     pub features: IronicValidationOptions,
     /// Host pools opened to NodeSets of other namespaces.
     pub host_pools: HostPools,
+    /// The operator's own ServiceAccount, which no NodeSetService may run as.
+    pub reserved_account: Option<ReservedAccount>,
+}
+
+/// What the rules found: the violations, and whether they looked at the object at all (an
+/// update that leaves the spec as it was, or a delete, is let through unread).
+struct Checked {
+    errors: Vec<FieldError>,
+    read: bool,
+}
+
+impl Checked {
+    fn unread() -> Self {
+        Self { errors: Vec::new(), read: false }
+    }
 }
 
 /// Answers one review, read from its JSON `body`. Deletes (no new object) are always allowed.
@@ -83,12 +99,19 @@ pub fn review(kind: Kind, body: &[u8], policy: &Policy) -> Answer {
         Err(err) => return Answer::deny("", format!("cannot parse the admission review: {err}")),
     };
     let request = review.request;
-    let errors = match validate(kind, &request, policy) {
-        Ok(errors) => errors,
+    let Checked { errors, read } = match validate(kind, &request, policy) {
+        Ok(checked) => checked,
         Err(message) => return Answer::deny(&request.uid, message),
     };
     if errors.is_empty() {
-        Answer::allow(&request.uid)
+        let mut answer = Answer::allow(&request.uid);
+        // A service runs its image as a Job, under any ServiceAccount of its namespace: only
+        // someone who may create Jobs there may write what it runs.
+        if read && kind == Kind::NodeSetService {
+            let namespace = request.namespace.clone().unwrap_or_default();
+            answer.requires = Some(JobAuthor { user: request.user_info.clone(), namespace });
+        }
+        answer
     } else {
         tracing::info!(kind = ?kind, name = %request.name, namespace = ?request.namespace,
             violations = errors.len(), "admission denied");
@@ -96,8 +119,8 @@ pub fn review(kind: Kind, body: &[u8], policy: &Policy) -> Answer {
     }
 }
 
-fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Vec<FieldError>, String> {
-    let Some(object) = request.object else { return Ok(Vec::new()) };
+fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checked, String> {
+    let Some(object) = request.object else { return Ok(Checked::unread()) };
     let new = Object::of(object)?;
     let old = request.old_object.map(Object::of).transpose()?;
     let weight = old.iter().map(Object::weight).fold(new.weight(), Weight::plus);
@@ -114,9 +137,10 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Vec<Fi
         // from what its spec says now: a change under them would run another one than was
         // asked. Metadata (finalizers, the annotations controllers act on) may still change.
         return Ok(if new.spec() == old.spec() {
-            Vec::new()
+            Checked::unread()
         } else {
-            vec![FieldError::new("spec", "the object is being deleted: its spec can no longer change")]
+            let errors = vec![FieldError::new("spec", "the object is being deleted: its spec can no longer change")];
+            Checked { errors, read: true }
         });
     }
     if let Some(old) = &old
@@ -129,10 +153,11 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Vec<Fi
         // object that got in while the webhook was down, or whose rules tightened since,
         // unable to take the controller's finalizer or to go away; the controller reports its
         // problems as conditions instead.
-        return Ok(Vec::new());
+        return Ok(Checked::unread());
     }
     let old = old.as_ref();
-    Ok(match kind {
+    let namespace = request.namespace.as_deref().unwrap_or_default();
+    let errors = match kind {
         Kind::Ironic => {
             let (new, old) = typed::<Ironic>(&new, old)?;
             crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), &policy.features)
@@ -149,9 +174,12 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Vec<Fi
         }
         Kind::NodeSetService => {
             let (new, _) = typed::<NodeSetService>(&new, old)?;
-            crds::nodesetservice::validate_nodeset_service(&new.spec)
+            let mut errors = crds::nodesetservice::validate_nodeset_service(&new.spec);
+            errors.extend(validate_service_account(&new.spec, namespace, policy.reserved_account.as_ref()));
+            errors
         }
-    })
+    };
+    Ok(Checked { errors, read: true })
 }
 
 /// The review's objects as our types, parsed from their text without the metadata no rule

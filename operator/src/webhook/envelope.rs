@@ -6,6 +6,7 @@
 //! until they are parsed straight into our typed kinds, whose parsers skip what they do not
 //! know without allocating it.
 
+use k8s_openapi::api::authentication::v1::UserInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -27,6 +28,8 @@ pub struct Request<'a> {
     pub name: String,
     #[serde(default)]
     pub namespace: Option<String>,
+    #[serde(default)]
+    pub user_info: UserInfo,
     #[serde(borrow, default)]
     pub object: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -161,6 +164,17 @@ pub struct Answer {
     api_version: &'static str,
     kind: &'static str,
     pub response: Response,
+    /// Allowed only if this author may create Jobs there: asked of the apiserver before the
+    /// answer goes out (`server.rs`).
+    #[serde(skip)]
+    pub requires: Option<JobAuthor>,
+}
+
+/// Who wrote an object that makes the operator run Jobs, and where they would run.
+#[derive(Clone, Debug)]
+pub struct JobAuthor {
+    pub user: UserInfo,
+    pub namespace: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -192,6 +206,7 @@ impl Answer {
             api_version: "admission.k8s.io/v1",
             kind: "AdmissionReview",
             response: Response { uid: uid.to_string(), allowed, status },
+            requires: None,
         }
     }
 

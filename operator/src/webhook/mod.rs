@@ -18,6 +18,7 @@
 //! `design/webhooks.md` explains both.
 
 mod admission;
+mod authorize;
 mod certs;
 mod envelope;
 mod registration;
@@ -178,15 +179,13 @@ pub struct Webhook {
 /// the webhooks are registered.
 pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<Webhook, Error> {
     let (resolver, ca_pem) = certs::load(&ctx.client, &config).await?;
-    let addr = server::serve(
-        config.addr,
-        resolver.clone(),
-        config.limits,
-        ctx.metrics.clone(),
-        Policy { features: ctx.features.clone(), host_pools: ctx.host_pools.clone() },
-        shutdown.clone(),
-    )
-    .await?;
+    let policy = Policy {
+        features: ctx.features.clone(),
+        host_pools: ctx.host_pools.clone(),
+        reserved_account: ctx.reserved_account.clone(),
+    };
+    let served = server::Served { resolver: resolver.clone(), policy, client: ctx.client.clone() };
+    let addr = server::serve(config.addr, served, config.limits, ctx.metrics.clone(), shutdown.clone()).await?;
     if let Some(client) = &config.register {
         registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(|e| Error::Register(Box::new(e)))?;
     }

@@ -10,7 +10,9 @@
 
 use super::Error;
 use super::admission::{Kind, Policy, review};
+use super::authorize;
 use super::certs::Resolver;
+use super::envelope::Answer;
 use crate::metrics::Metrics;
 use crate::serve::{self, Limits, Server, Transport};
 use axum::Router;
@@ -19,6 +21,7 @@ use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use kube::Client;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -33,15 +36,23 @@ pub const BODY_BUDGET: usize = 6 * MAX_REVIEW_BYTES;
 /// Reviews parsed and validated at once.
 pub const PARSING: usize = 2;
 
+/// What the server answers with: its certificate, the operator's policy, and the client it
+/// asks the apiserver's authorizer with.
+pub struct Served {
+    pub resolver: Arc<Resolver>,
+    pub policy: Policy,
+    pub client: Client,
+}
+
 /// Binds `addr` and serves until `shutdown`; returns the bound address.
 pub async fn serve(
     addr: SocketAddr,
-    resolver: Arc<Resolver>,
+    served: Served,
     limits: Limits,
     metrics: Arc<Metrics>,
-    policy: Policy,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, Error> {
+    let Served { resolver, policy, client } = served;
     let (listener, bound) = serve::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
     let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
@@ -50,23 +61,26 @@ pub async fn serve(
         .with_cert_resolver(resolver);
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let transport = Transport::Tls(TlsAcceptor::from(Arc::new(tls)));
-    let app = router(Arc::new(Reviews::new(policy)));
+    let app = router(Arc::new(Reviews::new(policy, client)));
     tracing::info!(%bound, max_connections = limits.max_connections, "webhook server listening");
     serve::spawn(listener, Server { name: "webhook", transport, app, limits, metrics }, shutdown);
     Ok(bound)
 }
 
-/// What answering reviews needs: the operator's policy and the bounds on reviews at once.
+/// What answering reviews needs: the operator's policy, the bounds on reviews at once, and
+/// the client that asks the apiserver who may do what.
 struct Reviews {
     policy: Arc<Policy>,
     bodies: Arc<Semaphore>,
     parsing: Arc<Semaphore>,
+    client: Client,
 }
 
 impl Reviews {
-    fn new(policy: Policy) -> Self {
+    fn new(policy: Policy, client: Client) -> Self {
         Self {
             policy: Arc::new(policy),
+            client,
             bodies: Arc::new(Semaphore::new(BODY_BUDGET)),
             parsing: Arc::new(Semaphore::new(PARSING)),
         }
@@ -100,25 +114,49 @@ async fn validate(State(reviews): State<Arc<Reviews>>, Path(segment): Path<Strin
         Ok(body) => body,
         Err(_) => return StatusCode::PAYLOAD_TOO_LARGE.into_response(),
     };
-    let Ok(_parsing) = reviews.parsing.clone().acquire_owned().await else {
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    let answer = {
+        let Ok(_parsing) = reviews.parsing.clone().acquire_owned().await else {
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        };
+        match answer(kind, body, reviews.policy.clone()).await {
+            Ok(answer) => answer,
+            Err(status) => return status.into_response(),
+        }
     };
-    answer(kind, body, reviews.policy.clone()).await
+    let answer = authorized(&reviews.client, answer).await;
+    match serde_json::to_vec(&answer) {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], Body::from(json)).into_response(),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot encode an admission answer");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
 }
 
 /// Parses and validates on a blocking thread: a large review takes milliseconds of CPU that
 /// the controllers' async workers should not wait behind.
-async fn answer(kind: Kind, body: Bytes, policy: Arc<Policy>) -> Response {
-    let answered = tokio::task::spawn_blocking(move || serde_json::to_vec(&review(kind, &body, &policy)));
-    match answered.await {
-        Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], Body::from(json)).into_response(),
-        Ok(Err(err)) => {
-            tracing::error!(error = %err, "cannot encode an admission answer");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
+async fn answer(kind: Kind, body: Bytes, policy: Arc<Policy>) -> Result<Answer, StatusCode> {
+    tokio::task::spawn_blocking(move || review(kind, &body, &policy)).await.map_err(|err| {
+        tracing::error!(error = %err, "an admission review panicked or was cancelled");
+        StatusCode::INTERNAL_SERVER_ERROR
+    })
+}
+
+/// The answer, once the apiserver's authorizer agrees that its author may do what it makes
+/// the operator do; refused when it does not, or cannot be asked (refusing is the safe way
+/// to fail, as the webhook's own `failurePolicy` is).
+async fn authorized(client: &Client, answer: Answer) -> Answer {
+    let Some(author) = answer.requires.clone() else { return answer };
+    if !answer.response.allowed {
+        return answer;
+    }
+    let uid = answer.response.uid.clone();
+    match authorize::may_create_jobs(client, &author).await {
+        Ok(true) => answer,
+        Ok(false) => Answer::deny(&uid, authorize::refusal(&author)),
         Err(err) => {
-            tracing::error!(error = %err, "an admission review panicked or was cancelled");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+            tracing::warn!(error = %err, "cannot ask the apiserver whether a NodeSetService's author may create Jobs");
+            Answer::deny(&uid, format!("cannot check that the author may create Jobs in {}: {err}", author.namespace))
         }
     }
 }

@@ -78,6 +78,7 @@ impl Scenario {
             identity: format!("faults-db-{}", env.ns),
             features: Default::default(),
             host_pools: Default::default(),
+            reserved_account: None,
         };
         let config = Config {
             address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),

@@ -142,6 +142,7 @@ fn env(layout: &Layout, certificates: WebhookCertificates) -> Vec<EnvVar> {
     vec![
         field("POD_NAME", "metadata.name"),
         field("POD_NAMESPACE", "metadata.namespace"),
+        field("POD_SERVICE_ACCOUNT", "spec.serviceAccountName"),
         watch,
         value("LOG_FORMAT", "json"),
     ]
