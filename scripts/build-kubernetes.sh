@@ -1,123 +1,124 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and kubectl v1.20.2 from
-# Debian bookworm's `kubernetes` source package and caches the binaries in
-# $CACHE/kubernetes/bin. Nothing is rebuilt when the binaries are present.
+# Builds Kubernetes binaries from the Go module proxy and caches them per version in
+# $CACHE/kubernetes/<version>/bin, rebuilt only when one is missing or the recipe changed:
+#   build-kubernetes.sh          the newest release: kube-apiserver, kube-controller-manager,
+#                                kube-scheduler, kubelet, kube-proxy, kubectl;
+#                                $CACHE/kubernetes/current links to its folder
+#   build-kubernetes.sh oldest   the oldest release the proxy serves: kube-apiserver, kubectl;
+#                                $CACHE/kubernetes/oldest links to its folder
 #
-# Why from source: no Kubernetes server binaries can be downloaded on our
-# machines, but Debian's source package carries the full tree with vendor/.
+# Why from modules: no Kubernetes binaries or images can be downloaded on our machines, but the
+# Go module proxy serves k8s.io/kubernetes and its staging modules (k8s.io/api, client-go, ...),
+# each checked against the checksum database (sum.golang.org).
 source "$(dirname "$0")/lib.sh"
 
-VERSION="1.20.5+really1.20.2-1.1+deb12u1"
-# Bump when the build recipe (patches, flags) changes: cached binaries built
-# by an older recipe are rebuilt.
-RECIPE=2
-UPSTREAM="1.20.5+really1.20.2"
-OUT="$CACHE/kubernetes/bin"
-BINARIES=(kube-apiserver kube-controller-manager kubectl)
+case "${1:-newest}" in
+  newest) VERSION=v1.37.2 LINK=current
+          BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl) ;;
+  oldest) VERSION=v1.29.6 LINK=oldest BINARIES=(kube-apiserver kubectl) ;;
+  *) log "usage: $0 [newest|oldest]"; exit 2 ;;
+esac
+MINOR=$(echo "$VERSION" | cut -d. -f2)
 
+# One GOPATH for every version: modules and compiled packages shared by the releases (and by a
+# rebuild of the same one) are reused.
+GODIR="$CACHE/kubernetes/go"
+export GOPATH="$GODIR" GOMODCACHE="$GODIR/pkg/mod" GOCACHE="$GODIR/cache"
+# Whatever the user's go environment says: fetch through the proxy and the checksum database,
+# never a newer toolchain behind our back (a release needing one fails here, visibly), no cgo
+# (static binaries, as upstream ships the control plane).
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" GOSUMDB="${GOSUMDB:-sum.golang.org}" \
+  GONOSUMDB= GOPRIVATE= GOINSECURE= GOWORK=off
+[ "$GOSUMDB" != off ] || { log "GOSUMDB=off: the modules must be checked against the checksum database"; exit 1; }
+
+# Debian's golang-go (/usr/bin/go, 1.19) is far too old; our machines have a current Go in
+# /usr/local/go. FERROMETAL_GO names another.
+GO=${FERROMETAL_GO:-}
+if [ -z "$GO" ]; then
+  if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO=$(command -v go || true); fi
+fi
+[ -n "$GO" ] && [ -x "$GO" ] || { log "no Go toolchain (install Go in /usr/local/go or set FERROMETAL_GO)"; exit 1; }
+GOVERSION=$("$GO" env GOVERSION)
+
+# Upstream's flags (hack/lib/golang.sh: tags, -trimpath, -s -w) and version stamps
+# (hack/lib/version.sh), so that --version and /version tell the release. providerless (a no-op
+# since 1.31) leaves out the in-tree cloud providers, off by default since 1.29: the proxy does
+# not serve their k8s.io/legacy-cloud-providers v0.29.6, without which 1.29 does not build.
+TAGS=selinux,notest,grpcnotrace,providerless
+stamps() {
+  local kv k v
+  # No commit: the module proxy does not tell it, and an empty one beats "$Format:%H$".
+  for kv in "gitVersion=$VERSION" gitMajor=1 "gitMinor=$MINOR" gitCommit= gitTreeState=clean "buildDate=$1"; do
+    k=${kv%%=*} v=${kv#*=}
+    printf -- "-X k8s.io/component-base/version.%s=%s -X k8s.io/client-go/pkg/version.%s=%s " "$k" "$v" "$k" "$v"
+  done
+}
+# Bump REVISION when the build changes in a way the rest of the recipe does not show.
+REVISION=1
+RECIPE="$VERSION $GOVERSION CGO_ENABLED=$CGO_ENABLED -trimpath -tags=$TAGS $(stamps release-date)-s -w revision=$REVISION"
+WANT=$(printf '%s' "$RECIPE" | sha256sum | cut -d" " -f1)
+
+DIR="$CACHE/kubernetes/$VERSION"
+BIN="$DIR/bin"
+link() { ln -sfn "$VERSION" "$CACHE/kubernetes/$LINK"; }
 have_all() {
-  for b in "${BINARIES[@]}"; do [ -x "$OUT/$b" ] || return 1; done
-  [ "$(cat "$OUT/.recipe" 2>/dev/null)" = "$RECIPE" ]
+  for b in "${BINARIES[@]}"; do [ -x "$BIN/$b" ] || return 1; done
+  [ "$(cat "$DIR/.recipe" 2>/dev/null)" = "$WANT" ]
 }
-if have_all; then log "kubernetes binaries cached in $OUT"; exit 0; fi
+if have_all; then link; log "kubernetes $VERSION cached in $BIN"; exit 0; fi
 
-"$(dirname "$0")/install-packages.sh"
-apt_install golang-github-modern-go-reflect2-dev
+mkdir -p "$DIR/module"
+log "fetching k8s.io/kubernetes $VERSION"
+# From outside our module: only the release's own go.mod tells which Go it needs.
+json=$(cd "$DIR" && "$GO" mod download -json "k8s.io/kubernetes@$VERSION")
+field() { printf '%s\n' "$json" | sed -n "s/^\s*\"$1\": \"\(.*\)\",\?$/\1/p"; }
+MOD=$(field GoMod)
+INFO=$(field Info)
+DATE=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$INFO" 2>/dev/null || true)
+[ -f "$MOD" ] && [ -n "$DATE" ] || { log "no go.mod or date for k8s.io/kubernetes $VERSION: $json"; exit 1; }
 
-SRC="$CACHE/kubernetes/src"
-mkdir -p "$SRC" "$OUT"
-
-# deb-src entries for Debian bookworm (main, updates, security), signed by the
-# archive keyring the base system trusts.
-DEBSRC=/etc/apt/sources.list.d/ferrometal-src.sources
-if [ ! -f "$DEBSRC" ]; then
-  log "adding deb-src entries for bookworm"
-  as_root tee "$DEBSRC" >/dev/null <<'SRCS'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm bookworm-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: bookworm-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRCS
-  as_root apt-get update -qq
+need=$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$MOD")
+if [ "$(printf '%s\n%s\n' "$need" "${GOVERSION#go}" | sort -V | head -n1)" != "$need" ]; then
+  log "kubernetes $VERSION needs Go $need or newer; $GO is $GOVERSION (set FERROMETAL_GO)"
+  exit 1
 fi
 
-DSC="$SRC/kubernetes_${VERSION}.dsc"
-download() {
-  log "downloading the kubernetes source package $VERSION"
-  (cd "$SRC" && apt-get source --download-only "kubernetes=$VERSION" 2>&1 | grep -v '_apt' || true)
-  [ -f "$DSC" ] || { log "source package download failed"; exit 1; }
-}
-# Check every file against the SHA-256 sums the .dsc lists. apt-get checks the
-# .dsc's signature chain; this guards the cached copies on later runs too.
-verify() {
-  log "verifying source checksums against $DSC"
-  awk '/^Checksums-Sha256:/{f=1;next} /^[^ ]/{f=0} f&&NF==3{print $1"  "$3}' "$DSC" >"$SRC/SHA256SUMS"
-  [ -s "$SRC/SHA256SUMS" ] || { log "no Checksums-Sha256 in $DSC"; return 1; }
-  (cd "$SRC" && sha256sum --quiet -c SHA256SUMS)
-}
-[ -f "$DSC" ] || download
-if ! verify; then
-  # A download cut short (or a damaged cache) is fetched again once, from scratch.
-  log "the cached sources do not match their checksums; downloading them again"
-  rm -rf "${SRC:?}"/*
-  download
-  verify || { log "the downloaded sources do not match the checksums in $DSC"; exit 1; }
+# Binaries of another recipe go; the recipe is recorded before the first build, so binaries of
+# an interrupted run are kept and only the missing ones are built next time.
+if [ "$(cat "$DIR/.recipe" 2>/dev/null)" != "$WANT" ]; then
+  rm -rf "$BIN"
+  echo "$WANT" >"$DIR/.recipe"
 fi
+mkdir -p "$BIN"
+cd "$DIR/module"
 
-ORIG=$(ls "$SRC"/kubernetes_"${UPSTREAM}".orig.tar.* | head -n1)
-BUILD="$CACHE/kubernetes/build"
-rm -rf "$BUILD"
-mkdir -p "$BUILD"
-log "unpacking $(basename "$ORIG")"
-tar -xf "$ORIG" -C "$BUILD" --strip-components=1
+# k8s.io/kubernetes is not meant to be a dependency: its go.mod points the staging modules at
+# ./staging, which its module zip lacks. Our own main module requires it and points every
+# staging module at its published v0.<minor>.<patch>; it takes Kubernetes' Go language and
+# GODEBUG defaults, as upstream's builds do.
+{
+  echo "module ferrometal.local/kubernetes-build"
+  echo
+  grep -E '^(go|godebug) ' "$MOD"
+  echo
+  echo "require k8s.io/kubernetes $VERSION"
+  echo
+  echo "replace ("
+  sed -n "s#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 v0${VERSION#v1}#p" "$MOD"
+  echo ")"
+} >go.mod
+touch go.sum
 
-cd "$BUILD"
-# Built with Go 1.19, v1.20.2's vendored reflect2 v1.0.1 makes kube-apiserver
-# crash (SIGSEGV in json-iterator) on the first custom resource. Swap in
-# Debian's reflect2 1.0.2.
-swap_vendored() {
-  local module=$1 version=$2
-  log "patching vendored $module to $version"
-  rm -rf "vendor/$module"
-  cp -r "/usr/share/gocode/src/$module" "vendor/$module"
-  find "vendor/$module" -name '*_test.go' -delete
-  rm -rf "vendor/$module/tests" "vendor/$module/skip_tests"
-  sed -i -E "s#^(\s*$module => $module) v[0-9.]+\$#\1 $version#" go.mod
-  sed -i -E "s#^(\# $module( v[0-9.]+)? => $module) v[0-9.]+\$#\1 $version#" vendor/modules.txt
-  grep -q "$module => $module $version" go.mod || { log "go.mod patch for $module failed"; exit 1; }
-  [ "$(grep -c "=> $module $version" vendor/modules.txt)" -eq 2 ] || { log "modules.txt patch for $module failed"; exit 1; }
-}
-swap_vendored github.com/modern-go/reflect2 v1.0.2
-
-# The OpenAPI type validators take a value for null when it equals its type's
-# zero value by reflect.DeepEqual of reflect.Values. Built with Go 1.15, as
-# upstream did, that held only for nil; with Go 1.19, empty strings decoded
-# from JSON share the runtime's zero value, so every "" in a custom resource
-# was refused as "must be of type string: null". Restore the upstream
-# behaviour: only nil is null.
-log "patching the OpenAPI type validators (empty strings are not null)"
-for validator in vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go vendor/github.com/go-openapi/validate/type.go; do
-  sed -i 's/if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {/if data == nil {/' "$validator"
-  grep -q 'reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data))' "$validator" && { log "validator patch failed: $validator"; exit 1; }
-done
-
-export GOPATH="$BUILD/.go" CGO_ENABLED=0 HOME="$BUILD/.home" GOFLAGS=-mod=vendor GOCACHE="$BUILD/.gocache"
-mkdir -p .go/src/k8s.io "$HOME"
-ln -sfn ../../.. .go/src/k8s.io/kubernetes
-cd .go/src/k8s.io/kubernetes
+# The release's own date rather than today's: the same recipe builds the same binaries.
+LDFLAGS="all=$(stamps "$DATE")-s -w"
 for b in "${BINARIES[@]}"; do
-  log "building $b (several minutes)"
-  make WHAT="cmd/$b" >"$CACHE/kubernetes/build-$b.log" 2>&1 || { tail -n 40 "$CACHE/kubernetes/build-$b.log"; exit 1; }
-  install -m 0755 "_output/local/bin/linux/amd64/$b" "$OUT/$b"
+  [ -x "$BIN/$b" ] && continue
+  log "building $b $VERSION with $GOVERSION (minutes; logged to $DIR/build-$b.log)"
+  start=$SECONDS
+  "$GO" build -trimpath -tags "$TAGS" -ldflags "$LDFLAGS" -o "$BIN/$b.partial" "k8s.io/kubernetes/cmd/$b" \
+    >"$DIR/build-$b.log" 2>&1 || { tail -n 40 "$DIR/build-$b.log"; exit 1; }
+  mv "$BIN/$b.partial" "$BIN/$b"
+  log "built $b in $((SECONDS - start)) s"
 done
-echo "$RECIPE" >"$OUT/.recipe"
-cd "$CACHE/kubernetes"
-rm -rf "$BUILD"
-log "kubernetes binaries ready in $OUT"
+link
+log "kubernetes $VERSION ready in $BIN (go cache: $(du -sh "$GODIR" | cut -f1))"

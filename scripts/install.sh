@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the tests and the lab need, idempotently:
-#   - Debian packages (etcd, MariaDB, the Go toolchain for the Kubernetes build)
-#   - kube-apiserver, kube-controller-manager and kubectl v1.20.2, built from
-#     Debian's source package and cached
+#   - Debian packages (etcd, MariaDB, ...)
+#   - Kubernetes built from the Go module proxy with the Go in /usr/local/go, cached per version:
+#     the newest release (control plane, kubelet, kube-proxy, kubectl) and kube-apiserver and
+#     kubectl of the oldest release the proxy serves (build-kubernetes.sh oldest)
 #   - the Python virtualenvs with Ironic and sushy-tools, cached: the newest Ironic we test,
 #     and the oldest release the operator offers (FERROMETAL_IRONIC=oldest)
 # Heavy artifacts live under ${FERROMETAL_CACHE:-~/.cache/ferrometal}.
@@ -10,6 +11,7 @@ source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
 "$here/install-packages.sh"
 "$here/build-kubernetes.sh"
+"$here/build-kubernetes.sh" oldest
 "$here/python-venv.sh"
 "$here/python-venv.sh" oldest
 # The test runner; a pinned release, built once (a few minutes) when the machine has none.
