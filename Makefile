@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 CARGO ?= cargo
 
-.PHONY: help install build test test-oldest-ironic test-unit bench lint fuzz faults lab lab-up lab-down crds manifests bundle release
+.PHONY: help install build test test-oldest-ironic test-oldest-kubernetes test-unit bench lint fuzz faults lab lab-up lab-down crds manifests bundle release
 
 help:
 	@echo "make lab    start the local lab (foreground; Ctrl-C stops it)"
@@ -26,6 +26,7 @@ test: build
 	scripts/check-crypto-provider.sh
 	$(CARGO) nextest run --workspace --all-targets --profile ci --locked
 	$(MAKE) test-oldest-ironic
+	$(MAKE) test-oldest-kubernetes
 	$(CARGO) test --workspace --doc --locked
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
@@ -36,6 +37,11 @@ test: build
 test-oldest-ironic:
 	FERROMETAL_IRONIC=oldest $(CARGO) nextest run --profile ci --locked -p ironic-client --tests
 	FERROMETAL_IRONIC=oldest $(CARGO) nextest run --profile ci --locked -p ferrometal-tests --test host_lifecycle
+
+# The CRD install, the CEL rules and the webhooks again, against the oldest Kubernetes release
+# ferrometal supports (scripts/build-kubernetes.sh oldest; design/testing.md).
+test-oldest-kubernetes:
+	FERROMETAL_KUBERNETES=oldest $(CARGO) nextest run --profile ci --locked -p ferrometal-tests --test api --test cel --test webhooks
 
 # Unit tests only: no servers, no install step.
 test-unit:

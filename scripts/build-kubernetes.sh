@@ -4,7 +4,7 @@
 #   build-kubernetes.sh          the newest release: kube-apiserver, kube-controller-manager,
 #                                kube-scheduler, kubelet, kube-proxy, kubectl;
 #                                $CACHE/kubernetes/current links to its folder
-#   build-kubernetes.sh oldest   the oldest release the proxy serves: kube-apiserver, kubectl;
+#   build-kubernetes.sh oldest   the oldest release ferrometal supports: its control plane and kubectl;
 #                                $CACHE/kubernetes/oldest links to its folder
 #
 # Why from modules: no Kubernetes binaries or images can be downloaded on our machines, but the
@@ -15,7 +15,8 @@ source "$(dirname "$0")/lib.sh"
 case "${1:-newest}" in
   newest) VERSION=v1.37.2 LINK=current
           BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl) ;;
-  oldest) VERSION=v1.29.6 LINK=oldest BINARIES=(kube-apiserver kubectl) ;;
+  # The oldest minor ferrometal supports (README: Kubernetes 1.30 and newer), its last patch.
+  oldest) VERSION=v1.30.14 LINK=oldest BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl) ;;
   *) log "usage: $0 [newest|oldest]"; exit 2 ;;
 esac
 MINOR=$(echo "$VERSION" | cut -d. -f2)
@@ -42,8 +43,8 @@ GOVERSION=$("$GO" env GOVERSION)
 
 # Upstream's flags (hack/lib/golang.sh: tags, -trimpath, -s -w) and version stamps
 # (hack/lib/version.sh), so that --version and /version tell the release. providerless (a no-op
-# since 1.31) leaves out the in-tree cloud providers, off by default since 1.29: the proxy does
-# not serve their k8s.io/legacy-cloud-providers v0.29.6, without which 1.29 does not build.
+# since 1.31) leaves out the in-tree cloud providers, off by default since 1.29, which no test
+# needs (the proxy does not even serve every k8s.io/legacy-cloud-providers release).
 TAGS=selinux,notest,grpcnotrace,providerless
 stamps() {
   local kv k v
@@ -65,6 +66,8 @@ have_all() {
   for b in "${BINARIES[@]}"; do [ -x "$BIN/$b" ] || return 1; done
   [ "$(cat "$DIR/.recipe" 2>/dev/null)" = "$WANT" ]
 }
+# The Kubernetes 1.20 that earlier recipes built from Debian's source package: nothing uses it.
+rm -rf "$CACHE/kubernetes/bin" "$CACHE/kubernetes/src" "$CACHE/kubernetes/build" "$CACHE"/kubernetes/build-*.log
 if have_all; then link; log "kubernetes $VERSION cached in $BIN"; exit 0; fi
 
 mkdir -p "$DIR/module"

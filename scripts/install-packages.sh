@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 apt_install \
   etcd-server \
   mariadb-server mariadb-client \
-  golang-go golang-github-modern-go-reflect2-dev rsync jq make dpkg-dev \
+  jq make \
   ipmitool \
   dnsmasq-base \
   genisoimage \

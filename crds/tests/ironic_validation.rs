@@ -903,7 +903,11 @@ fn update_rules_protect_the_managed_database() {
 
 #[test]
 fn feature_switches_reject_ha_and_overrides_when_turned_off() {
-    let off = IronicValidationOptions { allow_high_availability: false, allow_overrides: false };
+    let off = IronicValidationOptions {
+        allow_high_availability: false,
+        allow_overrides: false,
+        allow_privileged_overrides: false,
+    };
     let ha_errors = validate_ironic(&spec(&ha()), None, &off);
     assert_rejects(&ha_errors, "spec.highAvailability", "feature gate HighAvailability", "ha off");
     let full_errors = validate_ironic(&spec(&full()), None, &off);

@@ -69,8 +69,9 @@ pub struct RunArgs {
     pub shutdown_grace_seconds: u64,
 
     /// Feature gates, `Name=true|false` separated by commas: HighAvailability and Overrides
-    /// (ironic-standalone-operator's), both on by default. The Ironic controller and the
-    /// webhook apply the same gates.
+    /// (ironic-standalone-operator's), both on by default, and PrivilegedOverrides (ours, off:
+    /// overrides may not add privileged containers, capabilities or host paths to Ironic's
+    /// host-network pods). The Ironic controller and the webhook apply the same gates.
     #[arg(long = "feature-gates", env = "FEATURE_GATES", default_value = "",
           value_parser = crds::ironic::IronicValidationOptions::from_feature_gates)]
     pub feature_gates: crds::ironic::IronicValidationOptions,

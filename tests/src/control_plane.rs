@@ -1,12 +1,13 @@
-//! A real Kubernetes control plane on loopback: etcd, kube-apiserver and
-//! kube-controller-manager v1.20.2.
+//! A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager
+//! and kube-scheduler of the release the tests run against ([`env::kubernetes_release`]: the
+//! newest that builds here, or the oldest ferrometal supports), built from the Go module proxy.
 //!
-//! The apiserver authenticates clients by certificates from an rcgen CA,
-//! authorises with RBAC, and binds 127.0.0.1 on free ports. The controller
-//! manager runs the controllers our tests rely on: garbage collection,
-//! Deployments, ReplicaSets, DaemonSets, StatefulSets, Jobs, namespaces and
-//! service accounts with their token secrets. There is no scheduler and no
-//! kubelet; [`crate::pod_simulator`] stands in for them.
+//! The apiserver authenticates clients by certificates from an rcgen CA, authorises with RBAC,
+//! and binds 127.0.0.1 on free ports. The controller manager runs the controllers our tests
+//! rely on: garbage collection, Deployments, ReplicaSets, DaemonSets, StatefulSets, Jobs,
+//! namespaces, service accounts and the root CA ConfigMap. The scheduler binds pods to nodes;
+//! no kubelet runs here unless a test starts one, and [`crate::pod_simulator`] stands in for it
+//! on its own simulated node.
 
 use crate::pki::{Authority, loopback};
 use crate::process::ManagedProcess;
@@ -16,7 +17,7 @@ use anyhow::Context;
 use base64::Engine;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, Config};
@@ -28,8 +29,8 @@ use std::time::Duration;
 /// Which parts of the control plane to run.
 #[derive(Clone, Debug)]
 pub struct ControlPlaneConfig {
-    /// Run kube-controller-manager (default). Without it, nothing creates
-    /// pods for workloads and nothing is garbage-collected.
+    /// Run kube-controller-manager and kube-scheduler (default). Without them, nothing creates
+    /// pods for workloads, nothing is garbage-collected and only the pod simulator binds pods.
     pub controller_manager: bool,
 }
 
@@ -48,6 +49,7 @@ pub struct ControlPlane {
     /// etcd's client and peer ports and the apiserver's.
     ports: Vec<u16>,
     // Declared in stop order: fields drop top to bottom.
+    scheduler: Option<ManagedProcess>,
     controller_manager: Option<ManagedProcess>,
     /// `None` while a test has it stopped ([`Self::stop_apiserver`]).
     apiserver: Option<ManagedProcess>,
@@ -103,7 +105,10 @@ impl ControlPlane {
             format!("--secure-port={api_port}"),
             "--bind-address=127.0.0.1".into(),
             "--advertise-address=127.0.0.1".into(),
-            "--insecure-port=0".into(),
+            // The apiserver would publish its address in the `kubernetes` Service's endpoints,
+            // and refuses a loopback one for that (since 1.37): nothing in a test reaches the
+            // apiserver through that Service.
+            "--endpoint-reconciler-type=none".into(),
             "--service-cluster-ip-range=10.0.0.0/24".into(),
             "--allow-privileged=true".into(),
             "--authorization-mode=RBAC".into(),
@@ -131,7 +136,6 @@ impl ControlPlane {
             cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
                 .arg("--bind-address=127.0.0.1")
                 .arg("--secure-port=0")
-                .arg("--port=0")
                 .arg("--leader-elect=false")
                 .arg(format!("--service-account-private-key-file={}", pki.service_account_key.display()))
                 .arg(format!("--root-ca-file={}", pki.ca.display()))
@@ -139,12 +143,23 @@ impl ControlPlane {
                 // Exactly the controllers tests rely on. No node lifecycle
                 // controller: it would mark the simulated node NotReady
                 // (no kubelet heartbeats) and evict its pods.
-                .arg("--controllers=serviceaccount,serviceaccount-token,namespace,garbagecollector,deployment,replicaset,daemonset,statefulset,job,endpoint")
+                .arg("--controllers=serviceaccount,serviceaccount-token,namespace,garbagecollector,deployment,replicaset,daemonset,statefulset,job,endpoint,endpointslice,root-ca-cert-publisher")
                 .arg("--v=1");
             let mut kcm =
                 ManagedProcess::spawn("kube-controller-manager", cmd, &dir.path().join("kube-controller-manager.log"))?;
             wait_for_service_account(&client, "default", &mut kcm).await?;
             Some(kcm)
+        } else {
+            None
+        };
+        let scheduler = if config.controller_manager {
+            let mut cmd = Command::new(env::kube_bin("kube-scheduler")?);
+            cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
+                .arg("--bind-address=127.0.0.1")
+                .arg("--secure-port=0")
+                .arg("--leader-elect=false")
+                .arg("--v=1");
+            Some(ManagedProcess::spawn("kube-scheduler", cmd, &dir.path().join("kube-scheduler.log"))?)
         } else {
             None
         };
@@ -155,6 +170,7 @@ impl ControlPlane {
             kubeconfig,
             ca_pem: pki.ca_pem,
             ports: vec![etcd_port, peer_port, api_port],
+            scheduler,
             controller_manager,
             apiserver: Some(apiserver),
             apiserver_args,
@@ -175,8 +191,8 @@ impl ControlPlane {
         &self.kubeconfig
     }
 
-    /// A kubeconfig file authenticating as the ServiceAccount `namespace/name` with its token
-    /// (waiting until the token controller made it), for a process that must run with that
+    /// A kubeconfig file authenticating as the ServiceAccount `namespace/name` with a token
+    /// from the TokenRequest API, for a process that must run with that
     /// identity's permissions only, never the admin's.
     pub async fn service_account_kubeconfig(&self, namespace: &str, name: &str) -> crate::Result<PathBuf> {
         let token = service_account_token(&self.client, namespace, name).await?;
@@ -228,7 +244,7 @@ current-context: test
         Ok(Client::try_from(config)?)
     }
 
-    /// The process ids of etcd, kube-apiserver and kube-controller-manager.
+    /// The process ids of etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
     pub fn pids(&self) -> Vec<u32> {
         self.processes().into_iter().map(|(_, pid)| pid).collect()
     }
@@ -239,6 +255,7 @@ current-context: test
             ("etcd", Some(&self.etcd)),
             ("kube-apiserver", self.apiserver.as_ref()),
             ("kube-controller-manager", self.controller_manager.as_ref()),
+            ("kube-scheduler", self.scheduler.as_ref()),
         ]
         .into_iter()
         .filter_map(|(name, process)| Some((name, process?.pid())))
@@ -269,6 +286,9 @@ current-context: test
         }
         if let Some(kcm) = self.controller_manager.as_mut() {
             kcm.ensure_running()?;
+        }
+        if let Some(scheduler) = self.scheduler.as_mut() {
+            scheduler.ensure_running()?;
         }
         Ok(())
     }
@@ -301,9 +321,9 @@ current-context: test
         Ok(name)
     }
 
-    /// Creates the namespace `name` (if missing) and, when the controller
-    /// manager runs, waits until its `default` service account has a token
-    /// (before that, the apiserver refuses pods in it).
+    /// Creates the namespace `name` (if missing) and, when the controller manager runs, waits
+    /// until its `default` service account exists (before that, the apiserver refuses pods in
+    /// it).
     pub async fn create_namespace(&mut self, name: &str) -> crate::Result<()> {
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
         if namespaces.get_opt(name).await?.is_none() {
@@ -322,28 +342,15 @@ current-context: test
         Ok(())
     }
 
-    /// Installs (creates or replaces) CRDs and waits until each is Established.
-    ///
-    /// Not server-side apply: kube-apiserver 1.20 refuses to apply a CRD
-    /// carrying `x-kubernetes-validations` (CEL arrived in 1.23; "field not
-    /// declared in schema"), while create and replace drop the unknown field,
-    /// which is what `kubectl create`/`replace` do on such a cluster.
+    /// Installs CRDs with server-side apply, as `kubectl apply --server-side` does, and waits
+    /// until each is Established. The apiserver compiles every CEL rule and estimates its cost
+    /// here: a rule over unbounded input refuses the CRD.
     pub async fn install_crds(&self, crds: &[CustomResourceDefinition]) -> crate::Result<()> {
         let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let params = PatchParams::apply(TEST_FIELD_MANAGER).force();
         for crd in crds {
             let name = crd.metadata.name.clone().context("CRD without a name")?;
-            match api.get_opt(&name).await? {
-                None => {
-                    api.create(&PostParams::default(), crd).await.with_context(|| format!("creating CRD {name}"))?;
-                }
-                Some(existing) => {
-                    let mut crd = crd.clone();
-                    crd.metadata.resource_version = existing.metadata.resource_version;
-                    api.replace(&name, &PostParams::default(), &crd)
-                        .await
-                        .with_context(|| format!("replacing CRD {name}"))?;
-                }
-            }
+            api.patch(&name, &params, &Patch::Apply(crd)).await.with_context(|| format!("applying CRD {name}"))?;
         }
         for crd in crds {
             let name = crd.metadata.name.clone().unwrap_or_default();
@@ -390,35 +397,34 @@ async fn wait_for_service_account(client: &Client, namespace: &str, kcm: &mut Ma
             let alive = kcm.ensure_running();
             async move {
                 alive?;
-                let sa = accounts.get_opt("default").await.ok().flatten();
-                Ok(sa.filter(|sa| sa.secrets.as_ref().is_some_and(|s| !s.is_empty())).map(|_| ()))
+                Ok(accounts.get_opt("default").await.ok().flatten().map(|_| ()))
             }
         },
     )
     .await
 }
 
-/// The token of ServiceAccount `namespace/name`, from the Secret the token controller makes for
-/// it (Kubernetes 1.20 still makes one per account).
+/// A token of ServiceAccount `namespace/name` for a day, from the TokenRequest API (waiting
+/// until the service account controller made the account).
 async fn service_account_token(client: &Client, namespace: &str, name: &str) -> crate::Result<String> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), namespace);
     wait::until_ok(
         &format!("a token for service account {namespace}/{name}"),
         Duration::from_secs(60),
         Duration::from_millis(100),
         || {
-            let (accounts, secrets) = (accounts.clone(), secrets.clone());
+            let accounts = accounts.clone();
             async move {
-                let Some(account) = accounts.get_opt(name).await? else { return Ok(None) };
-                for reference in account.secrets.iter().flatten() {
-                    let Some(secret_name) = &reference.name else { continue };
-                    let Some(secret) = secrets.get_opt(secret_name).await? else { continue };
-                    if let Some(token) = secret.data.as_ref().and_then(|d| d.get("token")) {
-                        return Ok(Some(String::from_utf8(token.0.clone())?));
-                    }
+                if accounts.get_opt(name).await?.is_none() {
+                    return Ok(None);
                 }
-                Ok(None)
+                let request = TokenRequest {
+                    spec: TokenRequestSpec { expiration_seconds: Some(86_400), ..Default::default() },
+                    ..Default::default()
+                };
+                let issued = accounts.create_token_request(name, &PostParams::default(), &request).await?;
+                Ok(issued.status.map(|s| s.token))
             }
         },
     )

@@ -1,9 +1,9 @@
 //! Where the test environment's programs live.
 //!
 //! `scripts/install.sh` puts the heavy artifacts under the cache directory:
-//! Kubernetes binaries built from Debian's source package and the Python
-//! virtualenv with Ironic and sushy-tools. Debian packages (etcd, MariaDB)
-//! are on the system path.
+//! Kubernetes binaries built from the Go module proxy (the newest release, and the oldest
+//! ferrometal supports) and the Python virtualenv with Ironic and sushy-tools. Debian packages
+//! (etcd, MariaDB) are on the system path.
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -19,9 +19,28 @@ pub fn cache_dir() -> PathBuf {
     home.join(".cache").join("ferrometal")
 }
 
-/// A Kubernetes binary built by `scripts/build-kubernetes.sh`.
+/// The variable that chooses the Kubernetes release the tests run against.
+pub const KUBERNETES_RELEASE_VAR: &str = "FERROMETAL_KUBERNETES";
+
+/// The Kubernetes release the tests run against: the newest that builds here (the default), or
+/// the oldest ferrometal supports (`FERROMETAL_KUBERNETES=oldest`, made by
+/// `scripts/build-kubernetes.sh oldest`).
+pub fn kubernetes_release() -> crate::Result<&'static str> {
+    match std::env::var(KUBERNETES_RELEASE_VAR).as_deref() {
+        Err(_) | Ok("" | "newest") => Ok("current"),
+        Ok("oldest") => Ok("oldest"),
+        Ok(other) => bail!("{KUBERNETES_RELEASE_VAR}={other:?}: expected newest or oldest"),
+    }
+}
+
+/// A Kubernetes binary built by `scripts/build-kubernetes.sh`, of the release the tests run
+/// against. The node's binaries (kubelet, kube-proxy) and kubectl exist for the newest only.
 pub fn kube_bin(name: &str) -> crate::Result<PathBuf> {
-    existing(cache_dir().join("kubernetes").join("bin").join(name))
+    let release = match name {
+        "kubelet" | "kube-proxy" | "kubectl" => "current",
+        _ => kubernetes_release()?,
+    };
+    existing(cache_dir().join("kubernetes").join(release).join("bin").join(name))
 }
 
 /// The variable that chooses the Ironic release the tests run against.

@@ -219,8 +219,9 @@ pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Resu
         job_deadline_seconds: i64::try_from(run.config.job_deadline.as_secs()).unwrap_or(i64::MAX),
     };
     let meta = inputs.secret_meta();
-    run.ledger.apply(credentials::render(&names.admin(), meta.clone(), &admin.credentials)).await?;
-    let stored = run.ledger.apply(credentials::render(&names.credentials(), meta.clone(), &user.credentials)).await?;
+    // Adopted, not only applied: a person restores lost credentials by creating the Secret.
+    run.ledger.adopt(credentials::render(&names.admin(), meta.clone(), &admin.credentials)).await?;
+    let stored = run.ledger.adopt(credentials::render(&names.credentials(), meta.clone(), &user.credentials)).await?;
     run.ledger.apply(credentials::render(&names.maintenance(), meta.clone(), &maintenance.credentials)).await?;
     let init = |upgrade: Option<&DatabaseUpgradeStatus>| {
         account::render_init(&names, meta.clone(), &account::init_sql(&account_hash, UpgradeAccount::during(upgrade)))

@@ -173,6 +173,14 @@ impl Ledger {
         self.apply_stamped(object).await
     }
 
+    /// Applies `object` like [`Ledger::apply`], and takes it over when someone else made it:
+    /// only for what the owner is designed to adopt (the managed database's credentials, which
+    /// a person restores by creating the Secret again; design/database.md).
+    pub async fn adopt<K: Owned>(&self, mut object: K) -> Result<K, KubeError> {
+        self.stamp(object.meta_mut());
+        self.apply_stamped(object).await
+    }
+
     /// Applies `object` like [`Ledger::apply`], but without the owner reference: for what the
     /// owner makes yet must outlive it (a volume of backups). Without a controller reference it
     /// is never pruned, and the garbage collector leaves it alone; nor can it be told from one

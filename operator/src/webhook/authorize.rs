@@ -1,18 +1,20 @@
 //! Whether a review's author may do what their object makes the operator do, asked of the
-//! apiserver's own authorizer (a SubjectAccessReview), so that the operator's rights never
+//! apiserver's own authorizer (a LocalSubjectAccessReview in the object's namespace: a
+//! namespaced grant, so even a namespaced install asks), so that the operator's rights never
 //! stand in for the author's.
 
 use super::envelope::JobAuthor;
-use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+use k8s_openapi::api::authorization::v1::{LocalSubjectAccessReview, ResourceAttributes, SubjectAccessReviewSpec};
 use kube::Client;
 use kube::api::{Api, PostParams};
 
 /// The review that asks whether `author` may create Jobs in their namespace. Creating Jobs
 /// there is also, in Kubernetes' own model, what lets one run a pod as any ServiceAccount of
 /// that namespace, so it covers the account a service names too.
-pub fn job_review(author: &JobAuthor) -> SubjectAccessReview {
+pub fn job_review(author: &JobAuthor) -> LocalSubjectAccessReview {
     let user = &author.user;
-    SubjectAccessReview {
+    LocalSubjectAccessReview {
+        metadata: kube::api::ObjectMeta { namespace: Some(author.namespace.clone()), ..Default::default() },
         spec: SubjectAccessReviewSpec {
             user: user.username.clone(),
             uid: user.uid.clone(),
@@ -33,7 +35,7 @@ pub fn job_review(author: &JobAuthor) -> SubjectAccessReview {
 
 /// Asks the apiserver whether `author` may create Jobs in their namespace.
 pub async fn may_create_jobs(client: &Client, author: &JobAuthor) -> Result<bool, kube::Error> {
-    let api: Api<SubjectAccessReview> = Api::all(client.clone());
+    let api: Api<LocalSubjectAccessReview> = Api::namespaced(client.clone(), &author.namespace);
     let answered = api.create(&PostParams::default(), &job_review(author)).await?;
     Ok(answered.status.is_some_and(|s| s.allowed && s.denied != Some(true)))
 }

@@ -1,15 +1,15 @@
-//! The stand-in for a kubelet and scheduler.
+//! The stand-in for a kubelet, for tests that must decide a pod's fate quickly.
 //!
-//! No container runtime can run on our machines, so no kubelet can either.
-//! The simulator registers one Node, binds every pending pod to it, and
-//! writes the pod status a kubelet would report: Running and Ready for
+//! The simulator registers one Node, binds every pending pod to it (unless the scheduler did
+//! first), and writes the pod status a kubelet would report: Running and Ready for
 //! long-running pods, Succeeded or Failed for Job pods, as the test decides,
 //! at once or after running for a while ([`PodFate::RunsFor`]).
 //! It also completes graceful deletions (a kubelet confirms them; without
 //! one, a deleted pod stays Terminating forever and a Recreate rollout never
 //! proceeds).
 //!
-//! No image is ever pulled and no container started, with one exception a
+//! It never touches a pod bound to another node (a real node's). No image is ever pulled and no
+//! container started, with one exception a
 //! test switches on ([`PodSimulator::run_local_exec`]): Job pods of the test
 //! image [`LOCAL_EXEC_IMAGE`] are run as local processes, with their command,
 //! arguments, environment and Secret and ConfigMap volumes, and report how
@@ -210,6 +210,10 @@ async fn step(
         return Ok(());
     }
     let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    if node.as_deref().is_some_and(|n| n != NODE_NAME) {
+        // The scheduler put it on another node (a real one): never the simulator's to play.
+        return Ok(());
+    }
     if node.is_none() {
         let binding = Binding {
             metadata: ObjectMeta { name: Some(name.clone()), ..Default::default() },

@@ -17,7 +17,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Runs the harness's kubectl (v1.20.2) with `kubeconfig`, feeding `stdin`.
+/// Runs the harness's kubectl (of the newest release) with `kubeconfig`, feeding `stdin`.
 pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> anyhow::Result<String> {
     let mut child = Command::new(ferrometal_tests::env::kube_bin("kubectl")?)
         .args(args)
@@ -34,59 +34,10 @@ pub fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> anyhow:
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
-}
-
-/// Rewrites a kustomization for kustomize 2.0 (kubectl before 1.21), which reads directories
-/// only under `bases` and strategic-merge patches only under `patchesStrategicMerge`; every
-/// later kustomize reads both forms the same, and the shipped files use the current ones.
-fn for_kustomize_2(dir: &Path) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            for_kustomize_2(&entry.path())?;
-        } else if entry.file_name() == "kustomization.yaml" {
-            let mut body: Value = serde_saphyr::from_str(&std::fs::read_to_string(entry.path())?)?;
-            let resources: Vec<String> = body["resources"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|r| r.as_str().map(str::to_string))
-                .collect();
-            let (bases, files): (Vec<String>, Vec<String>) = resources.into_iter().partition(|r| dir.join(r).is_dir());
-            body["resources"] = files.into();
-            if !bases.is_empty() {
-                body["bases"] = bases.into();
-            }
-            if let Some(patches) = body.as_object_mut().and_then(|o| o.remove("patches")) {
-                let paths: Vec<Value> = patches.as_array().into_iter().flatten().map(|p| p["path"].clone()).collect();
-                body["patchesStrategicMerge"] = paths.into();
-            }
-            std::fs::write(entry.path(), serde_json::to_string(&body)?)?;
-        }
-    }
-    Ok(())
-}
-
 /// The objects `kubectl kustomize` renders from `overlay`, a directory of the tree `tree`.
 pub fn render(tree: &Path, overlay: &str) -> anyhow::Result<Vec<Value>> {
-    let copy = tempfile::tempdir()?;
-    copy_tree(tree, copy.path())?;
-    for_kustomize_2(copy.path())?;
     // Any kubeconfig: kustomize reads none.
-    let rendered =
-        kubectl(Path::new("/dev/null"), &["kustomize", &copy.path().join(overlay).display().to_string()], None)?;
+    let rendered = kubectl(Path::new("/dev/null"), &["kustomize", &tree.join(overlay).display().to_string()], None)?;
     Ok(serde_saphyr::from_multiple::<Value>(&rendered)?.into_iter().filter(|o| !o.is_null()).collect())
 }
 
@@ -103,12 +54,12 @@ pub fn name_of(object: &Value) -> &str {
     object["metadata"]["name"].as_str().unwrap_or_default()
 }
 
-/// Applies objects with `kubectl apply` as the cluster's administrator. `--validate=false`
-/// because kubectl 1.20 does not know the CRDs' CEL rules (the apiserver drops them).
+/// Applies objects with `kubectl apply --server-side` as the cluster's administrator, as the
+/// README tells users to.
 pub fn apply(cp: &ControlPlane, objects: &[Value]) -> anyhow::Result<()> {
     let stream: String =
         objects.iter().map(|o| format!("---\n{}\n", serde_json::to_string(o).unwrap_or_default())).collect();
-    kubectl(cp.kubeconfig(), &["apply", "--validate=false", "-f", "-"], Some(&stream))?;
+    kubectl(cp.kubeconfig(), &["apply", "--server-side", "-f", "-"], Some(&stream))?;
     Ok(())
 }
 

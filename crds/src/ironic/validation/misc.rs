@@ -156,6 +156,7 @@ pub(super) fn validate_overrides(errors: &mut Errors, spec: &IronicSpec, options
     if !options.allow_overrides {
         errors.push("spec.overrides", "overrides are disabled in this operator (feature gate Overrides)");
     }
+    super::privilege::validate_privilege(errors, overrides, options.allow_privileged_overrides);
     let mut architectures = Vec::new();
     for (i, images) in overrides.agent_images.iter().flatten().enumerate() {
         let path = format!("spec.overrides.agentImages[{i}]");

@@ -5,6 +5,7 @@ mod database;
 mod dhcp;
 mod misc;
 mod networking;
+mod privilege;
 mod tls;
 
 use super::IronicSpec;
@@ -19,11 +20,14 @@ pub struct IronicValidationOptions {
     pub allow_high_availability: bool,
     /// Accept `overrides` (feature gate `Overrides`).
     pub allow_overrides: bool,
+    /// Accept overrides that add privileged containers, capabilities or host paths to Ironic's
+    /// pods (feature gate `PrivilegedOverrides`, ours, off by default).
+    pub allow_privileged_overrides: bool,
 }
 
 impl Default for IronicValidationOptions {
     fn default() -> Self {
-        Self { allow_high_availability: true, allow_overrides: true }
+        Self { allow_high_availability: true, allow_overrides: true, allow_privileged_overrides: false }
     }
 }
 
@@ -43,7 +47,12 @@ impl IronicValidationOptions {
             match name.trim() {
                 "HighAvailability" => options.allow_high_availability = value,
                 "Overrides" => options.allow_overrides = value,
-                other => return Err(format!("unknown feature gate {other:?} (known: HighAvailability, Overrides)")),
+                "PrivilegedOverrides" => options.allow_privileged_overrides = value,
+                other => {
+                    return Err(format!(
+                        "unknown feature gate {other:?} (known: HighAvailability, Overrides, PrivilegedOverrides)"
+                    ));
+                }
             }
         }
         Ok(options)

@@ -56,7 +56,11 @@ fn assert_validator<T: Debug>(new: &T, old: &T, validate: impl Fn(&T, Option<&T>
 pub fn ironic(u: &mut Unstructured) -> Result<()> {
     let (old, new) = pair(u, "Ironic", "/properties/spec")?;
     let (old, new): (IronicSpec, IronicSpec) = (typed(&old, "Ironic spec"), typed(&new, "Ironic spec"));
-    let options = IronicValidationOptions { allow_high_availability: u.arbitrary()?, allow_overrides: u.arbitrary()? };
+    let options = IronicValidationOptions {
+        allow_high_availability: u.arbitrary()?,
+        allow_overrides: u.arbitrary()?,
+        allow_privileged_overrides: u.arbitrary()?,
+    };
     assert_validator(&new, &old, |new, old| validate_ironic(new, old, &options));
     // What the operator reads from a spec: every accessor takes any value.
     let _ = crds::ironic::versions::resolve(new.version.as_deref());

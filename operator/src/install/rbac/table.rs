@@ -33,7 +33,7 @@ const EVENTS: Resource = Resource::new("events.k8s.io", "events");
 const CSRS: Resource = Resource::new("certificates.k8s.io", "certificatesigningrequests");
 const LEASES: Resource = Resource::new("coordination.k8s.io", "leases");
 const VALIDATING_WEBHOOKS: Resource = Resource::new("admissionregistration.k8s.io", "validatingwebhookconfigurations");
-const SUBJECT_ACCESS_REVIEWS: Resource = Resource::new("authorization.k8s.io", "subjectaccessreviews");
+const LOCAL_SUBJECT_ACCESS_REVIEWS: Resource = Resource::new("authorization.k8s.io", "localsubjectaccessreviews");
 
 /// The name of the leader Lease (`--leader-election-lease`'s default).
 pub const LEADER_LEASE: &str = "ferrometal-leader";
@@ -211,14 +211,11 @@ pub const WEBHOOK: Component = Component {
             feature: Feature::WebhookSelfManaged,
             ..access(VALIDATING_WEBHOOKS, &[Get, Patch], "publish the CA in the caBundle of its own configuration")
         },
-        Access {
-            reach: Reach::Cluster,
-            ..access(
-                SUBJECT_ACCESS_REVIEWS,
-                &[Create],
-                "ask whether a NodeSetService's author may create Jobs where it runs (a service runs its image as a Job); reads nothing",
-            )
-        },
+        access(
+            LOCAL_SUBJECT_ACCESS_REVIEWS,
+            &[Create],
+            "ask whether a NodeSetService's author may create Jobs in its namespace (a service runs its image as a Job); reads nothing",
+        ),
     ],
 };
 

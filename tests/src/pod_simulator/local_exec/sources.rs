@@ -50,6 +50,26 @@ impl Sources {
         &self.namespace
     }
 
+    /// A token of ServiceAccount `account` of the pod's namespace, as the kubelet asks for one.
+    pub(super) async fn token(
+        &self,
+        account: &str,
+        audience: Option<&str>,
+        seconds: Option<i64>,
+    ) -> Result<String, kube::Error> {
+        use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &self.namespace);
+        let spec = TokenRequestSpec {
+            audiences: audience.map(|a| vec![a.to_string()]).unwrap_or_default(),
+            expiration_seconds: Some(seconds.unwrap_or(3600)),
+            ..Default::default()
+        };
+        let request = TokenRequest { spec, ..Default::default() };
+        let issued = api.create_token_request(account, &kube::api::PostParams::default(), &request).await?;
+        Ok(issued.status.map(|s| s.token).unwrap_or_default())
+    }
+
     /// The content of `kind/name` in the pod's namespace, `None` when it
     /// does not exist.
     pub(super) async fn get(&mut self, kind: Kind, name: &str) -> Result<Option<Content>, kube::Error> {

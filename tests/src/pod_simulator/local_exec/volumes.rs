@@ -1,10 +1,10 @@
 //! A pod's volumes, materialised in its scratch directory: Secrets and
 //! ConfigMaps written out key by key (or by their `items`), emptyDirs as
-//! empty directories.
+//! empty directories, projected volumes as the kubelet projects them.
 
 use super::prepare::Blocker;
 use super::sources::{Kind, Sources};
-use k8s_openapi::api::core::v1::{KeyToPath, PodSpec, Volume};
+use k8s_openapi::api::core::v1::{KeyToPath, PodSpec, ProjectedVolumeSource, Volume};
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -42,10 +42,12 @@ pub(super) async fn materialize(
         } else if let Some(map) = &volume.config_map {
             let source = Source { kind: Kind::ConfigMap, name: &map.name, items: &map.items, optional: map.optional };
             source.write(&volume.name, &dir, map.default_mode, sources).await?;
+        } else if let Some(projected) = &volume.projected {
+            project(&volume.name, &dir, projected, spec, sources).await?;
         } else if volume.empty_dir.is_none() {
             if mounted.contains(volume.name.as_str()) {
                 return Err(Blocker::Fail(format!(
-                    "volume {} is a {} volume; the pod simulator makes only secret, configMap and emptyDir volumes",
+                    "volume {} is a {} volume; the pod simulator makes only secret, configMap, projected and emptyDir volumes",
                     volume.name,
                     kind_of(volume)
                 )));
@@ -55,6 +57,51 @@ pub(super) async fn materialize(
         dirs.insert(volume.name.clone(), dir);
     }
     Ok(dirs)
+}
+
+/// A projected volume, as the kubelet makes the one every pod gets for its API access
+/// (`kube-api-access-*`): Secret and ConfigMap items, the namespace from the downward API, and a
+/// service account token from the TokenRequest API.
+async fn project(
+    volume: &str,
+    dir: &Path,
+    projected: &ProjectedVolumeSource,
+    spec: &PodSpec,
+    sources: &mut Sources,
+) -> Result<(), Blocker> {
+    let mode = projected.default_mode;
+    for source in projected.sources.iter().flatten() {
+        if let Some(secret) = &source.secret {
+            let from =
+                Source { kind: Kind::Secret, name: &secret.name, items: &secret.items, optional: secret.optional };
+            from.write(volume, dir, mode, sources).await?;
+        }
+        if let Some(map) = &source.config_map {
+            let from = Source { kind: Kind::ConfigMap, name: &map.name, items: &map.items, optional: map.optional };
+            from.write(volume, dir, mode, sources).await?;
+        }
+        for item in source.downward_api.iter().flat_map(|d| d.items.iter().flatten()) {
+            let field = item.field_ref.as_ref().map(|f| f.field_path.as_str());
+            if field != Some("metadata.namespace") {
+                return Err(Blocker::Fail(format!(
+                    "volume {volume}: the pod simulator projects only metadata.namespace from the downward API"
+                )));
+            }
+            let path = relative(&item.path).map_err(|e| Blocker::Fail(format!("volume {volume}: {e}")))?;
+            write_file(&dir.join(path), sources.namespace().as_bytes(), item.mode.unwrap_or(DEFAULT_MODE))?;
+        }
+        if let Some(token) = &source.service_account_token {
+            let account = spec.service_account_name.as_deref().unwrap_or("default");
+            let issued = sources.token(account, token.audience.as_deref(), token.expiration_seconds).await;
+            let issued = issued.map_err(|e| Blocker::Wait {
+                reason: MOUNTING,
+                message: format!("MountVolume.SetUp failed for volume \"{volume}\" : token for {account}: {e}"),
+            })?;
+            let path = relative(&token.path).map_err(|e| Blocker::Fail(format!("volume {volume}: {e}")))?;
+            write_file(&dir.join(path), issued.as_bytes(), mode.unwrap_or(DEFAULT_MODE))?;
+        }
+    }
+    Ok(())
 }
 
 /// The kind of a volume: the one source field it sets.
