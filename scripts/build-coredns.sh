@@ -8,18 +8,8 @@ source "$(dirname "$0")/lib.sh"
 VERSION=v1.15.0
 PLUGINS=(bind errors log health ready kubernetes cache loadbalance)
 
-# The module and build caches build-kubernetes.sh fills: client-go and friends come from there.
-GODIR="$CACHE/kubernetes/go"
-export GOPATH="$GODIR" GOMODCACHE="$GODIR/pkg/mod" GOCACHE="$GODIR/cache"
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" GOSUMDB="${GOSUMDB:-sum.golang.org}" \
-  GONOSUMDB= GOPRIVATE= GOINSECURE= GOWORK=off
-[ "$GOSUMDB" != off ] || { log "GOSUMDB=off: the modules must be checked against the checksum database"; exit 1; }
-GO=${FERROMETAL_GO:-}
-if [ -z "$GO" ]; then
-  if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO=$(command -v go || true); fi
-fi
-[ -n "$GO" ] && [ -x "$GO" ] || { log "no Go toolchain (install Go in /usr/local/go or set FERROMETAL_GO)"; exit 1; }
-GOVERSION=$("$GO" env GOVERSION)
+# The shared Go environment (lib.sh): the module and build caches build-kubernetes.sh fills.
+go_env
 
 REVISION=1
 WANT=$(printf '%s ' "$VERSION" "$GOVERSION" "${PLUGINS[@]}" "revision=$REVISION" | sha256sum | cut -d' ' -f1)

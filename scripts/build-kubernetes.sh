@@ -21,25 +21,8 @@ case "${1:-newest}" in
 esac
 MINOR=$(echo "$VERSION" | cut -d. -f2)
 
-# One GOPATH for every version: modules and compiled packages shared by the releases (and by a
-# rebuild of the same one) are reused.
-GODIR="$CACHE/kubernetes/go"
-export GOPATH="$GODIR" GOMODCACHE="$GODIR/pkg/mod" GOCACHE="$GODIR/cache"
-# Whatever the user's go environment says: fetch through the proxy and the checksum database,
-# never a newer toolchain behind our back (a release needing one fails here, visibly), no cgo
-# (static binaries, as upstream ships the control plane).
-export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" GOSUMDB="${GOSUMDB:-sum.golang.org}" \
-  GONOSUMDB= GOPRIVATE= GOINSECURE= GOWORK=off
-[ "$GOSUMDB" != off ] || { log "GOSUMDB=off: the modules must be checked against the checksum database"; exit 1; }
-
-# Debian's golang-go (/usr/bin/go, 1.19) is far too old; our machines have a current Go in
-# /usr/local/go. FERROMETAL_GO names another.
-GO=${FERROMETAL_GO:-}
-if [ -z "$GO" ]; then
-  if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO=$(command -v go || true); fi
-fi
-[ -n "$GO" ] && [ -x "$GO" ] || { log "no Go toolchain (install Go in /usr/local/go or set FERROMETAL_GO)"; exit 1; }
-GOVERSION=$("$GO" env GOVERSION)
+# The shared Go environment (lib.sh): the module and build caches build-kubernetes.sh fills.
+go_env
 
 # Upstream's flags (hack/lib/golang.sh: tags, -trimpath, -s -w) and version stamps
 # (hack/lib/version.sh), so that --version and /version tell the release. providerless (a no-op

@@ -48,3 +48,23 @@ apt_install() {
   if [ "$created" -eq 1 ]; then as_root rm -f "$prc"; fi
   return "$rc"
 }
+
+# The Go environment of every build from the Go module proxy (Kubernetes, CoreDNS): one GOPATH
+# whose module and build caches all of them share, fetched through the proxy and checked
+# against the checksum database, never a newer toolchain behind our back (a release needing one
+# fails visibly), no cgo (static binaries). Sets GO and GOVERSION. Debian's golang-go
+# (/usr/bin/go, 1.19) is far too old; our machines have a current Go in /usr/local/go, and
+# FERROMETAL_GO names another.
+go_env() {
+  GODIR="$CACHE/kubernetes/go"
+  export GOPATH="$GODIR" GOMODCACHE="$GODIR/pkg/mod" GOCACHE="$GODIR/cache"
+  export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" GOSUMDB="${GOSUMDB:-sum.golang.org}" \
+    GONOSUMDB= GOPRIVATE= GOINSECURE= GOWORK=off
+  [ "$GOSUMDB" != off ] || { log "GOSUMDB=off: the modules must be checked against the checksum database"; exit 1; }
+  GO=${FERROMETAL_GO:-}
+  if [ -z "$GO" ]; then
+    if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO=$(command -v go || true); fi
+  fi
+  [ -n "$GO" ] && [ -x "$GO" ] || { log "no Go toolchain (install Go in /usr/local/go or set FERROMETAL_GO)"; exit 1; }
+  GOVERSION=$("$GO" env GOVERSION)
+}

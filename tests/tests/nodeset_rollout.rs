@@ -142,9 +142,11 @@ async fn a_failed_job_degrades_quoting_the_job_stops_the_rollout_and_a_fixed_ser
         })
         .await?;
     let degraded = condition(&failed, "Degraded").cloned().expect("Degraded");
-    let failed_job =
-        jobs.seen().into_iter().find(|(_, j)| j.service == "configure-network").map(|(n, _)| n).unwrap_or_default();
-    assert!(degraded.message.contains(&failed_job), "the condition quotes the Job: {}", degraded.message);
+    // Each host's run of the broken service fails; the condition quotes the one that failed first.
+    let network_jobs: Vec<String> =
+        jobs.seen().into_iter().filter(|(_, j)| j.service == "configure-network").map(|(n, _)| n).collect();
+    let failed_job = network_jobs.iter().find(|j| degraded.message.contains(j.as_str())).cloned();
+    let failed_job = failed_job.unwrap_or_else(|| panic!("the condition quotes a Job: {}", degraded.message));
     assert!(degraded.message.contains("invalid MTU 9000"), "and its container's failure: {}", degraded.message);
     assert_eq!(rollout_phase(&failed), Some(crds::nodeset::RolloutPhase::Failed));
     // Published right after the status write.

@@ -85,15 +85,7 @@ async fn silent_tcp(addr: SocketAddr, give_up: Duration) -> anyhow::Result<Durat
 /// How long until the server closes a connection that completes TLS (offering `alpn`)
 /// and then sends nothing.
 fn silent_tls(addr: SocketAddr, ca: String, alpn: Vec<Vec<u8>>, give_up: Duration) -> anyhow::Result<Duration> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
-        roots.add(cert?)?;
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = alpn;
+    let config = bounds::tls_config(&ca, alpn)?;
     let mut conn = rustls::ClientConnection::new(Arc::new(config), ServerName::try_from("127.0.0.1")?.to_owned())?;
     let mut sock = std::net::TcpStream::connect(addr)?;
     sock.set_read_timeout(Some(give_up))?;

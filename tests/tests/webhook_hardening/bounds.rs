@@ -15,7 +15,8 @@ use tokio::task::JoinHandle;
 const CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
 const OTHER_CLIENT: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
 
-fn tls_config(ca: &str, alpn: Vec<Vec<u8>>) -> anyhow::Result<rustls::ClientConfig> {
+/// A client trusting `ca`, offering `alpn`.
+pub(super) fn tls_config(ca: &str, alpn: Vec<Vec<u8>>) -> anyhow::Result<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
         roots.add(cert?)?;
