@@ -2,9 +2,11 @@
 //! Ironic and httpd check requests against.
 //!
 //! ironic-standalone-operator writes the generated Secret's name into spec; we record it in
-//! status only. bcrypt salts every hash, so the htpasswd is kept (with a digest of the
-//! credentials it was made from) and made again only when the credentials change; otherwise
-//! every reconcile would change the htpasswd Secret.
+//! status only. bcrypt salts every hash, so the htpasswd is kept and made again only when the
+//! credentials change (otherwise every reconcile would change the htpasswd Secret): a stored
+//! line is kept when its user is the credentials' and its bcrypt hash verifies their password.
+//! Nothing faster than bcrypt is ever stored: a fast digest of the credentials beside the hash
+//! would let whoever reads the Secret guess the password at a fast hash's speed.
 
 use super::linked::{Source, SourceKind};
 use super::names::Names;
@@ -12,13 +14,13 @@ use crate::kube::names::controlled_by;
 use crate::pki::generate_password;
 use k8s_openapi::api::core::v1::Secret;
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 
 /// bcrypt cost of the htpasswd; what ironic-standalone-operator uses.
 pub const BCRYPT_COST: u32 = 10;
 /// Key of the htpasswd line in the htpasswd Secret (ironic-standalone-operator's key).
 pub const HTPASSWD_KEY: &str = "htpasswd";
-/// Key of the digest of the credentials the htpasswd was made from.
-pub const DIGEST_KEY: &str = "credentials.sha256";
 
 /// Why credentials could not be resolved.
 #[derive(Debug, thiserror::Error)]
@@ -48,8 +50,6 @@ pub struct ApiCredentials {
     pub newly_generated: bool,
     /// `username:bcrypt-hash`.
     pub htpasswd: String,
-    /// Digest of the credentials the htpasswd was made from.
-    pub digest: String,
     /// The credentials Secret's content, for the content hash.
     pub source: Source,
 }
@@ -66,13 +66,32 @@ impl std::fmt::Debug for ApiCredentials {
     }
 }
 
-/// Digest of a username and password, to notice when the htpasswd is stale.
-pub fn digest(username: &str, password: &str) -> String {
+/// Stored htpasswd lines verified against credentials, for the life of the process: bcrypt is
+/// slow by design and every reconcile asks. Each line maps to a digest of the credentials it
+/// verified; neither ever leaves memory.
+static VERIFIED: LazyLock<Mutex<HashMap<String, [u8; 32]>>> = LazyLock::new(Mutex::default);
+/// Lines remembered at most (a few per Ironic); beyond, the memory starts again.
+const VERIFIED_MAX: usize = 1024;
+
+fn fingerprint(username: &str, password: &str) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(username.as_bytes());
     hasher.update([0]);
     hasher.update(password.as_bytes());
-    hex::encode(hasher.finalize())
+    hasher.finalize().into()
+}
+
+fn remembered(line: &str) -> Option<[u8; 32]> {
+    VERIFIED.lock().ok()?.get(line).copied()
+}
+
+fn remember(line: &str, print: [u8; 32]) {
+    if let Ok(mut verified) = VERIFIED.lock() {
+        if verified.len() >= VERIFIED_MAX {
+            verified.clear();
+        }
+        verified.insert(line.to_string(), print);
+    }
 }
 
 /// `username:$2y$...`, the form `htpasswd -B` writes and both httpd and Ironic read.
@@ -81,10 +100,24 @@ pub fn htpasswd_line(username: &str, password: &str) -> Result<String, bcrypt::B
     Ok(format!("{username}:{}", hash.format_for_version(bcrypt::Version::TwoY)))
 }
 
-/// The stored htpasswd, when it was made from the credentials with `digest`.
-pub fn reusable_htpasswd(stored: Option<&Secret>, digest: &str) -> Option<String> {
-    let source = Source::from_secret(stored?);
-    (source.text(DIGEST_KEY) == Some(digest)).then(|| source.text(HTPASSWD_KEY).map(str::to_string)).flatten()
+/// The stored htpasswd line, when it was made from these credentials: its user is `username`
+/// and its bcrypt hash verifies `password` (on a blocking thread, once per process and line).
+pub async fn reusable_htpasswd(stored: Option<&Secret>, username: &str, password: &str) -> Option<String> {
+    let line = Source::from_secret(stored?).text(HTPASSWD_KEY)?.to_string();
+    let (user, hash) = line.split_once(':')?;
+    if user != username {
+        return None;
+    }
+    let print = fingerprint(username, password);
+    if remembered(&line) == Some(print) {
+        return Some(line);
+    }
+    let (hash, guess) = (hash.to_string(), password.to_string());
+    let verified = tokio::task::spawn_blocking(move || bcrypt::verify(guess, &hash)).await.ok()?.ok()?;
+    verified.then(|| {
+        remember(&line, print);
+        line
+    })
 }
 
 /// The Secrets of the credentials as they were read: the generated credentials (read only
@@ -126,8 +159,7 @@ pub async fn resolve(
             }
         }
     };
-    let digest = digest(&username, &password);
-    let htpasswd = match reusable_htpasswd(stored.htpasswd.as_ref(), &digest) {
+    let htpasswd = match reusable_htpasswd(stored.htpasswd.as_ref(), &username, &password).await {
         Some(line) => line,
         None => {
             let (user, pass) = (username.clone(), password.clone());
@@ -142,7 +174,7 @@ pub async fn resolve(
         Some(source) => source.clone(),
         None => generated_source(&secret_name, &username, &password),
     };
-    Ok(ApiCredentials { secret_name, username, password, generated, newly_generated, htpasswd, digest, source })
+    Ok(ApiCredentials { secret_name, username, password, generated, newly_generated, htpasswd, source })
 }
 
 /// The content of a generated credentials Secret.
@@ -176,12 +208,11 @@ mod tests {
             generated: true,
             newly_generated: false,
             htpasswd: "ironic:sentinel-hash".into(),
-            digest: "sentinel-digest".into(),
             source: Source::from_secret(&k8s_openapi::api::core::v1::Secret::default()),
         };
         let shown = format!("{credentials:?}");
         assert!(shown.contains("ironic"), "{shown}");
-        for sentinel in ["sentinel-password", "sentinel-hash", "sentinel-digest"] {
+        for sentinel in ["sentinel-password", "sentinel-hash"] {
             assert!(!shown.contains(sentinel), "{shown}");
         }
     }
@@ -232,22 +263,21 @@ mod tests {
         assert!(fresh.newly_generated && fresh.password.len() == 32);
     }
 
-    #[test]
-    fn the_htpasswd_is_reused_only_for_the_same_credentials() {
+    #[tokio::test]
+    async fn the_htpasswd_is_reused_only_for_the_same_credentials() {
+        // bcrypt's cost travels in the hash: a cheap one keeps the test fast.
+        let hash = bcrypt::hash_with_result("one", 4).expect("hash").format_for_version(bcrypt::Version::TwoY);
+        let line = format!("ironic:{hash}");
         let stored = Secret {
             metadata: ObjectMeta { name: Some("ironic-htpasswd".into()), ..Default::default() },
-            data: Some(
-                [
-                    (HTPASSWD_KEY.to_string(), ByteString(b"ironic:$2y$10$abc".to_vec())),
-                    (DIGEST_KEY.to_string(), ByteString(digest("ironic", "one").into_bytes())),
-                ]
-                .into(),
-            ),
+            data: Some([(HTPASSWD_KEY.to_string(), ByteString(line.clone().into_bytes()))].into()),
             ..Default::default()
         };
-        assert_eq!(reusable_htpasswd(Some(&stored), &digest("ironic", "one")).as_deref(), Some("ironic:$2y$10$abc"));
-        assert_eq!(reusable_htpasswd(Some(&stored), &digest("ironic", "two")), None);
-        assert_eq!(reusable_htpasswd(None, &digest("ironic", "one")), None);
-        assert_ne!(digest("a", "bc"), digest("ab", "c"));
+        assert_eq!(reusable_htpasswd(Some(&stored), "ironic", "one").await, Some(line.clone()));
+        assert_eq!(reusable_htpasswd(Some(&stored), "ironic", "one").await, Some(line), "remembered");
+        assert_eq!(reusable_htpasswd(Some(&stored), "ironic", "two").await, None);
+        assert_eq!(reusable_htpasswd(Some(&stored), "other", "one").await, None);
+        assert_eq!(reusable_htpasswd(None, "ironic", "one").await, None);
+        assert_ne!(fingerprint("a", "bc"), fingerprint("ab", "c"));
     }
 }

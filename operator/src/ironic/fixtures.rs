@@ -54,7 +54,6 @@ fn credentials(ironic: &Ironic) -> ApiCredentials {
         generated,
         newly_generated: false,
         htpasswd: "ironic:$2y$10$0123456789012345678901uFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE".into(),
-        digest: "digest".into(),
     }
 }
 

@@ -3,7 +3,7 @@
 //! the key of the request in flight, and the published CA bundle.
 
 use super::meta::meta;
-use crate::ironic::credentials::{DIGEST_KEY, HTPASSWD_KEY};
+use crate::ironic::credentials::HTPASSWD_KEY;
 use crate::ironic::names;
 use crate::ironic::resolve::Resolved;
 use crate::ironic::tls::csr::{REQUEST_DIGEST_KEY, REQUEST_KEY, SIGNER_ANNOTATION};
@@ -34,15 +34,9 @@ pub fn generated_credentials(resolved: &Resolved) -> Option<Secret> {
     })
 }
 
-/// The htpasswd line, with the digest of the credentials it was made from.
+/// The htpasswd line, and nothing a guess could be checked against faster than bcrypt.
 pub fn htpasswd(resolved: &Resolved) -> Secret {
-    let credentials = &resolved.credentials;
-    secret(
-        resolved,
-        resolved.names.htpasswd(),
-        "Opaque",
-        &[(HTPASSWD_KEY, credentials.htpasswd.as_bytes()), (DIGEST_KEY, credentials.digest.as_bytes())],
-    )
+    secret(resolved, resolved.names.htpasswd(), "Opaque", &[(HTPASSWD_KEY, resolved.credentials.htpasswd.as_bytes())])
 }
 
 /// The Auto CA (with its key) and the serving certificate it signs.
