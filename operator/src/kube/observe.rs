@@ -45,9 +45,16 @@ fn failed_condition(job: &Job) -> Option<&k8s_openapi::api::batch::v1::JobCondit
     job.status.iter().flat_map(|s| s.conditions.iter().flatten()).find(|c| c.type_ == "Failed" && c.status == "True")
 }
 
-/// The most recent container failure among the Job's pods, or the Job's own condition. A Job
-/// that ran out of time says so first: its killed container's exit code would hide why.
+/// The most recent container failure among the Job's pods, or the Job's own condition, as a
+/// status may carry it: scrubbed ([`super::scrub::scrubbed`]: values after secret-like keys
+/// redacted, the length bounded), because a container writes its termination message itself
+/// and may write a password into it.
 pub fn failure_message(job: &Job, pods: &[Pod]) -> String {
+    super::scrub::scrubbed(&unscrubbed_failure(job, pods), &[])
+}
+
+/// A Job that ran out of time says so first: its killed container's exit code would hide why.
+fn unscrubbed_failure(job: &Job, pods: &[Pod]) -> String {
     if let Some(c) = failed_condition(job).filter(|c| c.reason.as_deref() == Some(DEADLINE_EXCEEDED)) {
         let deadline = job.spec.as_ref().and_then(|s| s.active_deadline_seconds);
         return format!(
@@ -238,6 +245,15 @@ mod tests {
             state,
             JobState::Failed { message: "BackoffLimitExceeded: Job has reached the specified backoff limit".into() }
         );
+    }
+
+    #[test]
+    fn a_password_a_container_writes_into_its_termination_message_never_reaches_status() {
+        let pod = failed_pod(1, &format!("connect failed: password={} host=db\n{}", "hunter22", "x".repeat(5000)));
+        let message = failure_message(&job(&[("Failed", "True")]), &[pod]);
+        assert!(!message.contains("hunter22"), "{message}");
+        assert!(message.contains("container database-upgrade exited with code 1: connect failed"), "{message}");
+        assert!(message.len() < 2000, "bounded: {} bytes", message.len());
     }
 
     #[test]
