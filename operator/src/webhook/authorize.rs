@@ -33,6 +33,13 @@ pub fn job_review(author: &JobAuthor) -> LocalSubjectAccessReview {
     }
 }
 
+/// Whether this operator would run the service's Jobs at all: only in the namespaces it watches
+/// (all, when it watches all). Elsewhere (another instance's namespaces, in a namespaced
+/// install whose webhook still sees every namespace) it runs nothing, and may not even ask.
+pub fn concerns(watched: &[String], namespace: &str) -> bool {
+    watched.is_empty() || watched.iter().any(|w| w == namespace)
+}
+
 /// Asks the apiserver whether `author` may create Jobs in their namespace.
 pub async fn may_create_jobs(client: &Client, author: &JobAuthor) -> Result<bool, kube::Error> {
     let api: Api<LocalSubjectAccessReview> = Api::namespaced(client.clone(), &author.namespace);
@@ -54,6 +61,14 @@ pub fn refusal(author: &JobAuthor) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::api::authentication::v1::UserInfo;
+
+    #[test]
+    fn only_the_watched_namespaces_are_this_operators_concern() {
+        assert!(concerns(&[], "anywhere"));
+        let watched = ["metal3".to_string(), "edge".to_string()];
+        assert!(concerns(&watched, "edge"));
+        assert!(!concerns(&watched, "team-b"));
+    }
 
     #[test]
     fn the_review_asks_for_the_authors_identity_and_jobs_in_their_namespace() {

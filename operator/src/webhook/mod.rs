@@ -184,7 +184,12 @@ pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToke
         host_pools: ctx.host_pools.clone(),
         reserved_account: ctx.reserved_account.clone(),
     };
-    let served = server::Served { resolver: resolver.clone(), policy, client: ctx.client.clone() };
+    let served = server::Served {
+        resolver: resolver.clone(),
+        policy,
+        client: ctx.client.clone(),
+        watched: ctx.namespaces.clone(),
+    };
     let addr = server::serve(config.addr, served, config.limits, ctx.metrics.clone(), shutdown.clone()).await?;
     if let Some(client) = &config.register {
         registration::apply(&ctx.client, client, ca_pem.as_deref()).await.map_err(|e| Error::Register(Box::new(e)))?;

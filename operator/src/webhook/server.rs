@@ -36,12 +36,13 @@ pub const BODY_BUDGET: usize = 6 * MAX_REVIEW_BYTES;
 /// Reviews parsed and validated at once.
 pub const PARSING: usize = 2;
 
-/// What the server answers with: its certificate, the operator's policy, and the client it
-/// asks the apiserver's authorizer with.
+/// What the server answers with: its certificate, the operator's policy, the client it asks
+/// the apiserver's authorizer with, and the namespaces the operator watches (empty: all).
 pub struct Served {
     pub resolver: Arc<Resolver>,
     pub policy: Policy,
     pub client: Client,
+    pub watched: Vec<String>,
 }
 
 /// Binds `addr` and serves until `shutdown`; returns the bound address.
@@ -52,7 +53,7 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<SocketAddr, Error> {
-    let Served { resolver, policy, client } = served;
+    let Served { resolver, policy, client, watched } = served;
     let (listener, bound) = serve::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
     let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
@@ -61,7 +62,7 @@ pub async fn serve(
         .with_cert_resolver(resolver);
     tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let transport = Transport::Tls(TlsAcceptor::from(Arc::new(tls)));
-    let app = router(Arc::new(Reviews::new(policy, client)));
+    let app = router(Arc::new(Reviews::new(policy, client, watched)));
     tracing::info!(%bound, max_connections = limits.max_connections, "webhook server listening");
     serve::spawn(listener, Server { name: "webhook", transport, app, limits, metrics }, shutdown);
     Ok(bound)
@@ -74,13 +75,15 @@ struct Reviews {
     bodies: Arc<Semaphore>,
     parsing: Arc<Semaphore>,
     client: Client,
+    watched: Vec<String>,
 }
 
 impl Reviews {
-    fn new(policy: Policy, client: Client) -> Self {
+    fn new(policy: Policy, client: Client, watched: Vec<String>) -> Self {
         Self {
             policy: Arc::new(policy),
             client,
+            watched,
             bodies: Arc::new(Semaphore::new(BODY_BUDGET)),
             parsing: Arc::new(Semaphore::new(PARSING)),
         }
@@ -123,7 +126,7 @@ async fn validate(State(reviews): State<Arc<Reviews>>, Path(segment): Path<Strin
             Err(status) => return status.into_response(),
         }
     };
-    let answer = authorized(&reviews.client, answer).await;
+    let answer = authorized(&reviews.client, &reviews.watched, answer).await;
     match serde_json::to_vec(&answer) {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], Body::from(json)).into_response(),
         Err(err) => {
@@ -145,9 +148,9 @@ async fn answer(kind: Kind, body: Bytes, policy: Arc<Policy>) -> Result<Answer, 
 /// The answer, once the apiserver's authorizer agrees that its author may do what it makes
 /// the operator do; refused when it does not, or cannot be asked (refusing is the safe way
 /// to fail, as the webhook's own `failurePolicy` is).
-async fn authorized(client: &Client, answer: Answer) -> Answer {
+async fn authorized(client: &Client, watched: &[String], answer: Answer) -> Answer {
     let Some(author) = answer.requires.clone() else { return answer };
-    if !answer.response.allowed {
+    if !answer.response.allowed || !authorize::concerns(watched, &author.namespace) {
         return answer;
     }
     let uid = answer.response.uid.clone();
