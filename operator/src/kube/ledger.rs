@@ -2,8 +2,9 @@
 //!
 //! It insists on what every owned object must carry (the namespace, a controller reference to
 //! the owner, the managed-by label and the labels of its scope), applies with server-side apply
-//! under the one field manager, and only over objects the owner controls, creates Jobs once (their pod template is immutable, and an
-//! existing Job, finished or not, is what must be observed), remembers what it wrote, and
+//! under the one field manager and only over objects the owner controls, creates Jobs once
+//! (their pod template is immutable, and an existing Job, finished or not, is what must be
+//! observed), remembers what it wrote, and
 //! prunes: [`Ledger::prune`] deletes the owned objects of one kind, in its scope, that this
 //! reconcile did not write. Only objects the owner controls are ever deleted.
 
@@ -165,11 +166,7 @@ impl Ledger {
         self.stamp(object.meta_mut());
         let name = object.name_any();
         let existing = self.api::<K>().get_metadata_opt(&name).await.map_err(KubeError::of::<K>(Verb::Get, &name))?;
-        if let Some(existing) = existing
-            && !controlled_by(&existing.metadata, &self.owner.uid)
-        {
-            return Err(self.in_the_way(K::kind(&()).into_owned(), &name));
-        }
+        self.ours_or_absent(&K::kind(&()), &name, existing.as_ref().map(|e| &e.metadata))?;
         self.apply_stamped(object).await
     }
 
@@ -222,11 +219,7 @@ impl Ledger {
             .get_metadata_opt(&name)
             .await
             .map_err(|source| KubeError::new(Verb::Get, resource.kind.clone(), &name, source))?;
-        if let Some(existing) = existing
-            && !controlled_by(&existing.metadata, &self.owner.uid)
-        {
-            return Err(self.in_the_way(resource.kind.clone(), &name));
-        }
+        self.ours_or_absent(&resource.kind, &name, existing.as_ref().map(|e| &e.metadata))?;
         let stored = api
             .patch(&name, &apply_params(), &Patch::Apply(&object))
             .await
@@ -265,6 +258,14 @@ impl Ledger {
             return Ok(object);
         }
         Err(self.in_the_way(K::kind(&()).into_owned(), &object.name_any()))
+    }
+
+    /// Nothing of that name exists, or the owner controls what does: an apply may go ahead.
+    fn ours_or_absent(&self, kind: &str, name: &str, existing: Option<&ObjectMeta>) -> Result<(), KubeError> {
+        match existing {
+            Some(meta) if !controlled_by(meta, &self.owner.uid) => Err(self.in_the_way(kind.to_string(), name)),
+            _ => Ok(()),
+        }
     }
 
     fn in_the_way(&self, kind: String, name: &str) -> KubeError {
@@ -407,6 +408,24 @@ mod tests {
         assert_eq!(meta.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str), Some("x"));
         assert_eq!(meta.owner_references, None);
         assert!(!ledger.prunable("PersistentVolumeClaim", &meta), "nothing controls it");
+    }
+
+    #[tokio::test]
+    async fn an_apply_goes_ahead_only_over_nothing_or_what_the_owner_controls() {
+        let ledger = ledger().await;
+        let meta = |uid: &str| ObjectMeta {
+            owner_references: Some(vec![OwnerReference {
+                uid: uid.into(),
+                controller: Some(true),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        assert!(ledger.ours_or_absent("Secret", "x", None).is_ok());
+        assert!(ledger.ours_or_absent("Secret", "x", Some(&meta("uid-1"))).is_ok());
+        let theirs = ledger.ours_or_absent("Secret", "x", Some(&meta("someone-else"))).expect_err("in the way");
+        assert!(theirs.is_in_the_way(), "{theirs}");
+        assert!(ledger.ours_or_absent("Secret", "x", Some(&ObjectMeta::default())).is_err(), "nobody's is not ours");
     }
 
     #[tokio::test]
