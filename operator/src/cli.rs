@@ -76,6 +76,13 @@ pub struct RunArgs {
           value_parser = crds::ironic::IronicValidationOptions::from_feature_gates)]
     pub feature_gates: crds::ironic::IronicValidationOptions,
 
+    /// The namespaces where an `Ironic` may run, separated by commas (`*` for every namespace
+    /// the operator watches); by default the operator's own namespace (`--pod-namespace`). An
+    /// Ironic's workload needs rights an admin grants per namespace (design/install.md); the
+    /// controller and the webhook refuse an Ironic anywhere else.
+    #[arg(long = "ironic-namespaces", env = "IRONIC_NAMESPACES", default_value = "")]
+    pub ironic_namespaces: crds::ironic::IronicNamespaces,
+
     /// Host pools opened to NodeSets of other namespaces, `NODESET_NAMESPACE=BMH_NAMESPACE`
     /// separated by commas. A NodeSet claims BareMetalHosts of its own namespace only, unless
     /// its namespace and its `bmhNamespace` are listed here; the controller and the webhook

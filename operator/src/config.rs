@@ -34,6 +34,8 @@ pub struct OperatorConfig {
     pub shutdown_grace: Duration,
     /// Feature gates: the one set the Ironic controller and the webhook both apply.
     pub features: crds::ironic::IronicValidationOptions,
+    /// The namespaces where an Ironic may run: the controller and the webhook both apply them.
+    pub ironic_namespaces: crds::ironic::IronicNamespaces,
     /// Host pools opened to NodeSets of other namespaces: the controller and the webhook both
     /// apply them.
     pub host_pools: crds::nodeset::HostPools,
@@ -57,6 +59,9 @@ impl OperatorConfig {
             nodeset: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             features: crds::ironic::IronicValidationOptions::default(),
+            // Tests deploy Ironics in namespaces of their own; the flags' default is the
+            // operator's namespace.
+            ironic_namespaces: crds::ironic::IronicNamespaces::Any,
             host_pools: crds::nodeset::HostPools::default(),
             reserved_account: None,
         }
@@ -81,6 +86,7 @@ impl TryFrom<RunArgs> for OperatorConfig {
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             features: args.feature_gates,
+            ironic_namespaces: args.ironic_namespaces.or_operator_namespace(args.pod_namespace.as_deref()),
             host_pools: args.nodeset_host_pools,
             reserved_account: match (args.pod_namespace, args.pod_service_account) {
                 (Some(namespace), Some(name)) => Some(crds::nodesetservice::ReservedAccount { namespace, name }),

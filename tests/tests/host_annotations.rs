@@ -18,7 +18,7 @@ const PAUSED: &str = "baremetalhost.metal3.io/paused";
 #[tokio::test]
 async fn a_detached_host_is_deleted_without_ironic_ever_deleting_it() -> anyhow::Result<()> {
     let t = HostEnv::with_operator("host-detach", Options::default()).await?;
-    let recorder = t.record();
+    let recorder = t.record().await?;
     t.provisioned_fake_host("fake-0").await?;
     let uuid = t.node_uuid("fake-0").await?;
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 #[tokio::test]
 async fn a_provisioned_host_is_adopted_not_redeployed_after_ironic_loses_its_database() -> anyhow::Result<()> {
     let mut t = HostEnv::with_operator("host-adopt", Options::default()).await?;
-    let recorder = t.record();
+    let recorder = t.record().await?;
     let (_, iso) = t.provisioned_fake_host("fake-0").await?;
     let first = t.node_uuid("fake-0").await?;
     assert!(t.ironic_transitions(&first)?.contains(&"deploying".to_string()), "it was deployed once");

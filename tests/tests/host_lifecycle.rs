@@ -30,7 +30,7 @@ const FULL_CYCLE: [&str; 11] = [
 #[tokio::test]
 async fn a_fake_hardware_host_goes_through_the_whole_lifecycle() -> anyhow::Result<()> {
     let t = HostEnv::with_operator("host-fake", Options::default()).await?;
-    let recorder = t.record();
+    let recorder = t.record().await?;
     let iso = t.ironic.image_server().write_live_iso("live.iso")?;
     let mut spec = t.fake_spec("fake-0");
     spec["image"] = json!({"url": iso, "format": "live-iso"});
@@ -70,7 +70,7 @@ async fn a_fake_hardware_host_goes_through_the_whole_lifecycle() -> anyhow::Resu
 #[tokio::test]
 async fn a_redfish_virtualmedia_host_goes_through_the_whole_lifecycle_with_a_live_iso() -> anyhow::Result<()> {
     let t = HostEnv::with_operator("host-redfish", Options { sushy_systems: Some(1), ..Options::default() }).await?;
-    let recorder = t.record();
+    let recorder = t.record().await?;
     t.credentials_secret("bmc", host_common::BMC_USER, host_common::BMC_PASSWORD).await?;
     let iso = t.ironic.image_server().write_live_iso("live.iso")?;
     let mut spec = t.redfish_spec(0, "bmc")?;

@@ -138,7 +138,7 @@ async fn a_restored_condition_time_at_the_end_of_the_calendar_does_not_crash_the
 #[tokio::test]
 async fn the_inspect_annotation_inspects_an_available_host_again_and_is_consumed() -> anyhow::Result<()> {
     let t = HostEnv::with_operator("host-reinspect", Options::default()).await?;
-    let recorder = t.record();
+    let recorder = t.record().await?;
     t.create_host("insp-0", t.fake_spec("insp-0"), json!({})).await?;
     t.wait_state("insp-0", "available", secs(60)).await?;
     let inspected_once = recorder.states("insp-0").iter().filter(|s| *s == "inspecting").count();

@@ -20,7 +20,7 @@ async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> a
     let mut config = t.host_config();
     config.provisioning_limit = LIMIT;
     t.start_operator(config).await?;
-    let recorder = t.record();
+    let recorder = t.record().await?;
     let names: Vec<String> = (0..50).map(|i| format!("host-{i:02}")).collect();
     create_hosts_to_provision(&t, &names).await?;
 
@@ -160,7 +160,7 @@ async fn batch_env(prefix: &str) -> anyhow::Result<(HostEnv, Recorder)> {
     let mut config = t.host_config();
     config.provisioning_limit = BATCH_LIMIT;
     t.start_operator(config).await?;
-    let recorder = t.record();
+    let recorder = t.record().await?;
     Ok((t, recorder))
 }
 

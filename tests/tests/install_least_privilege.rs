@@ -53,7 +53,10 @@ async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> 
     let admin = cluster.cp.client();
     let ns = cluster.cp.namespace("install-cluster").await?;
     let other = cluster.cp.namespace("install-other").await?;
-    workloads::ironic_ready(&admin, &mut operator, &ns, &cluster.database).await?;
+    // An Ironic runs in the operator's own namespace by default, and nowhere else.
+    workloads::ironic_ready(&admin, &mut operator, DEFAULT_NAMESPACE, &cluster.database).await?;
+    let refused = workloads::apply(&admin, &ns, workloads::minimal_ironic()).await.expect_err("refused");
+    assert!(format!("{refused:#}").contains("--ironic-namespaces"), "{refused:#}");
     workloads::hosts_steady(&admin, &mut operator, &other, &cluster.ironic).await?;
     workloads::nodeset_steady(&admin, &mut operator, &other, &cluster.ironic).await?;
 
@@ -68,8 +71,13 @@ async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> 
         // Its Lease and certificate Secret names only, in its namespace.
         Ask { name: Some("another-lease"), ..ask("patch", "coordination.k8s.io", "leases", Some(DEFAULT_NAMESPACE)) },
         ask("get", "coordination.k8s.io", "leases", Some(&ns)),
+        // Ironic's workload only where an Ironic may run.
+        ask("create", "apps", "deployments", Some(&ns)),
+        ask("create", "apps", "daemonsets", Some("kube-system")),
+        ask("create", "", "persistentvolumeclaims", Some(&ns)),
     ]);
     let allowed = [
+        ask("create", "apps", "deployments", Some(DEFAULT_NAMESPACE)),
         ask("watch", "ironic.metal3.io", "ironics", None),
         ask("watch", "", "secrets", None),
         Ask {
@@ -96,6 +104,7 @@ async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_now
     let status = std::process::Command::new(binary()?)
         .args(["manifests", "--out", &tree.path().display().to_string()])
         .arg(format!("--watch-namespaces={first},{second}"))
+        .arg(format!("--ironic-namespaces={first}"))
         .status()?;
     anyhow::ensure!(status.success(), "ferrometal manifests failed");
     let mut objects = render(tree.path(), "default")?;
@@ -122,6 +131,8 @@ async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_now
     set_flag(&mut args, "webhook-addr", &format!("127.0.0.1:{webhook_port}"));
     let watch = env.iter().find(|(k, _)| k == "WATCH_NAMESPACE").map(|(_, v)| v.clone());
     assert_eq!(watch, Some(format!("{first},{second}")));
+    let ironic_namespaces = env.iter().find(|(k, _)| k == "IRONIC_NAMESPACES").map(|(_, v)| v.clone());
+    assert_eq!(ironic_namespaces, Some(first.clone()));
     let mut operator = cluster.operator(args, env).await?;
 
     let admin = cluster.cp.client();
@@ -150,6 +161,7 @@ async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_now
         },
         // cert-manager provides the certificate: no certificate Secret of its own.
         ask("create", "", "secrets", Some(DEFAULT_NAMESPACE)),
+        ask("create", "apps", "deployments", Some(&second)),
     ]);
     let allowed = [
         ask("watch", "", "secrets", Some(&first)),

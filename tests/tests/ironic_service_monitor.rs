@@ -41,6 +41,7 @@ async fn shipped_identity(env: &Env) -> anyhow::Result<kube::Client> {
         namespace: env.ns.clone(),
         service_account: "ferrometal".into(),
         watch_namespaces: vec![env.ns.clone()],
+        ironic_namespaces: Default::default(),
         labels: Default::default(),
     };
     let post = PostParams::default();
@@ -164,7 +165,7 @@ async fn the_service_monitor_follows_the_crd_and_the_spec_with_the_shipped_permi
     // Without the permission (an administrator's narrower role): a condition that names it,
     // and the Ironic stays Ready.
     let roles = Api::<Role>::namespaced(env.client(), &env.ns);
-    let mut role = roles.get("ferrometal-manager").await?;
+    let mut role = roles.get("ferrometal-ironic-workloads").await?;
     let rules = role.rules.take().unwrap_or_default();
     let before = rules.len();
     let rules: Vec<_> = rules
@@ -173,7 +174,7 @@ async fn the_service_monitor_follows_the_crd_and_the_spec_with_the_shipped_permi
         .collect();
     assert_eq!(rules.len() + 1, before, "the shipped role grants servicemonitors in one rule");
     role.rules = Some(rules);
-    roles.replace("ferrometal-manager", &PostParams::default(), &role).await?;
+    roles.replace("ferrometal-ironic-workloads", &PostParams::default(), &role).await?;
     patch_exporter(&env, json!({"enabled": true, "disableServiceMonitor": false})).await?;
     let ironic = wait_condition(&env, "ironic", SERVICE_MONITOR_READY, "False", "Forbidden").await?;
     let forbidden = condition_of(&ironic, SERVICE_MONITOR_READY).expect("ServiceMonitorReady");

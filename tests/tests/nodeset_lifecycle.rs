@@ -36,7 +36,7 @@ async fn deleting_a_provisioned_nodeset_deprovisions_nothing_and_recreating_it_a
     env.nodes_active(&machines).await?;
 
     // The reported failure: deleting the NodeSet deprovisioned every machine.
-    let states = env.t.record();
+    let states = env.t.record().await?;
     let before = env.node_transitions(&machines).await?;
     let requests = env.provision_state_requests()?;
     env.delete_nodeset("computes").await?;
@@ -89,7 +89,7 @@ async fn day_two_edits_rerun_only_the_affected_services_and_never_touch_the_mach
     let jobs = env.record_jobs().await?;
     env.create_nodeset("computes", env.spec(&HOSTS, &["bootstrap", "configure-network", "configure-os"])).await?;
     env.wait_ready("computes", secs(300)).await?;
-    let states = env.t.record();
+    let states = env.t.record().await?;
     let requests = env.provision_state_requests()?;
 
     let count = |service: &str, host: &str| jobs.runs(service, host);
@@ -165,7 +165,7 @@ async fn an_edited_image_only_marks_hosts_outdated_and_a_reprovision_token_repro
     env.create_nodeset("computes", env.spec(&hosts, &["bootstrap"])).await?;
     let ready = env.wait_ready("computes", secs(300)).await?;
     let claimed = NodeSetEnv::bmh_names(&ready);
-    let states = env.t.record();
+    let states = env.t.record().await?;
     let requests = env.provision_state_requests()?;
 
     let new_iso = env.t.ironic.image_server().write_live_iso("live-2.iso")?;

@@ -18,7 +18,7 @@ async fn a_restart_mid_provisioning_and_mid_rollout_converges_without_repeating_
     env.service("bootstrap", true, "bootstrap:1").await?;
     env.service("configure-os", false, "configure-os:1").await?;
     let jobs = env.record_jobs().await?;
-    let states = env.t.record();
+    let states = env.t.record().await?;
     let hosts = ["compute-0", "compute-1", "compute-2"];
     env.create_nodeset("computes", env.spec(&hosts, &["bootstrap", "configure-os"])).await?;
 

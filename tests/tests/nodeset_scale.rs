@@ -29,7 +29,7 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
     env.create_nodeset("computes", env.spec(&["compute-0", "compute-1"], &["bootstrap"])).await?;
     let ready = env.wait_ready("computes", secs(300)).await?;
     let first = NodeSetEnv::bmh_names(&ready);
-    let states = env.t.record();
+    let states = env.t.record().await?;
 
     // Scale out: only the new host is claimed and provisioned.
     let nodes = json!({"compute-2": {"networks": [{"name": "ctlplane", "addresses": ["192.0.2.12/24"]}]}});
@@ -47,7 +47,7 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
     assert_eq!(jobs.runs("bootstrap", "compute-2"), 1);
 
     // Removed under Retain: the machine keeps running, claimed; re-added, it is adopted as it is.
-    let states = env.t.record();
+    let states = env.t.record().await?;
     env.patch_spec("computes", json!({"nodes": {"compute-2": null}})).await?;
     env.wait_nodeset("computes", "compute-2 released", secs(60), |n| {
         processed(n) && NodeSetEnv::bmh_names(n).len() == 2
@@ -119,7 +119,7 @@ async fn a_host_removed_in_the_same_edit_that_switched_to_deprovision_is_retaine
     env.create_nodeset("computes", env.spec(&["compute-0", "compute-1"], &[])).await?;
     env.wait_ready("computes", secs(300)).await?;
     let before = hosts_of(&env, "computes").await?;
-    let states = env.t.record();
+    let states = env.t.record().await?;
     env.patch_spec("computes", json!({"deletionPolicy": "Deprovision", "nodes": {"compute-1": null}})).await?;
     env.wait_nodeset("computes", "compute-1 released", secs(60), |n| {
         processed(n) && NodeSetEnv::bmh_names(n).len() == 1

@@ -234,3 +234,40 @@ async fn a_secret_someone_else_made_under_a_name_the_operator_writes_is_reported
     operator.shutdown().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn an_ironic_outside_the_namespaces_an_admin_listed_is_refused_and_nothing_is_made_there() -> anyhow::Result<()> {
+    let env = Env::start("tenancy-ironic-ns").await?;
+    let mut config = env.operator_config();
+    config.ironic = Some(ironic_common::ironic_config());
+    config.ironic_namespaces = "ferrometal-system".parse().map_err(anyhow::Error::msg)?;
+    let operator = env.start_operator(config).await?;
+    ironic_common::create_ironic(
+        &env,
+        json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+        "metadata": {"name": "ironic"}, "spec": {}}),
+    )
+    .await?;
+
+    let ironic = ironic_common::wait_for(&env, "ironic", "the namespace refused", 90 * SECOND, |ironic| {
+        ironic_common::condition_of(ironic, "Degraded")
+            .is_some_and(|c| c.status == "True" && c.reason == "NamespaceNotListed")
+    })
+    .await?;
+    assert!(ironic_common::condition_of(&ironic, "Ready").is_some_and(|c| c.status == "False"));
+    let ready = ironic_common::condition_of(&ironic, "Degraded").map(|c| c.message.clone()).unwrap_or_default();
+    assert!(ready.contains("--ironic-namespaces") && ready.contains("ferrometal-system"), "{ready}");
+    // A few more reconciles' time: still nothing of Ironic's in the namespace.
+    tokio::time::sleep(3 * SECOND).await;
+    let secrets: Api<Secret> = Api::namespaced(env.client(), &env.ns);
+    let made = secrets.list(&ListParams::default()).await?;
+    assert!(
+        made.items.is_empty(),
+        "no Secret written: {:?}",
+        made.items.iter().map(|s| s.metadata.name.clone()).collect::<Vec<_>>()
+    );
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(env.client(), &env.ns);
+    assert!(deployments.list(&ListParams::default()).await?.items.is_empty(), "no Deployment");
+    operator.shutdown().await?;
+    Ok(())
+}

@@ -4,6 +4,7 @@
 
 pub mod components;
 pub mod database;
+pub mod namespaces;
 pub mod networking;
 pub mod overrides;
 pub mod status;
@@ -16,6 +17,7 @@ pub use components::{
     ProviderNetworkType, SwitchPortMode,
 };
 pub use database::{Database, DatabaseBackup, DatabaseStorage, ManagedDatabase, ManagedDatabaseTls};
+pub use namespaces::IronicNamespaces;
 pub use networking::{Dhcp, DhcpRange, Ingress, IpAddressManager, Keepalived, KeepalivedVip, Networking};
 pub use overrides::{AgentImages, CpuArchitecture, Overrides};
 pub use status::{

@@ -71,6 +71,8 @@ pub struct Layout {
     /// Watched namespaces; empty watches the whole cluster (ClusterRoles), otherwise Roles
     /// only, one per watched namespace.
     pub watch_namespaces: Vec<String>,
+    /// Where an Ironic may run; none listed means the operator's own namespace.
+    pub ironic_namespaces: crds::ironic::IronicNamespaces,
     pub image: String,
 }
 
@@ -79,6 +81,7 @@ impl Default for Layout {
         Self {
             namespace: DEFAULT_NAMESPACE.to_string(),
             watch_namespaces: Vec::new(),
+            ironic_namespaces: crds::ironic::IronicNamespaces::default(),
             image: image(env!("CARGO_PKG_VERSION")),
         }
     }
@@ -105,6 +108,7 @@ impl Layout {
             namespace: self.namespace.clone(),
             service_account: NAME.to_string(),
             watch_namespaces: self.watch_namespaces.clone(),
+            ironic_namespaces: self.ironic_namespaces.clone(),
             labels: self.labels(),
         }
     }

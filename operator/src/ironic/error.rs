@@ -39,6 +39,7 @@ impl Error {
         match self {
             Self::Dereference(err) => err.kube().and_then(KubeError::failure),
             Self::Validate(err @ validate::Error::InvalidSpec(_)) => failed(reasons::INVALID_SPEC, err),
+            Self::Validate(err @ validate::Error::NamespaceNotListed(_)) => failed(reasons::NAMESPACE_NOT_LISTED, err),
             Self::Validate(err @ validate::Error::UnsupportedVersion(_)) => failed(reasons::UNSUPPORTED_VERSION, err),
             Self::Validate(err @ (validate::Error::Missing { .. } | validate::Error::InvalidLinked(_))) => {
                 failed(reasons::INVALID_LINKED_RESOURCE, err)

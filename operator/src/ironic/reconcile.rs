@@ -30,6 +30,7 @@ impl IronicController {
         notices: &mut Notices,
     ) -> Result<Outcome, Error> {
         let config = &self.config;
+        validate::namespace(ironic, &self.ctx.ironic_namespaces)?;
         let found = dereference::run(ledger, ironic).await?;
         let valid = validate::run(ironic, &found, config, notices)?;
         facts.version = Some(valid.version.clone());

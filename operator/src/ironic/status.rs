@@ -22,6 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 /// Reasons of Progressing and Degraded.
 pub mod reasons {
     pub const INVALID_SPEC: &str = "InvalidSpec";
+    pub const NAMESPACE_NOT_LISTED: &str = "NamespaceNotListed";
     pub const UNSUPPORTED_VERSION: &str = "UnsupportedVersion";
     pub const INVALID_LINKED_RESOURCE: &str = "InvalidLinkedResource";
     pub const RESOURCE_CONFLICT: &str = "ResourceConflict";

@@ -9,7 +9,7 @@ use super::linked::{self, Linked, Reference, Source, SourceKind};
 use super::unsupported;
 use super::version::{self, ResolvedVersion, UnsupportedVersion};
 use crate::kube::Notices;
-use crds::ironic::{Ironic, IronicSpec, IronicValidationOptions};
+use crds::ironic::{Ironic, IronicNamespaces, IronicSpec, IronicValidationOptions};
 use crds::validation::{FieldError, summarize};
 
 /// Why an Ironic cannot be deployed as it is.
@@ -23,6 +23,8 @@ pub enum Error {
     Missing { field: &'static str, kind: SourceKind, name: String },
     #[error("{0}")]
     InvalidLinked(String),
+    #[error("{0}")]
+    NamespaceNotListed(String),
 }
 
 /// Said once per generation when the certificate should cover node addresses and cannot.
@@ -37,6 +39,16 @@ pub struct Valid {
     pub version: ResolvedVersion,
     /// Every linked resource, present with the keys the pods read.
     pub linked: Linked,
+}
+
+/// The first check, before anything of the namespace is read: an Ironic runs only where an
+/// operator admin lists (`--ironic-namespaces`), since its workload needs rights the install
+/// grants there alone.
+pub fn namespace(ironic: &Ironic, allowed: &IronicNamespaces) -> Result<(), Error> {
+    match allowed.check(ironic.metadata.namespace.as_deref().unwrap_or_default()) {
+        Some(refusal) => Err(Error::NamespaceNotListed(refusal.message)),
+        None => Ok(()),
+    }
 }
 
 /// Validates `ironic` and what it refers to.
@@ -101,6 +113,20 @@ mod tests {
         );
         let ok = spec(&IronicSpec::default(), &IronicValidationOptions::default(), &ImageDefaults::default());
         assert_eq!(ok.map(|v| v.version.to_string()).ok().as_deref(), Some("38.0"));
+    }
+
+    #[test]
+    fn an_ironic_outside_the_listed_namespaces_is_refused_with_the_way_to_allow_it() {
+        let mut ironic = Ironic::new("ironic", IronicSpec::default());
+        ironic.metadata.namespace = Some("team-a".into());
+        let listed: IronicNamespaces = "metal3".parse().expect("parses");
+        let err = namespace(&ironic, &listed).expect_err("refused");
+        let failed = super::super::error::Error::Validate(err).failure();
+        let Some(crate::kube::Progress::Failed { reason, message }) = failed else { panic!("a failure") };
+        assert_eq!(reason, "NamespaceNotListed");
+        assert!(message.contains("--ironic-namespaces") && message.contains("metal3"), "{message}");
+        ironic.metadata.namespace = Some("metal3".into());
+        assert!(namespace(&ironic, &listed).is_ok());
     }
 
     fn reference() -> Reference {

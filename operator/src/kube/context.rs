@@ -20,6 +20,9 @@ pub struct Context {
     pub identity: String,
     /// Feature gates, applied alike by the controllers and the webhook.
     pub features: crds::ironic::IronicValidationOptions,
+    /// The namespaces where an Ironic may run, applied alike by the Ironic controller and the
+    /// webhook.
+    pub ironic_namespaces: crds::ironic::IronicNamespaces,
     /// Host pools opened to NodeSets of other namespaces, applied alike by the NodeSet
     /// controller and the webhook.
     pub host_pools: crds::nodeset::HostPools,

@@ -142,6 +142,7 @@ mod tests {
             namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
             identity: "test".into(),
             features: Default::default(),
+            ironic_namespaces: crds::ironic::IronicNamespaces::Any,
             host_pools: Default::default(),
             reserved_account: None,
         }

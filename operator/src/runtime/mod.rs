@@ -51,6 +51,7 @@ impl Operator {
             namespaces: config.namespaces.clone(),
             identity: config.identity.clone(),
             features: config.features.clone(),
+            ironic_namespaces: config.ironic_namespaces.clone(),
             host_pools: config.host_pools.clone(),
             reserved_account: config.reserved_account.clone(),
         });

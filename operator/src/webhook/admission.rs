@@ -3,7 +3,7 @@
 use super::envelope::{Answer, JobAuthor, Object, Request, Review, Weight};
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
-use crds::ironic::{Ironic, IronicValidationOptions};
+use crds::ironic::{Ironic, IronicNamespaces, IronicValidationOptions};
 use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
 use crds::nodesetservice::{ReservedAccount, validate_service_account};
@@ -69,14 +69,29 @@ impl Kind {
 }
 
 /// What the operator's flags add to the kinds' own rules: the controllers apply the same.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Policy {
     /// Feature gates (the Ironic's rules).
     pub features: IronicValidationOptions,
+    /// The namespaces where an Ironic may run.
+    pub ironic_namespaces: IronicNamespaces,
     /// Host pools opened to NodeSets of other namespaces.
     pub host_pools: HostPools,
     /// The operator's own ServiceAccount, which no NodeSetService may run as.
     pub reserved_account: Option<ReservedAccount>,
+}
+
+impl Default for Policy {
+    /// A base for tests: any namespace runs an Ironic (the runtime fills every field from the
+    /// flags, whose default is the operator's own namespace).
+    fn default() -> Self {
+        Self {
+            features: IronicValidationOptions::default(),
+            ironic_namespaces: IronicNamespaces::Any,
+            host_pools: HostPools::default(),
+            reserved_account: None,
+        }
+    }
 }
 
 /// What the rules found: the violations, and whether they looked at the object at all (an
@@ -160,7 +175,9 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
     let errors = match kind {
         Kind::Ironic => {
             let (new, old) = typed::<Ironic>(&new, old)?;
-            crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), &policy.features)
+            let mut errors = crds::ironic::validate_ironic(&new.spec, old.as_ref().map(|o| &o.spec), &policy.features);
+            errors.extend(policy.ironic_namespaces.check(namespace));
+            errors
         }
         Kind::BareMetalHost => {
             let (new, old) = typed::<BareMetalHost>(&new, old)?;
@@ -256,6 +273,22 @@ mod tests {
         let opened = Policy { host_pools: "team-a=team-b".parse().expect("pools"), ..Policy::default() };
         let allowed = answer(Kind::NodeSet, nodeset(), &opened);
         assert!(allowed.allowed, "{:?}", allowed.status);
+    }
+
+    #[test]
+    fn an_ironic_outside_the_listed_namespaces_is_refused() {
+        let ironic = || {
+            let mut r = review_of(json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+                "metadata": {"name": "ironic", "namespace": "team-a"}, "spec": {}}));
+            r["request"]["namespace"] = json!("team-a");
+            r
+        };
+        let listed = Policy { ironic_namespaces: "metal3".parse().expect("list"), ..Policy::default() };
+        let denied = answer(Kind::Ironic, ironic(), &listed);
+        assert!(!denied.allowed);
+        assert!(message(&denied).contains("--ironic-namespaces"), "{}", message(&denied));
+        let team_a = Policy { ironic_namespaces: "team-a".parse().expect("list"), ..Policy::default() };
+        assert!(answer(Kind::Ironic, ironic(), &team_a).allowed);
     }
 
     #[test]

@@ -181,6 +181,7 @@ pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToke
     let (resolver, ca_pem) = certs::load(&ctx.client, &config).await?;
     let policy = Policy {
         features: ctx.features.clone(),
+        ironic_namespaces: ctx.ironic_namespaces.clone(),
         host_pools: ctx.host_pools.clone(),
         reserved_account: ctx.reserved_account.clone(),
     };

@@ -219,6 +219,9 @@ fn start_operator(
         .arg(format!("--webhook-addr=127.0.0.1:{webhook_port}"))
         .arg(format!("--webhook-url=https://127.0.0.1:{webhook_port}"))
         .arg("--webhook-secret-namespace=ferrometal-system")
+        // The sample Ironic's namespace, as an admin lists it (the default would be the
+        // operator's own namespace, which a process outside a pod does not have).
+        .arg(format!("--ironic-namespaces={}", samples::NAMESPACE))
         .args(operator_ironic_flags(ironic, auth_dir));
     ManagedProcess::spawn("ferrometal", cmd, &options.state_dir.join("operator.log"))
 }

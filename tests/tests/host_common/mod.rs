@@ -370,8 +370,10 @@ impl HostEnv {
     }
 
     /// Starts recording the states of every host of the namespace.
-    pub fn record(&self) -> Recorder {
-        Recorder::start(self.hosts.clone())
+    /// Starts recording once the watch has listed the namespace, so no state
+    /// written after this returns can be missed.
+    pub async fn record(&self) -> anyhow::Result<Recorder> {
+        Recorder::start(self.hosts.clone()).await
     }
 }
 
@@ -437,13 +439,18 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    fn start(hosts: Api<BareMetalHost>) -> Self {
+    async fn start(hosts: Api<BareMetalHost>) -> anyhow::Result<Self> {
         let recording = Arc::new(Mutex::new(Recording::default()));
         let sink = recording.clone();
+        let (listed, ready) = tokio::sync::oneshot::channel();
+        let mut listed = Some(listed);
         let task = tokio::spawn(async move {
             let mut events = watcher::watcher(hosts, watcher::Config::default()).boxed();
             while let Some(event) = events.next().await {
                 let Ok(event) = event else { continue };
+                if matches!(event, Event::InitDone) {
+                    listed.take().map(|l| l.send(()));
+                }
                 let mut rec = sink.lock().unwrap_or_else(|e| e.into_inner());
                 match event {
                     Event::Apply(host) | Event::InitApply(host) => rec.saw(&host),
@@ -458,7 +465,11 @@ impl Recorder {
                 rec.max_busy = rec.max_busy.max(busy);
             }
         });
-        Self { recording, task }
+        tokio::time::timeout(Duration::from_secs(60), ready)
+            .await
+            .context("the recorder's first list took over a minute")?
+            .context("the recorder stopped before its first list")?;
+        Ok(Self { recording, task })
     }
 
     /// The states `host` went through.

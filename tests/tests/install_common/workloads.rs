@@ -133,6 +133,11 @@ pub async fn ironic_ready(
     wait_steady(client, operator, namespace, &ironic, "ironic", "Ready", ready).await
 }
 
+/// The smallest Ironic, for admission checks.
+pub fn minimal_ironic() -> Value {
+    json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": {"name": "ironic"}, "spec": {}})
+}
+
 /// A MAC of its own for each host name (Ironic refuses a MAC another node has).
 pub fn mac(name: &str) -> String {
     let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));

@@ -97,9 +97,10 @@ pub fn permissions() -> (Vec<Value>, Vec<Value>) {
     let to_values = |rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>| {
         rules.iter().map(|r| serde_json::to_value(r).unwrap_or_default()).collect::<Vec<_>>()
     };
-    let mut namespaced = render::all_rules(Reach::Watched, Feature::Always);
-    namespaced.extend(render::all_rules(Reach::OperatorNamespace, Feature::Always));
-    (to_values(namespaced), to_values(render::all_rules(Reach::Cluster, Feature::Always)))
+    (
+        to_values(render::namespaced_rules(Feature::Always)),
+        to_values(render::all_rules(Reach::Cluster, Feature::Always)),
+    )
 }
 
 /// The ClusterServiceVersion of `version`.

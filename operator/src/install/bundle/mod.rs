@@ -9,7 +9,7 @@ mod descriptors;
 mod validation;
 
 use super::manifests::workload;
-use super::{Error, File, Layout, to_yaml};
+use super::{Error, File, Layout, NAME, to_yaml};
 use std::path::PathBuf;
 
 /// The directories `ferrometal bundle` owns below its output directory.
@@ -57,6 +57,14 @@ pub fn files(version: &str) -> Result<Vec<File>, Error> {
     files.push(File {
         path: PathBuf::from(format!("bundle/manifests/{}_v1_service.yaml", super::METRICS_SERVICE)),
         content: to_yaml(&[serde_json::to_value(&service).unwrap_or_default()])?,
+    });
+    // The NetworkPolicy: a kind OLM installs from a bundle (its catalog operator's supported
+    // kinds), in the operator's namespace. OLM's webhook Service targets the same port.
+    let mut policy = workload::network_policy(&Layout::default());
+    policy.metadata.namespace = None;
+    files.push(File {
+        path: PathBuf::from(format!("bundle/manifests/{NAME}_networking.k8s.io_v1_networkpolicy.yaml")),
+        content: to_yaml(&[serde_json::to_value(&policy).unwrap_or_default()])?,
     });
     let annotations: serde_json::Map<String, serde_json::Value> =
         annotations().into_iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(v))).collect();

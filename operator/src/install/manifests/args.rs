@@ -17,6 +17,10 @@ pub struct ManifestsArgs {
     /// operator gets Roles only, one per namespace.
     #[arg(long, value_delimiter = ',')]
     pub watch_namespaces: Vec<String>,
+    /// Namespaces where an `Ironic` may run, comma-separated (`*` for every watched namespace);
+    /// none means the operator's own. Its workload role is bound in each.
+    #[arg(long, default_value = "")]
+    pub ironic_namespaces: crds::ironic::IronicNamespaces,
     /// The operator image (default: this version's release image).
     #[arg(long)]
     pub image: Option<String>,
@@ -32,6 +36,7 @@ impl ManifestsArgs {
                 .map(|n| n.trim().to_string())
                 .filter(|n| !n.is_empty())
                 .collect(),
+            ironic_namespaces: self.ironic_namespaces.clone(),
             image: self.image.clone().unwrap_or_else(|| image(env!("CARGO_PKG_VERSION"))),
         }
     }

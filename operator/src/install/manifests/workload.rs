@@ -139,13 +139,26 @@ fn env(layout: &Layout, certificates: WebhookCertificates) -> Vec<EnvVar> {
         WebhookCertificates::Olm => field("WATCH_NAMESPACE", "metadata.annotations['olm.targetNamespaces']"),
         _ => value("WATCH_NAMESPACE", &layout.watch_namespaces.join(",")),
     };
-    vec![
+    let mut env = vec![
         field("POD_NAME", "metadata.name"),
         field("POD_NAMESPACE", "metadata.namespace"),
         field("POD_SERVICE_ACCOUNT", "spec.serviceAccountName"),
         watch,
         value("LOG_FORMAT", "json"),
-    ]
+    ];
+    let ironic = layout.ironic_namespaces.to_string();
+    match certificates {
+        // Under OLM the admin lists namespaces in the OperatorGroup, whose target namespaces get
+        // the CSV's permissions: Ironics run there (empty, for AllNamespaces, is the operator's
+        // own namespace).
+        WebhookCertificates::Olm => {
+            env.push(field("IRONIC_NAMESPACES", "metadata.annotations['olm.targetNamespaces']"))
+        }
+        // Unset, the operator's own namespace: where the workload Role is bound by default.
+        _ if !ironic.is_empty() => env.push(value("IRONIC_NAMESPACES", &ironic)),
+        _ => {}
+    }
+    env
 }
 
 fn probe(path: &str, period: i32) -> Probe {

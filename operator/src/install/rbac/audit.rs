@@ -89,3 +89,86 @@ fn the_scan_finds_the_kinds_of_api_calls() {
     assert_eq!(resources_named("Secret"), [Resource::new("", "secrets")]);
     assert_eq!(resources_named("Event").len(), 2, "core and events.k8s.io");
 }
+
+/// One grant: API group (`core` for the core group), resource, names it is limited to, verbs.
+type Grant = (String, String, Vec<String>, Vec<String>);
+
+/// The rows of `design/install.md`'s table "Every cluster-wide grant".
+fn documented_grants() -> Vec<Grant> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../design/install.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let Some((_, section)) = text.split_once("### Every cluster-wide grant") else { return Vec::new() };
+    let cells = |line: &str| line.trim().trim_matches('|').split('|').map(|c| c.trim().to_string()).collect::<Vec<_>>();
+    let list = |cell: &str| cell.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+    section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // the header and its rule
+        .map(|line| {
+            let row = cells(line);
+            let cell = |i: usize| row.get(i).cloned().unwrap_or_default();
+            let resource = cell(1);
+            let (plural, names) = match resource.split_once(" (") {
+                Some((plural, rest)) => {
+                    (plural.to_string(), rest.split('`').skip(1).step_by(2).map(String::from).collect())
+                }
+                None => (resource, Vec::new()),
+            };
+            (cell(0), plural, names, list(&cell(2)))
+        })
+        .collect()
+}
+
+/// Every rule of every ClusterRole the cluster-wide install renders, optional features' too.
+fn rendered_cluster_grants() -> Vec<Grant> {
+    let grantee = crate::install::Layout::default().grantee();
+    let mut out = Vec::new();
+    for feature in std::iter::once(super::Feature::Always).chain(super::Feature::OPTIONAL) {
+        for role in super::render::objects(&grantee, feature).iter().filter(|o| o["kind"] == "ClusterRole") {
+            let rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule> =
+                serde_json::from_value(role["rules"].clone()).unwrap_or_default();
+            for rule in rules {
+                let group = rule.api_groups.unwrap_or_default().concat();
+                let group = if group.is_empty() { "core".to_string() } else { group };
+                let resource = rule.resources.unwrap_or_default().concat();
+                out.push((group, resource, rule.resource_names.unwrap_or_default(), rule.verbs));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_cluster_wide_grant_is_in_the_design_table_with_its_reason_and_nothing_else_is() {
+    let mut documented = documented_grants();
+    let mut rendered = rendered_cluster_grants();
+    assert!(rendered.len() > 10, "the cluster-wide install renders its ClusterRoles ({})", rendered.len());
+    documented.sort();
+    rendered.sort();
+    let missing: Vec<_> = rendered.iter().filter(|g| !documented.contains(g)).collect();
+    let stale: Vec<_> = documented.iter().filter(|g| !rendered.contains(g)).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "design/install.md, \"Every cluster-wide grant\", must list exactly the rendered ClusterRoles' rules\n\
+         granted but not justified there: {missing:?}\nlisted but not granted: {stale:?}"
+    );
+}
+
+#[test]
+fn no_cluster_wide_grant_creates_a_workload_other_than_a_service_job() {
+    // Deployments, DaemonSets, StatefulSets and volumes are written only where an Ironic may
+    // run; a Job is the one workload created in every namespace (a NodeSetService's run).
+    for (group, resource, _, verbs) in rendered_cluster_grants() {
+        let workload = matches!(
+            resource.as_str(),
+            "deployments" | "daemonsets" | "statefulsets" | "persistentvolumeclaims" | "pods" | "services"
+        );
+        if workload {
+            assert!(
+                verbs.iter().all(|v| ["get", "list", "watch"].contains(&v.as_str())),
+                "{group}/{resource}: {verbs:?} cluster-wide"
+            );
+        }
+    }
+}

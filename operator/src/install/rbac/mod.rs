@@ -76,6 +76,11 @@ pub enum Reach {
     Watched,
     /// The operator's own namespace (its leader Lease, its webhook certificate).
     OperatorNamespace,
+    /// The namespaces where an `Ironic` may run (`--ironic-namespaces`, the operator's own by
+    /// default): an Ironic's workload, its generated Secrets and Jobs. Never the whole cluster
+    /// unless an admin asks for it (`*`), because a Deployment, DaemonSet or Job created in
+    /// any namespace runs as any ServiceAccount there.
+    IronicNamespaces,
     /// Cluster-scoped objects; only ClusterRoles can grant these.
     Cluster,
 }

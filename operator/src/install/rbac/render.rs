@@ -3,6 +3,7 @@
 
 use super::table::ALL;
 use super::{Component, Feature, Reach, Verb};
+use crds::ironic::IronicNamespaces;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use kube::api::ObjectMeta;
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,9 +11,14 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The rules `components` need in `reach` for `feature`: one rule per resource and name set,
 /// with the union of the verbs, sorted by group and resource so the output is stable.
 pub fn rules(components: &[&Component], reach: Reach, feature: Feature) -> Vec<PolicyRule> {
+    rules_in(components, &[reach], feature)
+}
+
+/// The rules of every reach of `reaches`, merged as [`rules`] merges one reach's.
+pub fn rules_in(components: &[&Component], reaches: &[Reach], feature: Feature) -> Vec<PolicyRule> {
     let mut merged: BTreeMap<(&str, String, Vec<&str>), BTreeSet<Verb>> = BTreeMap::new();
     for component in components {
-        for access in component.access.iter().filter(|a| a.reach == reach && a.feature == feature) {
+        for access in component.access.iter().filter(|a| reaches.contains(&a.reach) && a.feature == feature) {
             let mut names: Vec<&str> = access.names.to_vec();
             names.sort_unstable();
             merged
@@ -38,12 +44,19 @@ pub fn all_rules(reach: Reach, feature: Feature) -> Vec<PolicyRule> {
     rules(&ALL, reach, feature)
 }
 
+/// The rules of every namespaced reach, merged: the OLM bundle's `permissions` (OLM grants
+/// them in the namespaces of the OperatorGroup, or cluster-wide for AllNamespaces).
+pub fn namespaced_rules(feature: Feature) -> Vec<PolicyRule> {
+    rules_in(&ALL, &[Reach::Watched, Reach::OperatorNamespace, Reach::IronicNamespaces], feature)
+}
+
 /// The name of the role granting `feature` in `reach`.
 pub fn role_name(feature: Feature, reach: Reach) -> String {
     match (feature, reach) {
         (Feature::Always, Reach::Watched) => "ferrometal-manager".to_string(),
         (Feature::Always, Reach::OperatorNamespace) => "ferrometal-leader-election".to_string(),
         (Feature::Always, Reach::Cluster) => "ferrometal-cluster".to_string(),
+        (Feature::Always, Reach::IronicNamespaces) => "ferrometal-ironic-workloads".to_string(),
         (Feature::WebhookSelfManaged, Reach::OperatorNamespace) => "ferrometal-webhook-certificate".to_string(),
         (Feature::WebhookSelfManaged, Reach::Cluster) => "ferrometal-webhook-configuration".to_string(),
         (feature, Reach::Cluster) => format!("ferrometal-{}-cluster", feature.slug()),
@@ -59,6 +72,9 @@ pub struct Grantee {
     pub service_account: String,
     /// Watched namespaces; empty for the whole cluster (ClusterRoles for [`Reach::Watched`]).
     pub watch_namespaces: Vec<String>,
+    /// Where an Ironic may run ([`Reach::IronicNamespaces`]): a Role in each listed namespace
+    /// (the operator's own when none is listed), or what [`Reach::Watched`] gets for `*`.
+    pub ironic_namespaces: IronicNamespaces,
     pub labels: BTreeMap<String, String>,
 }
 
@@ -66,13 +82,16 @@ pub struct Grantee {
 pub fn objects(grantee: &Grantee, feature: Feature) -> Vec<serde_json::Value> {
     let mut roles = Vec::new();
     let mut bindings = Vec::new();
-    for reach in [Reach::Watched, Reach::OperatorNamespace, Reach::Cluster] {
+    let ironic_namespaces = grantee.ironic_namespaces.clone().or_operator_namespace(Some(&grantee.namespace));
+    for reach in [Reach::Watched, Reach::IronicNamespaces, Reach::OperatorNamespace, Reach::Cluster] {
         let rules = all_rules(reach, feature);
         if rules.is_empty() {
             continue;
         }
         let name = role_name(feature, reach);
-        let cluster_wide = reach == Reach::Cluster || (reach == Reach::Watched && grantee.watch_namespaces.is_empty());
+        let like_watched =
+            reach == Reach::Watched || (reach == Reach::IronicNamespaces && ironic_namespaces.listed().is_none());
+        let cluster_wide = reach == Reach::Cluster || (like_watched && grantee.watch_namespaces.is_empty());
         if cluster_wide {
             roles.push(to_value(&ClusterRole {
                 metadata: meta(&name, None, grantee),
@@ -86,8 +105,9 @@ pub fn objects(grantee: &Grantee, feature: Feature) -> Vec<serde_json::Value> {
             }));
             continue;
         }
-        let namespaces = match reach {
-            Reach::OperatorNamespace => vec![grantee.namespace.clone()],
+        let namespaces = match (reach, ironic_namespaces.listed()) {
+            (Reach::OperatorNamespace, _) => vec![grantee.namespace.clone()],
+            (Reach::IronicNamespaces, Some(listed)) => listed.iter().cloned().collect(),
             _ => grantee.watch_namespaces.clone(),
         };
         for namespace in namespaces {
@@ -140,6 +160,7 @@ mod tests {
             namespace: "ops".into(),
             service_account: "ferrometal".into(),
             watch_namespaces: watch.iter().map(|n| n.to_string()).collect(),
+            ironic_namespaces: IronicNamespaces::default(),
             labels: BTreeMap::new(),
         }
     }
@@ -160,7 +181,8 @@ mod tests {
         let kinds = kinds(&objects);
         assert!(kinds.contains(&("ClusterRole".into(), "".into(), "ferrometal-manager".into())));
         assert!(kinds.contains(&("Role".into(), "ops".into(), "ferrometal-leader-election".into())));
-        assert_eq!(kinds.len(), 4, "{kinds:?}");
+        assert!(kinds.contains(&("Role".into(), "ops".into(), "ferrometal-ironic-workloads".into())));
+        assert_eq!(kinds.len(), 6, "{kinds:?}");
     }
 
     #[test]
@@ -172,6 +194,32 @@ mod tests {
             assert!(kinds.contains(&("Role".into(), ns.into(), "ferrometal-manager".into())));
             assert!(kinds.contains(&("RoleBinding".into(), ns.into(), "ferrometal-manager".into())));
         }
+    }
+
+    #[test]
+    fn ironic_workloads_are_granted_only_in_the_listed_namespaces_even_cluster_wide() {
+        let listed = Grantee { ironic_namespaces: "metal3,edge".parse().expect("list"), ..grantee(&[]) };
+        let kinds = kinds(&objects(&listed, Feature::Always));
+        for ns in ["metal3", "edge"] {
+            assert!(kinds.contains(&("Role".into(), ns.into(), "ferrometal-ironic-workloads".into())));
+            assert!(kinds.contains(&("RoleBinding".into(), ns.into(), "ferrometal-ironic-workloads".into())));
+        }
+        assert!(!kinds.iter().any(|(_, ns, name)| ns == "ops" && name == "ferrometal-ironic-workloads"));
+        // The cluster-wide role may watch Ironic's objects, never create a workload.
+        let manager = all_rules(Reach::Watched, Feature::Always);
+        let verbs = |plural: &str| {
+            manager.iter().find(|r| r.resources.as_deref() == Some(&[plural.to_string()][..])).map(|r| r.verbs.clone())
+        };
+        assert_eq!(verbs("deployments"), Some(vec!["list".to_string(), "watch".to_string()]));
+        assert_eq!(verbs("daemonsets"), Some(vec!["list".to_string(), "watch".to_string()]));
+        assert_eq!(verbs("persistentvolumeclaims"), None);
+        // `*` is the old cluster-wide grant, asked for explicitly.
+        let any = Grantee { ironic_namespaces: IronicNamespaces::Any, ..grantee(&[]) };
+        assert!(kinds_of(&any).contains(&("ClusterRole".into(), "".into(), "ferrometal-ironic-workloads".into())));
+    }
+
+    fn kinds_of(grantee: &Grantee) -> Vec<(String, String, String)> {
+        kinds(&objects(grantee, Feature::Always))
     }
 
     #[test]

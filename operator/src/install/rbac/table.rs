@@ -13,6 +13,11 @@ const fn access(resource: Resource, verbs: &'static [Verb], why: &'static str) -
     Access { resource, verbs, names: &[], reach: Reach::Watched, feature: Feature::Always, why }
 }
 
+/// An access in the namespaces where an `Ironic` may run.
+const fn workload(resource: Resource, verbs: &'static [Verb], why: &'static str) -> Access {
+    Access { reach: Reach::IronicNamespaces, ..access(resource, verbs, why) }
+}
+
 const IRONICS: Resource = Resource::new("ironic.metal3.io", "ironics");
 const BAREMETALHOSTS: Resource = Resource::new("metal3.io", "baremetalhosts");
 const HARDWAREDATA: Resource = Resource::new("metal3.io", "hardwaredata");
@@ -49,45 +54,42 @@ pub const IRONIC: Component = Component {
     name: "ironic",
     access: &[
         access(IRONICS, &[Get, List, Watch, Patch], "reconcile Ironics; add and remove the finalizer"),
-        access(IRONICS.status(), &[Patch], "write status"),
-        access(
-            DEPLOYMENTS,
-            &[Get, List, Watch, Create, Patch, Delete],
-            "Ironic's Deployment (removed when HA turns on)",
-        ),
-        access(
-            DAEMONSETS,
-            &[Get, List, Watch, Create, Patch, Delete],
-            "Ironic's DaemonSet for HA (removed when HA turns off)",
-        ),
-        access(SERVICES, &[Get, List, Watch, Create, Patch], "Ironic's Service"),
-        access(
-            INGRESSES,
-            &[Get, List, Watch, Create, Patch, Delete],
-            "Ironic's Ingress, removed when the spec drops it",
-        ),
-        access(JOBS, &[Get, List, Watch, Create, Delete], "upgrade Jobs, created once; earlier ones deleted"),
+        access(IRONICS.status(), &[Patch], "write status (a refusal too, in any namespace)"),
+        // The watches of what an Ironic owns and names: list and watch only, wherever Ironics
+        // are watched; everything else happens in the namespaces where an Ironic may run.
+        access(DEPLOYMENTS, &[List, Watch], "Ironic's Deployment: its rollout moves status"),
+        access(DAEMONSETS, &[List, Watch], "Ironic's DaemonSet for HA: its rollout moves status"),
+        access(SERVICES, &[List, Watch], "Ironic's Service"),
+        access(INGRESSES, &[List, Watch], "Ironic's Ingress"),
+        access(JOBS, &[List, Watch], "upgrade Jobs: their completion moves the sequence"),
         access(STATEFULSETS, &[List, Watch], "the managed database's StatefulSet: its pod becoming ready moves on"),
-        access(PODS, &[Get, List], "why a Job's pod failed"),
-        access(
+        access(SECRETS, &[List, Watch], "the Secrets an Ironic owns or names, watched by their metadata only"),
+        access(CONFIGMAPS, &[List, Watch], "the ConfigMaps an Ironic owns or names, watched by their metadata only"),
+        access(EVENTS, &[Create, Patch], "Events on transitions (a refusal too, in any namespace)"),
+        workload(DEPLOYMENTS, &[Get, Create, Patch, Delete], "Ironic's Deployment (removed when HA turns on)"),
+        workload(DAEMONSETS, &[Get, Create, Patch, Delete], "Ironic's DaemonSet for HA (removed when HA turns off)"),
+        workload(SERVICES, &[Get, Create, Patch], "Ironic's Service"),
+        workload(INGRESSES, &[Get, Create, Patch, Delete], "Ironic's Ingress, removed when the spec drops it"),
+        workload(JOBS, &[Get, Create, Delete], "upgrade Jobs, created once; earlier ones deleted"),
+        workload(PODS, &[Get, List], "why a Job's pod failed"),
+        workload(
             SECRETS,
-            &[Get, List, Watch, Create, Patch, Delete],
-            "generated credentials and certificates; the user's Secrets",
+            &[Get, Create, Patch, Delete],
+            "generated credentials and certificates; the user's Secrets an Ironic names",
         ),
-        access(CONFIGMAPS, &[Get, List, Watch, Create, Patch, Delete], "the CA bundle; the user's ConfigMaps"),
-        access(EVENTS, &[Create, Patch], "Events on transitions"),
+        workload(CONFIGMAPS, &[Get, Create, Patch, Delete], "the CA bundle; the user's ConfigMaps an Ironic names"),
         // Granted always, unlike cert-manager's Certificates: prometheusExporter asks for a
         // ServiceMonitor unless it says otherwise (as in ironic-standalone-operator), and the
         // grant is inert where the API is not installed. No watch: it is read by name (the
         // ledger applies only over what it controls), applied, listed for the prune, deleted.
-        access(
+        workload(
             SERVICE_MONITORS,
             &[Get, List, Create, Patch, Delete],
             "the exporter's ServiceMonitor where the Prometheus operator is installed; removed when the spec drops it",
         ),
         Access {
             feature: Feature::CertManagerTls,
-            ..access(
+            ..workload(
                 CERT_MANAGER_CERTIFICATES,
                 &[Get, List, Create, Patch, Delete],
                 "the Certificate of tls.mode CertManager",
@@ -111,19 +113,20 @@ pub const IRONIC: Component = Component {
 };
 
 /// The database module of the `Ironic` controller (`operator/src/database`): a managed
-/// MariaDB's StatefulSet, Service, Secrets, volumes and Jobs, or an external database's Secrets.
+/// MariaDB's StatefulSet, Service, Secrets, volumes and Jobs, or an external database's Secrets,
+/// all in the namespaces where an Ironic may run.
 pub const DATABASE: Component = Component {
     name: "database",
     access: &[
         access(IRONICS.status(), &[Patch], "persist the database's progress mid-sequence"),
-        access(STATEFULSETS, &[Get, Create, Patch], "the managed MariaDB"),
-        access(SERVICES, &[Get, Create, Patch], "the managed MariaDB's Service"),
-        access(SECRETS, &[Get, Create, Patch], "the database's credentials and certificates"),
-        access(PVCS, &[Get, Create, Patch], "the backup volume; growing the data volume"),
-        access(PODS, &[Get, List], "the MariaDB pod's readiness; why a Job's pod failed"),
-        access(DEPLOYMENTS, &[Get], "whether Ironic's pods trust the CA before a running MariaDB requires TLS"),
-        access(DAEMONSETS, &[Get], "whether Ironic's pods trust the CA before a running MariaDB requires TLS"),
-        access(JOBS, &[Get, Create, Patch], "backup and upgrade Jobs"),
+        workload(STATEFULSETS, &[Get, Create, Patch], "the managed MariaDB"),
+        workload(SERVICES, &[Get, Create, Patch], "the managed MariaDB's Service"),
+        workload(SECRETS, &[Get, Create, Patch], "the database's credentials and certificates"),
+        workload(PVCS, &[Get, Create, Patch], "the backup volume; growing the data volume"),
+        workload(PODS, &[Get, List], "the MariaDB pod's readiness; why a Job's pod failed"),
+        workload(DEPLOYMENTS, &[Get], "whether Ironic's pods trust the CA before a running MariaDB requires TLS"),
+        workload(DAEMONSETS, &[Get], "whether Ironic's pods trust the CA before a running MariaDB requires TLS"),
+        workload(JOBS, &[Get, Create, Patch], "backup and upgrade Jobs"),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
 };
