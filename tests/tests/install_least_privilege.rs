@@ -48,7 +48,7 @@ fn never<'a>(namespace: &'a str) -> Vec<Ask<'a>> {
 #[tokio::test]
 async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> anyhow::Result<()> {
     let mut cluster = Cluster::start().await?;
-    let mut operator = cluster.install_cluster_wide(Vec::new()).await?;
+    let mut operator = cluster.install_cluster_wide(Vec::new(), &[]).await?;
 
     let admin = cluster.cp.client();
     let ns = cluster.cp.namespace("install-cluster").await?;

@@ -32,6 +32,8 @@ const NODESET_USER_DATA: &str = "#cloud-config\npassword: SENTINEL-nodeset-4e8a2
 const SERVICE_TOKEN: &str = "SENTINEL-svc-key-9b3e7a1d5c";
 const SERVICE_ENV: &str = "SENTINEL-svc-env-1f6c8e2b4a";
 const MISPLACED_PASSWORD: &str = "SENTINEL-misplaced-7a2d9c4e1b";
+/// A line of a networkData Secret that is not YAML: the parser's error would quote it.
+const MALFORMED_LINE: &str = "SENTINEL-badyaml-8c3f1e9a2d7b";
 /// Shorter values are not distinctive enough to mean a leak when they appear.
 const MIN_SECRET_LEN: usize = 12;
 /// Keys whose values are public by nature.
@@ -54,12 +56,11 @@ fn ironic(name: &str, spec: Value) -> Value {
 async fn ironics(
     cluster: &mut Cluster,
     operator: &mut ferrometal_tests::operator_process::OperatorProcess,
+    namespaces: &[String],
 ) -> anyhow::Result<String> {
     let client = cluster.cp.client();
-    let given = cluster.cp.namespace("sentinel-given").await?;
-    let generated = cluster.cp.namespace("sentinel-generated").await?;
-    let failing = cluster.cp.namespace("sentinel-failing").await?;
-    let managed = cluster.cp.namespace("sentinel-managed").await?;
+    let [given, generated, failing, managed] = namespaces else { anyhow::bail!("four namespaces") };
+    let (given, generated, failing, managed) = (given.clone(), generated.clone(), failing.clone(), managed.clone());
     let database = &cluster.database;
     database.create_database("sentinel", "sentinel", DATABASE_PASSWORD).await?;
     database.ironic_dbsync("sentinel", "sentinel", DATABASE_PASSWORD, "create_schema")?;
@@ -116,6 +117,8 @@ async fn hosts(
     apply(&client, &ns, secret("user-data", json!({"userData": USER_DATA}))).await?;
     let network = json!({"links": [], "networks": [], "services": [{"type": "dns", "address": NETWORK_DATA_TOKEN}]});
     apply(&client, &ns, secret("network-data", json!({"networkData": network.to_string()}))).await?;
+    let malformed = format!("links: [\n{MALFORMED_LINE}\n: {{\n");
+    apply(&client, &ns, secret("bad-network-data", json!({"networkData": malformed}))).await?;
 
     let mut provisioned = workloads::fake_host("provisioned-0", true, Some(&image), json!({}));
     provisioned["spec"]["bmc"]["credentialsName"] = "bmc".into();
@@ -131,8 +134,20 @@ async fn hosts(
         json!({"credentialsName": "misplaced", "address": "redfish://127.0.0.1:9/redfish/v1/Systems/misplaced"});
     apply(&client, &ns, misplaced).await?;
 
+    // A disk image, so that a config drive is built (a live ISO takes none), from network data
+    // that does not parse: the error reaches status, the Secret's content must not.
+    let mut malformed = workloads::fake_host("malformed-0", true, None, json!({}));
+    malformed["spec"]["image"] = json!({"url": "http://127.0.0.1:9/disk.qcow2", "format": "qcow2",
+        "checksum": "a".repeat(64), "checksumType": "sha256"});
+    malformed["spec"]["networkData"] = json!({"name": "bad-network-data"});
+    apply(&client, &ns, malformed).await?;
+
     let hosts = resource("metal3.io", "BareMetalHost");
     let failed = |h: &Value| !h["status"]["errorMessage"].as_str().unwrap_or_default().is_empty();
+    wait_steady(&client, operator, &ns, &hosts, "malformed-0", "failed on its network data", |h| {
+        h["status"]["errorMessage"].as_str().is_some_and(|m| m.contains("networkData"))
+    })
+    .await?;
     wait_steady(&client, operator, &ns, &hosts, "provisioned-0", "provisioned", |h| host_state(h) == "provisioned")
         .await?;
     wait_steady(&client, operator, &ns, &hosts, "unreachable-0", "failed to register", failed).await?;
@@ -297,8 +312,13 @@ async fn cluster_texts(client: &kube::Client) -> anyhow::Result<Vec<(String, Str
 #[tokio::test]
 async fn no_secret_reaches_the_debug_log_an_event_or_any_status() -> anyhow::Result<()> {
     let mut cluster = Cluster::start().await?;
-    let mut operator = cluster.install_cluster_wide(vec![("RUST_LOG".into(), "debug".into())]).await?;
-    let managed = ironics(&mut cluster, &mut operator).await?;
+    let mut namespaces = Vec::new();
+    for name in ["sentinel-given", "sentinel-generated", "sentinel-failing", "sentinel-managed"] {
+        namespaces.push(cluster.cp.namespace(name).await?);
+    }
+    let listed: Vec<&str> = namespaces.iter().map(String::as_str).collect();
+    let mut operator = cluster.install_cluster_wide(vec![("RUST_LOG".into(), "debug".into())], &listed).await?;
+    let managed = ironics(&mut cluster, &mut operator, &namespaces).await?;
     hosts(&mut cluster, &mut operator).await?;
     // Events are published after the status write, and debug lines of the last reconciles
     // trail it: let both settle.
@@ -307,7 +327,8 @@ async fn no_secret_reaches_the_debug_log_an_event_or_any_status() -> anyhow::Res
     let client = cluster.cp.client();
     let needles = secret_values(&client).await?;
     let origins: BTreeMap<&str, &str> = needles.iter().map(|n| (n.value.as_str(), n.origin.as_str())).collect();
-    let planted = [BMC_PASSWORD, DATABASE_PASSWORD, WRONG_DATABASE_PASSWORD, API_PASSWORD, MISPLACED_PASSWORD];
+    let planted =
+        [BMC_PASSWORD, DATABASE_PASSWORD, WRONG_DATABASE_PASSWORD, API_PASSWORD, MISPLACED_PASSWORD, MALFORMED_LINE];
     let mut expected: Vec<String> = planted.iter().map(|s| s.to_string()).collect();
     expected.extend([USER_DATA, NODESET_USER_DATA].iter().filter_map(|d| d.lines().nth(1).map(str::to_string)));
     if workloads::nodeset_controller_exists() {

@@ -196,20 +196,31 @@ async fn stored_bundle(
             Ok(_) => Ok(bundle),
             // Another replica made one first: serve theirs, so every replica
             // presents a certificate from the CA that was published.
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                let theirs = secrets.get(SECRET_NAME).await.map_err(KubeError::of::<Secret>(Verb::Get, SECRET_NAME))?;
-                bundle_from_secret(&theirs).ok_or_else(|| Error::InvalidCertificate("incomplete webhook Secret".into()))
-            }
+            Err(kube::Error::Api(status)) if status.code == 409 => theirs(&secrets).await,
             Err(err) => Err(KubeError::new(Verb::Create, "Secret", SECRET_NAME, err).into()),
         },
-        Some(_) => {
-            secrets
-                .patch(SECRET_NAME, &apply_params(), &Patch::Apply(&secret))
-                .await
-                .map_err(KubeError::of::<Secret>(Verb::Apply, SECRET_NAME))?;
-            Ok(bundle)
+        // Only over the version it read: two replicas renewing at once must not each serve a
+        // certificate the other overwrote; the one that loses serves the winner's.
+        Some(current) => {
+            match secrets.patch(SECRET_NAME, &apply_params(), &Patch::Apply(&over(secret, &current))).await {
+                Ok(_) => Ok(bundle),
+                Err(kube::Error::Api(status)) if status.code == 409 => theirs(&secrets).await,
+                Err(err) => Err(KubeError::new(Verb::Apply, "Secret", SECRET_NAME, err).into()),
+            }
         }
     }
+}
+
+/// `secret`, to be applied only over `current` (its resourceVersion).
+fn over(mut secret: Secret, current: &Secret) -> Secret {
+    secret.metadata.resource_version = current.metadata.resource_version.clone();
+    secret
+}
+
+/// The bundle another replica wrote first.
+async fn theirs(secrets: &Api<Secret>) -> Result<Bundle, Error> {
+    let theirs = secrets.get(SECRET_NAME).await.map_err(KubeError::of::<Secret>(Verb::Get, SECRET_NAME))?;
+    bundle_from_secret(&theirs).ok_or_else(|| Error::InvalidCertificate("incomplete webhook Secret".into()))
 }
 
 fn bundle_from_secret(secret: &Secret) -> Option<Bundle> {
@@ -255,6 +266,15 @@ fn bundle_secret(bundle: &Bundle, namespace: &str) -> Secret {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_renewal_is_applied_only_over_the_secret_it_read() {
+        let mut current = bundle_secret(&rotation::fresh(&["a".to_string()], SystemTime::now()).expect("old"), "ops");
+        current.metadata.resource_version = Some("42".into());
+        let renewed = rotation::fresh(&["a".to_string()], SystemTime::now()).expect("new");
+        let applied = over(bundle_secret(&renewed, "ops"), &current);
+        assert_eq!(applied.metadata.resource_version.as_deref(), Some("42"), "a conflict, not a silent overwrite");
+    }
 
     #[test]
     fn rustls_serves_the_operator_made_certificate() {

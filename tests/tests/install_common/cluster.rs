@@ -50,8 +50,25 @@ impl Cluster {
 
     /// Installs `config/default` (cluster-wide) and starts the operator as its Deployment's pod,
     /// serving its webhooks at a loopback URL, with `extra_env` after the Deployment's own.
-    pub async fn install_cluster_wide(&self, extra_env: Env) -> anyhow::Result<OperatorProcess> {
-        let mut objects = render(&config_dir(), "default")?;
+    /// With `ironic_namespaces`, the tree is generated as an admin generates it for Ironics in
+    /// those namespaces (`ferrometal manifests --ironic-namespaces`), which must exist.
+    pub async fn install_cluster_wide(
+        &self,
+        extra_env: Env,
+        ironic_namespaces: &[&str],
+    ) -> anyhow::Result<OperatorProcess> {
+        let generated = tempfile::tempdir()?;
+        let tree = if ironic_namespaces.is_empty() {
+            config_dir()
+        } else {
+            let status = std::process::Command::new(ferrometal_tests::operator_process::binary()?)
+                .args(["manifests", "--out", &generated.path().display().to_string()])
+                .arg(format!("--ironic-namespaces={}", ironic_namespaces.join(",")))
+                .status()?;
+            anyhow::ensure!(status.success(), "ferrometal manifests failed");
+            generated.path().to_path_buf()
+        };
+        let mut objects = render(&tree, "default")?;
         let webhook_port = ports::free_port()?;
         webhooks_at(configuration(&mut objects)?, &format!("https://127.0.0.1:{webhook_port}"), None);
         let deployment = self.install(objects).await?;
