@@ -6,9 +6,11 @@
 //! hosts never sees more than N of them busy. Hosts the informers' caches show
 //! busy count too (after a restart, before their next reconcile), except
 //! those known to have left already while the cache lags behind. Hosts that
-//! had to wait are woken whenever a slot frees up.
+//! had to wait are woken whenever a slot frees up. Namespaces share the slots fairly when
+//! they contend for them ([`share`](super::share)).
 
 use crate::host::machine::is_busy;
+use crate::host::share::Contention;
 use crate::host::wake::{HostKey, Wakeups};
 use crds::baremetalhost::BareMetalHost;
 use kube::runtime::reflector::Store;
@@ -83,7 +85,10 @@ impl Capacity {
         let mut in_use: HashSet<&HostKey> = busy.iter().filter(|key| !slots.released.contains(*key)).collect();
         in_use.extend(slots.held.iter());
         in_use.remove(host);
-        if in_use.len() < self.limit {
+        let in_use: Vec<&HostKey> = in_use.into_iter().collect();
+        let others: Vec<HostKey> = slots.waiting.iter().filter(|k| *k != host).cloned().collect();
+        let fair = Contention { limit: self.limit, in_use: &in_use, waiting: &others }.admits(host);
+        if in_use.len() < self.limit && fair {
             slots.held.insert(host.clone());
             slots.waiting.retain(|k| k != host);
             true
@@ -104,7 +109,9 @@ impl Capacity {
             slots.waiting.retain(|k| k != host);
             slots.held.remove(host);
             slots.released.insert(host.clone());
-            slots.waiting.iter().take(self.limit).cloned().collect()
+            let held: Vec<&HostKey> = slots.held.iter().collect();
+            let order = Contention { limit: self.limit, in_use: &held, waiting: &slots.waiting }.wake_order();
+            order.into_iter().take(self.limit).collect()
         };
         for key in &waiting {
             self.wakeups.wake(key);
@@ -170,6 +177,21 @@ mod tests {
         assert!(capacity.try_acquire(&a));
         writer.apply_watcher_event(&Event::Apply(host("a", S::Provisioning)));
         assert!(!capacity.try_acquire(&b));
+    }
+
+    #[test]
+    fn a_tenant_with_many_hosts_yields_freed_slots_to_one_waiting_with_none() {
+        let capacity = Capacity::new(2, Arc::new(Wakeups::default()));
+        let big: Vec<HostKey> = (0..4).map(|i| HostKey::new("big", format!("b{i}"))).collect();
+        let small = HostKey::new("small", "s0");
+        assert!(capacity.try_acquire(&big[0]) && capacity.try_acquire(&big[1]), "alone, big takes every slot");
+        assert!(!capacity.try_acquire(&big[2]));
+        assert!(!capacity.try_acquire(&small));
+        capacity.release(&big[0]);
+        assert!(!capacity.try_acquire(&big[2]), "big waited first, but holds its share while small has none");
+        assert!(capacity.try_acquire(&small));
+        capacity.release(&small);
+        assert!(capacity.try_acquire(&big[2]), "nobody else waits: the slot is big's again");
     }
 
     #[tokio::test]

@@ -46,6 +46,7 @@ mod reconcile;
 mod request;
 mod restore;
 mod secrets;
+mod share;
 mod status;
 mod trouble;
 mod unsupported;
