@@ -83,6 +83,17 @@ pub struct RunArgs {
     #[arg(long = "ironic-namespaces", env = "IRONIC_NAMESPACES", default_value = "")]
     pub ironic_namespaces: crds::ironic::IronicNamespaces,
 
+    /// Where BMC addresses may point, separated by commas: address blocks (`10.0.0.0/16`),
+    /// addresses, host names and `*.domain`s; any address when empty. Ironic's conductor
+    /// connects there with the host's credentials (design/hosts.md, "What a host may reach").
+    #[arg(long = "bmc-networks", env = "BMC_NETWORKS", default_value = "")]
+    pub bmc_networks: crds::baremetalhost::access::BmcNetworks,
+
+    /// Directories of Ironic's host that `file://` images and checksums may be read from,
+    /// separated by commas; none by default, so `file://` images are refused.
+    #[arg(long = "file-image-dirs", env = "FILE_IMAGE_DIRS", default_value = "")]
+    pub file_image_dirs: crds::baremetalhost::access::FileImageDirs,
+
     /// Host pools opened to NodeSets of other namespaces, `NODESET_NAMESPACE=BMH_NAMESPACE`
     /// separated by commas. A NodeSet claims BareMetalHosts of its own namespace only, unless
     /// its namespace and its `bmhNamespace` are listed here; the controller and the webhook

@@ -36,6 +36,9 @@ pub struct OperatorConfig {
     pub features: crds::ironic::IronicValidationOptions,
     /// The namespaces where an Ironic may run: the controller and the webhook both apply them.
     pub ironic_namespaces: crds::ironic::IronicNamespaces,
+    /// Where hosts may make Ironic reach (BMC networks, `file://` image directories): the host
+    /// controller and the webhook both apply them.
+    pub host_access: crds::baremetalhost::access::HostAccess,
     /// Host pools opened to NodeSets of other namespaces: the controller and the webhook both
     /// apply them.
     pub host_pools: crds::nodeset::HostPools,
@@ -63,6 +66,7 @@ impl OperatorConfig {
             // operator's namespace.
             ironic_namespaces: crds::ironic::IronicNamespaces::Any,
             host_pools: crds::nodeset::HostPools::default(),
+            host_access: Default::default(),
             reserved_account: None,
         }
     }
@@ -75,6 +79,10 @@ impl TryFrom<RunArgs> for OperatorConfig {
     fn try_from(args: RunArgs) -> Result<Self, Self::Error> {
         let identity = args.identity.clone().unwrap_or_else(default_identity);
         let enabled = |kind| args.controllers.contains(&kind);
+        let host_access = crds::baremetalhost::access::HostAccess {
+            bmc_networks: args.bmc_networks.clone(),
+            file_image_dirs: args.file_image_dirs.clone(),
+        };
         Ok(Self {
             namespaces: args.namespaces.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
             health_addr: Some(args.health_addr),
@@ -82,12 +90,16 @@ impl TryFrom<RunArgs> for OperatorConfig {
             leader_election: args.leader.into_config(),
             webhook: args.webhook.into_config(),
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
-            host: enabled(ControllerKind::Host).then(|| args.host.try_into()).transpose()?,
+            host: enabled(ControllerKind::Host)
+                .then(|| crate::host::Config::try_from(args.host))
+                .transpose()?
+                .map(|host| crate::host::Config { access: host_access.clone(), ..host }),
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             features: args.feature_gates,
             ironic_namespaces: args.ironic_namespaces.or_operator_namespace(args.pod_namespace.as_deref()),
             host_pools: args.nodeset_host_pools,
+            host_access,
             reserved_account: match (args.pod_namespace, args.pod_service_account) {
                 (Some(namespace), Some(name)) => Some(crds::nodesetservice::ReservedAccount { namespace, name }),
                 _ => None,

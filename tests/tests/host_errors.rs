@@ -123,3 +123,43 @@ async fn a_config_drive_secret_of_another_namespace_is_refused_without_reaching_
     assert!(node["instance_info"].get("image_source").is_none(), "nothing of the deployment reached Ironic: {node}");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_bmc_outside_the_admins_networks_and_a_file_image_are_refused_without_reaching_ironic() -> anyhow::Result<()> {
+    // No webhook: the controller applies the admin's lists itself.
+    let mut t = HostEnv::start("host-reach", Options::default()).await?;
+    let mut config = t.host_config();
+    config.access = crds::baremetalhost::access::HostAccess {
+        bmc_networks: "10.1.0.0/16".parse().map_err(anyhow::Error::msg)?,
+        file_image_dirs: Default::default(),
+    };
+    t.start_operator(config).await?;
+    t.credentials_secret("bmc", BMC_USER, BMC_PASSWORD).await?;
+    let spec = json!({"bmc": {"address": "redfish://169.254.169.254/redfish/v1/Systems/1", "credentialsName": "bmc"},
+                      "online": true, "bootMACAddress": "52:54:00:00:00:02"});
+    t.create_host("metadata-service", spec, json!({})).await?;
+    let refused = t
+        .wait_for("metadata-service", "a registration error", secs(30), |h| {
+            h.status.as_ref().is_some_and(|s| s.error_type == Some(ErrorType::Registration))
+        })
+        .await?;
+    let message = refused.status.unwrap_or_default().error_message;
+    assert!(message.contains("--bmc-networks"), "{message}");
+    assert_eq!(t.ironic_request_count("create_node")?, 0, "nothing was registered in Ironic");
+
+    // fake:// reaches nothing, so it is allowed; its file:// image is not.
+    let mut spec = t.fake_spec("file-image");
+    spec["image"] = json!({"url": "file:///etc/ironic/ironic.conf", "checksum": "5".repeat(64),
+                           "checksumType": "sha256", "format": "raw"});
+    t.create_host("file-image", spec, json!({})).await?;
+    let failed = t
+        .wait_for("file-image", "a provisioning error", secs(90), |h| {
+            h.status.as_ref().is_some_and(|s| s.error_type == Some(ErrorType::Provisioning))
+        })
+        .await?;
+    let message = failed.status.unwrap_or_default().error_message;
+    assert!(message.contains("--file-image-dirs"), "{message}");
+    let node = t.node("file-image").await?.context("the host was registered")?;
+    assert!(node["instance_info"].get("image_source").is_none(), "nothing of the deployment reached Ironic: {node}");
+    Ok(())
+}

@@ -5,6 +5,7 @@
 //! [`inspection_disabled`], [`validate_bmc_credentials`], [`parse_status_annotation`]) are
 //! public here so both call the same function.
 
+pub mod access;
 pub mod annotations;
 pub mod bmc;
 pub mod credentials;

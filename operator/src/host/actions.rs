@@ -425,6 +425,9 @@ impl Calls<'_> {
         let request = self.request;
         let uuid = self.node()?;
         let image = request.image.as_ref();
+        if let Some(refusal) = &request.image_refused {
+            return Err(failed(refusal.as_str()));
+        }
         // A config drive that cannot be built (a Secret of another namespace among them)
         // stops the deployment before anything about it reaches Ironic.
         let configdrive = match &request.config_drive {

@@ -158,6 +158,9 @@ pub struct Config {
     pub deploy_kernel_url: Option<String>,
     pub deploy_ramdisk_url: Option<String>,
     pub deploy_iso_url: Option<String>,
+    /// Where BMC addresses and `file://` images may make Ironic reach (the webhook applies the
+    /// same lists).
+    pub access: crds::baremetalhost::access::HostAccess,
 }
 
 impl Default for Config {
@@ -175,6 +178,7 @@ impl Default for Config {
             deploy_kernel_url: None,
             deploy_ramdisk_url: None,
             deploy_iso_url: None,
+            access: Default::default(),
         }
     }
 }
@@ -258,6 +262,8 @@ impl TryFrom<HostArgs> for Config {
             deploy_kernel_url: args.deploy_kernel_url,
             deploy_ramdisk_url: args.deploy_ramdisk_url,
             deploy_iso_url: args.deploy_iso_url,
+            // The operator-wide flags, set by `OperatorConfig`.
+            access: Default::default(),
         })
     }
 }

@@ -21,6 +21,17 @@ pub fn parse_bmc(spec: &BareMetalHostSpec) -> Option<Result<BmcAddress, String>>
     Some(parse_bmc_address(&bmc.address).map_err(|e| e.to_string()))
 }
 
+/// The address, unless the admin's BMC networks leave it out: then, like an address that does
+/// not parse, a registration error and nothing sent to Ironic.
+fn allowed(address: Option<Result<BmcAddress, String>>, config: &Config) -> Option<Result<BmcAddress, String>> {
+    address.map(|parsed| {
+        parsed.and_then(|a| match config.access.bmc_networks.refusal(&a) {
+            Some(refusal) => Err(refusal),
+            None => Ok(a),
+        })
+    })
+}
+
 /// Whether a parsed address is `fake://`, which talks to no BMC and needs no credentials.
 pub fn is_fake(address: &Option<Result<BmcAddress, String>>) -> bool {
     matches!(address, Some(Ok(a)) if a.scheme == BmcScheme::Fake)
@@ -82,6 +93,9 @@ pub struct Request {
     pub disable_power_off: bool,
     /// The image to deploy (the spec's).
     pub image: Option<Image>,
+    /// Why the image may not be read (a `file://` outside `--file-image-dirs`), for the user:
+    /// the deployment stops before anything of it reaches Ironic.
+    pub image_refused: Option<String>,
     pub custom_deploy: Option<String>,
     /// What runs on the host, for an adoption: the image provisioned, or for an externally
     /// provisioned host the one its spec names.
@@ -122,7 +136,7 @@ impl Request {
             // A name Ironic would refuse stops the host before registration, like a bad address.
             bmc: match crds::baremetalhost::node_name_problem(&key.namespace, &key.name) {
                 Some(problem) => Err(problem),
-                None => bmc(spec, address, credentials, config),
+                None => bmc(spec, allowed(address, config), credentials, config),
             },
             boot_mac: spec.boot_mac_address.as_deref().map(str::trim).filter(|m| !m.is_empty()).map(str::to_string),
             boot_mac_requirement: boot_mac_requirement(host),
@@ -131,6 +145,7 @@ impl Request {
             architecture: spec.architecture.clone().filter(|a| !a.is_empty()),
             disable_power_off: spec.disable_power_off == Some(true),
             image: spec.image.clone(),
+            image_refused: spec.image.as_ref().and_then(|i| config.access.file_image_dirs.refusal(i)),
             custom_deploy: spec.custom_deploy.as_ref().map(|c| c.method.clone()).filter(|m| !m.is_empty()),
             running_image: status.provisioning.image.clone().or_else(|| spec.image.clone()),
             boot: Boot { mode: spec.boot_mode.unwrap_or_default(), root_device_hints: spec.root_device_hints.clone() },

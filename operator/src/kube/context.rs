@@ -26,6 +26,8 @@ pub struct Context {
     /// Host pools opened to NodeSets of other namespaces, applied alike by the NodeSet
     /// controller and the webhook.
     pub host_pools: crds::nodeset::HostPools,
+    /// Where hosts may make Ironic reach, applied alike by the host controller and the webhook.
+    pub host_access: crds::baremetalhost::access::HostAccess,
     /// The operator's own ServiceAccount, which no NodeSetService may run as.
     pub reserved_account: Option<crds::nodesetservice::ReservedAccount>,
 }

@@ -144,6 +144,7 @@ mod tests {
             features: Default::default(),
             ironic_namespaces: crds::ironic::IronicNamespaces::Any,
             host_pools: Default::default(),
+            host_access: Default::default(),
             reserved_account: None,
         }
     }

@@ -53,6 +53,7 @@ impl Operator {
             features: config.features.clone(),
             ironic_namespaces: config.ironic_namespaces.clone(),
             host_pools: config.host_pools.clone(),
+            host_access: config.host_access.clone(),
             reserved_account: config.reserved_account.clone(),
         });
         let health_addr = match config.health_addr {

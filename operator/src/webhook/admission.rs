@@ -3,6 +3,7 @@
 use super::envelope::{Answer, JobAuthor, Object, Request, Review, Weight};
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
+use crds::baremetalhost::access::HostAccess;
 use crds::ironic::{Ironic, IronicNamespaces, IronicValidationOptions};
 use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
@@ -79,6 +80,8 @@ pub struct Policy {
     pub host_pools: HostPools,
     /// The operator's own ServiceAccount, which no NodeSetService may run as.
     pub reserved_account: Option<ReservedAccount>,
+    /// Where hosts may make Ironic reach.
+    pub host_access: HostAccess,
 }
 
 impl Default for Policy {
@@ -90,6 +93,7 @@ impl Default for Policy {
             ironic_namespaces: IronicNamespaces::Any,
             host_pools: HostPools::default(),
             reserved_account: None,
+            host_access: HostAccess::default(),
         }
     }
 }
@@ -181,12 +185,18 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
         }
         Kind::BareMetalHost => {
             let (new, old) = typed::<BareMetalHost>(&new, old)?;
-            crds::baremetalhost::validate_baremetalhost(&new, old.as_ref())
+            let mut errors = crds::baremetalhost::validate_baremetalhost(&new, old.as_ref());
+            errors.extend(policy.host_access.check(&new.spec));
+            errors
         }
         Kind::NodeSet => {
             let (new, old) = typed::<NodeSet>(&new, old)?;
             let mut errors = crds::nodeset::validate_nodeset(&new, old.as_ref());
             errors.extend(crds::nodeset::validate_host_pool(&new, &policy.host_pools));
+            let image = new.spec.baremetal_set_template.as_ref().and_then(|t| t.image.as_ref());
+            if let Some(refusal) = image.and_then(|i| policy.host_access.file_image_dirs.refusal(i)) {
+                errors.push(FieldError::new("spec.baremetalSetTemplate.image", refusal));
+            }
             errors
         }
         Kind::NodeSetService => {
@@ -289,6 +299,31 @@ mod tests {
         assert!(message(&denied).contains("--ironic-namespaces"), "{}", message(&denied));
         let team_a = Policy { ironic_namespaces: "team-a".parse().expect("list"), ..Policy::default() };
         assert!(answer(Kind::Ironic, ironic(), &team_a).allowed);
+    }
+
+    #[test]
+    fn a_host_may_not_point_ironic_outside_the_admins_lists() {
+        let host = |address: &str, image: &str| {
+            review_of(json!({"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
+                "metadata": {"name": "h", "namespace": "team-a"},
+                "spec": {"online": true, "bootMACAddress": "52:54:00:00:00:01",
+                         "bmc": {"address": address, "credentialsName": "bmc"},
+                         "image": {"url": image, "format": "live-iso"}}}))
+        };
+        let policy = Policy {
+            host_access: HostAccess {
+                bmc_networks: "10.1.0.0/16".parse().expect("networks"),
+                file_image_dirs: "/shared/images".parse().expect("dirs"),
+            },
+            ..Policy::default()
+        };
+        let allowed = answer(Kind::BareMetalHost, host("ipmi://10.1.0.9", "file:///shared/images/live.iso"), &policy);
+        assert!(allowed.allowed, "{:?}", allowed.status);
+        let denied = answer(Kind::BareMetalHost, host("ipmi://10.2.0.9", "file:///etc/shadow"), &policy);
+        assert!(!denied.allowed);
+        let text = message(&denied);
+        assert!(text.contains("spec.bmc.address") && text.contains("--bmc-networks"), "{text}");
+        assert!(text.contains("spec.image") && text.contains("--file-image-dirs"), "{text}");
     }
 
     #[test]

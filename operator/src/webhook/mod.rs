@@ -183,6 +183,7 @@ pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToke
         features: ctx.features.clone(),
         ironic_namespaces: ctx.ironic_namespaces.clone(),
         host_pools: ctx.host_pools.clone(),
+        host_access: ctx.host_access.clone(),
         reserved_account: ctx.reserved_account.clone(),
     };
     let served = server::Served {
