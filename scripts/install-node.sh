@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs what a real test node (scripts/node.sh) needs, idempotently:
-# - Debian's containerd, runc, CNI plugins, iptables, conntrack (kube-proxy), gcc and libc6-dev;
+# - Debian's containerd, runc, CNI plugins, iptables, conntrack (kube-proxy), gcc, libc6-dev and
+#   debootstrap;
 # - the pod sandbox image registry.k8s.io/pause:$PAUSE_TAG, built from Kubernetes' own
 #   build/pause/linux/pause.c (no image can be pulled on our machines), and ferrometal's test
 #   image ferrometal.local/probe:1 (scripts/node/probe.c), both as OCI archives for
-#   `ctr images import`, cached in $CACHE/node/ and rebuilt only when their sources change.
+#   `ctr images import`, cached in $CACHE/node/ and rebuilt only when their sources change;
+# - ferrometal.local/debian-python:1, Debian's python3 with a wheel from PyPI
+#   (scripts/node/debian-image.sh), the image that proves such images run on the node.
 # The Kubernetes source comes from the Go module cache scripts/build-kubernetes.sh fills.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-apt_install containerd runc containernetworking-plugins iptables conntrack gcc libc6-dev
+apt_install containerd runc containernetworking-plugins iptables conntrack gcc libc6-dev debootstrap
 
 K8S_VERSION=v1.37.2
 # build/pause/Makefile's TAG in that release: the sandbox image kubelet and containerd expect.
@@ -46,3 +49,5 @@ build_image() {
 build_image "registry.k8s.io/pause:$PAUSE_TAG" pause.tar "$SRC" pause "-DVERSION=v$PAUSE_TAG-ferrometal"
 build_image ferrometal.local/probe:1 probe.tar "$HERE/node/probe.c" probe
 echo "$PAUSE_TAG" >"$NODE/pause-tag"
+"$HERE/node/debian-image.sh" ferrometal.local/debian-python:1 "$NODE/debian-python.tar" '["/usr/bin/python3"]' \
+  python3-minimal "six==1.16.0"

@@ -6,6 +6,7 @@
 #     and kubectl of the oldest release ferrometal supports (build-kubernetes.sh oldest)
 #   - the Python virtualenvs with Ironic and sushy-tools, cached: the newest Ironic we test,
 #     and the oldest release the operator offers (FERROMETAL_IRONIC=oldest)
+#   - the real test node's packages and images (install-node.sh) and CoreDNS (build-coredns.sh)
 # Heavy artifacts live under ${FERROMETAL_CACHE:-~/.cache/ferrometal}.
 source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
@@ -14,6 +15,9 @@ here="$(dirname "$0")"
 "$here/build-kubernetes.sh" oldest
 "$here/python-venv.sh"
 "$here/python-venv.sh" oldest
+# The real test node: containerd and its images, and CoreDNS (Go modules).
+"$here/install-node.sh"
+"$here/build-coredns.sh"
 # The test runner; a pinned release, built once (a few minutes) when the machine has none.
 NEXTEST_VERSION=0.9.143
 command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {

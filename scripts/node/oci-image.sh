@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# Packs static binaries into a one-layer OCI image archive that `ctr images import` takes:
+# Packs files into a one-layer OCI image archive that `ctr images import` takes:
 #   oci-image.sh NAME OUT.tar ENTRYPOINT_BINARY [OTHER_FILE...]
-# NAME is the full reference (registry.k8s.io/pause:3.10.2); every file lands in / under its own
-# base name; the entrypoint is ["/<base name of ENTRYPOINT_BINARY>"]. The archive is the same
-# bytes for the same files (sorted tar, fixed owners and times), so its digest is stable.
+#       every file lands in / under its own base name; the entrypoint is
+#       ["/<base name of ENTRYPOINT_BINARY>"] (static binaries: pause, probe)
+#   oci-image.sh --rootfs DIR NAME OUT.tar ENTRYPOINT_JSON
+#       DIR is the whole root file system; ENTRYPOINT_JSON the entrypoint as a JSON array
+#       (a root file system from Debian's packages: scripts/node/debian-image.sh)
+# NAME is the full reference (registry.k8s.io/pause:3.10.2). The archive is the same bytes for
+# the same files (sorted tar, fixed owners for loose files, fixed times), so its digest is stable.
+# Prints the manifest's digest.
 set -euo pipefail
-[ $# -ge 3 ] || { echo "usage: $0 NAME OUT.tar ENTRYPOINT_BINARY [OTHER_FILE...]" >&2; exit 2; }
-NAME=$1 OUT=$2
-shift 2
-ENTRY=/$(basename "$1")
+usage() { echo "usage: $0 NAME OUT.tar ENTRYPOINT_BINARY [FILE...] | --rootfs DIR NAME OUT.tar ENTRYPOINT_JSON" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/rootfs" "$work/oci/blobs/sha256"
-for f in "$@"; do install -m 0755 "$f" "$work/rootfs/$(basename "$f")"; done
+mkdir -p "$work/oci/blobs/sha256"
+owners=(--owner=0 --group=0 --numeric-owner)
+if [ "${1:-}" = --rootfs ]; then
+  [ $# -eq 5 ] || usage
+  ROOTFS=$2 NAME=$3 OUT=$4 ENTRY=$5
+  # A root file system keeps its owners (a package's files may belong to its own user).
+  owners=(--numeric-owner)
+else
+  [ $# -ge 3 ] || usage
+  NAME=$1 OUT=$2
+  shift 2
+  ENTRY="[\"/$(basename "$1")\"]"
+  ROOTFS="$work/rootfs"
+  mkdir -p "$ROOTFS"
+  for f in "$@"; do install -m 0755 "$f" "$ROOTFS/$(basename "$f")"; done
+  chmod 0755 "$ROOTFS"
+fi
 
 blob() { # FILE -> moves it into blobs/sha256, prints its digest and size
   local d s
@@ -23,12 +40,10 @@ blob() { # FILE -> moves it into blobs/sha256, prints its digest and size
   echo "$d $s"
 }
 
-chmod 0755 "$work/rootfs"
-tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 --format=gnu \
-  -C "$work/rootfs" -cf "$work/layer.tar" .
+tar --sort=name "${owners[@]}" --mtime=@0 --format=gnu -C "$ROOTFS" -cf "$work/layer.tar" .
 read -r layer layer_size < <(blob "$work/layer.tar")
 
-printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":["%s"],"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created_by":"ferrometal scripts/node/oci-image.sh"}]}' \
+printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":%s,"WorkingDir":"/","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created_by":"ferrometal scripts/node/oci-image.sh"}]}' \
   "$ENTRY" "$layer" >"$work/config.json"
 read -r config config_size < <(blob "$work/config.json")
 

@@ -32,11 +32,15 @@ pub struct ControlPlaneConfig {
     /// Run kube-controller-manager and kube-scheduler (default). Without them, nothing creates
     /// pods for workloads, nothing is garbage-collected and only the pod simulator binds pods.
     pub controller_manager: bool,
+    /// Start a real node ([`crate::node::RealNode`]: containerd, kubelet, kube-proxy, CoreDNS)
+    /// once the control plane is up. Off by default: one node runs per machine at a time, so
+    /// the tests that need one run one after the other.
+    pub node: bool,
 }
 
 impl Default for ControlPlaneConfig {
     fn default() -> Self {
-        Self { controller_manager: true }
+        Self { controller_manager: true, node: false }
     }
 }
 
@@ -48,7 +52,9 @@ pub struct ControlPlane {
     ca_pem: String,
     /// etcd's client and peer ports and the apiserver's.
     ports: Vec<u16>,
-    // Declared in stop order: fields drop top to bottom.
+    // Declared in stop order: fields drop top to bottom. The node goes first, while the
+    // apiserver still answers its kubelet's last words.
+    node: Option<crate::node::RealNode>,
     scheduler: Option<ManagedProcess>,
     controller_manager: Option<ManagedProcess>,
     /// `None` while a test has it stopped ([`Self::stop_apiserver`]).
@@ -164,12 +170,17 @@ impl ControlPlane {
             None
         };
 
+        let node = match config.node {
+            true => Some(crate::node::RealNode::start(&kubeconfig).await?),
+            false => None,
+        };
         Ok(Self {
             client,
             server,
             kubeconfig,
             ca_pem: pki.ca_pem,
             ports: vec![etcd_port, peer_port, api_port],
+            node,
             scheduler,
             controller_manager,
             apiserver: Some(apiserver),
@@ -178,6 +189,11 @@ impl ControlPlane {
             _etcd_data: etcd_data,
             dir,
         })
+    }
+
+    /// The real node, when [`ControlPlaneConfig::node`] asked for one.
+    pub fn node(&self) -> Option<&crate::node::RealNode> {
+        self.node.as_ref()
     }
 
     /// A client with cluster-admin rights (group `system:masters`).

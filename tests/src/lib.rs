@@ -23,6 +23,7 @@ pub mod http_server;
 pub mod ironic;
 pub mod lab;
 pub mod mariadb;
+pub mod node;
 pub mod operator_process;
 pub mod pki;
 pub mod pod_simulator;

@@ -125,7 +125,8 @@ async fn a_config_drive_secret_of_another_namespace_is_refused_without_reaching_
 }
 
 #[tokio::test]
-async fn a_bmc_outside_the_admins_networks_and_a_file_image_are_refused_without_reaching_ironic() -> anyhow::Result<()> {
+async fn a_bmc_outside_the_admins_networks_and_a_file_image_are_refused_without_reaching_ironic() -> anyhow::Result<()>
+{
     // No webhook: the controller applies the admin's lists itself.
     let mut t = HostEnv::start("host-reach", Options::default()).await?;
     let mut config = t.host_config();

@@ -1,0 +1,122 @@
+//! A real node beside a [`ControlPlane`](crate::ControlPlane): `scripts/node.sh` runs Debian's
+//! containerd, a kubelet, kube-proxy and CoreDNS as plain processes, with a CNI bridge on this
+//! machine (design/testing.md, "A real node"). Pods bound to it really run; the pod simulator
+//! never touches them (it acts only on its own simulated node).
+//!
+//! One node per machine (kube-proxy owns the host's `KUBE-*` iptables chains): a node holds a
+//! lock for its whole life, so a second one waits for the first to stop, in this process or
+//! another. nextest runs the tests that start one in a group of one thread.
+
+use crate::env;
+use crate::operator_process::repo_root;
+use crate::workdir::WorkDir;
+use anyhow::{Context, bail};
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Held while a node runs; another process's node waits for it.
+const LOCK: &str = "/run/ferrometal-node.harness.lock";
+
+/// The images the node holds besides the sandbox's: each an archive `install-node.sh` built.
+pub const PROBE_IMAGE: &str = "ferrometal.local/probe:1";
+/// Debian's python3 with a wheel from PyPI (`scripts/node/debian-image.sh`).
+pub const DEBIAN_PYTHON_IMAGE: &str = "ferrometal.local/debian-python:1";
+
+/// A running node. Dropping it stops every process of it and undoes what it did to the host.
+pub struct RealNode {
+    name: String,
+    dir: PathBuf,
+    work: WorkDir,
+    _lock: File,
+}
+
+impl RealNode {
+    /// Starts a node registered with the apiserver `kubeconfig` names (a cluster admin's), and
+    /// waits until it is Ready. Waits first for any other node of this machine to stop.
+    pub async fn start(kubeconfig: &Path) -> crate::Result<Self> {
+        let lock = tokio::task::spawn_blocking(lock_machine).await.context("the lock task")??;
+        let work = WorkDir::new("real-node")?;
+        let dir = work.path().join("node");
+        let output = tokio::task::spawn_blocking({
+            let (dir, kubeconfig) = (dir.clone(), kubeconfig.to_path_buf());
+            move || node_sh(&["start".as_ref(), dir.as_os_str(), kubeconfig.as_os_str()])
+        })
+        .await
+        .context("the start task")??;
+        let name = output.lines().last().unwrap_or_default().trim().to_string();
+        if name.is_empty() {
+            bail!("scripts/node.sh start printed no node name");
+        }
+        Ok(Self { name, dir, work, _lock: lock })
+    }
+
+    /// The Node's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Imports an image archive (`ctr images import`) into the node's containerd.
+    pub fn import(&self, archive: &Path) -> crate::Result<()> {
+        node_sh(&["import".as_ref(), self.dir.as_os_str(), archive.as_os_str()]).map(drop)
+    }
+
+    /// The archive of an image `scripts/install-node.sh` built, by file name
+    /// (`debian-python.tar`).
+    pub fn cached_image(file: &str) -> crate::Result<PathBuf> {
+        let path = env::cache_dir().join("node").join(file);
+        if !path.is_file() {
+            bail!("no {}: run scripts/install-node.sh", path.display());
+        }
+        Ok(path)
+    }
+}
+
+impl Drop for RealNode {
+    fn drop(&mut self) {
+        if let Err(err) = node_sh(&["stop".as_ref(), self.dir.as_os_str()]) {
+            eprintln!("---- real-node: stopping the node failed: {err:#}");
+        }
+        // The node's logs where the work directory prints and keeps logs: at its top level.
+        if let Ok(entries) = std::fs::read_dir(self.dir.join("logs")) {
+            for entry in entries.flatten() {
+                let _ = std::fs::copy(entry.path(), self.work.path().join(entry.file_name()));
+            }
+        }
+    }
+}
+
+/// Runs `scripts/node.sh ARGS`; its standard output, or an error with what it said.
+fn node_sh(args: &[&std::ffi::OsStr]) -> crate::Result<String> {
+    let script = repo_root().join("scripts/node.sh");
+    let output = Command::new(&script).args(args).output().with_context(|| format!("running {}", script.display()))?;
+    if !output.status.success() {
+        bail!(
+            "scripts/node.sh {:?} failed ({}):\n{}{}",
+            args.first().unwrap_or(&"".as_ref()),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Takes the machine's node lock, waiting up to ten minutes for another node to stop.
+fn lock_machine() -> crate::Result<File> {
+    let file = File::options().create(true).truncate(false).write(true).open(LOCK)?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    loop {
+        // SAFETY: flock on a descriptor this function owns; no memory is shared.
+        let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if taken {
+            return Ok(file);
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("another test's node held {LOCK} for ten minutes");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
