@@ -299,3 +299,36 @@ async fn the_pod_simulator_never_touches_a_pod_bound_to_the_real_node() -> anyho
     assert!(!id.is_some_and(|id| id.starts_with("containerd://")), "not a real container");
     Ok(())
 }
+
+#[tokio::test]
+async fn kubectl_logs_and_exec_reach_a_running_container() -> anyhow::Result<()> {
+    let (cp, ns) = cluster("node-kubectl").await?;
+    create::<Pod>(
+        &cp,
+        &ns,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "shell"},
+            "spec": {"containers": [probe("main", &["serve", "8080", "hi"])]}}),
+    )
+    .await?;
+    until::<Pod>(&cp, &ns, "shell", "the pod Running", |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+    })
+    .await?;
+    let kubectl = |args: &[&str]| -> anyhow::Result<String> {
+        let output = std::process::Command::new(ferrometal_tests::env::kube_bin("kubectl")?)
+            .arg(format!("--kubeconfig={}", cp.kubeconfig().display()))
+            .args(["--namespace", ns.as_str()])
+            .args(args)
+            .output()?;
+        anyhow::ensure!(output.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    assert_eq!(kubectl(&["exec", "shell", "--", "/probe", "echo", "from", "exec"])?, "from exec");
+    let logs = wait::until("the server's log line", Duration::from_secs(30), Duration::from_millis(250), || {
+        let logs = kubectl(&["logs", "shell"]).ok().filter(|l| !l.is_empty());
+        async move { logs }
+    })
+    .await?;
+    assert!(logs.contains("8080"), "{logs}");
+    Ok(())
+}
