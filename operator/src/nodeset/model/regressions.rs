@@ -64,3 +64,59 @@ fn stripping_the_completions_reruns_no_run_once_service() {
         &[Action::Settle, Action::DeleteAndRecreate, Action::StripAnnotation(0, Annotation::ServicesCompleted)],
     );
 }
+
+/// Runs `actions`, every invariant holding, and returns the NodeSet's status after them.
+fn status_after(pre_provisioned: bool, hosts: usize, actions: &[Action]) -> crds::nodeset::NodeSetStatus {
+    match Model::run(pre_provisioned, hosts, actions, Weights::all()) {
+        Ok(model) => model.world.nodeset.status.unwrap_or_default(),
+        Err(broken) => panic!("{broken}"),
+    }
+}
+
+fn configured_and_phase(status: &crds::nodeset::NodeSetStatus) -> (Option<&str>, Option<crds::nodeset::RolloutPhase>) {
+    (status.configured_hosts.as_deref(), status.rollout.as_ref().and_then(|r| r.phase))
+}
+
+// Issue 23: the token approved one hash of the whole NodeSet, host set included, so a host
+// added or removed stalled the approved rollout of the others (invariant (7) now says so).
+#[test]
+fn a_host_added_during_an_approved_manual_rollout_does_not_stall_it() {
+    // The token starts compute-0; compute-1 waits for its turn when compute-2 joins.
+    let status = status_after(
+        false,
+        2,
+        &[
+            Action::SetManual(true),
+            Action::Settle,
+            Action::EditMtu(true),
+            Action::SetRolloutToken(1),
+            Action::AddHost(2),
+            Action::Settle,
+        ],
+    );
+    assert_eq!(configured_and_phase(&status), (Some("3/3"), Some(crds::nodeset::RolloutPhase::Complete)));
+}
+
+#[test]
+fn a_host_removed_during_an_approved_manual_rollout_does_not_stall_it() {
+    let status = status_after(
+        false,
+        3,
+        &[
+            Action::SetManual(true),
+            Action::Settle,
+            Action::EditMtu(true),
+            Action::SetRolloutToken(1),
+            Action::RemoveHost(2),
+            Action::Settle,
+        ],
+    );
+    assert_eq!(configured_and_phase(&status), (Some("2/2"), Some(crds::nodeset::RolloutPhase::Complete)));
+}
+
+// Issue 23: Configured counted hosts at the desired configuration, 0/N while a token was missing.
+#[test]
+fn hosts_waiting_for_a_manual_token_count_as_configured_at_what_was_approved() {
+    let status = status_after(false, 2, &[Action::SetManual(true), Action::Settle, Action::EditMtu(true)]);
+    assert_eq!(configured_and_phase(&status), (Some("2/2"), Some(crds::nodeset::RolloutPhase::Pending)));
+}
