@@ -108,11 +108,13 @@ impl Oracle {
         let deprovision = policy == crds::nodeset::DeletionPolicy::Deprovision;
         match action {
             Action::SetToken(h, _) => self.token(world, HOSTNAMES[*h], token),
-            Action::RemoveHost(h) if deprovision => {
-                self.grants.insert(HOSTNAMES[*h].into(), Purpose::Deprovision);
-            }
+            // Whatever the policy: a preProvisioned host has no BareMetalHost to deprovision,
+            // and one added back may be another machine.
             Action::RemoveHost(h) if self.pre_provisioned => {
                 *self.removals.entry(HOSTNAMES[*h].into()).or_default() += 1
+            }
+            Action::RemoveHost(h) if deprovision => {
+                self.grants.insert(HOSTNAMES[*h].into(), Purpose::Deprovision);
             }
             Action::AddHost(h) => {
                 self.grants.remove(HOSTNAMES[*h]);
