@@ -18,7 +18,7 @@ pub use cel::{
 pub use config::{Dns, NetworkConfig, NodeSection, NodeTemplate, Route, Variables};
 pub use hash::{EffectiveHostConfig, effective_host_config, host_config_hash, nodeset_config_hash, provisioning_hash};
 pub use pools::HostPools;
-pub use status::{BmhRef, CompletedService, HostStatus, NodeSetStatus, RolloutPhase, RolloutStatus};
+pub use status::{ApprovedService, BmhRef, CompletedService, HostStatus, NodeSetStatus, RolloutPhase, RolloutStatus};
 pub use template::{BaremetalSetTemplate, HardwareReqs, ProvisioningNetwork};
 pub use validation::{validate_host_pool, validate_nodeset};
 
@@ -89,7 +89,7 @@ pub const SERVICES_COMPLETED_ANNOTATION: &str = "ferrometal.io/services-complete
         name = "Configured",
         type_ = "string",
         json_path = ".status.configuredHosts",
-        description = "Hosts at their desired configuration, of the hosts in spec.nodes"
+        description = "Hosts at the configuration approved for them, of the hosts in spec.nodes"
     ),
     printcolumn(
         name = "Rollout",
@@ -102,6 +102,13 @@ pub const SERVICES_COMPLETED_ANNOTATION: &str = "ferrometal.io/services-complete
         type_ = "integer",
         json_path = ".status.outdatedHosts",
         description = "Hosts provisioned with inputs since changed (each reprovisioned only for its own new reprovisionToken)",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Pending",
+        type_ = "integer",
+        json_path = ".status.pendingHosts",
+        description = "Hosts whose desired configuration waits for a new spec.rollout.token (Manual)",
         priority = 1
     ),
     printcolumn(

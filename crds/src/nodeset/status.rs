@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 pub mod conditions {
     /// Every host has a provisioned BareMetalHost.
     pub const PROVISIONED: &str = "Provisioned";
-    /// Every host runs its desired configuration.
+    /// Every host runs the configuration approved for it: its desired one, unless that waits
+    /// for a new Manual rollout token (reason RolloutPending).
     pub const CONFIGURED: &str = "Configured";
     /// Reason: a Manual rollout waits for spec.rollout.token.
     pub const ROLLOUT_PENDING: &str = "RolloutPending";
@@ -53,9 +54,15 @@ pub struct NodeSetStatus {
     /// since; each keeps them until its own reprovisionToken changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outdated_hosts: Option<i32>,
-    /// Hosts at their desired configuration, of the hosts in spec.nodes, as "n/m".
+    /// Hosts at the configuration approved for them, of the hosts in spec.nodes, as "n/m":
+    /// their desired configuration, or, while it waits for a new Manual rollout token (see
+    /// pendingHosts), everything the last approval gave them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configured_hosts: Option<String>,
+    /// Hosts whose desired configuration waits for a new spec.rollout.token (Manual strategy):
+    /// they keep the configuration approved for them until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_hosts: Option<i32>,
     /// Hosts whose machine is provisioned (every host of a preProvisioned NodeSet), of the
     /// hosts in spec.nodes, as "n/m".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,6 +76,13 @@ pub struct NodeSetStatus {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HostStatus {
+    /// Config hash a rollout approved for this host: the host's desired hash when the last
+    /// Manual rollout token was given (every reconcile under Automatic). Once configured, the
+    /// host gets a new configuration only when its desired hash is this one and the services
+    /// are as status.rollout.approvedServices says. Absent: nothing approved for it (a host
+    /// added since, or first sight); its bring-up needs no approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_config_hash: Option<String>,
     /// The claimed BareMetalHost; absent for preProvisioned NodeSets and unclaimed hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bmh_ref: Option<BmhRef>,
@@ -136,10 +150,16 @@ pub struct RolloutStatus {
     /// Last spec.rollout.token acted on (Manual strategy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acknowledged_token: Option<String>,
+    /// The services the rollout approved, in spec.services order, each with the spec hash it
+    /// had then (none: it did not exist). Configured hosts get new work only while the
+    /// services are these; absent: nothing approved (first sight of a Manual NodeSet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_services: Option<Vec<ApprovedService>>,
     /// When every host reached configHash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_at: Option<Time>,
-    /// The NodeSet config hash being rolled out.
+    /// The NodeSet's configHash when the rollout started (Manual: when its token was given).
+    /// Hosts added or removed since change configHash, not what the rollout approved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_hash: Option<String>,
     /// Where the rollout stands.
@@ -150,6 +170,17 @@ pub struct RolloutStatus {
     pub started_at: Option<Time>,
 }
 
+/// A service as a rollout approved it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovedService {
+    /// NodeSetService name.
+    pub name: String,
+    /// Hash of its spec when approved; absent when it did not exist (nothing of it approved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_hash: Option<String>,
+}
+
 /// Where a rollout stands. Values: Waiting, RollingOut, Pending, Failed, Complete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(transform = crate::schema_util::drop_description)]
@@ -158,7 +189,8 @@ pub enum RolloutPhase {
     Waiting,
     /// Service Jobs run, or are about to.
     RollingOut,
-    /// Manual strategy: the configuration changed and waits for a new spec.rollout.token.
+    /// Manual strategy: the configuration changed and waits for a new spec.rollout.token;
+    /// the hosts keep what was approved for them.
     Pending,
     /// A service Job failed; the rollout stopped until the service or the configuration changes.
     Failed,

@@ -19,8 +19,8 @@ use super::rollout::{self, HostWork, RolloutPlan, Service};
 use super::validate::Findings;
 use crds::baremetalhost::BareMetalHost;
 use crds::nodeset::{
-    CompletedService, DeletionPolicy, EffectiveHostConfig, HostStatus, NodeSet, RolloutStatus, effective_host_config,
-    host_config_hash, nodeset_config_hash,
+    ApprovedService, CompletedService, DeletionPolicy, EffectiveHostConfig, HostStatus, NodeSet, RolloutStatus,
+    effective_host_config, host_config_hash, nodeset_config_hash,
 };
 use crds::nodesetservice::service_hash;
 use k8s_openapi::api::batch::v1::Job;
@@ -58,7 +58,15 @@ pub struct HostPlan {
     pub desired: String,
     /// Services completed, after this reconcile's records.
     pub completed: Vec<CompletedService>,
+    /// At its desired configuration: every service done for it.
     pub configured: bool,
+    /// The configuration a rollout approved for it (`rollout::acknowledge`).
+    pub approved: Option<String>,
+    /// Its desired configuration waits for a new Manual rollout token.
+    pub pending: bool,
+    /// It runs the configuration approved for it: its desired one, or, while that is pending,
+    /// everything approved for it before.
+    pub at_approved: bool,
     pub message: Option<String>,
 }
 
@@ -151,7 +159,7 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let previous: BTreeMap<String, HostStatus> =
         nodeset.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
     let services = listed_services(spec, facts);
-    let (config_hash, rollout_status, gate) = acknowledged(nodeset, &services, now);
+    let (config_hash, rollout_status, approve_all) = acknowledged(nodeset, &services, now);
     let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
     let nodes = spec.nodes.clone().unwrap_or_default();
     for (hostname, section) in &nodes {
@@ -170,9 +178,27 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
         } else {
             Vec::new()
         };
+        // What a rollout approved for the host: what it asks now for a new approval, else what
+        // was approved for it before (nothing for a host new to the NodeSet).
+        let approved = if approve_all {
+            Some(desired.clone())
+        } else {
+            previous.get(hostname).and_then(|p| p.approved_config_hash.clone())
+        };
         plan.hosts.insert(
             hostname.clone(),
-            HostPlan { phase, bmh: None, config, desired, completed, configured: false, message: None },
+            HostPlan {
+                phase,
+                bmh: None,
+                config,
+                desired,
+                completed,
+                configured: false,
+                approved,
+                pending: false,
+                at_approved: false,
+                message: None,
+            },
         );
     }
     if findings.blocks() {
@@ -247,17 +273,21 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
                 ready: host.runs_services(),
                 configured_before: !host.completed.is_empty()
                     && before.is_none_or(|b| b.deployed_config_hash.is_some()),
+                approved: host.approved.clone(),
             }
         })
         .collect();
     let max_unavailable =
         rollout::max_unavailable(spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()), plan.hosts.len());
-    plan.rollout = rollout::plan(&work, &services, &facts.jobs, gate, max_unavailable, history);
+    let approved = plan.rollout_status.approved_services.as_deref();
+    plan.rollout = rollout::plan(&work, &services, &facts.jobs, approved, max_unavailable, history);
     for (name, host) in plan.hosts.iter_mut() {
         if let Some(completed) = plan.rollout.completed.get(name) {
             host.completed = completed.clone();
         }
         host.configured = plan.rollout.configured.contains(name);
+        host.pending = plan.rollout.pending.contains(name);
+        host.at_approved = host.configured || plan.rollout.at_approved.contains(name);
     }
 
     // What each claimed machine gets written.
@@ -350,23 +380,25 @@ fn listed_services(spec: &crds::nodeset::NodeSetSpec, facts: &Facts) -> Vec<Opti
         .collect()
 }
 
-/// The NodeSet's hash (what a rollout acknowledges: the hosts' configurations, the service
-/// list and every listed service's spec), the rollout's record, and whether configured hosts
-/// may get new work (`rollout::acknowledge`).
+/// The NodeSet's hash (the hosts' configurations, the service list and every listed service's
+/// spec), the rollout's record with the services it approved, and whether every host's
+/// configuration is approved as it is now (`rollout::acknowledge`).
 fn acknowledged(nodeset: &NodeSet, services: &[Option<Service>], now: &Time) -> (String, RolloutStatus, bool) {
     let spec = &nodeset.spec;
     let config_hash = nodeset_config_hash(spec);
-    let listed: Vec<(String, Option<String>)> = spec
+    let listed: Vec<ApprovedService> = spec
         .services
         .iter()
         .flatten()
         .zip(services)
-        .map(|(name, s)| (name.clone(), s.as_ref().map(|s| s.hash.clone())))
+        .map(|(name, s)| ApprovedService { name: name.clone(), service_hash: s.as_ref().map(|s| s.hash.clone()) })
         .collect();
-    let gated = rollout::gated_hash(&config_hash, &listed);
+    let hashes: Vec<(String, Option<String>)> =
+        listed.iter().map(|s| (s.name.clone(), s.service_hash.clone())).collect();
+    let gated = rollout::gated_hash(&config_hash, &hashes);
     let previous = migrated(nodeset, &config_hash, &gated);
-    let (status, gate) = rollout::acknowledge(spec.rollout.as_ref(), previous.as_ref(), &gated, now);
-    (gated, status, gate)
+    let (status, approve_all) = rollout::acknowledge(spec.rollout.as_ref(), previous.as_ref(), &gated, &listed, now);
+    (gated, status, approve_all)
 }
 
 /// The rollout status as `acknowledge` reads it: one recorded by an operator that gated on the

@@ -480,7 +480,7 @@ fn an_edited_service_spec_waits_for_a_manual_nodesets_token() {
     changed.services.insert("configure-network".into(), Arc::new(network));
     let waiting = plan(&n, &changed, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     assert!(waiting.jobs.is_empty(), "no Job without a token");
-    assert!(waiting.rollout.pending);
+    assert_eq!(waiting.rollout.pending.len(), 3, "every host waits");
     // A new token approves it.
     let mut approved = n.clone();
     approved.status = Some(NodeSetStatus { rollout: Some(waiting.rollout_status.clone()), ..status(&manual, &hosts) });
@@ -562,4 +562,121 @@ fn deprovisioning_more_hosts_than_max_unavailable_at_once_waits_for_a_confirmati
     let deletion = plan_deletion(&whole, &facts(hosts));
     assert!(deletion.writes.is_empty());
     assert_eq!(deletion.held().len(), 3);
+}
+
+/// One reconcile of `n` as the operator runs it, nothing refused: its plan, and `n`'s status
+/// replaced by what it writes.
+fn reconcile(n: &mut NodeSet, facts: &Facts) -> Plan {
+    let planned = plan(n, facts, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    let applied = crate::nodeset::apply::Applied::default();
+    let (written, _) = crate::nodeset::status::compute(n, &planned, &applied, &Findings::default(), &now());
+    n.status = Some(written);
+    planned
+}
+
+fn manual() -> Value {
+    edited(|s| s["rollout"] = json!({"strategy": "Manual", "maxUnavailable": 1}))
+}
+
+/// A Manual NodeSet of `spec()`'s hosts, configured, whose MTU edit a token approved: its
+/// first host is being rolled out, the others wait for their turn.
+fn approved_mtu_rollout() -> (NodeSet, Vec<Arc<BareMetalHost>>) {
+    let hosts = provisioned(&manual());
+    let mut n = nodeset(&manual());
+    n.status = Some(status(&manual(), &hosts));
+    reconcile(&mut n, &facts(hosts.clone()));
+    n.spec.node_template.as_mut().and_then(|t| t.networks.as_mut()).expect("networks")[0].mtu = Some(9000);
+    n.spec.rollout.as_mut().expect("rollout").token = Some("2026-08-01".into());
+    let approved = reconcile(&mut n, &facts(hosts.clone()));
+    let started: Vec<(String, Vec<String>)> =
+        approved.rollout.batches.iter().map(|b| (b.service.clone(), b.hosts.keys().cloned().collect())).collect();
+    assert_eq!(started, [("configure-network".to_string(), vec!["compute-0".to_string()])]);
+    (n, hosts)
+}
+
+fn batches_of(plan: &Plan) -> Vec<(String, Vec<String>)> {
+    plan.rollout.batches.iter().map(|b| (b.service.clone(), b.hosts.keys().cloned().collect())).collect()
+}
+
+#[test]
+fn a_host_added_during_an_approved_manual_rollout_is_brought_up_and_the_rollout_goes_on() {
+    let (mut n, mut hosts) = approved_mtu_rollout();
+    // compute-3 joins with a provisioned machine that never ran anything.
+    let mut four = manual();
+    four["nodes"]["compute-3"] = json!({"networks": [{"name": "ctlplane", "addresses": ["192.0.2.13/24"]}]});
+    let mut machine = (*provisioned(&four)[3]).clone();
+    machine.annotations_mut().remove(crds::nodeset::SERVICES_COMPLETED_ANNOTATION);
+    hosts.push(Arc::new(machine));
+    n.spec.nodes = nodeset(&four).spec.nodes;
+    let added = reconcile(&mut n, &facts(hosts));
+    assert_eq!(
+        batches_of(&added),
+        [
+            ("bootstrap".to_string(), vec!["compute-3".to_string()]),
+            ("configure-network".to_string(), vec!["compute-0".to_string()]),
+        ],
+        "a bring-up needs no token, and the approved rollout does not wait again"
+    );
+}
+
+#[test]
+fn a_host_removed_during_an_approved_manual_rollout_does_not_make_it_wait_again() {
+    let (mut n, hosts) = approved_mtu_rollout();
+    n.spec.nodes.as_mut().expect("nodes").remove("compute-2");
+    let removed = reconcile(&mut n, &facts(hosts));
+    assert_eq!(batches_of(&removed), [("configure-network".to_string(), vec!["compute-0".to_string()])]);
+}
+
+#[test]
+fn a_manual_edit_waiting_for_its_token_leaves_the_hosts_configured_at_what_was_approved() {
+    let hosts = provisioned(&manual());
+    let mut n = nodeset(&manual());
+    n.status = Some(status(&manual(), &hosts));
+    reconcile(&mut n, &facts(hosts.clone()));
+    n.spec.node_template.as_mut().and_then(|t| t.networks.as_mut()).expect("networks")[0].mtu = Some(9000);
+    let waiting = reconcile(&mut n, &facts(hosts));
+    assert!(waiting.jobs.is_empty(), "no token, no Job");
+    let written = n.status.as_ref().expect("status");
+    assert_eq!(written.configured_hosts.as_deref(), Some("3/3"), "they run what was approved for them");
+    let condition = |t: &str| written.conditions.iter().flatten().find(|c| c.type_ == t).cloned().expect("condition");
+    assert_eq!(condition("Configured").status, "True", "{:?}", condition("Configured"));
+    let ready = condition("Ready");
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "RolloutPending"));
+    assert!(ready.message.starts_with("3 of 3 hosts"), "{}", ready.message);
+}
+
+#[test]
+fn an_edit_after_an_approved_manual_rollout_waits_for_the_next_token_whatever_hosts_came() {
+    let (mut n, hosts) = approved_mtu_rollout();
+    n.spec.nodes.as_mut().expect("nodes").remove("compute-2");
+    reconcile(&mut n, &facts(hosts.clone()));
+    let timezone = |n: &mut NodeSet, zone: &str| {
+        let variables = n.spec.node_template.as_mut().and_then(|t| t.variables.as_mut()).expect("variables");
+        variables.insert("timezone".into(), json!(zone));
+    };
+    timezone(&mut n, "Europe/Paris");
+    let edited = reconcile(&mut n, &facts(hosts.clone()));
+    assert!(edited.jobs.is_empty(), "{:?}", batches_of(&edited));
+    assert_eq!(edited.rollout.pending.len(), 2, "both hosts wait");
+    // A service edited: the same.
+    timezone(&mut n, "UTC");
+    let mut changed = facts(hosts);
+    let mut network = service("configure-network");
+    network.spec.job.image = "configure-network:2".into();
+    changed.services.insert("configure-network".into(), Arc::new(network));
+    let service_edited = reconcile(&mut n, &changed);
+    assert!(service_edited.jobs.is_empty(), "{:?}", batches_of(&service_edited));
+}
+
+#[test]
+fn a_manual_nodeset_seen_first_approves_nothing_even_with_hosts_recorded() {
+    let (mut n, hosts) = approved_mtu_rollout();
+    // Status lost (or the NodeSet recreated), the token still in spec.
+    n.status = None;
+    let first = reconcile(&mut n, &facts(hosts));
+    assert!(first.jobs.is_empty(), "{:?}", batches_of(&first));
+    let written = n.status.as_ref().expect("status");
+    assert_eq!(written.rollout.as_ref().and_then(|r| r.approved_services.clone()), None);
+    assert!(written.hosts.iter().flatten().all(|(_, h)| h.approved_config_hash.is_none()));
+    assert_eq!(written.pending_hosts, Some(3));
 }

@@ -8,8 +8,13 @@
 //! being brought up (never configured since it was provisioned) is not serving, so it gets all
 //! its services at once, unthrottled. A failed Job stops the rollout until the service's spec
 //! or the hosts' configuration changes; nothing is undone.
+//!
+//! A host that runs a configuration gets a new one only when a rollout approved it: per host,
+//! the configuration approved for it, and for the NodeSet, the services (see [`acknowledge`]).
+//! Approvals are per host so that adding or removing hosts, which changes no other host's
+//! configuration, holds back no approved rollout of the others.
 
-use crds::nodeset::{CompletedService, Rollout, RolloutStatus, RolloutStrategy};
+use crds::nodeset::{ApprovedService, CompletedService, Rollout, RolloutStatus, RolloutStrategy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
@@ -32,6 +37,9 @@ pub struct HostWork {
     pub ready: bool,
     /// It was fully configured once since it was provisioned.
     pub configured_before: bool,
+    /// The configuration a rollout approved for it (`None`: none): once configured, it gets a
+    /// new one only when its desired hash is this one.
+    pub approved: Option<String>,
 }
 
 /// A service of the NodeSet that exists.
@@ -157,8 +165,11 @@ pub struct RolloutPlan {
     pub batches: Vec<Batch>,
     /// Finished Jobs past the history bound whose outcome status holds: to delete.
     pub prunable: Vec<String>,
-    /// Work held back: a Manual rollout waits for its token.
-    pub pending: bool,
+    /// Configured hosts whose desired configuration waits for a new Manual rollout token.
+    pub pending: BTreeSet<String>,
+    /// Of the pending hosts, those that run everything approved for them: they are at their
+    /// approved configuration, and only the token is missing.
+    pub at_approved: BTreeSet<String>,
 }
 
 /// `maxUnavailable` as a number of hosts: a count, or a percentage of `hosts` rounded down;
@@ -177,50 +188,60 @@ pub fn max_unavailable(value: Option<&IntOrString>, hosts: usize) -> usize {
     n.max(1)
 }
 
-/// The rollout's record, and whether hosts that run a configuration may get a new one: always
-/// with the Automatic strategy; with Manual, only for the configuration acknowledged by the
-/// last new `spec.rollout.token`. On first sight (a new NodeSet, or one recreated or whose
-/// status was lost) the token is recorded and nothing is acknowledged: hosts being brought up
-/// get their services, but a host that already runs a configuration gets a new one only for a
-/// new token, since nothing says anyone approved what the spec asks now.
+/// The rollout's record, and whether every host's configuration is approved as the spec asks
+/// it now (the caller records that per host, [`HostWork::approved`]). The Automatic strategy
+/// approves everything, always. Manual approves for a new `spec.rollout.token`: the token is
+/// recorded with the NodeSet's hash (`gated`) and the services as they are (`services`).
+/// Otherwise each host keeps what was approved for it before; a host added since has nothing
+/// approved, which its bring-up does not need. On first sight (a new NodeSet, or one recreated
+/// or whose status was lost) the token is recorded and nothing is approved: a host that already
+/// runs a configuration gets a new one only for a new token, since nothing says anyone approved
+/// what the spec asks now.
 pub fn acknowledge(
     rollout: Option<&Rollout>,
     previous: Option<&RolloutStatus>,
-    config_hash: &str,
+    gated: &str,
+    services: &[ApprovedService],
     now: &Time,
 ) -> (RolloutStatus, bool) {
     let strategy = rollout.and_then(|r| r.strategy).unwrap_or_default();
     let token = rollout.and_then(|r| r.token.clone()).filter(|t| !t.is_empty());
     let mut status = previous.cloned().unwrap_or_default();
     let start = |status: &mut RolloutStatus| {
-        status.config_hash = Some(config_hash.to_string());
+        status.config_hash = Some(gated.to_string());
         status.started_at = Some(now.clone());
         status.completed_at = None;
     };
-    match strategy {
+    let approve_all = match strategy {
         RolloutStrategy::Automatic => {
-            if status.config_hash.as_deref() != Some(config_hash) {
+            if status.config_hash.as_deref() != Some(gated) {
                 start(&mut status);
             }
-            (status, true)
+            true
         }
-        RolloutStrategy::Manual => {
-            if previous.is_none() {
-                status.acknowledged_token = token;
-            } else if token.is_some() && token != status.acknowledged_token {
-                status.acknowledged_token = token;
-                start(&mut status);
-            }
-            let go = status.config_hash.as_deref() == Some(config_hash);
-            (status, go)
+        RolloutStrategy::Manual if previous.is_none() => {
+            status.acknowledged_token = token;
+            false
         }
+        RolloutStrategy::Manual if token.is_some() && token != status.acknowledged_token => {
+            status.acknowledged_token = token;
+            start(&mut status);
+            true
+        }
+        // Recorded by an operator that approved by the NodeSet's hash alone (no approved
+        // services): it approved what the spec asks now if that hash is the one it recorded.
+        RolloutStrategy::Manual => status.approved_services.is_none() && status.config_hash.as_deref() == Some(gated),
+    };
+    if approve_all {
+        status.approved_services = Some(services.to_vec());
     }
+    (status, approve_all)
 }
 
-/// What a rollout acknowledges (a Manual token, an Automatic start): the NodeSet's config hash
+/// The NodeSet's desired hash (`status.configHash`, what a rollout starts for): its config hash
 /// (every host's configuration and the service list) and the spec hash of every service it
-/// lists, so an edit of a shared NodeSetService waits for a Manual NodeSet's token like any
-/// other edit of what runs.
+/// lists, so an edit of a shared NodeSetService is a new configuration like any other edit of
+/// what runs.
 pub fn gated_hash(config_hash: &str, services: &[(String, Option<String>)]) -> String {
     let mut digest = Sha256::new();
     digest.update(config_hash.as_bytes());
@@ -244,6 +265,35 @@ pub fn done(completed: &[CompletedService], service: &Service, desired: &str) ->
 
 fn entry<'a>(completed: &'a [CompletedService], service: &str) -> Option<&'a CompletedService> {
     completed.iter().find(|c| c.name == service)
+}
+
+/// True when `approved` is the services as they are: the same names in the same order, each at
+/// the spec hash it has now. A service that does not exist matches nothing (nothing new runs
+/// then anyway).
+fn services_approved(approved: Option<&[ApprovedService]>, services: &[Option<Service>]) -> bool {
+    approved.is_some_and(|approved| {
+        approved.len() == services.len()
+            && approved.iter().zip(services).all(|(a, s)| {
+                s.as_ref().is_some_and(|s| a.name == s.name && a.service_hash.as_deref() == Some(s.hash.as_str()))
+            })
+    })
+}
+
+/// True when `host` (with `completed`) runs everything approved for it: every approved service
+/// done at the configuration approved for the host. A service that did not exist when approved
+/// had nothing of it approved; a host nothing was approved for runs all it may.
+fn at_approved(
+    host: &HostWork,
+    completed: &[CompletedService],
+    approved: Option<&[ApprovedService]>,
+    known: &BTreeMap<&str, &Service>,
+) -> bool {
+    let (Some(config), Some(approved)) = (host.approved.as_deref(), approved) else { return true };
+    approved.iter().all(|a| {
+        let Some(hash) = &a.service_hash else { return true };
+        let run_once = known.get(a.name.as_str()).is_some_and(|s| s.run_once);
+        done(completed, &Service { name: a.name.clone(), run_once, hash: hash.clone() }, config)
+    })
 }
 
 /// Records the success of `job` (finished `at`) on each of its hosts where it is newer than
@@ -288,13 +338,14 @@ fn record(
 }
 
 /// Plans the rollout. `services` is `spec.services` in order, `None` where no such
-/// NodeSetService exists (nothing new runs then); `gate` says whether configured hosts may
-/// get new work (see [`acknowledge`]).
+/// NodeSetService exists (nothing new runs then); `approved` is the services a rollout
+/// approved: a configured host gets new work only while they are the services as they are and
+/// its desired configuration is the one approved for it (see [`acknowledge`]).
 pub fn plan(
     hosts: &[HostWork],
     services: &[Option<Service>],
     jobs: &[ObservedJob],
-    gate: bool,
+    approved: Option<&[ApprovedService]>,
     max_unavailable: usize,
     history: usize,
 ) -> RolloutPlan {
@@ -388,13 +439,22 @@ pub fn plan(
         let completed = &plan.completed[&h.name];
         ordered.iter().any(|s| !s.run_once && done(completed, s, &h.desired))
     };
-    let mut updates: Vec<&HostWork> = wanting.iter().copied().filter(|h| h.configured_before).collect();
+    // Configured hosts get what was approved for them; the others wait for a token.
+    let services_ok = services_approved(approved, services);
+    let (mut updates, held): (Vec<&HostWork>, Vec<&HostWork>) = wanting
+        .iter()
+        .copied()
+        .filter(|h| h.configured_before)
+        .partition(|h| services_ok && h.approved.as_deref() == Some(h.desired.as_str()));
+    for host in held {
+        if at_approved(host, &plan.completed[&host.name], approved, &known) {
+            plan.at_approved.insert(host.name.clone());
+        }
+        plan.pending.insert(host.name.clone());
+    }
     updates.sort_by_key(|h| (!partial(h), h.name.clone()));
     let mut chosen: Vec<&HostWork> = wanting.iter().copied().filter(|h| !h.configured_before).collect();
-    if !updates.is_empty() && !gate {
-        plan.pending = true;
-    }
-    for host in updates.into_iter().filter(|_| gate) {
+    for host in updates {
         if slots == 0 {
             break;
         }

@@ -27,7 +27,33 @@ fn host(name: &str, desired: &str, done: &[&str], at_config: &str) -> HostWork {
         completed: done.iter().map(|s| completion(s, at_config, 10)).collect(),
         ready: true,
         configured_before: !done.is_empty(),
+        approved: Some(desired.into()),
     }
+}
+
+/// `services` as a rollout approves them.
+fn approve(services: &[Option<Service>]) -> Vec<ApprovedService> {
+    services
+        .iter()
+        .map(|s| match s {
+            Some(s) => ApprovedService { name: s.name.clone(), service_hash: Some(s.hash.clone()) },
+            None => ApprovedService { name: "missing".into(), service_hash: None },
+        })
+        .collect()
+}
+
+/// Plans with every host's desired configuration and the services approved (`gate`), or
+/// nothing approved.
+fn planned(
+    hosts: &[HostWork],
+    services: &[Option<Service>],
+    jobs: &[ObservedJob],
+    gate: bool,
+    max_unavailable: usize,
+    history: usize,
+) -> RolloutPlan {
+    let approved = gate.then(|| approve(services));
+    plan(hosts, services, jobs, approved.as_deref(), max_unavailable, history)
 }
 
 fn job(name: &str, service: &str, hosts: &[(&str, &str)], outcome: JobOutcome) -> ObservedJob {
@@ -57,13 +83,13 @@ const ALL: [&str; 3] = ["bootstrap", "configure-network", "configure-os"];
 #[test]
 fn new_hosts_get_their_first_service_together_and_unthrottled() {
     let hosts = [host("c-0", "A", &[], ""), host("c-1", "A", &[], ""), host("c-2", "A", &[], "")];
-    let plan = plan(&hosts, &services(), &[], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[], true, 1, 3);
     assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["c-0".into(), "c-1".into(), "c-2".into()])]);
 }
 
 #[test]
 fn a_configured_host_needs_nothing() {
-    let plan = plan(&[host("c-0", "A", &ALL, "A")], &services(), &[], true, 1, 3);
+    let plan = planned(&[host("c-0", "A", &ALL, "A")], &services(), &[], true, 1, 3);
     assert!(plan.batches.is_empty());
     assert!(plan.configured.contains("c-0"));
 }
@@ -71,7 +97,7 @@ fn a_configured_host_needs_nothing() {
 #[test]
 fn an_edit_reruns_every_service_but_the_run_once_ones_at_most_max_unavailable_hosts_at_a_time() {
     let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A"), host("c-2", "B", &ALL, "A")];
-    let plan = plan(&hosts, &services(), &[], true, 2, 3);
+    let plan = planned(&hosts, &services(), &[], true, 2, 3);
     assert_eq!(batches(&plan), [("configure-network".to_string(), vec!["c-0".into(), "c-1".into()])]);
 }
 
@@ -79,7 +105,7 @@ fn an_edit_reruns_every_service_but_the_run_once_ones_at_most_max_unavailable_ho
 fn hosts_in_running_jobs_count_against_max_unavailable() {
     let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A")];
     let running = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Running);
-    let plan = plan(&hosts, &services(), &[running], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[running], true, 1, 3);
     assert!(plan.batches.is_empty(), "c-0 is unavailable, and one is the limit");
     assert_eq!(plan.running, BTreeSet::from(["c-0".to_string()]));
 }
@@ -88,7 +114,7 @@ fn hosts_in_running_jobs_count_against_max_unavailable() {
 fn a_succeeded_job_is_recorded_and_the_host_moves_to_the_next_service() {
     let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A")];
     let finished = job("j", "configure-network", &[("c-0", "B")], JobOutcome::Succeeded { at: at(30) });
-    let plan = plan(&hosts, &services(), &[finished], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[finished], true, 1, 3);
     assert_eq!(plan.completed["c-0"][1], completion("configure-network", "B", 30));
     assert_eq!(batches(&plan), [("configure-os".to_string(), vec!["c-0".into()])], "c-0 finishes before c-1 starts");
 }
@@ -96,7 +122,7 @@ fn a_succeeded_job_is_recorded_and_the_host_moves_to_the_next_service() {
 #[test]
 fn run_once_services_run_once_per_host_ever() {
     let hosts = [host("c-0", "C", &ALL, "A")];
-    let plan = plan(&hosts, &[service("bootstrap", true)], &[], true, 1, 3);
+    let plan = planned(&hosts, &[service("bootstrap", true)], &[], true, 1, 3);
     assert!(plan.batches.is_empty());
     assert!(plan.configured.contains("c-0"));
 }
@@ -105,7 +131,7 @@ fn run_once_services_run_once_per_host_ever() {
 fn a_changed_service_spec_reruns_that_service() {
     let mut changed = services();
     changed[2] = Some(Service { name: "configure-os".into(), run_once: false, hash: "configure-os-v2".into() });
-    let plan = plan(&[host("c-0", "A", &ALL, "A")], &changed, &[], true, 1, 3);
+    let plan = planned(&[host("c-0", "A", &ALL, "A")], &changed, &[], true, 1, 3);
     assert_eq!(batches(&plan), [("configure-os".to_string(), vec!["c-0".into()])]);
 }
 
@@ -114,7 +140,7 @@ fn a_failed_job_stops_the_rollout_and_quotes_the_job() {
     let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A")];
     let failed =
         job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
-    let plan = plan(&hosts, &services(), &[failed], true, 5, 3);
+    let plan = planned(&hosts, &services(), &[failed], true, 5, 3);
     assert_eq!(
         plan.failures,
         [Failure {
@@ -132,7 +158,7 @@ fn a_failed_job_does_not_hold_back_the_bring_up_of_hosts_it_does_not_concern() {
     let hosts = [host("c-0", "B", &ALL, "A"), host("c-1", "B", &ALL, "A"), host("new-0", "B", &[], "")];
     let failed =
         job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
-    let plan = plan(&hosts, &services(), &[failed], true, 5, 3);
+    let plan = planned(&hosts, &services(), &[failed], true, 5, 3);
     assert_eq!(plan.failures.len(), 1);
     assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["new-0".into()])], "the rollout stays stopped");
 }
@@ -144,7 +170,7 @@ fn fixing_the_service_resumes_a_failed_rollout() {
         job("j", "configure-network", &[("c-0", "B")], JobOutcome::Failed { message: "exit 3".into(), at: at(30) });
     let mut fixed = services();
     fixed[1] = Some(Service { name: "configure-network".into(), run_once: false, hash: "configure-network-v2".into() });
-    let plan = plan(&hosts, &fixed, &[failed], true, 1, 3);
+    let plan = planned(&hosts, &fixed, &[failed], true, 1, 3);
     assert!(plan.failures.is_empty());
     assert_eq!(batches(&plan), [("configure-network".to_string(), vec!["c-0".into()])]);
 }
@@ -152,15 +178,58 @@ fn fixing_the_service_resumes_a_failed_rollout() {
 #[test]
 fn a_manual_rollout_holds_configured_hosts_but_brings_new_ones_up() {
     let hosts = [host("c-0", "B", &ALL, "A"), host("new", "B", &[], "")];
-    let plan = plan(&hosts, &services(), &[], false, 1, 3);
+    let plan = planned(&hosts, &services(), &[], false, 1, 3);
     assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["new".into()])]);
-    assert!(plan.pending);
+    assert_eq!(plan.pending, BTreeSet::from(["c-0".to_string()]));
+}
+
+/// `host`, with `approved` approved for it.
+fn approved_at(host: HostWork, approved: Option<&str>) -> HostWork {
+    HostWork { approved: approved.map(str::to_string), ..host }
+}
+
+#[test]
+fn approvals_are_per_host_so_hosts_that_come_and_go_hold_no_approved_rollout_back() {
+    let hosts = [
+        // Approved B by the token: rolls out.
+        approved_at(host("c-0", "B", &ALL, "A"), Some("B")),
+        // Approved A, then edited to B: waits, at what was approved for it.
+        approved_at(host("c-1", "B", &ALL, "A"), Some("A")),
+        // Added after the token and brought up at A: nothing approved for B.
+        approved_at(host("c-2", "B", &ALL, "A"), None),
+        // Added now: its bring-up needs no approval.
+        approved_at(host("new", "B", &[], ""), None),
+    ];
+    let plan = planned(&hosts, &services(), &[], true, 5, 3);
+    assert_eq!(
+        batches(&plan),
+        [("bootstrap".to_string(), vec!["new".into()]), ("configure-network".to_string(), vec!["c-0".into()])]
+    );
+    assert_eq!(plan.pending, BTreeSet::from(["c-1".to_string(), "c-2".to_string()]));
+    assert_eq!(plan.at_approved, plan.pending, "both run all that was approved for them");
+}
+
+#[test]
+fn a_service_edit_after_the_approval_holds_every_configured_host_and_tells_who_reached_what_was_approved() {
+    let approved = approve(&services());
+    let mut edited = services();
+    edited[2] = Some(Service { name: "configure-os".into(), run_once: false, hash: "configure-os-v2".into() });
+    let hosts = [
+        host("c-0", "A", &ALL, "A"),
+        // The approved rollout (configure-os at v1, after a host edit to B) had not reached it.
+        host("c-1", "B", &ALL, "A"),
+        host("new", "A", &[], ""),
+    ];
+    let plan = plan(&hosts, &edited, &[], Some(&approved), 5, 3);
+    assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["new".into()])], "a bring-up runs what is asked");
+    assert_eq!(plan.pending, BTreeSet::from(["c-0".to_string(), "c-1".to_string()]));
+    assert_eq!(plan.at_approved, BTreeSet::from(["c-0".to_string()]));
 }
 
 #[test]
 fn an_unknown_service_runs_nothing_new() {
     let hosts = [host("c-0", "A", &[], "")];
-    let plan = plan(&hosts, &[service("bootstrap", true), None], &[], true, 1, 3);
+    let plan = planned(&hosts, &[service("bootstrap", true), None], &[], true, 1, 3);
     assert!(plan.batches.is_empty());
     assert!(!plan.configured.contains("c-0"));
 }
@@ -170,7 +239,7 @@ fn completions_of_another_epoch_do_not_count() {
     let hosts = [host("c-0", "A", &[], "")];
     let mut old = job("j", "bootstrap", &[("c-0", "A")], JobOutcome::Succeeded { at: at(30) });
     old.hosts.get_mut("c-0").expect("host").epoch = "before-reprovision".into();
-    let plan = plan(&hosts, &services(), &[old], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[old], true, 1, 3);
     assert!(plan.completed["c-0"].is_empty());
     assert_eq!(batches(&plan), [("bootstrap".to_string(), vec!["c-0".into()])]);
 }
@@ -178,7 +247,7 @@ fn completions_of_another_epoch_do_not_count() {
 #[test]
 fn large_groups_are_split_into_bounded_batches() {
     let hosts: Vec<HostWork> = (0..250).map(|i| host(&format!("c-{i:03}"), "A", &[], "")).collect();
-    let plan = plan(&hosts, &services(), &[], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[], true, 1, 3);
     let sizes: Vec<usize> = plan.batches.iter().map(|b| b.hosts.len()).collect();
     assert_eq!(sizes, [100, 100, 50]);
 }
@@ -191,11 +260,11 @@ fn finished_jobs_beyond_the_history_are_pruned_once_recorded() {
         let secs = 5 + i64::try_from(i).expect("small");
         jobs.push(job(name, "configure-os", &[("c-0", "A")], JobOutcome::Succeeded { at: at(secs) }));
     }
-    let plan = plan(&hosts, &services(), &jobs, true, 1, 2);
+    let plan = planned(&hosts, &services(), &jobs, true, 1, 2);
     // c-0's configure-os completed at 10, after every one of them: all recorded.
     assert_eq!(plan.prunable, ["j1"], "the two newest are kept");
     let running = job("r", "configure-os", &[("c-0", "A")], JobOutcome::Running);
-    let plan = super::plan(&hosts, &services(), &[running], true, 1, 0);
+    let plan = planned(&hosts, &services(), &[running], true, 1, 0);
     assert!(plan.prunable.is_empty(), "a running Job is never pruned");
 }
 
@@ -203,11 +272,11 @@ fn finished_jobs_beyond_the_history_are_pruned_once_recorded() {
 fn a_success_is_pruned_only_after_its_outcome_was_stored() {
     let mut hosts = [host("c-0", "B", &[], "")];
     let finished = job("j", "bootstrap", &[("c-0", "B")], JobOutcome::Succeeded { at: at(30) });
-    let first = plan(&hosts, &services(), std::slice::from_ref(&finished), true, 1, 0);
+    let first = planned(&hosts, &services(), std::slice::from_ref(&finished), true, 1, 0);
     assert_eq!(first.completed["c-0"].len(), 1, "recorded by this plan");
     assert!(first.prunable.is_empty(), "but not stored yet: a failed status write must not lose it");
     hosts[0].completed = first.completed["c-0"].clone();
-    let next = plan(&hosts, &services(), &[finished], true, 1, 0);
+    let next = planned(&hosts, &services(), &[finished], true, 1, 0);
     assert_eq!(next.prunable, ["j"]);
 }
 
@@ -232,7 +301,7 @@ fn a_rerun_that_completes_in_the_second_of_the_completion_it_followed_is_recorde
     let hosts = [host("c-0", "B", &ALL, "A")];
     let before = completion("configure-network", "A", 10);
     let rerun = job_after("j", "configure-network", "B", Some(&before), JobOutcome::Succeeded { at: at(10) });
-    let plan = plan(&hosts, &services(), &[rerun], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[rerun], true, 1, 3);
     assert_eq!(plan.completed["c-0"][1], completion("configure-network", "B", 10));
     assert_eq!(batches(&plan), [("configure-os".to_string(), vec!["c-0".into()])], "the host moves on");
 }
@@ -247,7 +316,7 @@ fn runs_chained_within_one_second_record_the_last_whatever_their_names() {
         job_after("a-later", "configure-network", "C", Some(&second), JobOutcome::Succeeded { at: at(10) }),
         job_after("b-earlier", "configure-network", "B", Some(&first), JobOutcome::Succeeded { at: at(10) }),
     ];
-    let plan = plan(&hosts, &services(), &jobs, true, 1, 3);
+    let plan = planned(&hosts, &services(), &jobs, true, 1, 3);
     assert_eq!(plan.completed["c-0"][1], completion("configure-network", "C", 10));
 }
 
@@ -255,7 +324,7 @@ fn runs_chained_within_one_second_record_the_last_whatever_their_names() {
 fn an_older_run_in_the_same_second_does_not_replace_a_newer_completion() {
     let hosts = [host("c-0", "B", &ALL, "B")];
     let older = job_after("j", "configure-network", "A", None, JobOutcome::Succeeded { at: at(10) });
-    let plan = plan(&hosts, &services(), &[older], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[older], true, 1, 3);
     assert_eq!(plan.completed["c-0"][1], completion("configure-network", "B", 10));
     assert!(plan.configured.contains("c-0"));
 }
@@ -265,7 +334,7 @@ fn a_success_in_the_second_of_another_completion_is_not_pruned_before_it_is_stor
     let hosts = [host("c-0", "B", &ALL, "A")];
     let before = completion("configure-network", "A", 10);
     let rerun = job_after("j", "configure-network", "B", Some(&before), JobOutcome::Succeeded { at: at(10) });
-    let plan = plan(&hosts, &services(), &[rerun], true, 1, 0);
+    let plan = planned(&hosts, &services(), &[rerun], true, 1, 0);
     assert!(plan.prunable.is_empty(), "the stored completion of the same second is the one before it");
 }
 
@@ -275,7 +344,7 @@ fn a_failure_planned_after_the_current_completion_blocks_even_within_its_second(
     let before = completion("configure-network", "A", 10);
     let failed = JobOutcome::Failed { message: "exit 3".into(), at: at(10) };
     let plan =
-        plan(&hosts, &services(), &[job_after("j", "configure-network", "B", Some(&before), failed)], true, 1, 3);
+        planned(&hosts, &services(), &[job_after("j", "configure-network", "B", Some(&before), failed)], true, 1, 3);
     assert_eq!(plan.failures.len(), 1, "{plan:?}");
     assert!(plan.batches.is_empty());
 }
@@ -283,7 +352,7 @@ fn a_failure_planned_after_the_current_completion_blocks_even_within_its_second(
 #[test]
 fn the_next_job_records_the_completion_it_runs_after() {
     let hosts = [host("c-0", "B", &ALL, "A")];
-    let plan = plan(&hosts, &services(), &[], true, 1, 3);
+    let plan = planned(&hosts, &services(), &[], true, 1, 3);
     let ran = &plan.batches[0].hosts["c-0"];
     assert_eq!(ran.after.as_deref(), Some(fingerprint(Some(&completion("configure-network", "A", 10))).as_str()));
 }
@@ -305,49 +374,70 @@ fn max_unavailable_is_a_count_or_a_percentage_and_never_zero() {
     }
 }
 
+fn listed(hash: &str) -> Vec<ApprovedService> {
+    vec![ApprovedService { name: "configure-os".into(), service_hash: Some(hash.into()) }]
+}
+
 #[test]
-fn the_manual_strategy_rolls_out_what_its_token_acknowledged() {
+fn the_manual_strategy_approves_what_its_token_acknowledged() {
     let manual = |token: Option<&str>| Rollout {
         strategy: Some(RolloutStrategy::Manual),
         token: token.map(str::to_string),
         ..Default::default()
     };
-    // First sight (a new NodeSet, a recreated one, status lost): nothing is acknowledged, so a
-    // host that runs a configuration already gets no new one without a token; hosts being
-    // brought up are not gated.
-    let (first, go) = acknowledge(Some(&manual(Some("old"))), None, "A", &at(1));
-    assert!(!go);
+    // First sight (a new NodeSet, a recreated one, status lost): nothing is approved, so a host
+    // that runs a configuration already gets no new one without a token; hosts being brought
+    // up are not gated.
+    let (first, all) = acknowledge(Some(&manual(Some("old"))), None, "A", &listed("v1"), &at(1));
+    assert!(!all);
     assert_eq!(
-        (first.config_hash.as_deref(), first.acknowledged_token.as_deref()),
-        (None, Some("old")),
-        "the token seen"
+        (first.config_hash.as_deref(), first.acknowledged_token.as_deref(), first.approved_services.clone()),
+        (None, Some("old"), None),
+        "the token seen, nothing approved"
     );
-    let (again, go) = acknowledge(Some(&manual(Some("old"))), Some(&first), "A", &at(1));
-    assert!(!go, "a token seen on first sight is no new token");
+    let (again, all) = acknowledge(Some(&manual(Some("old"))), Some(&first), "A", &listed("v1"), &at(1));
+    assert!(!all, "a token seen on first sight is no new token");
     // An edit waits.
-    let (waiting, go) = acknowledge(Some(&manual(None)), Some(&again), "B", &at(2));
-    assert!(!go);
+    let (waiting, all) = acknowledge(Some(&manual(None)), Some(&again), "B", &listed("v1"), &at(2));
+    assert!(!all);
     assert_eq!(waiting.config_hash, None);
-    // A new token acknowledges the current configuration.
-    let (acked, go) = acknowledge(Some(&manual(Some("2026-08-01"))), Some(&waiting), "B", &at(3));
-    assert!(go);
+    // A new token approves the current configuration, and the services as they are.
+    let (acked, all) = acknowledge(Some(&manual(Some("2026-08-01"))), Some(&waiting), "B", &listed("v1"), &at(3));
+    assert!(all);
     assert_eq!(
         (acked.acknowledged_token.as_deref(), acked.config_hash.as_deref(), acked.started_at.clone()),
         (Some("2026-08-01"), Some("B"), Some(at(3)))
     );
-    // An edit during it waits for the next token.
-    let (_, go) = acknowledge(Some(&manual(Some("2026-08-01"))), Some(&acked), "C", &at(4));
-    assert!(!go);
+    assert_eq!(acked.approved_services, Some(listed("v1")));
+    // An edit during it approves nothing new: each host keeps what was approved for it, and
+    // the services stay approved as they were.
+    let (during, all) = acknowledge(Some(&manual(Some("2026-08-01"))), Some(&acked), "C", &listed("v2"), &at(4));
+    assert!(!all);
+    assert_eq!(during.approved_services, Some(listed("v1")));
 }
 
 #[test]
-fn the_automatic_strategy_starts_a_rollout_per_configuration() {
-    let (first, go) = acknowledge(None, None, "A", &at(1));
-    assert!(go);
-    let (same, _) = acknowledge(None, Some(&first), "A", &at(5));
+fn a_manual_rollout_recorded_by_an_older_operator_approved_what_its_hash_says() {
+    let manual = Rollout { strategy: Some(RolloutStrategy::Manual), ..Default::default() };
+    let older = RolloutStatus { config_hash: Some("A".into()), ..Default::default() };
+    let (status, all) = acknowledge(Some(&manual), Some(&older), "A", &listed("v1"), &at(1));
+    assert!(all, "it approved what the spec asks now");
+    assert_eq!(status.approved_services, Some(listed("v1")));
+    let (status, all) = acknowledge(Some(&manual), Some(&older), "B", &listed("v1"), &at(1));
+    assert!(!all, "an edit it had not approved still waits");
+    assert_eq!(status.approved_services, None);
+}
+
+#[test]
+fn the_automatic_strategy_starts_a_rollout_per_configuration_and_approves_everything() {
+    let (first, all) = acknowledge(None, None, "A", &listed("v1"), &at(1));
+    assert!(all);
+    let (same, _) = acknowledge(None, Some(&first), "A", &listed("v1"), &at(5));
     assert_eq!(same.started_at, Some(at(1)), "the same configuration is the same rollout");
-    let (next, _) = acknowledge(None, Some(&first), "B", &at(6));
+    let (next, all) = acknowledge(None, Some(&first), "B", &listed("v2"), &at(6));
+    assert!(all);
     assert_eq!((next.config_hash.as_deref(), next.started_at), (Some("B"), Some(at(6))));
+    assert_eq!(next.approved_services, Some(listed("v2")));
 }
 
 #[test]

@@ -77,14 +77,12 @@ pub fn compute(
         notices.normal("JobCreated", format!("created Job {name}"));
     }
 
-    let total = plan.hosts.len();
-    let provisioned = plan.hosts.values().filter(|h| h.runs_services()).count();
-    let configured = plan.hosts.values().filter(|h| h.configured).count();
+    let counts = Counts::of(plan);
     let phase = if !plan.rollout.failures.is_empty() {
         RolloutPhase::Failed
-    } else if plan.rollout.pending {
+    } else if !counts.pending.is_empty() {
         RolloutPhase::Pending
-    } else if configured == total {
+    } else if plan.hosts.values().all(|h| h.configured) {
         RolloutPhase::Complete
     } else if plan.hosts.values().any(|h| h.runs_services() && !h.configured) {
         RolloutPhase::RollingOut
@@ -109,10 +107,7 @@ pub fn compute(
     }
     // Transition times stay while a condition's status does.
     let mut conditions = previous.conditions.clone().unwrap_or_default();
-    set_all(
-        &mut conditions,
-        make_conditions(nodeset, plan, phase, problem.as_ref(), (total, provisioned, configured), now),
-    );
+    set_all(&mut conditions, make_conditions(nodeset, plan, phase, problem.as_ref(), &counts, now));
     let claimed = hosts.values().filter(|h| h.bmh_ref.is_some()).count();
     let outdated: Vec<&str> =
         hosts.iter().filter(|(_, h)| h.provisioning_outdated == Some(true)).map(|(n, _)| n.as_str()).collect();
@@ -124,12 +119,51 @@ pub fn compute(
         deletion_policy: Some(nodeset.spec.deletion_policy()),
         outdated_hosts: Some(i32::try_from(outdated.len()).unwrap_or(i32::MAX)),
         claimed_hosts: Some(i32::try_from(claimed).unwrap_or(i32::MAX)),
-        provisioned_hosts: Some(format!("{provisioned}/{total}")),
-        configured_hosts: Some(format!("{configured}/{total}")),
+        provisioned_hosts: Some(format!("{}/{}", counts.provisioned, counts.total)),
+        configured_hosts: Some(format!("{}/{}", counts.configured, counts.total)),
+        pending_hosts: Some(i32::try_from(counts.pending.len()).unwrap_or(i32::MAX)),
         hosts: Some(hosts),
         rollout: Some(rollout),
     };
     (status, notices)
+}
+
+/// The host counts status reports.
+struct Counts {
+    total: usize,
+    /// Hosts whose machine runs.
+    provisioned: usize,
+    /// Hosts at the configuration approved for them: a Manual edit waiting for its token leaves
+    /// hosts where they were, which is not a fall of what runs.
+    configured: usize,
+    /// Hosts whose desired configuration waits for a token.
+    pending: Vec<String>,
+}
+
+impl Counts {
+    fn of(plan: &Plan) -> Self {
+        Counts {
+            total: plan.hosts.len(),
+            provisioned: plan.hosts.values().filter(|h| h.runs_services()).count(),
+            configured: plan.hosts.values().filter(|h| h.at_approved).count(),
+            pending: plan.hosts.iter().filter(|(_, h)| h.pending).map(|(n, _)| n.clone()).collect(),
+        }
+    }
+
+    /// What Configured says.
+    fn configured_message(&self) -> String {
+        let (configured, total) = (self.configured, self.total);
+        if self.pending.is_empty() {
+            return format!("{configured} of {total} hosts run their desired configuration");
+        }
+        // The hosts last: a long list is what a bounded message cuts.
+        format!(
+            "{configured} of {total} hosts run the configuration approved for them; {} wait for a new \
+             spec.rollout.token to get the new one: {}",
+            self.pending.len(),
+            self.pending.join(", ")
+        )
+    }
 }
 
 /// The status of a NodeSet nothing may be done for: what was known stays (claims, hashes,
@@ -190,6 +224,7 @@ fn host_status(
         .and_then(|s| s.reprovision_token.clone())
         .unwrap_or_default();
     let mut status = HostStatus {
+        approved_config_hash: host.approved.clone(),
         desired_config_hash: Some(host.desired.clone()),
         reprovision_token: prev.and_then(|p| p.reprovision_token.clone()).or(Some(spec_token)),
         services_completed: (!host.completed.is_empty()).then(|| host.completed.clone()),
@@ -213,6 +248,8 @@ fn host_status(
             // The record stays: it is what keeps the host held, and what a restore needs.
             let mut kept = prev.cloned().unwrap_or_default();
             kept.desired_config_hash = Some(host.desired.clone());
+            // A token given meanwhile approved its configuration too.
+            kept.approved_config_hash = host.approved.clone();
             kept.message = Some(bounded_message(why.clone()));
             return kept;
         }
@@ -434,9 +471,10 @@ fn make_conditions(
     plan: &Plan,
     phase: RolloutPhase,
     problem: Option<&(&'static str, String)>,
-    (total, provisioned, configured): (usize, usize, usize),
+    counts: &Counts,
     now: &Time,
 ) -> Vec<crds::condition::Condition> {
+    let (total, provisioned, configured) = (counts.total, counts.provisioned, counts.configured);
     let make = Conditions::new(nodeset.metadata.generation, now.clone());
     let moving = plan.hosts.values().any(|h| match &h.phase {
         HostPhase::Claiming => true,
@@ -464,7 +502,7 @@ fn make_conditions(
     } else {
         format!("{provisioned} of {total} hosts provisioned; waiting for {}", waiting.join(", "))
     };
-    let configured_message = format!("{configured} of {total} hosts run their desired configuration");
+    let configured_message = bounded_message(counts.configured_message());
 
     let mut list = Vec::new();
     let (ready, ready_reason, ready_message) = if let Some((_, message)) = problem {
@@ -472,11 +510,9 @@ fn make_conditions(
     } else if provisioned < total {
         (false, REASON_PROVISIONING, provisioned_message.clone())
     } else if phase == RolloutPhase::Pending {
-        (
-            false,
-            ROLLOUT_PENDING,
-            format!("{configured_message}; the new configuration waits for a new spec.rollout.token"),
-        )
+        // Not ready for what the spec asks, yet nothing is broken: the hosts run what was
+        // approved for them, and the message says so.
+        (false, ROLLOUT_PENDING, configured_message.clone())
     } else if configured < total {
         (false, REASON_ROLLING_OUT, configured_message.clone())
     } else {

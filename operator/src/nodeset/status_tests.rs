@@ -51,6 +51,9 @@ fn machine(phase: Phase, state: ProvisioningState, configured: bool, name: &str)
         desired: "d".into(),
         completed: vec![],
         configured,
+        approved: Some("d".into()),
+        pending: false,
+        at_approved: configured,
         message: None,
     }
 }
@@ -124,14 +127,67 @@ fn a_failed_job_degrades_quoting_it_and_the_rollout_is_failed() {
     assert!(host.message.as_deref().is_some_and(|m| m.contains("computes-net-abc")));
 }
 
+/// A host whose desired configuration waits for a token, at what was approved for it or not.
+fn pending(at_approved: bool, name: &str) -> HostPlan {
+    HostPlan {
+        pending: true,
+        at_approved,
+        approved: Some("a".into()),
+        ..machine(Phase::Provisioned, ProvisioningState::Provisioned, false, name)
+    }
+}
+
 #[test]
 fn a_manual_rollout_waiting_for_its_token_is_not_ready_and_not_progressing() {
-    let mut plan = plan_of(vec![("c-0", machine(Phase::Provisioned, ProvisioningState::Provisioned, false, "s0"))]);
-    plan.rollout.pending = true;
+    let mut plan = plan_of(vec![("c-0", pending(true, "s0"))]);
+    plan.rollout.pending.insert("c-0".into());
     let (status, _) = compute(&nodeset(false), &plan, &Applied::default(), &Findings::default(), &now());
     assert_eq!(condition(&status, READY).reason, ROLLOUT_PENDING);
     assert_eq!(condition(&status, PROGRESSING).status, FALSE);
     assert_eq!(status.rollout.as_ref().and_then(|r| r.phase), Some(RolloutPhase::Pending));
+}
+
+#[test]
+fn hosts_waiting_for_a_token_are_configured_at_what_was_approved_and_counted_as_pending() {
+    let mut plan = plan_of(vec![
+        ("c-0", pending(true, "s0")),
+        // Its approved rollout had not reached it when the edit came.
+        ("c-1", pending(false, "s1")),
+    ]);
+    plan.rollout.pending.extend(["c-0".to_string(), "c-1".to_string()]);
+    let (status, _) = compute(&nodeset(false), &plan, &Applied::default(), &Findings::default(), &now());
+    assert_eq!((status.configured_hosts.as_deref(), status.pending_hosts), (Some("1/2"), Some(2)));
+    let configured = condition(&status, CONFIGURED);
+    assert_eq!((configured.status.as_str(), configured.reason.as_str()), (FALSE, ROLLOUT_PENDING));
+    let ready = condition(&status, READY);
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), (FALSE, ROLLOUT_PENDING));
+    assert!(
+        ready
+            .message
+            .starts_with("1 of 2 hosts run the configuration approved for them; 2 wait for a new spec.rollout.token"),
+        "{}",
+        ready.message
+    );
+    assert!(ready.message.ends_with("c-0, c-1"), "{}", ready.message);
+    assert_eq!(condition(&status, DEGRADED).status, FALSE, "waiting is not broken");
+    let host = &status.hosts.as_ref().expect("hosts")["c-0"];
+    assert_eq!(
+        (
+            host.approved_config_hash.as_deref(),
+            host.desired_config_hash.as_deref(),
+            host.deployed_config_hash.as_deref()
+        ),
+        (Some("a"), Some("d"), None),
+        "approved is recorded; deployed is what ran, not what is approved"
+    );
+
+    // Once every host is at its approved configuration, Configured holds, saying what waits.
+    plan.hosts.insert("c-1".into(), pending(true, "s1"));
+    let (status, _) = compute(&nodeset(false), &plan, &Applied::default(), &Findings::default(), &now());
+    assert_eq!(status.configured_hosts.as_deref(), Some("2/2"));
+    let configured = condition(&status, CONFIGURED);
+    assert_eq!((configured.status.as_str(), configured.reason.as_str()), (TRUE, ROLLOUT_PENDING));
+    assert_eq!(condition(&status, READY).status, FALSE, "the spec's configuration is not there yet");
 }
 
 #[test]

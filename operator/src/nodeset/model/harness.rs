@@ -22,7 +22,8 @@ impl Model {
     pub fn new(pre_provisioned: bool, hosts: usize, weights: Weights) -> Self {
         let world = World::new(pre_provisioned, hosts);
         let mut oracle = Oracle { pre_provisioned, ..Oracle::default() };
-        oracle.acknowledge(&world);
+        // Never reconciled: its first reconcile is a first sight.
+        oracle.first_sight(&world);
         Model { world, oracle, weights }
     }
 
@@ -64,6 +65,8 @@ impl Model {
             _ => None,
         };
         let (was_manual, rollout_token) = (self.manual(), self.rollout_token());
+        // A NodeSet without a status is seen for the first time by the next reconcile.
+        let seen = self.world.nodeset.status.is_some();
         self.oracle.asked(&self.world, action, token.as_ref());
         match action {
             Action::Settle => return self.settle(),
@@ -75,11 +78,14 @@ impl Model {
             }
             _ => edits::perform(&mut self.world, action),
         }
-        // A new rollout token, a switch to Manual, or a first sight acknowledges what is.
-        let first_sight = matches!(action, Action::LoseStatus | Action::DeleteAndRecreate);
-        if first_sight || (self.manual() && (!was_manual || rollout_token != self.rollout_token())) {
+        // A new rollout token or a switch to Manual approves what is; a first sight
+        // acknowledges it, and approves nothing.
+        if !seen || matches!(action, Action::LoseStatus | Action::DeleteAndRecreate) {
+            self.oracle.first_sight(&self.world);
+        } else if self.manual() && (!was_manual || rollout_token != self.rollout_token()) {
             self.oracle.acknowledge(&self.world);
         }
+        self.oracle.forget_removed(&self.world);
         self.oracle.events(&mut self.world)?;
         self.reconcile()
     }

@@ -6,7 +6,9 @@
 //!     fully configured since provisioned) exempt;
 //! (5) no two NodeSet hosts hold the same BareMetalHost;
 //! (6) on a Manual NodeSet, nothing starts on a configured host for a configuration no
-//!     rollout token acknowledged.
+//!     rollout token acknowledged for it (with the services as they are);
+//! (7) on a Manual NodeSet, no host waits for a token when one approved its configuration and
+//!     the services as they are: hosts added or removed since hold no approved rollout back.
 
 use super::oracle::{Oracle, job_hosts, service_of};
 use super::reconcile::Reconciled;
@@ -36,6 +38,7 @@ pub fn check(world: &World, oracle: &mut Oracle, reconciled: &Reconciled) -> Res
     max_unavailable(world, oracle, reconciled, &created)?;
     one_host_per_machine(world, reconciled)?;
     manual_waits_for_a_token(world, oracle, &created)?;
+    approved_rollouts_do_not_wait(world, oracle, reconciled)?;
     oracle.update_serving(world, &reconciled.plan);
     Ok(())
 }
@@ -132,13 +135,17 @@ fn one_host_per_machine(world: &World, reconciled: &Reconciled) -> Result<(), St
     }
 }
 
+fn manual(world: &World) -> bool {
+    world.nodeset.spec.rollout.as_ref().and_then(|r| r.strategy).unwrap_or_default() == RolloutStrategy::Manual
+}
+
 fn manual_waits_for_a_token(world: &World, oracle: &Oracle, created: &[Created]) -> Result<(), String> {
-    let strategy = world.nodeset.spec.rollout.as_ref().and_then(|r| r.strategy).unwrap_or_default();
-    if strategy != RolloutStrategy::Manual || oracle.acked.as_ref() == Some(&Oracle::fingerprint(world)) {
+    if !manual(world) {
         return Ok(());
     }
     for job in created {
-        if let Some((hostname, _)) = job.machines.iter().find(|(_, m)| oracle.serving.contains(m)) {
+        let unacked = |(h, m): &&(String, String)| oracle.serving.contains(m) && !oracle.acked.covers(world, h);
+        if let Some((hostname, _)) = job.machines.iter().find(unacked) {
             return Err(format!(
                 "(6) Manual NodeSet started {} on configured host {hostname} for a configuration no rollout token acknowledged",
                 job.service
@@ -146,4 +153,16 @@ fn manual_waits_for_a_token(world: &World, oracle: &Oracle, created: &[Created])
         }
     }
     Ok(())
+}
+
+fn approved_rollouts_do_not_wait(world: &World, oracle: &Oracle, reconciled: &Reconciled) -> Result<(), String> {
+    if !manual(world) {
+        return Ok(());
+    }
+    match reconciled.plan.rollout.pending.iter().find(|h| oracle.approved.covers(world, h)) {
+        Some(hostname) => Err(format!(
+            "(7) {hostname} waits for a rollout token although one approved its configuration and the services as they are"
+        )),
+        None => Ok(()),
+    }
 }

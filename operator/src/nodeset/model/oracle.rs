@@ -2,7 +2,7 @@
 //! under test: which host may lose its image (a never-used token value for it, or its removal
 //! or the NodeSet's deletion under Deprovision), which machine (and provisioning of it) each
 //! Job ran on, what succeeded there, which machines serve, and which configuration a Manual
-//! rollout acknowledged.
+//! rollout acknowledged for each host.
 
 use super::actions::{Action, Token};
 use super::fixtures::HOSTNAMES;
@@ -10,13 +10,47 @@ use super::world::{Event, World};
 use crate::nodeset::consumer::Purpose;
 use crate::nodeset::job::{HOSTS_ANNOTATION, SERVICE_ANNOTATION, SERVICE_HASH_ANNOTATION};
 use crate::nodeset::plan::Plan;
-use crds::nodeset::{RolloutStrategy, host_config_hash, nodeset_config_hash};
+use crds::nodeset::{RolloutStrategy, host_config_hash};
 use crds::nodesetservice::service_hash;
 use k8s_openapi::api::batch::v1::Job;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The configuration a rollout rolls out: the NodeSet's config hash and its services' hashes.
-pub type Fingerprint = (String, Vec<String>);
+/// What rollouts acknowledged: the services (each listed name with its spec hash), and per host
+/// the configuration acknowledged for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Acked {
+    pub services: Option<Vec<(String, String)>>,
+    pub hosts: BTreeMap<String, String>,
+}
+
+impl Acked {
+    /// Everything as it is now.
+    fn now(world: &World) -> Self {
+        let spec = &world.nodeset.spec;
+        let hosts = spec.nodes.iter().flatten().map(|(h, _)| (h.clone(), desired(world, h).unwrap_or_default()));
+        Acked { services: Some(services(world)), hosts: hosts.collect() }
+    }
+
+    /// True when `hostname`'s configuration and the services, as they are now, were acknowledged.
+    pub fn covers(&self, world: &World, hostname: &str) -> bool {
+        self.services.as_ref() == Some(&services(world))
+            && self.hosts.get(hostname) == desired(world, hostname).as_ref()
+    }
+}
+
+/// The listed services, each with its spec hash ("missing" for one that does not exist).
+fn services(world: &World) -> Vec<(String, String)> {
+    let listed = world.nodeset.spec.services.iter().flatten();
+    let hash = |s: &String| world.services.get(s).map_or_else(|| "missing".into(), |s| service_hash(&s.spec));
+    listed.map(|s| (s.clone(), hash(s))).collect()
+}
+
+/// `hostname`'s desired config hash, if it is in spec.nodes.
+fn desired(world: &World, hostname: &str) -> Option<String> {
+    let spec = &world.nodeset.spec;
+    let section = spec.nodes.as_ref()?.get(hostname)?;
+    Some(host_config_hash(hostname, spec.node_template.as_ref(), Some(section)))
+}
 
 /// A success: machine, service, config hash, service hash.
 pub type Success = (String, String, String, String);
@@ -38,8 +72,12 @@ pub struct Oracle {
     pub succeeded: BTreeSet<Success>,
     /// Machines that were fully configured once: a rollout makes them unavailable.
     pub serving: BTreeSet<String>,
-    /// What the last rollout token (or Automatic, or a first sight) acknowledged.
-    pub acked: Option<Fingerprint>,
+    /// What the last rollout token (or Automatic, or a first sight) acknowledged: what a
+    /// configured host may get at most.
+    pub acked: Acked,
+    /// What rollout tokens (or Automatic) approved, as the design promises it: nothing on first
+    /// sight, and a host's approval leaves with the host. A host approved so never waits.
+    pub approved: Acked,
     /// Every transition out of provisioned, and what caused it.
     pub departures: Vec<(String, String)>,
     pub causes: BTreeMap<String, String>,
@@ -70,11 +108,13 @@ impl Oracle {
         let deprovision = policy == crds::nodeset::DeletionPolicy::Deprovision;
         match action {
             Action::SetToken(h, _) => self.token(world, HOSTNAMES[*h], token),
-            Action::RemoveHost(h) if deprovision => {
-                self.grants.insert(HOSTNAMES[*h].into(), Purpose::Deprovision);
-            }
+            // Whatever the policy: a preProvisioned host has no BareMetalHost to deprovision,
+            // and one added back may be another machine.
             Action::RemoveHost(h) if self.pre_provisioned => {
                 *self.removals.entry(HOSTNAMES[*h].into()).or_default() += 1
+            }
+            Action::RemoveHost(h) if deprovision => {
+                self.grants.insert(HOSTNAMES[*h].into(), Purpose::Deprovision);
             }
             Action::AddHost(h) => {
                 self.grants.remove(HOSTNAMES[*h]);
@@ -120,23 +160,22 @@ impl Oracle {
         }
     }
 
-    /// The configuration a rollout of the NodeSet now would roll out.
-    pub fn fingerprint(world: &World) -> Fingerprint {
-        let spec = &world.nodeset.spec;
-        // A runOnce service's edits never rerun it: they are not part of what rolls out.
-        let services = spec
-            .services
-            .iter()
-            .flatten()
-            .filter_map(|s| world.services.get(s))
-            .filter(|s| !s.spec.run_once.unwrap_or(false))
-            .map(|s| service_hash(&s.spec));
-        (nodeset_config_hash(spec), services.collect())
+    /// A new rollout token, a switch to Manual, or Automatic: what is, is approved.
+    pub fn acknowledge(&mut self, world: &World) {
+        self.acked = Acked::now(world);
+        self.approved = self.acked.clone();
     }
 
-    /// The configuration is acknowledged as it is now.
-    pub fn acknowledge(&mut self, world: &World) {
-        self.acked = Some(Self::fingerprint(world));
+    /// A first sight (a recreated NodeSet, its status lost): what is may be what someone
+    /// approved, but nothing says so.
+    pub fn first_sight(&mut self, world: &World) {
+        self.acked = Acked::now(world);
+        self.approved = Acked { services: None, hosts: BTreeMap::new() };
+    }
+
+    /// The approvals of hosts no longer in spec.nodes go with them.
+    pub fn forget_removed(&mut self, world: &World) {
+        self.approved.hosts.retain(|h, _| desired(world, h).is_some());
     }
 
     /// Judges the world's events: every image loss must be a grant's (invariant 1).
