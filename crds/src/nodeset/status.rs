@@ -108,6 +108,11 @@ pub struct HostStatus {
     /// Last reprovisionToken acted on (or recorded on first sight).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reprovision_token: Option<String>,
+    /// The machine's installation this status describes (its uid and the reprovision token it
+    /// last acted on): status stands in for the machine's own records only for the same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub machine_epoch: Option<String>,
     /// Services completed on this host and what they ran with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub services_completed: Option<Vec<CompletedService>>,

@@ -105,26 +105,39 @@ pub fn tokens_used_after(host: &BareMetalHost, token: &str) -> String {
 
 /// The previous status of this machine, where it can stand in for the records on the machine
 /// (someone may remove annotations): the same machine (uid), still running an image, in the
-/// same epoch (the reprovision token it last acted on is the one status recorded). Outside
-/// that, status may describe the machine before a reprovision, and is not used.
+/// same epoch (status's `machineEpoch` is the machine's epoch now). Outside that, status may
+/// describe the machine before a reprovision, and is not used. A status without
+/// `machineEpoch` (an older operator's) compares its recorded token with the one the machine
+/// acted on, which a token recorded before the first provisioning never matches.
 pub fn same_epoch<'a>(host: &BareMetalHost, previous: Option<&'a HostStatus>) -> Option<&'a HostStatus> {
     let uid = host.uid()?;
     previous.filter(|p| {
-        has_image(host)
-            && p.bmh_ref.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str())
-            && p.reprovision_token.as_deref().unwrap_or_default()
-                == annotation(host, REPROVISION_TOKEN_ANNOTATION).unwrap_or_default()
+        let same = match &p.machine_epoch {
+            Some(recorded) => *recorded == epoch(host, Some(p)),
+            None => {
+                p.reprovision_token.as_deref().unwrap_or_default()
+                    == annotation(host, REPROVISION_TOKEN_ANNOTATION).unwrap_or_default()
+            }
+        };
+        has_image(host) && p.bmh_ref.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str()) && same
     })
 }
 
-/// The epoch of a machine: its uid and the reprovision token last acted on.
-pub fn epoch(host: &BareMetalHost) -> String {
+/// The epoch of a machine: its uid and the reprovision token last acted on. When someone
+/// stripped that token from a machine still running an image, the epoch `previous` (its status)
+/// recorded for the same machine stands in: the installation did not change, and its
+/// completions and running Jobs must keep counting (a runOnce service never runs twice).
+pub fn epoch(host: &BareMetalHost, previous: Option<&HostStatus>) -> String {
     let uid = host.uid().unwrap_or_default();
     let short = uid.split('-').next().unwrap_or_default().to_string();
-    match annotation(host, REPROVISION_TOKEN_ANNOTATION) {
-        Some(token) => format!("{short}/{}", crate::kube::names::bounded(token, 24)),
-        None => short,
+    if let Some(token) = annotation(host, REPROVISION_TOKEN_ANNOTATION) {
+        return format!("{short}/{}", crate::kube::names::bounded(token, 24));
     }
+    let recorded = previous
+        .filter(|p| has_image(host) && p.bmh_ref.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str()))
+        .and_then(|p| p.machine_epoch.clone())
+        .filter(|e| e.split('/').next() == Some(short.as_str()));
+    recorded.unwrap_or(short)
 }
 
 /// Decides what happens to the machine `host`, claimed for `hostname`, given the host's
@@ -170,7 +183,7 @@ pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous
         token,
         provisioned_hash: provisioned.clone(),
         outdated: None,
-        epoch: epoch(host),
+        epoch: epoch(host, previous),
         message: reused.then(|| {
             format!(
                 "reprovisionToken {:?} reprovisioned BareMetalHost {} before; a value reprovisions a machine once, \
@@ -304,7 +317,7 @@ mod tests {
         let available = host(ProvisioningState::Available, None, json!({REPROVISION_TOKEN_ANNOTATION: "2026-09-01"}));
         let d = decide("compute-0", &available, &spec, Some(&status("2026-09-01")));
         assert_eq!(d.action, Action::Provision);
-        assert_ne!(d.epoch, epoch(&provisioned(&hash)), "completions before the reprovision no longer count");
+        assert_ne!(d.epoch, epoch(&provisioned(&hash), None), "completions before the reprovision no longer count");
     }
 
     #[test]

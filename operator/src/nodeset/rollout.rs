@@ -385,9 +385,20 @@ pub fn plan(
         }
     }
 
+    // Hosts whose running Job began on an earlier installation (a reprovision asked for while
+    // it ran): that installation ran a configuration, so the Job takes a slot of
+    // maxUnavailable although the new installation is being brought up.
+    let mut earlier_installation = BTreeSet::new();
     for job in jobs {
         match &job.outcome {
-            JobOutcome::Running => plan.running.extend(job.hosts.keys().cloned()),
+            JobOutcome::Running => {
+                plan.running.extend(job.hosts.keys().cloned());
+                for (hostname, ran) in &job.hosts {
+                    if by_name.get(hostname.as_str()).is_some_and(|h| h.epoch != ran.epoch) {
+                        earlier_installation.insert(hostname.clone());
+                    }
+                }
+            }
             JobOutcome::Failed { message, .. } => {
                 let Some(service) = known.get(job.service.as_str()).filter(|s| s.hash == job.service_hash) else {
                     continue;
@@ -432,7 +443,11 @@ pub fn plan(
     if !all_known {
         return plan;
     }
-    let busy = plan.running.iter().filter(|h| by_name.get(h.as_str()).is_some_and(|h| h.configured_before)).count();
+    let busy = plan
+        .running
+        .iter()
+        .filter(|h| earlier_installation.contains(*h) || by_name.get(h.as_str()).is_some_and(|h| h.configured_before))
+        .count();
     let mut slots = max_unavailable.saturating_sub(busy);
     // Hosts that started a rollout finish it before others start one.
     let partial = |h: &HostWork| {

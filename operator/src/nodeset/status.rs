@@ -270,6 +270,7 @@ fn host_status(
             status.provisioning_outdated = decision.outdated;
             status.provisioned_hash = decision.provisioned_hash.clone();
             status.reprovision_token = Some(decision.token.clone());
+            status.machine_epoch = Some(decision.epoch.clone()).filter(|e| !e.is_empty());
             match &decision.action {
                 Action::Provision if !applied.provisioned.contains(name) => {
                     status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
@@ -281,6 +282,7 @@ fn host_status(
                     status.services_completed = prev.and_then(|p| p.services_completed.clone());
                     status.deployed_config_hash = prev.and_then(|p| p.deployed_config_hash.clone());
                     status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
+                    status.machine_epoch = prev.and_then(|p| p.machine_epoch.clone());
                 }
                 Action::Reprovision { .. } => {
                     status.deployed_config_hash = None;

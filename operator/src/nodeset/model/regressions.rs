@@ -138,12 +138,12 @@ fn a_pre_provisioned_host_removed_under_deprovision_and_added_back_is_another_ma
     );
 }
 
-// Found by 10,000 runs, open: a reprovisionToken set before the machine's first provisioning is
-// recorded in status, not acted on, so status's token is not the machine's epoch; with the
-// completions annotation stripped, status no longer stands in for it and the configured host is
-// taken for one being brought up.
+// (h), found by 10,000 runs: a reprovisionToken set before the machine's first provisioning was
+// recorded in status, not on the machine, so status's token was not the machine's epoch; with
+// the completions annotation stripped, status no longer stood in for it and the configured host
+// was taken for one being brought up. The first provisioning now writes that token on the
+// machine.
 #[test]
-#[ignore = "defect (h): a token set before the first provisioning, then completions stripped: past maxUnavailable"]
 fn a_token_set_before_the_first_provisioning_keeps_status_standing_in_for_the_machine() {
     holds(
         false,
@@ -158,9 +158,8 @@ fn a_token_set_before_the_first_provisioning_keeps_status_standing_in_for_the_ma
     );
 }
 
-// The same defect, open: after a recreate, a runOnce service runs a second time.
+// The same defect (h): after a recreate, a runOnce service ran a second time.
 #[test]
-#[ignore = "defect (h): a token set before the first provisioning, recreated, completions stripped: runOnce reruns"]
 fn a_token_set_before_the_first_provisioning_reruns_no_run_once_service_after_a_recreate() {
     holds(
         false,
@@ -170,6 +169,67 @@ fn a_token_set_before_the_first_provisioning_reruns_no_run_once_service_after_a_
             Action::Settle,
             Action::DeleteAndRecreate,
             Action::StripAnnotation(1, Annotation::ServicesCompleted),
+        ],
+    );
+}
+
+// (h) again, as 3,000 runs found it: a token set before the first provisioning, status lost
+// while BMO provisions, the token annotation stripped: runOnce ran twice.
+#[test]
+fn a_token_set_before_the_first_provisioning_then_stripped_with_status_lost_reruns_nothing() {
+    holds(
+        false,
+        1,
+        &[
+            Action::SetToken(0, Token::Fresh),
+            Action::LoseStatus,
+            Action::BmoStep,
+            Action::BmoStep,
+            Action::StripAnnotation(0, Annotation::ReprovisionToken),
+            Action::Settle,
+        ],
+    );
+}
+
+// Found by 5,000 runs (on main too): a reprovision asked for with a token, then the token
+// stripped from the machine while its runOnce Job ran: the machine's epoch changed with the
+// annotation, the Job's completion stopped counting, and the service ran twice on the same
+// installation. Status's epoch now stands in for a stripped token.
+#[test]
+fn a_reprovision_token_stripped_while_a_run_once_job_runs_reruns_nothing() {
+    holds(
+        false,
+        2,
+        &[
+            Action::EditMtu(false),
+            Action::EditMtu(false),
+            Action::EditMtu(false),
+            Action::SetToken(1, Token::Fresh),
+            Action::EditMtu(false),
+            Action::EditServiceSpec(0, 1),
+            Action::BmoStep,
+            Action::BmoStep,
+            Action::StripAnnotation(1, Annotation::ReprovisionToken),
+            Action::StripAnnotation(0, Annotation::ProvisionedHash),
+            Action::FinishJob(0, true),
+        ],
+    );
+}
+
+// Found by 6,000 runs (on main too): a reprovision asked for while the host's rollout Job ran;
+// the new installation counted as being brought up, so its old Job took no slot and another
+// configured host started one: two past maxUnavailable 1.
+#[test]
+fn a_job_of_an_installation_being_reprovisioned_still_takes_its_slot() {
+    holds(
+        false,
+        2,
+        &[
+            Action::Settle,
+            Action::EditServices(1),
+            Action::EditServices(3),
+            Action::SetToken(0, Token::Fresh),
+            Action::EditNetworks(true),
         ],
     );
 }
