@@ -81,6 +81,8 @@ impl Harness {
             identity: format!("database-e2e-{}", env.ns),
             features: Default::default(),
             host_pools: Default::default(),
+            host_access: Default::default(),
+            ironic_namespaces: crds::ironic::IronicNamespaces::Any,
             reserved_account: None,
         };
         let config = Config {
@@ -576,6 +578,8 @@ async fn an_external_database_is_checked_with_clear_conditions() -> anyhow::Resu
         identity: "database-e2e".into(),
         features: Default::default(),
         host_pools: Default::default(),
+        host_access: Default::default(),
+        ironic_namespaces: crds::ironic::IronicNamespaces::Any,
         reserved_account: None,
     };
     let config = Config::default();

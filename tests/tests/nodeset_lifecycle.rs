@@ -40,7 +40,7 @@ async fn deleting_a_provisioned_nodeset_deprovisions_nothing_and_recreating_it_a
     let before = env.node_transitions(&machines).await?;
     let requests = env.provision_state_requests()?;
     env.delete_nodeset("computes").await?;
-    settle().await;
+    settle(&env).await?;
     for machine in &machines {
         let host = env.t.hosts.get(machine).await?;
         assert_eq!(host_common::state_of(&host), "provisioned", "{machine}");
@@ -57,7 +57,7 @@ async fn deleting_a_provisioned_nodeset_deprovisions_nothing_and_recreating_it_a
     env.create_nodeset("computes", spec).await?;
     let again = env.wait_ready("computes", secs(120)).await?;
     assert_eq!(NodeSetEnv::bmh_names(&again), claimed, "the same machines back the same hosts");
-    settle().await;
+    settle(&env).await?;
     assert_eq!(jobs.runs_by_service(), runs, "no service ran again, runOnce or not: {:?}", jobs.seen());
     for machine in &machines {
         assert_eq!(states.states(machine), ["provisioned"], "{machine} never left provisioned");
@@ -183,7 +183,7 @@ async fn an_edited_image_only_marks_hosts_outdated_and_a_reprovision_token_repro
         })
         .await?;
     assert!(nodeset_common::condition_is(&outdated, "Ready", "True"), "an outdated host still runs fine");
-    settle().await;
+    settle(&env).await?;
     assert_eq!(env.provision_state_requests()?, requests, "a new image alone asks nothing of Ironic");
     for machine in claimed.values() {
         assert_eq!(states.states(machine), ["provisioned"]);

@@ -1,5 +1,6 @@
-//! The operator stopped and started again in the middle of provisioning and of a rollout: it
-//! converges with no second provisioning, no duplicate Job and no rerun of a completed service.
+//! The operator killed (as a crash: no reconcile finishes) and started again in the middle of
+//! provisioning and of a rollout: it converges with no second provisioning, no duplicate Job and
+//! no rerun of a completed service.
 
 mod common;
 mod host_common;
@@ -22,14 +23,18 @@ async fn a_restart_mid_provisioning_and_mid_rollout_converges_without_repeating_
     let hosts = ["compute-0", "compute-1", "compute-2"];
     env.create_nodeset("computes", env.spec(&hosts, &["bootstrap", "configure-os"])).await?;
 
-    // Mid-provisioning: machines claimed, not all provisioned yet.
-    env.wait_nodeset("computes", "claims made", secs(120), |n| {
-        n.status.as_ref().and_then(|s| s.claimed_hosts).unwrap_or(0) > 0
+    // Mid-provisioning: a machine in `provisioning`, killed there.
+    ferrometal_tests::wait::until("a machine provisioning", secs(120), Duration::from_millis(20), || {
+        let provisioning = machines.iter().any(|m| states.current(m).as_deref() == Some("provisioning"));
+        async move { provisioning.then_some(()) }
     })
     .await?;
-    env.stop_operator().await?;
-    let stopped = env.nodesets.get("computes").await?;
-    println!("stopped with {:?} hosts provisioned", stopped.status.as_ref().and_then(|s| s.provisioned_hosts.clone()));
+    env.kill_operator();
+    let mut at_kill = Vec::new();
+    for machine in &machines {
+        at_kill.push(host_common::state_of(&env.t.hosts.get(machine).await?).to_string());
+    }
+    assert!(at_kill.iter().any(|s| s != "provisioned"), "killed while provisioning, not after: {at_kill:?}");
     env.start_operator().await?;
     env.wait_ready("computes", secs(300)).await?;
     for machine in &machines {
@@ -60,7 +65,22 @@ async fn a_restart_mid_provisioning_and_mid_rollout_converges_without_repeating_
     })
     .await?;
     let running_before = jobs.seen().len();
-    env.stop_operator().await?;
+    env.kill_operator();
+    let running: Vec<String> = env
+        .jobs
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|j| {
+            !j.status
+                .iter()
+                .flat_map(|s| s.conditions.iter().flatten())
+                .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+        })
+        .filter_map(|j| j.metadata.name)
+        .collect();
+    assert!(!running.is_empty(), "killed while a service Job had not finished");
     env.start_operator().await?;
     env.wait_nodeset("computes", "the rollout done", secs(180), |n| {
         processed(n)

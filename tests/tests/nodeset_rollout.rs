@@ -41,7 +41,7 @@ async fn a_manual_rollout_waits_for_its_token_and_an_unknown_service_is_a_condit
     assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("False", "RolloutPending"), "{ready:?}");
     assert!(condition_is(&pending, "Progressing", "False"));
     assert_eq!(rollout_phase(&pending), Some(crds::nodeset::RolloutPhase::Pending));
-    settle().await;
+    settle(&env).await?;
     assert_eq!(jobs.runs_by_service()["configure-os"], 2, "nothing runs before the token");
 
     env.patch_spec("computes", json!({"rollout": {"token": "2026-08-01"}})).await?;
@@ -130,48 +130,72 @@ async fn a_failed_job_degrades_quoting_the_job_stops_the_rollout_and_a_fixed_ser
     let machines = names("server", 2);
     env.free_hosts(&machines, json!({})).await?;
     env.fail_image("configure-network:broken", "ip: invalid MTU 9000 on eno1");
-    env.service_with("configure-network", false, json!({"image": "configure-network:broken", "backoffLimit": 0}))
-        .await?;
+    env.service_with("configure-network", false, json!({"image": "configure-network:1", "backoffLimit": 0})).await?;
     env.service("configure-os", false, "configure-os:1").await?;
     let jobs = env.record_jobs().await?;
-    env.create_nodeset("computes", env.spec(&["compute-0", "compute-1"], &["configure-network", "configure-os"]))
-        .await?;
+    // Two configured hosts, one at a time: an update reaches the second host only after the
+    // first, so a failure on the first can be seen to stop it.
+    let mut spec = env.spec(&["compute-0", "compute-1"], &["configure-network", "configure-os"]);
+    spec["rollout"] = json!({"maxUnavailable": 1});
+    env.create_nodeset("computes", spec).await?;
+    env.wait_ready("computes", secs(180)).await?;
+    let before = jobs.runs_by_service();
+
+    patch_image(&env, "configure-network", "configure-network:broken").await?;
     let failed = env
         .wait_nodeset("computes", "degraded by the Job", secs(300), |n| {
             condition(n, "Degraded").is_some_and(|c| c.status == "True" && c.reason == "JobFailed")
         })
         .await?;
     let degraded = condition(&failed, "Degraded").cloned().expect("Degraded");
-    // Each host's run of the broken service fails; the condition quotes the one that failed first.
-    let network_jobs: Vec<String> =
-        jobs.seen().into_iter().filter(|(_, j)| j.service == "configure-network").map(|(n, _)| n).collect();
-    let failed_job = network_jobs.iter().find(|j| degraded.message.contains(j.as_str())).cloned();
+    let broken: Vec<(String, Vec<String>)> = jobs
+        .seen()
+        .into_iter()
+        .filter(|(_, j)| j.image == "configure-network:broken")
+        .map(|(name, j)| (name, j.hosts))
+        .collect();
+    let failed_job = broken.iter().map(|(name, _)| name).find(|name| degraded.message.contains(name.as_str())).cloned();
     let failed_job = failed_job.unwrap_or_else(|| panic!("the condition quotes a Job: {}", degraded.message));
     assert!(degraded.message.contains("invalid MTU 9000"), "and its container's failure: {}", degraded.message);
     assert_eq!(rollout_phase(&failed), Some(crds::nodeset::RolloutPhase::Failed));
     // Published right after the status write.
     env.t.wait_events("computes", &["RolloutFailed"]).await?;
-    settle().await;
-    assert_eq!(jobs.runs_by_service().get("configure-os"), None, "the rollout stopped");
+    settle(&env).await?;
+    let broken_hosts: Vec<String> =
+        jobs.seen().into_values().filter(|j| j.image == "configure-network:broken").flat_map(|j| j.hosts).collect();
+    assert_eq!(broken_hosts.len(), 1, "the rollout stopped at the first host's failure: {:?}", jobs.seen());
+    assert_eq!(jobs.runs_by_service(), before_with(&before, "configure-network", 1), "and nothing else ran");
     assert!(env.jobs.get_opt(&failed_job).await?.is_some(), "nothing is deleted");
     for machine in &machines {
         assert_eq!(host_common::state_of(&env.t.hosts.get(machine).await?), "provisioned");
     }
 
-    // Fixing the service (its spec hash changes) resumes the rollout.
-    env.services
-        .patch(
-            "configure-network",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(json!({"spec": {"job": {"image": "configure-network:2"}}})),
-        )
-        .await?;
+    // Fixing the service (its spec hash changes) resumes the rollout, on both hosts.
+    patch_image(&env, "configure-network", "configure-network:2").await?;
     env.wait_ready("computes", secs(120)).await?;
-    let fixed: Vec<String> =
+    let mut fixed: Vec<String> =
         jobs.seen().into_values().filter(|j| j.image == "configure-network:2").flat_map(|j| j.hosts).collect();
+    fixed.sort();
     assert_eq!(fixed, ["compute-0", "compute-1"], "the fixed service ran on both hosts: {:?}", jobs.seen());
-    assert_eq!(jobs.runs_by_service()["configure-os"], 2, "and the rest of the rollout followed");
     Ok(())
+}
+
+/// Sets a service's image.
+async fn patch_image(env: &NodeSetEnv, service: &str, image: &str) -> anyhow::Result<()> {
+    let patch = json!({"spec": {"job": {"image": image}}});
+    env.services.patch(service, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(patch)).await?;
+    Ok(())
+}
+
+/// `runs` with `more` runs of `service` added.
+fn before_with(
+    runs: &std::collections::BTreeMap<String, usize>,
+    service: &str,
+    more: usize,
+) -> std::collections::BTreeMap<String, usize> {
+    let mut out = runs.clone();
+    *out.entry(service.to_string()).or_default() += more;
+    out
 }
 
 #[tokio::test]

@@ -53,7 +53,7 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
         processed(n) && NodeSetEnv::bmh_names(n).len() == 2
     })
     .await?;
-    settle().await;
+    settle(&env).await?;
     let retained = env.t.hosts.get(&added).await?;
     assert_eq!(state_of(&retained), "provisioned");
     assert_eq!(retained.labels().get(HOSTNAME_LABEL).map(String::as_str), Some("compute-2"), "still labelled");
@@ -71,7 +71,7 @@ async fn scaling_out_and_in_under_each_deletion_policy_touches_only_that_host() 
     env.patch_spec("computes", json!({"nodes": {"compute-1": null}})).await?;
     let detached = &first["compute-1"];
     env.t.wait_for(detached, "detached", secs(60), |h| h.annotations().contains_key(DETACHED)).await?;
-    settle().await;
+    settle(&env).await?;
     assert_eq!(state_of(&env.t.hosts.get(detached).await?), "provisioned");
     assert!(!states.states(detached).iter().any(|s| s == "deprovisioning"), "{:?}", states.states(detached));
 
@@ -125,7 +125,7 @@ async fn a_host_removed_in_the_same_edit_that_switched_to_deprovision_is_retaine
         processed(n) && NodeSetEnv::bmh_names(n).len() == 1
     })
     .await?;
-    settle().await;
+    settle(&env).await?;
     let kept = env.t.hosts.get(&before["compute-1"]).await?;
     assert_eq!(state_of(&kept), "provisioned", "retained: Deprovision was not in force when it was removed");
     assert!(kept.spec.image.is_some());
@@ -146,7 +146,7 @@ async fn two_nodesets_racing_for_the_same_hosts_never_claim_one_twice() -> anyho
         Ok((left.len() + right.len() == 4).then_some((left, right)))
     })
     .await?;
-    settle().await;
+    settle(&env).await?;
     let (left, right) = (hosts_of(&env, "left").await?, hosts_of(&env, "right").await?);
     assert_eq!((&left, &right), (&settled.0, &settled.1), "claims are stable");
     println!("left claimed {left:?}, right claimed {right:?}");

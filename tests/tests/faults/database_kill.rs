@@ -78,6 +78,8 @@ impl Scenario {
             identity: format!("faults-db-{}", env.ns),
             features: Default::default(),
             host_pools: Default::default(),
+            host_access: Default::default(),
+            ironic_namespaces: crds::ironic::IronicNamespaces::Any,
             reserved_account: None,
         };
         let config = Config {

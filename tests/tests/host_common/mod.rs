@@ -472,6 +472,12 @@ impl Recorder {
         Ok(Self { recording, task })
     }
 
+    /// The state `host` is in, as last seen.
+    pub fn current(&self, host: &str) -> Option<String> {
+        let rec = self.recording.lock().unwrap_or_else(|e| e.into_inner());
+        rec.current.get(host).cloned()
+    }
+
     /// The states `host` went through.
     pub fn states(&self, host: &str) -> Vec<String> {
         let rec = self.recording.lock().unwrap_or_else(|e| e.into_inner());

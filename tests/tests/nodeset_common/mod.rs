@@ -95,6 +95,13 @@ impl NodeSetEnv {
         Ok(())
     }
 
+    /// Kills the operator as a crash would: no reconcile finishes, nothing is released.
+    pub fn kill_operator(&mut self) {
+        if let Some(operator) = self.t.operator.take() {
+            operator.abort();
+        }
+    }
+
     pub fn ns(&self) -> &str {
         self.t.ns()
     }
@@ -456,9 +463,42 @@ pub fn names(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}-{i}")).collect()
 }
 
-/// Waits until `f` holds for a settle period: nothing more happens.
-pub async fn settle() {
-    tokio::time::sleep(secs(3)).await;
+/// A counter or histogram count of the operator's metrics, by its exposition line's start.
+fn metric(operator: &operator::Operator, line_start: &str) -> u64 {
+    let text = operator.metrics().encode();
+    text.lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until the controllers have acted on everything the test did so far, instead of a
+/// fixed sleep: a NodeSet reconcile that started after this call has finished (the NodeSets of
+/// the namespace are touched to start one; a reconcile of one object never overlaps another
+/// of it), and then the host controller has polled Ironic twice more (a host whose spec a
+/// NodeSet changed is reconciled on its watch event and at least by the next poll).
+pub async fn settle(env: &NodeSetEnv) -> anyhow::Result<()> {
+    const FINISHED: &str = "ferrometal_reconcile_duration_seconds_count{controller=\"nodeset\"}";
+    const POLLS: &str = "ferrometal_host_bulk_polls_total";
+    let operator = env.t.operator.as_ref().context("the operator runs")?;
+    // Counted as started, not finished: one in flight now began with an older view.
+    let started = operator.metrics().reconcile_count("nodeset");
+    let mut touched = false;
+    for nodeset in env.nodesets.list(&ListParams::default()).await?.items {
+        let touch = json!({"metadata": {"annotations": {"test.ferrometal.io/settle": started.to_string()}}});
+        let name = nodeset.name_any();
+        touched |= env.nodesets.patch(&name, &PatchParams::default(), &Patch::Merge(&touch)).await.is_ok();
+    }
+    wait::until("a NodeSet reconcile after the test's last step", secs(60), POLL, || async {
+        (!touched || metric(operator, FINISHED) > started).then_some(())
+    })
+    .await?;
+    let polls = metric(operator, POLLS);
+    wait::until("two more polls of the host controller", secs(60), POLL, || async {
+        (metric(operator, POLLS) >= polls.saturating_add(2)).then_some(())
+    })
+    .await
 }
 
 /// Waits until exactly `n` service Jobs exist per service, and returns all their names.
