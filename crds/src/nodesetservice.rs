@@ -2,6 +2,7 @@
 //! NodeSet runs on its hosts as a Job. See design/nodeset.md for the inventory it receives.
 
 use crate::nodeset::hash::hash_of;
+use crate::nodeset::sources::{SourceRef, Sources};
 use crate::validation::{Errors, FieldError, is_dns1123_subdomain};
 use k8s_openapi::api::core::v1::{EnvFromSource, EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -95,14 +96,16 @@ pub struct ServiceJob {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeSetServiceStatus {
-    /// Ready: the spec is valid and can be run.
+    /// Ready: the spec is valid and can be run (reason Valid), or not (InvalidSpec, naming the
+    /// fields).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(merge_strategy = ListMerge::Map(vec!["type".into()]))]
     pub conditions: Option<Vec<Condition>>,
     /// Generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// service_hash of the current spec, as recorded in NodeSet servicesCompleted.
+    /// Hash of the current spec. NodeSets record it in servicesCompleted, or, for a service whose
+    /// Job reads Secrets or ConfigMaps, a hash of it and of their content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_hash: Option<String>,
 }
@@ -110,6 +113,70 @@ pub struct NodeSetServiceStatus {
 /// Hash of a service's spec; a change makes non-runOnce services run again.
 pub fn service_hash(spec: &NodeSetServiceSpec) -> String {
     hash_of(spec)
+}
+
+/// A Secret or ConfigMap a service's Job reads, where its spec names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    pub source: SourceRef,
+    /// The Job runs without it (`optional: true`); otherwise the service waits for it.
+    pub optional: bool,
+    /// The field naming it, e.g. `spec.job.env[0].valueFrom.secretKeyRef`.
+    pub path: String,
+}
+
+/// Every Secret and ConfigMap the service's Job reads: `env[].valueFrom` key references and
+/// `envFrom` sources (the Job has no volumes of the user's), in spec order.
+pub fn references(spec: &NodeSetServiceSpec) -> Vec<Reference> {
+    let mut out = Vec::new();
+    let mut push = |source: SourceRef, optional: Option<bool>, path: String| {
+        if !source.name.is_empty() {
+            out.push(Reference { source, optional: optional.unwrap_or(false), path });
+        }
+    };
+    for (i, env) in spec.job.env.iter().flatten().enumerate() {
+        let Some(from) = &env.value_from else { continue };
+        if let Some(key) = &from.secret_key_ref {
+            push(SourceRef::secret(&key.name), key.optional, format!("spec.job.env[{i}].valueFrom.secretKeyRef"));
+        }
+        if let Some(key) = &from.config_map_key_ref {
+            let path = format!("spec.job.env[{i}].valueFrom.configMapKeyRef");
+            push(SourceRef::config_map(&key.name), key.optional, path);
+        }
+    }
+    for (i, from) in spec.job.env_from.iter().flatten().enumerate() {
+        if let Some(secret) = &from.secret_ref {
+            push(SourceRef::secret(&secret.name), secret.optional, format!("spec.job.envFrom[{i}].secretRef"));
+        }
+        if let Some(map) = &from.config_map_ref {
+            push(SourceRef::config_map(&map.name), map.optional, format!("spec.job.envFrom[{i}].configMapRef"));
+        }
+    }
+    out
+}
+
+/// The hash that decides whether a service is done on a host: its spec hash, and a digest of
+/// the content of every Secret and ConfigMap its Job reads (or that one is absent), so a
+/// content change reruns it as an edit of its spec would. A service that reads none has its
+/// spec hash, as before references counted: an upgrade reruns nothing.
+pub fn run_hash(spec: &NodeSetServiceSpec, sources: &Sources) -> String {
+    let references = references(spec);
+    if references.is_empty() {
+        return service_hash(spec);
+    }
+    let digests: Vec<(String, String)> =
+        references.iter().map(|r| (r.source.to_string(), sources.digest(&r.source))).collect();
+    hash_of(&serde_json::json!({"spec": service_hash(spec), "sources": digests}))
+}
+
+/// The sources a service's Job needs that do not exist (`sources` holds those read): the
+/// service waits for them. Messages name the field and the source, never content.
+pub fn missing_sources(spec: &NodeSetServiceSpec, sources: &Sources) -> Vec<FieldError> {
+    references(spec)
+        .into_iter()
+        .filter(|r| !r.optional && sources.get(&r.source).is_none())
+        .map(|r| FieldError::new(r.path, format!("{} does not exist in this namespace", r.source)))
+        .collect()
 }
 
 /// A ServiceAccount no service may run as: the operator's own, whose token may write Secrets
@@ -166,6 +233,54 @@ pub fn validate_nodeset_service(spec: &NodeSetServiceSpec) -> Vec<FieldError> {
         }
     }
     errors.into_vec()
+}
+
+#[cfg(test)]
+mod reference_tests {
+    use super::*;
+    use crate::nodeset::sources::SourceData;
+    use serde_json::json;
+
+    fn spec() -> NodeSetServiceSpec {
+        serde_json::from_value(json!({"job": {"image": "x:1",
+            "env": [{"name": "A", "value": "plain"},
+                    {"name": "B", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
+                    {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "opts", "key": "k", "optional": true}}}],
+            "envFrom": [{"secretRef": {"name": "more"}}]}}))
+        .expect("spec")
+    }
+
+    fn with(password: &str) -> Sources {
+        let data = SourceData { data: [("password".to_string(), password.to_string())].into(), binary: Vec::new() };
+        Sources([(SourceRef::secret("db"), data.clone()), (SourceRef::secret("more"), data)].into())
+    }
+
+    #[test]
+    fn referenced_content_counts_in_the_run_hash_by_digest() {
+        let paths: Vec<String> = references(&spec()).into_iter().map(|r| r.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.job.env[1].valueFrom.secretKeyRef",
+                "spec.job.env[2].valueFrom.configMapKeyRef",
+                "spec.job.envFrom[0].secretRef"
+            ]
+        );
+        let (a, b) = (run_hash(&spec(), &with("one")), run_hash(&spec(), &with("two")));
+        assert_ne!(a, b, "a content change is a new run");
+        assert_eq!(a, run_hash(&spec(), &with("one")));
+        let plain = NodeSetServiceSpec::default();
+        assert_eq!(run_hash(&plain, &with("one")), service_hash(&plain), "no references: the spec hash");
+    }
+
+    #[test]
+    fn a_missing_non_optional_source_holds_the_service() {
+        let missing = missing_sources(&spec(), &Sources::default());
+        let text = crate::validation::summarize(&missing);
+        assert_eq!(missing.len(), 2, "{text}");
+        assert!(text.contains("spec.job.env[1].valueFrom.secretKeyRef: Secret db does not exist"), "{text}");
+        assert!(missing_sources(&spec(), &with("x")).is_empty(), "the optional ConfigMap may be missing");
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod nodeset_common;
 use host_common::secs;
 use nodeset_common::{NodeSetEnv, Setup, condition, condition_is, names, processed, settle};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn mtu(mtu: u16) -> serde_json::Value {
@@ -220,5 +221,119 @@ async fn a_preprovisioned_nodeset_only_runs_services_addressed_through_its_manag
     assert_eq!(inventory["hosts"]["edge-1"]["managementAddress"], "192.0.2.11");
     assert!(inventory["hosts"]["edge-0"].get("bmh").is_none());
     assert_eq!(env.t.hosts.list(&Default::default()).await?.items.len(), 0);
+    Ok(())
+}
+
+/// Waits until the NodeSet's desired configuration moved from `before` and rolled out.
+async fn rolled_out_from(env: &NodeSetEnv, before: &crds::nodeset::NodeSet) -> anyhow::Result<crds::nodeset::NodeSet> {
+    let old = before.status.as_ref().and_then(|s| s.config_hash.clone());
+    env.wait_nodeset("computes", "the new content rolled out", secs(120), |n| {
+        let status = n.status.as_ref();
+        status.and_then(|s| s.config_hash.clone()) != old
+            && condition_is(n, "Ready", "True")
+            && rollout_phase(n) == Some(crds::nodeset::RolloutPhase::Complete)
+            && status.and_then(|s| s.hosts.as_ref()).is_some_and(|hosts| {
+                hosts
+                    .values()
+                    .all(|h| h.deployed_config_hash.is_some() && h.deployed_config_hash == h.desired_config_hash)
+            })
+    })
+    .await
+}
+
+#[tokio::test]
+async fn editing_a_secret_a_nodeset_reads_reruns_its_services_in_place_once_and_never_a_run_once_one()
+-> anyhow::Result<()> {
+    const PASSWORDS: [&str; 2] = ["SENTINEL-db-1-4c7e2a9f", "SENTINEL-db-2-8b1d5e3c"];
+    const VARIABLES: [&str; 2] = ["SENTINEL-var-1-2f9a6c1d", "SENTINEL-var-2-7e3b0d5a"];
+    let env = NodeSetEnv::start("nset-sources", Setup::default()).await?;
+    env.free_hosts(&names("server", 2), json!({})).await?;
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(env.t.env.client(), env.ns());
+    let secret = |name: &str, key: &str, value: &str| -> anyhow::Result<k8s_openapi::api::core::v1::Secret> {
+        Ok(serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name}, "stringData": {key: value}}))?)
+    };
+    let set = |name: &'static str, key: &'static str, value: &'static str| {
+        let secrets = secrets.clone();
+        async move {
+            let patch = json!({"stringData": {key: value}});
+            secrets.patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(patch)).await
+        }
+    };
+    secrets.create(&Default::default(), &secret("db", "password", PASSWORDS[0])?).await?;
+    secrets.create(&Default::default(), &secret("vars", "db_password", VARIABLES[0])?).await?;
+    let reads_db = json!([{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]);
+    env.service_with("bootstrap", true, json!({"image": "bootstrap:1", "envFrom": [{"secretRef": {"name": "db"}}]}))
+        .await?;
+    env.service_with("configure-os", false, json!({"image": "configure-os:1", "env": reads_db})).await?;
+    let jobs = env.record_jobs().await?;
+    let mut spec = env.spec(&["compute-0", "compute-1"], &["bootstrap", "configure-os"]);
+    spec["nodeTemplate"]["variablesFrom"] = json!([{"secretRef": {"name": "vars"}}]);
+    env.create_nodeset("computes", spec).await?;
+    let first = env.wait_ready("computes", secs(300)).await?;
+    assert_eq!(jobs.runs_by_service(), [("bootstrap".into(), 2), ("configure-os".into(), 2)].into());
+    let provisioning = env.provision_state_requests()?;
+
+    // The Secret a service's env reads: that service reruns on every host, once.
+    set("db", "password", PASSWORDS[1]).await?;
+    let second = rolled_out_from(&env, &first).await?;
+    settle().await;
+    assert_eq!(jobs.runs_by_service(), [("bootstrap".into(), 2), ("configure-os".into(), 4)].into());
+    assert_eq!(jobs.runs("configure-os", "compute-0"), 2);
+    assert_eq!(jobs.runs("configure-os", "compute-1"), 2);
+
+    // The Secret variablesFrom reads: the hosts' configuration moves; the new value is in the
+    // inventory of the rerun.
+    set("vars", "db_password", VARIABLES[1]).await?;
+    let third = rolled_out_from(&env, &second).await?;
+    settle().await;
+    assert_eq!(jobs.runs_by_service(), [("bootstrap".into(), 2), ("configure-os".into(), 6)].into());
+    let mut given = BTreeMap::new();
+    for job in env.service_jobs().await? {
+        let data = secrets.get(&job.metadata.name.unwrap_or_default()).await?.data.unwrap_or_default();
+        let inventory: serde_json::Value = serde_json::from_slice(&data[operator::nodeset::INVENTORY_KEY].0)?;
+        for (host, entry) in inventory["hosts"].as_object().into_iter().flatten() {
+            assert_eq!(entry["variables"]["timezone"], "UTC", "spec variables and read ones together");
+            given.entry(host.clone()).or_insert_with(Vec::new).push(entry["variables"]["db_password"].clone());
+        }
+    }
+    for host in ["compute-0", "compute-1"] {
+        assert!(given[host].contains(&json!(VARIABLES[1])), "{host}'s rerun got the new value: {given:?}");
+    }
+    assert_eq!(env.provision_state_requests()?, provisioning, "in place: no machine reprovisioned");
+
+    // No value in the NodeSet's status or any Event of the namespace.
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> = kube::Api::namespaced(env.t.env.client(), env.ns());
+    let mut seen = serde_json::to_string(&third.status)?;
+    seen.push_str(&serde_json::to_string(&events.list(&Default::default()).await?.items)?);
+    for value in PASSWORDS.iter().chain(&VARIABLES) {
+        assert!(!seen.contains(value), "{value} leaked into status or Events");
+    }
+
+    // The services' own status says they may run.
+    let service = env.services.get("configure-os").await?;
+    let status = service.status.clone().unwrap_or_default();
+    assert_eq!(status.observed_generation, service.metadata.generation);
+    let ready = status.conditions.unwrap_or_default().into_iter().find(|c| c.type_ == "Ready").expect("Ready");
+    assert_eq!((ready.status.as_str(), ready.reason.as_str()), ("True", "Valid"));
+
+    // A source that is not there and not optional blocks, named, never quoted.
+    let edited = env
+        .patch_spec(
+            "computes",
+            json!({"nodeTemplate": {"variablesFrom": [{"secretRef": {"name": "vars"}},
+            {"secretRef": {"name": "not-yet"}}]}}),
+        )
+        .await?;
+    let blocked = env
+        .wait_nodeset("computes", "blocked on the missing Secret", secs(60), |n| {
+            processed(n) && n.metadata.generation == edited.metadata.generation && condition_is(n, "Degraded", "True")
+        })
+        .await?;
+    let degraded = condition(&blocked, "Degraded").cloned().expect("Degraded");
+    assert_eq!(degraded.reason, "VariablesSourceInvalid");
+    assert!(degraded.message.contains("spec.nodeTemplate.variablesFrom[1]: Secret not-yet"), "{}", degraded.message);
+    secrets.create(&Default::default(), &secret("not-yet", "extra", "x")?).await?;
+    rolled_out_from(&env, &third).await?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! No secret ever reaches a log, an Event or a status (issue 14, item 4), proven for the whole
 //! class rather than for one field: the operator runs as its own process (the shipped RBAC, the
-//! Deployment's arguments, `RUST_LOG=debug`) and takes Ironics, BareMetalHosts and a NodeSet to
+//! Deployment's arguments, `RUST_LOG=debug`) and takes Ironics, BareMetalHosts and a NodeSet (its
+//! variables read from a Secret, its service's Job reading others) to
 //! their steady state with sentinel values planted in every secret a user gives it, and through
 //! error paths where a secret sits next to the error. Then every value of every Secret in the
 //! cluster (the user's and those the operator generated: htpasswd, passwords, TLS keys,
@@ -31,6 +32,8 @@ const NETWORK_DATA_TOKEN: &str = "SENTINEL-netdata-6d1b8f3e0c";
 const NODESET_USER_DATA: &str = "#cloud-config\npassword: SENTINEL-nodeset-4e8a2c6f9d\n";
 const SERVICE_TOKEN: &str = "SENTINEL-svc-key-9b3e7a1d5c";
 const SERVICE_ENV: &str = "SENTINEL-svc-env-1f6c8e2b4a";
+/// A NodeSet variable read through variablesFrom: it reaches the inventory Secret only.
+const NODESET_VARIABLE: &str = "SENTINEL-variable-5d2a8f1c6e";
 const MISPLACED_PASSWORD: &str = "SENTINEL-misplaced-7a2d9c4e1b";
 /// A line of a networkData Secret that is not YAML: the parser's error would quote it.
 const MALFORMED_LINE: &str = "SENTINEL-badyaml-8c3f1e9a2d7b";
@@ -159,6 +162,7 @@ async fn hosts(
     apply(&client, &ns, secret("nodeset-user-data", json!({"userData": NODESET_USER_DATA}))).await?;
     apply(&client, &ns, secret("service-key", json!({"token": SERVICE_TOKEN}))).await?;
     apply(&client, &ns, secret("service-env", json!({"SERVICE_SECRET": SERVICE_ENV}))).await?;
+    apply(&client, &ns, secret("nodeset-variables", json!({"db_password": NODESET_VARIABLE}))).await?;
     apply(&client, &ns, workloads::fake_host("pool-0", false, None, json!({"pool": "sentinel"}))).await?;
     wait_steady(&client, operator, &ns, &hosts, "pool-0", "available", |h| host_state(h) == "available").await?;
     apply(
@@ -176,6 +180,7 @@ async fn hosts(
         json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet", "metadata": {"name": "computes"},
         "spec": {"baremetalSetTemplate": {"bmhLabelSelector": {"matchLabels": {"pool": "sentinel"}},
             "image": {"url": image, "format": "live-iso"}, "userData": {"name": "nodeset-user-data"}},
+            "nodeTemplate": {"variablesFrom": [{"secretRef": {"name": "nodeset-variables"}}]},
             "services": ["configure"], "nodes": {"compute-0": {}}}}),
     )
     .await?;

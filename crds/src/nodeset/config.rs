@@ -1,5 +1,6 @@
 //! Day-2 configuration: `spec.nodeTemplate` and the per-host `spec.nodes.<host>` overrides.
 
+use super::sources::VariablesFromSource;
 use k8s_openapi::api::core::v1::SecretReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::KubeSchema;
@@ -37,6 +38,12 @@ pub struct NodeTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "variables_schema")]
     pub variables: Option<Variables>,
+    /// Variables read from Secrets and ConfigMaps of the NodeSet's namespace, each key a
+    /// variable, in list order (a later source wins); variables win over them, and a host's
+    /// variablesFrom and variables over all of the template's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub variables_from: Option<Vec<VariablesFromSource>>,
 }
 
 /// One network of a host. Every field but name is optional, so a host entry can override a
@@ -124,4 +131,9 @@ pub struct NodeSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "variables_schema")]
     pub variables: Option<Variables>,
+    /// Applied in place: variables read from Secrets and ConfigMaps of the NodeSet's namespace,
+    /// overriding the template's variables; this host's variables win over them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub variables_from: Option<Vec<VariablesFromSource>>,
 }

@@ -6,14 +6,17 @@
 
 use super::NodeSetSpec;
 use super::config::{Dns, NetworkConfig, NodeSection, NodeTemplate, Variables};
+use super::sources::{self, Sources};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// A host's day-2 configuration: the template merged with the host's overrides. This is what
-/// services receive in their inventory and what the config hash covers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// services receive in their inventory and what the config hash covers (with its variables
+/// from Secrets and ConfigMaps by digest only, see [`host_config_hash_with`]). Its `Debug`
+/// prints variable names, never values: they may come from Secrets.
+#[derive(Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EffectiveHostConfig {
     /// The host name (key of spec.nodes).
@@ -30,6 +33,18 @@ pub struct EffectiveHostConfig {
     pub variables: Variables,
 }
 
+impl std::fmt::Debug for EffectiveHostConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EffectiveHostConfig")
+            .field("hostname", &self.hostname)
+            .field("dns", &self.dns)
+            .field("management_network", &self.management_network)
+            .field("networks", &self.networks)
+            .field("variables", &self.variables.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
 impl EffectiveHostConfig {
     /// The first address (without prefix) of the management network, if any.
     pub fn management_address(&self) -> Option<&str> {
@@ -40,11 +55,25 @@ impl EffectiveHostConfig {
     }
 }
 
-/// Merges `template` and `host` into a host's effective configuration.
+/// Merges `template` and `host` into a host's effective configuration, without the variables
+/// of `variablesFrom` (see [`effective_host_config_with`]).
 pub fn effective_host_config(
     hostname: &str,
     template: Option<&NodeTemplate>,
     host: Option<&NodeSection>,
+) -> EffectiveHostConfig {
+    effective_host_config_with(hostname, template, host, &Sources::default())
+}
+
+/// Merges `template` and `host` into a host's effective configuration, with the variables of
+/// `sources` (what their `variablesFrom` name, as read). Variables, lowest first: the
+/// template's variablesFrom in list order, its variables, the host's variablesFrom, its
+/// variables.
+pub fn effective_host_config_with(
+    hostname: &str,
+    template: Option<&NodeTemplate>,
+    host: Option<&NodeSection>,
+    from: &Sources,
 ) -> EffectiveHostConfig {
     let mut networks: BTreeMap<String, NetworkConfig> = BTreeMap::new();
     for network in template.and_then(|t| t.networks.as_ref()).into_iter().flatten() {
@@ -57,7 +86,10 @@ pub fn effective_host_config(
         };
         networks.insert(merged.name.clone(), merged);
     }
-    let mut variables = template.and_then(|t| t.variables.clone()).unwrap_or_default();
+    let mut variables = Variables::new();
+    sources::merge_from(&mut variables, template.and_then(|t| t.variables_from.as_ref()), from);
+    variables.extend(template.and_then(|t| t.variables.clone()).unwrap_or_default());
+    sources::merge_from(&mut variables, host.and_then(|h| h.variables_from.as_ref()), from);
     variables.extend(host.and_then(|h| h.variables.clone()).unwrap_or_default());
     EffectiveHostConfig {
         hostname: hostname.to_string(),
@@ -83,18 +115,51 @@ fn merge_network(base: NetworkConfig, host: &NetworkConfig) -> NetworkConfig {
     }
 }
 
-/// Hash of a host's effective day-2 configuration.
+/// Hash of a host's effective day-2 configuration, without `variablesFrom` content.
 pub fn host_config_hash(hostname: &str, template: Option<&NodeTemplate>, host: Option<&NodeSection>) -> String {
-    hash_of(&effective_host_config(hostname, template, host))
+    host_config_hash_with(hostname, template, host, &Sources::default())
 }
 
-/// Hash of a NodeSet's desired configuration: every host's config hash and the services list.
+/// Hash of a host's effective day-2 configuration. The variables of `variablesFrom` count by
+/// source: kind, name and a digest of its content (or that it is absent), in precedence
+/// order, never by value: status carries the hash, and the values may be secrets. Without any `variablesFrom` it is the hash of the configuration as before the field
+/// existed, so an upgrade reruns nothing.
+pub fn host_config_hash_with(
+    hostname: &str,
+    template: Option<&NodeTemplate>,
+    host: Option<&NodeSection>,
+    from: &Sources,
+) -> String {
+    let config = effective_host_config(hostname, template, host);
+    let (template_from, host_from) =
+        (template.and_then(|t| t.variables_from.as_ref()), host.and_then(|h| h.variables_from.as_ref()));
+    if sources::listed(template_from).chain(sources::listed(host_from)).next().is_none() {
+        return hash_of(&config);
+    }
+    hash_of(&serde_json::json!({
+        "config": config,
+        "variablesFrom": {
+            "template": sources::digests(template_from, from),
+            "host": sources::digests(host_from, from),
+        },
+    }))
+}
+
+/// Hash of a NodeSet's desired configuration: every host's config hash and the services list,
+/// without `variablesFrom` content.
 pub fn nodeset_config_hash(spec: &NodeSetSpec) -> String {
+    nodeset_config_hash_with(spec, &Sources::default())
+}
+
+/// Hash of a NodeSet's desired configuration: every host's config hash (with `from`, see
+/// [`host_config_hash_with`]) and the services list.
+pub fn nodeset_config_hash_with(spec: &NodeSetSpec, from: &Sources) -> String {
+    let template = spec.node_template.as_ref();
     let hosts: BTreeMap<&str, String> = spec
         .nodes
         .iter()
         .flatten()
-        .map(|(name, section)| (name.as_str(), host_config_hash(name, spec.node_template.as_ref(), Some(section))))
+        .map(|(name, section)| (name.as_str(), host_config_hash_with(name, template, Some(section), from)))
         .collect();
     hash_of(&serde_json::json!({"hosts": hosts, "services": spec.services}))
 }
@@ -162,6 +227,7 @@ fn write_canonical(value: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nodeset::sources::{SourceData, SourceRef, VariablesFromSource};
     use serde_json::json;
 
     fn template() -> NodeTemplate {
@@ -260,5 +326,84 @@ mod tests {
         assert_ne!(provisioning, provisioning_hash("compute-0", &spec));
         spec.baremetal_set_template = None;
         assert_eq!(provisioning_hash("compute-0", &spec), None);
+    }
+
+    fn sources(entries: &[(SourceRef, &[(&str, &str)])]) -> Sources {
+        Sources(
+            entries
+                .iter()
+                .map(|(r, kv)| {
+                    let data = kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                    (r.clone(), SourceData { data, binary: Vec::new() })
+                })
+                .collect(),
+        )
+    }
+
+    fn from(list: serde_json::Value) -> Option<Vec<VariablesFromSource>> {
+        Some(serde_json::from_value(list).expect("variablesFrom"))
+    }
+
+    #[test]
+    fn variables_from_merge_lowest_first_template_sources_template_host_sources_host() {
+        let mut t = template();
+        t.variables = Some(serde_json::from_value(json!({"b": "template", "d": "template"})).expect("v"));
+        t.variables_from = from(json!([{"secretRef": {"name": "s1"}}, {"configMapRef": {"name": "c1"}}]));
+        let mut h = host();
+        h.variables = Some(serde_json::from_value(json!({"d": "host"})).expect("v"));
+        h.variables_from =
+            from(json!([{"secretRef": {"name": "s2"}}, {"secretRef": {"name": "gone"}, "optional": true}]));
+        let read = sources(&[
+            (SourceRef::secret("s1"), &[("a", "val-s1"), ("b", "val-s1"), ("c", "val-s1")]),
+            (SourceRef::config_map("c1"), &[("a", "val-c1")]),
+            (SourceRef::secret("s2"), &[("c", "val-s2"), ("d", "val-s2"), ("bad-key", "val-x")]),
+        ]);
+        let config = effective_host_config_with("compute-0", Some(&t), Some(&h), &read);
+        let v = |k: &str| config.variables.get(k).cloned();
+        assert_eq!(v("a"), Some(json!("val-c1")), "a later source of the list wins");
+        assert_eq!(v("b"), Some(json!("template")), "template variables win over template sources");
+        assert_eq!(v("c"), Some(json!("val-s2")), "host sources win over the template's");
+        assert_eq!(v("d"), Some(json!("host")), "host variables win over everything");
+        assert_eq!(v("bad-key"), None, "not a variable name: left out (validation blocks on it)");
+        let debug = format!("{config:?} {read:?}");
+        assert!(!debug.contains("val-") && !debug.contains("\"host\""), "values never in Debug: {debug}");
+    }
+
+    #[test]
+    fn the_hash_covers_source_content_by_digest_and_is_unchanged_without_variables_from() {
+        let plain = host_config_hash("compute-0", Some(&template()), Some(&host()));
+        assert_eq!(plain, host_config_hash_with("compute-0", Some(&template()), Some(&host()), &Sources::default()));
+        let mut h = host();
+        h.variables_from = from(json!([{"secretRef": {"name": "db"}, "optional": true}]));
+        let absent = host_config_hash_with("compute-0", Some(&template()), Some(&h), &Sources::default());
+        assert_ne!(plain, absent, "naming a source is an edit");
+        let one = sources(&[(SourceRef::secret("db"), &[("password", "hunter2")])]);
+        let two = sources(&[(SourceRef::secret("db"), &[("password", "hunter3")])]);
+        let a = host_config_hash_with("compute-0", Some(&template()), Some(&h), &one);
+        assert_ne!(a, absent, "the source appearing moves the hash");
+        assert_ne!(a, host_config_hash_with("compute-0", Some(&template()), Some(&h), &two), "content moves it");
+        assert_eq!(a, host_config_hash_with("compute-0", Some(&template()), Some(&h), &one.clone()));
+        let mut spec = NodeSetSpec { node_template: Some(template()), ..Default::default() };
+        spec.nodes = Some(BTreeMap::from([("compute-0".to_string(), h)]));
+        assert_ne!(nodeset_config_hash_with(&spec, &one), nodeset_config_hash_with(&spec, &two));
+    }
+
+    #[test]
+    fn a_missing_source_or_a_bad_key_is_named_without_its_values() {
+        let list = from(json!([{"secretRef": {"name": "db"}}, {"configMapRef": {"name": "opt"}, "optional": true},
+                               {"secretRef": {"name": "keys"}}]));
+        let mut read = sources(&[(SourceRef::secret("keys"), &[("ok", "v"), ("not-ok", "sentinel-value")])]);
+        if let Some(d) = read.0.get_mut(&SourceRef::secret("keys")) {
+            d.binary.push("blob".into());
+        }
+        let errors = crate::nodeset::sources::check_sources("spec.nodeTemplate.variablesFrom", list.as_ref(), &read);
+        let text = crate::validation::summarize(&errors);
+        assert!(text.contains("spec.nodeTemplate.variablesFrom[0]: Secret db does not exist"), "{text}");
+        assert!(!text.contains("ConfigMap opt"), "an optional source may be missing: {text}");
+        assert!(
+            text.contains("variablesFrom[2]: Secret keys has keys that are not variable names")
+                && text.contains("not-ok")
+        );
+        assert!(text.contains("blob") && !text.contains("sentinel-value"), "{text}");
     }
 }

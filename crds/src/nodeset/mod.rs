@@ -7,6 +7,7 @@ pub mod config;
 pub mod hash;
 pub mod pools;
 pub mod selector;
+pub mod sources;
 pub mod status;
 pub mod template;
 mod validation;
@@ -16,8 +17,12 @@ pub use cel::{
     TEMPLATE_PRESENCE_MESSAGE,
 };
 pub use config::{Dns, NetworkConfig, NodeSection, NodeTemplate, Route, Variables};
-pub use hash::{EffectiveHostConfig, effective_host_config, host_config_hash, nodeset_config_hash, provisioning_hash};
+pub use hash::{
+    EffectiveHostConfig, effective_host_config, effective_host_config_with, host_config_hash, host_config_hash_with,
+    nodeset_config_hash, nodeset_config_hash_with, provisioning_hash,
+};
 pub use pools::HostPools;
+pub use sources::{SourceData, SourceKind, SourceRef, Sources, VariablesFromSource};
 pub use status::{ApprovedService, BmhRef, CompletedService, HostStatus, NodeSetStatus, RolloutPhase, RolloutStatus};
 pub use template::{BaremetalSetTemplate, HardwareReqs, ProvisioningNetwork};
 pub use validation::{validate_host_pool, validate_nodeset};

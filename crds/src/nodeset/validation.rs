@@ -7,6 +7,7 @@ use super::cel::{
 };
 use super::config::{Dns, NetworkConfig, Variables};
 use super::hash::effective_host_config;
+use super::sources::{MAX_VARIABLES_FROM, VariablesFromSource};
 use super::{HostPools, NodeSet, NodeSetSpec};
 use crate::baremetalhost::{validate_image, validate_root_device_hints};
 use crate::validation::{Errors, FieldError, is_dns1123_label, is_dns1123_subdomain, parse_ip, parse_ip_net};
@@ -28,6 +29,7 @@ pub fn validate_nodeset(nodeset: &NodeSet, old: Option<&NodeSet>) -> Vec<FieldEr
             validate_dns(&mut errors, "spec.nodeTemplate.dns", dns);
         }
         validate_variables(&mut errors, "spec.nodeTemplate.variables", template.variables.as_ref());
+        validate_variables_from(&mut errors, "spec.nodeTemplate.variablesFrom", template.variables_from.as_ref());
         validate_management_network(&mut errors, spec);
     }
     validate_services_and_rollout(&mut errors, spec);
@@ -138,6 +140,7 @@ fn validate_nodes(errors: &mut Errors, spec: &NodeSetSpec, namespace: Option<&st
         }
         validate_networks(errors, &format!("{path}.networks"), section.networks.as_deref());
         validate_variables(errors, &format!("{path}.variables"), section.variables.as_ref());
+        validate_variables_from(errors, &format!("{path}.variablesFrom"), section.variables_from.as_ref());
     }
 }
 
@@ -213,6 +216,28 @@ fn validate_variables(errors: &mut Errors, path: &str, variables: Option<&Variab
                 format!("{path}[{name}]"),
                 "variable names must start with a letter or '_' and contain only letters, digits and '_'",
             );
+        }
+    }
+}
+
+/// The shape of a `variablesFrom` list: what the webhook can check. Whether each source exists
+/// and what keys it has only the controller sees (`sources::check_sources`).
+fn validate_variables_from(errors: &mut Errors, path: &str, list: Option<&Vec<VariablesFromSource>>) {
+    let list = list.map(Vec::as_slice).unwrap_or_default();
+    if list.len() > MAX_VARIABLES_FROM {
+        errors.push(path, format!("lists {} sources, at most {MAX_VARIABLES_FROM}", list.len()));
+    }
+    for (i, entry) in list.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let names = [("secretRef", &entry.secret_ref), ("configMapRef", &entry.config_map_ref)];
+        let set: Vec<_> = names.iter().filter_map(|(field, r)| r.as_ref().map(|r| (field, r))).collect();
+        if set.len() != 1 {
+            errors.push(at.clone(), "must set exactly one of secretRef and configMapRef");
+        }
+        for (field, reference) in set {
+            if !is_dns1123_subdomain(&reference.name) {
+                errors.push(format!("{at}.{field}.name"), format!("{:?} is not a valid object name", reference.name));
+            }
         }
     }
 }
@@ -305,5 +330,37 @@ fn validate_transition(errors: &mut Errors, new: &NodeSet, old: &NodeSet) {
         {
             errors.push(format!("spec.nodes[{hostname}].bmhLabelSelector"), HOST_SELECTOR_LOCKED_MESSAGE);
         }
+    }
+}
+
+#[cfg(test)]
+mod variables_from_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn nodeset(template_from: serde_json::Value) -> NodeSet {
+        serde_json::from_value(json!({"apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
+            "metadata": {"name": "n", "namespace": "metal3"},
+            "spec": {"preProvisioned": true, "nodeTemplate": {"variablesFrom": template_from},
+                     "nodes": {"c-0": {"variablesFrom": [{"configMapRef": {"name": "Not_A_Name"}}]}}}}))
+        .expect("nodeset")
+    }
+
+    #[test]
+    fn the_webhook_checks_the_shape_of_variables_from() {
+        let errors = validate_nodeset(&nodeset(json!([{"secretRef": {"name": "db"}}])), None);
+        let text = crate::validation::summarize(&errors);
+        assert!(text.contains("spec.nodes[c-0].variablesFrom[0].configMapRef.name"), "{text}");
+        assert_eq!(errors.len(), 1, "{text}");
+        let both = json!([{"secretRef": {"name": "a"}, "configMapRef": {"name": "b"}}, {"optional": true}]);
+        let text = crate::validation::summarize(&validate_nodeset(&nodeset(both), None));
+        assert!(
+            text.contains("variablesFrom[0]: must set exactly one")
+                && text.contains("variablesFrom[1]: must set exactly one"),
+            "{text}"
+        );
+        let many: Vec<_> = (0..17).map(|i| json!({"secretRef": {"name": format!("s{i}")}})).collect();
+        let text = crate::validation::summarize(&validate_nodeset(&nodeset(json!(many)), None));
+        assert!(text.contains("spec.nodeTemplate.variablesFrom: lists 17 sources, at most 16"), "{text}");
     }
 }

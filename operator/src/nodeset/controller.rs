@@ -1,7 +1,8 @@
 //! Wiring: one kube-runtime controller per watched scope, woken by its NodeSets, the
 //! NodeSetServices they list, the BareMetalHosts they claim (by label) and the free ones a
-//! waiting host could claim, HardwareData, and the Jobs and inventory Secrets they own. Every
-//! watch but the NodeSets' feeds a reflector store that reconciles read instead of the API.
+//! waiting host could claim, HardwareData, the Jobs and inventory Secrets they own, and the
+//! Secrets and ConfigMaps they read (by metadata: `sources`). Every watch but the NodeSets' and
+//! the metadata ones feeds a reflector store that reconciles read instead of the API.
 
 use super::claims::Owner;
 use super::config::Config;
@@ -10,6 +11,7 @@ use super::job::COMPONENT;
 use super::memory::Memory;
 use super::reconcile::{CONTROLLER, NodeSetReconciler};
 use super::record;
+use super::service_status::{self, ServiceStatusReconciler};
 use super::validate::{Reach, bmh_namespace};
 use crate::kube::backoff::Backoff;
 use crate::kube::cache::{self, reflected};
@@ -18,7 +20,7 @@ use crate::kube::runner::{Runner, drive, fan_out};
 use crate::kube::{Context, Scope};
 use crds::baremetalhost::BareMetalHost;
 use crds::hardwaredata::HardwareData;
-use crds::nodeset::{NODESET_LABEL, NodeSet};
+use crds::nodeset::{NODESET_LABEL, NodeSet, SourceKind, SourceRef};
 use crds::nodesetservice::NodeSetService;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -77,8 +79,15 @@ async fn run_scope(
     let (records, record_events) = reflected(scope.api::<ConfigMap>(), records_only);
     // Only their metadata: an inventory's content never needs to be cached.
     let secret_events = watcher(scope.api::<PartialObjectMeta<Secret>>(), owned).default_backoff().touched_objects();
+    // What variablesFrom and services' Jobs read: by metadata only, every one of the scope, so
+    // a change (a new resourceVersion) wakes the NodeSets that name it; only they read it.
+    let source_secrets =
+        watcher(scope.api::<PartialObjectMeta<Secret>>(), cache::paged()).default_backoff().touched_objects();
+    let source_maps =
+        watcher(scope.api::<PartialObjectMeta<ConfigMap>>(), cache::paged()).default_backoff().touched_objects();
 
     let (by_service, by_host, by_hardware) = (nodesets.clone(), nodesets.clone(), nodesets.clone());
+    let (by_secret, by_map) = ((nodesets.clone(), services.clone()), (nodesets.clone(), services.clone()));
     let controller = controller
         .watches_stream(service_events, move |service| listing(&by_service, &service))
         .watches_stream(host_events, move |host| claiming(&by_host, &host))
@@ -86,8 +95,20 @@ async fn run_scope(
         .owns_stream(job_events)
         // Polled only to fill the records' cache: this controller writes them, nothing to wake.
         .watches_stream(record_events, |_| Vec::<ObjectRef<NodeSet>>::new())
-        .owns_stream::<PartialObjectMeta<Secret>>(secret_events);
+        .owns_stream::<PartialObjectMeta<Secret>>(secret_events)
+        .watches_stream(source_secrets, move |secret| reading(&by_secret.0, &by_secret.1, SourceKind::Secret, &secret))
+        .watches_stream(source_maps, move |map| reading(&by_map.0, &by_map.1, SourceKind::ConfigMap, &map));
 
+    let service_status = ServiceStatusReconciler {
+        runner: Runner {
+            controller: service_status::CONTROLLER,
+            metrics: ctx.metrics(),
+            backoff: Backoff::new(config.backoff_base, config.backoff_max),
+        },
+        client: ctx.client.clone(),
+        reserved_account: ctx.reserved_account.clone(),
+    };
+    let service_controller = cache::controller(scope.api::<NodeSetService>(), cache::paged());
     let reconciler = Arc::new(NodeSetReconciler {
         runner: Runner {
             controller: CONTROLLER,
@@ -110,7 +131,10 @@ async fn run_scope(
         config,
     });
     tracing::info!(%scope, "watching NodeSets");
-    drive(controller, reconciler, shutdown).await;
+    tokio::join!(
+        drive(controller, reconciler, shutdown.clone()),
+        drive(service_controller, Arc::new(service_status), shutdown),
+    );
 }
 
 /// The NodeSets of the service's namespace that list it.
@@ -120,6 +144,29 @@ fn listing(nodesets: &Store<NodeSet>, service: &NodeSetService) -> Vec<ObjectRef
         .state()
         .iter()
         .filter(|n| n.namespace() == namespace && n.spec.services.iter().flatten().any(|s| *s == name))
+        .map(|n| ObjectRef::from_obj(n.as_ref()))
+        .collect()
+}
+
+/// The NodeSets of the object's namespace that read it: their variablesFrom, or a service they
+/// list, names it.
+fn reading<K: kube::Resource>(
+    nodesets: &Store<NodeSet>,
+    services: &Store<NodeSetService>,
+    kind: SourceKind,
+    object: &PartialObjectMeta<K>,
+) -> Vec<ObjectRef<NodeSet>> {
+    let (namespace, name) = (object.namespace(), object.name_any());
+    let source = SourceRef { kind, name };
+    let local: Vec<_> = services.state_filter(|s| s.namespace() == namespace);
+    nodesets
+        .state()
+        .iter()
+        .filter(|n| n.namespace() == namespace)
+        .filter(|n| {
+            let lookup = |service: &str| local.iter().find(|s| s.name_any() == service).map(|s| s.as_ref());
+            super::sources::referenced(&n.spec, lookup).contains(&source)
+        })
         .map(|n| ObjectRef::from_obj(n.as_ref()))
         .collect()
 }

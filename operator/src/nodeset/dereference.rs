@@ -14,7 +14,7 @@ use crate::kube::observe::failure_message;
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::hardwaredata::HardwareData;
-use crds::nodeset::NodeSet;
+use crds::nodeset::{NodeSet, Sources};
 use crds::nodesetservice::{NodeSetService, ReservedAccount, validate_nodeset_service, validate_service_account};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -157,6 +157,17 @@ pub async fn facts(
         }
     }
     Ok(facts)
+}
+
+/// The Secrets and ConfigMaps the NodeSet's variablesFrom and its listed services name, read
+/// by GET in its own namespace (`sources`).
+pub async fn sources(caches: &Caches, client: &Client, nodeset: &NodeSet) -> Result<Sources, DereferenceError> {
+    let namespace = nodeset.namespace().unwrap_or_default();
+    let services = caches.services.state_filter(|s| s.namespace().as_deref() == Some(namespace.as_str()));
+    let wanted = super::sources::referenced(&nodeset.spec, |name| {
+        services.iter().find(|s| s.name_any() == name).map(|s| s.as_ref())
+    });
+    Ok(super::sources::read(client, nodeset, &wanted).await?)
 }
 
 /// The failure of a failed Job, quoting its container.

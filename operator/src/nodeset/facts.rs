@@ -25,4 +25,7 @@ pub struct Facts {
     pub lost: BTreeSet<String>,
     /// A preProvisioned NodeSet's record of what ran on its hosts, when there is one.
     pub record: Option<super::record::Completions>,
+    /// The Secrets and ConfigMaps its variablesFrom and its services' Jobs name that exist,
+    /// with their content (`sources`; `Debug` shows key names only).
+    pub sources: crds::nodeset::Sources,
 }

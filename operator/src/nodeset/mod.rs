@@ -39,7 +39,10 @@ mod reconcile;
 mod record;
 mod rollout;
 mod select;
+mod service_status;
+mod sources;
 mod status;
+mod upgrade;
 mod validate;
 
 pub use config::{Config, NodeSetArgs};

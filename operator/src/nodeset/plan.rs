@@ -16,13 +16,14 @@ use super::machine::{Action, Decision, decide, same_epoch};
 use super::network_data::network_data;
 use super::record;
 use super::rollout::{self, HostWork, RolloutPlan, Service};
+use super::upgrade::Upgrade;
 use super::validate::Findings;
 use crds::baremetalhost::BareMetalHost;
 use crds::nodeset::{
     ApprovedService, CompletedService, DeletionPolicy, EffectiveHostConfig, HostStatus, NodeSet, RolloutStatus,
-    effective_host_config, host_config_hash, nodeset_config_hash,
+    effective_host_config_with, host_config_hash_with, nodeset_config_hash_with,
 };
-use crds::nodesetservice::service_hash;
+use crds::nodesetservice::{missing_sources, run_hash};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -159,12 +160,13 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let previous: BTreeMap<String, HostStatus> =
         nodeset.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
     let services = listed_services(spec, facts);
-    let (config_hash, rollout_status, approve_all) = acknowledged(nodeset, &services, now);
+    let upgrade = Upgrade::of(facts);
+    let (config_hash, rollout_status, approve_all) = acknowledged(nodeset, &services, &facts.sources, &upgrade, now);
     let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
     let nodes = spec.nodes.clone().unwrap_or_default();
     for (hostname, section) in &nodes {
-        let config = effective_host_config(hostname, spec.node_template.as_ref(), Some(section));
-        let desired = host_config_hash(hostname, spec.node_template.as_ref(), Some(section));
+        let config = effective_host_config_with(hostname, spec.node_template.as_ref(), Some(section), &facts.sources);
+        let desired = host_config_hash_with(hostname, spec.node_template.as_ref(), Some(section), &facts.sources);
         let phase =
             if spec.pre_provisioned() { HostPhase::PreProvisioned } else { HostPhase::Unclaimed(String::new()) };
         // A preProvisioned host's completions: status's, else the record that outlives the
@@ -269,7 +271,7 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
                     HostPhase::Machine(d) => d.epoch.clone(),
                     _ => String::new(),
                 },
-                completed: host.completed.clone(),
+                completed: upgrade.completions(&host.completed),
                 ready: host.runs_services(),
                 configured_before: !host.completed.is_empty()
                     && before.is_none_or(|b| b.deployed_config_hash.is_some()),
@@ -365,16 +367,18 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     plan
 }
 
-/// `spec.services` in order, `None` where no such NodeSetService exists.
+/// `spec.services` in order, `None` where no such NodeSetService exists or its Job needs a
+/// Secret or ConfigMap that does not (it waits: nothing new runs). A service's hash counts the
+/// content of what its Job reads (`run_hash`), so a content change reruns it like an edit.
 fn listed_services(spec: &crds::nodeset::NodeSetSpec, facts: &Facts) -> Vec<Option<Service>> {
     spec.services
         .iter()
         .flatten()
         .map(|name| {
-            facts.services.get(name).map(|s| Service {
+            facts.services.get(name).filter(|s| missing_sources(&s.spec, &facts.sources).is_empty()).map(|s| Service {
                 name: name.clone(),
                 run_once: s.spec.run_once.unwrap_or(false),
-                hash: service_hash(&s.spec),
+                hash: run_hash(&s.spec, &facts.sources),
             })
         })
         .collect()
@@ -383,9 +387,15 @@ fn listed_services(spec: &crds::nodeset::NodeSetSpec, facts: &Facts) -> Vec<Opti
 /// The NodeSet's hash (the hosts' configurations, the service list and every listed service's
 /// spec), the rollout's record with the services it approved, and whether every host's
 /// configuration is approved as it is now (`rollout::acknowledge`).
-fn acknowledged(nodeset: &NodeSet, services: &[Option<Service>], now: &Time) -> (String, RolloutStatus, bool) {
+fn acknowledged(
+    nodeset: &NodeSet,
+    services: &[Option<Service>],
+    sources: &crds::nodeset::Sources,
+    upgrade: &Upgrade,
+    now: &Time,
+) -> (String, RolloutStatus, bool) {
     let spec = &nodeset.spec;
-    let config_hash = nodeset_config_hash(spec);
+    let config_hash = nodeset_config_hash_with(spec, sources);
     let listed: Vec<ApprovedService> = spec
         .services
         .iter()
@@ -396,7 +406,10 @@ fn acknowledged(nodeset: &NodeSet, services: &[Option<Service>], now: &Time) -> 
     let hashes: Vec<(String, Option<String>)> =
         listed.iter().map(|s| (s.name.clone(), s.service_hash.clone())).collect();
     let gated = rollout::gated_hash(&config_hash, &hashes);
-    let previous = migrated(nodeset, &config_hash, &gated);
+    let mut previous = migrated(nodeset, &config_hash, &gated);
+    if let Some(approved) = previous.as_mut().and_then(|p| p.approved_services.as_mut()) {
+        upgrade.approvals(approved);
+    }
     let (status, approve_all) = rollout::acknowledge(spec.rollout.as_ref(), previous.as_ref(), &gated, &listed, now);
     (gated, status, approve_all)
 }

@@ -5,7 +5,8 @@ use crds::baremetalhost::{BareMetalHostStatus, ProvisionStatus, ProvisioningStat
 use crds::nodeset::{
     BmhRef, HOSTNAME_LABEL, NODESET_LABEL, NodeSetStatus, PROVISIONED_HASH_ANNOTATION, provisioning_hash,
 };
-use crds::nodesetservice::NodeSetService;
+use crds::nodeset::{host_config_hash, nodeset_config_hash};
+use crds::nodesetservice::{NodeSetService, service_hash};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -680,3 +681,6 @@ fn a_manual_nodeset_seen_first_approves_nothing_even_with_hosts_recorded() {
     assert!(written.hosts.iter().flatten().all(|(_, h)| h.approved_config_hash.is_none()));
     assert_eq!(written.pending_hosts, Some(3));
 }
+
+#[path = "plan_sources_tests.rs"]
+mod sources;

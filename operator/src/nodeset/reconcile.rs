@@ -85,11 +85,16 @@ impl NodeSetReconciler {
         }
         let nodeset = self.ensure_finalizer(nodeset).await?;
         let existing = self.caches.services_of(&nodeset.namespace().unwrap_or_default());
-        let findings = validate::check(&nodeset, &existing, &self.watched);
+        let mut findings = validate::check(&nodeset, &existing, &self.watched);
         // A blocked NodeSet reads nothing more: its hosts may be in a namespace out of its reach.
         let facts = match findings.blocks() {
             true => Facts::default(),
-            false => dereference::facts(&self.caches, &self.memory, &self.client, &nodeset, &now).await?,
+            false => {
+                let mut facts = dereference::facts(&self.caches, &self.memory, &self.client, &nodeset, &now).await?;
+                facts.sources = dereference::sources(&self.caches, &self.client, &nodeset).await?;
+                findings.sources(&nodeset, &facts.sources, &facts.services);
+                facts
+            }
         };
         let plan = plan::plan(&nodeset, &facts, &findings, self.config.job_history, &now);
         let applied = apply::apply(&self.client, &nodeset, &plan, &self.memory).await?;

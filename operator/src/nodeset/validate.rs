@@ -3,13 +3,16 @@
 //! services that do not exist, and BareMetalHosts in a namespace this operator cannot see.
 
 use crds::FieldError;
+use crds::nodeset::Sources;
 use crds::nodeset::{
     HostPools, NodeSet, PRE_PROVISIONED_IMMUTABLE_MESSAGE, SELECTION_LOCKED_MESSAGE, validate_host_pool,
     validate_nodeset,
 };
+use crds::nodesetservice::{NodeSetService, missing_sources};
 use crds::validation::summarize;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What validation found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -22,12 +25,29 @@ pub struct Findings {
     pub unknown_services: Vec<String>,
     /// Services listed that break their own rules, and what is wrong: nothing new runs.
     pub invalid_services: Vec<String>,
+    /// What `variablesFrom` names that cannot be read as variables (a source missing, a key
+    /// that is no variable name): like an invalid spec, nothing is claimed, provisioned or run.
+    pub variables: Vec<FieldError>,
+    /// Services listed whose Job needs a Secret or ConfigMap that does not exist, and which:
+    /// they wait (nothing new runs), as for an invalid service.
+    pub waiting_services: Vec<String>,
 }
 
 impl Findings {
     /// True when nothing may be claimed, provisioned or run.
     pub fn blocks(&self) -> bool {
-        !self.invalid.is_empty() || self.refused.is_some()
+        !self.invalid.is_empty() || self.refused.is_some() || !self.variables.is_empty()
+    }
+
+    /// Adds what the sources read show: `variablesFrom` problems, services waiting for one.
+    pub fn sources(&mut self, nodeset: &NodeSet, read: &Sources, services: &BTreeMap<String, Arc<NodeSetService>>) {
+        self.variables = super::sources::check(&nodeset.spec, read);
+        for name in nodeset.spec.services.iter().flatten() {
+            let missing = services.get(name).map(|s| missing_sources(&s.spec, read)).unwrap_or_default();
+            if !missing.is_empty() {
+                self.waiting_services.push(format!("NodeSetService {name}: {}", summarize(&missing)));
+            }
+        }
     }
 
     /// The reason and message of the first problem, for Degraded.
@@ -38,10 +58,22 @@ impl Findings {
         if let Some((reason, message)) = &self.refused {
             return Some((reason, message.clone()));
         }
+        if !self.variables.is_empty() {
+            return Some((
+                "VariablesSourceInvalid",
+                format!("{}; nothing is done until it is fixed", summarize(&self.variables)),
+            ));
+        }
         if !self.invalid_services.is_empty() {
             return Some((
                 "InvalidService",
                 format!("{}; nothing new runs until they are fixed", self.invalid_services.join("; ")),
+            ));
+        }
+        if !self.waiting_services.is_empty() {
+            return Some((
+                "ServiceSourceNotFound",
+                format!("{}; nothing new runs until it exists", self.waiting_services.join("; ")),
             ));
         }
         if !self.unknown_services.is_empty() {
@@ -261,5 +293,39 @@ mod tests {
         );
         let findings = check(&was_claimed, &services(&[]), &Reach::default());
         assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
+    }
+
+    #[test]
+    fn a_missing_variables_source_blocks_and_a_services_missing_source_holds_it_named_never_quoted() {
+        use crds::nodeset::{SourceData, SourceRef};
+        let n = nodeset(json!({"baremetalSetTemplate": template(json!({})), "services": ["a"],
+            "nodeTemplate": {"variablesFrom": [{"secretRef": {"name": "vars"}}]},
+            "nodes": {"c-0": {"variablesFrom": [{"configMapRef": {"name": "opt"}, "optional": true}]}}}));
+        let service: NodeSetService = serde_json::from_value(json!({"apiVersion": "ferrometal.io/v1alpha1",
+            "kind": "NodeSetService", "metadata": {"name": "a", "namespace": "metal3"},
+            "spec": {"job": {"image": "x", "envFrom": [{"secretRef": {"name": "db"}}]}}}))
+        .expect("service");
+        let listed = BTreeMap::from([("a".to_string(), Arc::new(service))]);
+        let mut findings = check(&n, &services(&["a"]), &Reach::default());
+        findings.sources(&n, &Sources::default(), &listed);
+        assert!(findings.blocks(), "nothing is claimed, provisioned or run");
+        let (reason, message) = findings.problem().expect("a problem");
+        assert_eq!(reason, "VariablesSourceInvalid");
+        assert!(message.contains("spec.nodeTemplate.variablesFrom[0]: Secret vars does not exist"), "{message}");
+        assert!(!message.contains("ConfigMap opt"), "an optional source may be missing: {message}");
+
+        let value = "sentinel-value-never-quoted";
+        let vars = SourceData { data: BTreeMap::from([("ok".into(), value.into())]), binary: Vec::new() };
+        let read = Sources(BTreeMap::from([(SourceRef::secret("vars"), vars)]));
+        let mut findings = check(&n, &services(&["a"]), &Reach::default());
+        findings.sources(&n, &read, &listed);
+        assert!(!findings.blocks());
+        let (reason, message) = findings.problem().expect("a problem");
+        assert_eq!(reason, "ServiceSourceNotFound");
+        assert!(
+            message.contains("NodeSetService a: spec.job.envFrom[0].secretRef: Secret db does not exist"),
+            "{message}"
+        );
+        assert!(!format!("{findings:?}").contains(value));
     }
 }

@@ -149,14 +149,17 @@ pub const HOST: Component = Component {
 /// The `NodeSet` controller (`operator/src/nodeset`, `design/nodeset.md`): NodeSets and their
 /// services, the BareMetalHosts it claims (as their consumer; it reads them, and HardwareData,
 /// from watch caches), service Jobs and their inventory Secrets, and the first-boot network
-/// data it generates, and the record of what ran on preProvisioned hosts (a ConfigMap). It never
-/// reads a Secret's content: its Secret watch is of metadata only.
+/// data it generates, and the record of what ran on preProvisioned hosts (a ConfigMap). Its
+/// Secret and ConfigMap watches (but the records') are of metadata only; it reads a Secret's or
+/// ConfigMap's content only by GET, in a NodeSet's own namespace, when the NodeSet's
+/// `variablesFrom` or a service it lists names it.
 pub const NODESET: Component = Component {
     name: "nodeset",
     access: &[
         access(NODESETS, &[Get, List, Watch, Patch], "reconcile NodeSets; add and remove the finalizer"),
         access(NODESETS.status(), &[Patch], "write status"),
         access(NODESETSERVICES, &[Get, List, Watch], "the services a NodeSet runs"),
+        access(NODESETSERVICES.status(), &[Patch], "write a service's status (whether its spec may run)"),
         access(BAREMETALHOSTS, &[Get, List, Watch, Patch], "claim, provision, release hosts as their consumer"),
         access(HARDWAREDATA, &[Get, List, Watch], "match hosts to hardware requirements"),
         access(JOBS, &[Get, List, Watch, Create, Delete], "service Jobs"),
@@ -164,12 +167,12 @@ pub const NODESET: Component = Component {
         access(
             SECRETS,
             &[Get, List, Watch, Create, Patch, Delete],
-            "inventory Secrets (read by name before an apply, to write only over its own; applied, watched by metadata, pruned) and generated network data",
+            "inventory Secrets (read by name before an apply, to write only over its own; applied, watched by metadata, pruned) and generated network data; the Secrets a NodeSet's variablesFrom or its services name, in its own namespace (watched by metadata, read by name)",
         ),
         access(
             CONFIGMAPS,
             &[Get, List, Watch, Create, Patch, Delete],
-            "the record of what ran on a preProvisioned NodeSet's hosts, which outlives the NodeSet (watched by label; read by name before an apply, to write only over its own)",
+            "the record of what ran on a preProvisioned NodeSet's hosts, which outlives the NodeSet (watched by label; read by name before an apply, to write only over its own); the ConfigMaps a NodeSet's variablesFrom or its services name, in its own namespace (watched by metadata, read by name)",
         ),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],

@@ -39,6 +39,9 @@ pub enum Action {
     EditNetworks(bool),
     /// The template's (None) or a host's variables, to one of a few values.
     EditVariables(Option<usize>, u8),
+    /// The content of the Secret the template's variablesFrom and two services read, to a
+    /// version: a user's edit of what the NodeSet reads, applied in place like a spec edit.
+    EditSource(u8),
     EditImage(u8),
     AddHost(usize),
     RemoveHost(usize),
@@ -147,6 +150,7 @@ pub fn action(w: &Weights) -> impl Strategy<Value = Action> + use<> {
                 any::<bool>().prop_map(Action::EditMtu),
                 any::<bool>().prop_map(Action::EditNetworks),
                 (proptest::option::of(host.clone()), 0..3u8).prop_map(|(h, v)| Action::EditVariables(h, v)),
+                (0..3u8).prop_map(Action::EditSource),
             ]
             .boxed(),
         ),

@@ -69,6 +69,7 @@ pub fn perform(world: &mut World, action: &Action) {
         Action::RemoveHost(h) if has_host(world, HOSTNAMES[*h]) && hosts(world) > 1 => {
             edit_spec(world, |s| drop(s["nodes"].as_object_mut().map(|o| o.remove(HOSTNAMES[*h]))))
         }
+        Action::EditSource(v) => world.sources = fixtures::sources(*v),
         Action::EditServices(i) => edit_spec(world, |s| s["services"] = json!(SERVICE_LISTS[*i])),
         Action::EditServiceSpec(i, v) => {
             world.services.insert(SERVICES[*i].into(), Arc::new(fixtures::service(SERVICES[*i], u32::from(*v))));

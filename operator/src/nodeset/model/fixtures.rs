@@ -2,7 +2,7 @@
 //! its three NodeSetServices (`bootstrap` runs once), and free BareMetalHosts.
 
 use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ProvisionStatus, ProvisioningState};
-use crds::nodeset::NodeSet;
+use crds::nodeset::{NodeSet, SourceData, SourceRef, Sources};
 use crds::nodesetservice::NodeSetService;
 use serde_json::{Value, json};
 
@@ -35,7 +35,8 @@ pub fn spec(pre_provisioned: bool, hosts: usize) -> Value {
         "nodeTemplate": {
             "networks": [{"name": "ctlplane", "interface": "eno1", "mtu": 1500, "gateway": "192.0.2.1"}],
             "managementNetwork": "ctlplane",
-            "variables": {"timezone": "UTC"}
+            "variables": {"timezone": "UTC"},
+            "variablesFrom": [{"secretRef": {"name": SECRET}}]
         },
         "nodes": nodes,
         "services": SERVICE_LISTS[0],
@@ -60,14 +61,33 @@ pub fn nodeset(spec: &Value, incarnation: u32) -> NodeSet {
     .expect("nodeset")
 }
 
-/// A NodeSetService at `version` of its spec.
+/// A NodeSetService at `version` of its spec. `bootstrap` (run once) and `configure-os` read
+/// [`SECRET`] in their Job's environment.
 pub fn service(name: &str, version: u32) -> NodeSetService {
+    let mut job = json!({"image": format!("{name}:{version}")});
+    match name {
+        "bootstrap" => job["envFrom"] = json!([{"secretRef": {"name": SECRET}}]),
+        "configure-os" => {
+            job["env"] =
+                json!([{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": SECRET, "key": "password"}}}])
+        }
+        _ => {}
+    }
     serde_json::from_value(json!({
         "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSetService",
         "metadata": {"name": name, "namespace": NAMESPACE, "uid": format!("uid-{name}")},
-        "spec": {"job": {"image": format!("{name}:{version}")}, "runOnce": name == "bootstrap"}
+        "spec": {"job": job, "runOnce": name == "bootstrap"}
     }))
     .expect("service")
+}
+
+/// The Secret the template's variablesFrom and two services read.
+pub const SECRET: &str = "db";
+
+/// The sources as read, with [`SECRET`] at `version` of its content.
+pub fn sources(version: u8) -> Sources {
+    let data = SourceData { data: [("password".to_string(), format!("v{version}"))].into(), binary: Vec::new() };
+    Sources([(SourceRef::secret(SECRET), data)].into())
 }
 
 /// A free BareMetalHost, as JSON.

@@ -10,8 +10,8 @@ use super::world::{Event, World};
 use crate::nodeset::consumer::Purpose;
 use crate::nodeset::job::{HOSTS_ANNOTATION, SERVICE_ANNOTATION, SERVICE_HASH_ANNOTATION};
 use crate::nodeset::plan::Plan;
-use crds::nodeset::{RolloutStrategy, host_config_hash};
-use crds::nodesetservice::service_hash;
+use crds::nodeset::{RolloutStrategy, host_config_hash_with};
+use crds::nodesetservice::run_hash;
 use k8s_openapi::api::batch::v1::Job;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,7 +41,8 @@ impl Acked {
 /// The listed services, each with its spec hash ("missing" for one that does not exist).
 fn services(world: &World) -> Vec<(String, String)> {
     let listed = world.nodeset.spec.services.iter().flatten();
-    let hash = |s: &String| world.services.get(s).map_or_else(|| "missing".into(), |s| service_hash(&s.spec));
+    let hash =
+        |s: &String| world.services.get(s).map_or_else(|| "missing".into(), |s| run_hash(&s.spec, &world.sources));
     listed.map(|s| (s.clone(), hash(s))).collect()
 }
 
@@ -49,7 +50,7 @@ fn services(world: &World) -> Vec<(String, String)> {
 fn desired(world: &World, hostname: &str) -> Option<String> {
     let spec = &world.nodeset.spec;
     let section = spec.nodes.as_ref()?.get(hostname)?;
-    Some(host_config_hash(hostname, spec.node_template.as_ref(), Some(section)))
+    Some(host_config_hash_with(hostname, spec.node_template.as_ref(), Some(section), &world.sources))
 }
 
 /// A success: machine, service, config hash, service hash.
@@ -233,10 +234,11 @@ impl Oracle {
         self.behind = false;
         for (hostname, section) in spec.nodes.iter().flatten() {
             let Some(machine) = self.machine(plan, hostname) else { continue };
-            let desired = host_config_hash(hostname, spec.node_template.as_ref(), Some(section));
+            let desired = host_config_hash_with(hostname, spec.node_template.as_ref(), Some(section), &world.sources);
             let done = spec.services.iter().flatten().all(|s| {
                 let Some(service) = world.services.get(s) else { return false };
-                let (run_once, hash) = (service.spec.run_once.unwrap_or(false), service_hash(&service.spec));
+                let (run_once, hash) =
+                    (service.spec.run_once.unwrap_or(false), run_hash(&service.spec, &world.sources));
                 self.succeeded
                     .iter()
                     .any(|(m, n, c, h)| *m == machine && n == s && (run_once || (*c == desired && *h == hash)))

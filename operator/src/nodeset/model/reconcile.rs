@@ -22,7 +22,8 @@ pub fn reconcile(world: &mut World) -> Reconciled {
     let facts = world.facts();
     let existing: BTreeMap<String, Vec<crds::FieldError>> =
         world.services.keys().map(|name| (name.clone(), Vec::new())).collect();
-    let findings = validate::check(&nodeset, &existing, &validate::Reach::default());
+    let mut findings = validate::check(&nodeset, &existing, &validate::Reach::default());
+    findings.sources(&nodeset, &facts.sources, &facts.services);
     assert!(findings.invalid.is_empty(), "the model wrote an invalid NodeSet: {:?}", findings.invalid);
     let now = world.now();
     let plan = plan::plan(&nodeset, &facts, &findings, DEFAULT_JOB_HISTORY, &now);

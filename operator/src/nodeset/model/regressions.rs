@@ -232,4 +232,34 @@ fn a_job_of_an_installation_being_reprovisioned_still_takes_its_slot() {
             Action::EditNetworks(true),
         ],
     );
+
+// Issue 23, item 13: the content of a Secret the NodeSet's variablesFrom and its services read
+// counts in what decides a host's configuration. Before, a content change reran nothing: the
+// hosts kept the old values, the desired hash did not move.
+#[test]
+fn a_content_change_of_a_read_secret_reruns_in_place_and_never_a_run_once_service() {
+    let before = status_after(false, 2, &[Action::Settle]);
+    let after = status_after(false, 2, &[Action::Settle, Action::EditSource(1), Action::Settle]);
+    let desired = |s: &crds::nodeset::NodeSetStatus| {
+        s.hosts.iter().flatten().map(|(h, s)| (h.clone(), s.desired_config_hash.clone())).collect::<Vec<_>>()
+    };
+    assert_ne!(desired(&before), desired(&after), "the content change is a new configuration");
+    assert_eq!(after.configured_hosts.as_deref(), Some("2/2"), "rolled out, in place, on both hosts");
+    for (host, entry) in after.hosts.iter().flatten() {
+        assert_eq!(entry.deployed_config_hash, entry.desired_config_hash, "{host}");
+    }
+    // Invariant (2) of every step: bootstrap, which reads the Secret too, ran once per machine.
+}
+
+#[test]
+fn a_manual_nodeset_waits_for_a_token_after_a_content_change() {
+    let pending =
+        status_after(false, 1, &[Action::SetManual(true), Action::Settle, Action::EditSource(2), Action::Settle]);
+    assert_eq!(pending.pending_hosts, Some(1), "the new content waits for a token");
+    let rolled = status_after(
+        false,
+        1,
+        &[Action::SetManual(true), Action::Settle, Action::EditSource(2), Action::SetRolloutToken(1), Action::Settle],
+    );
+    assert_eq!((rolled.pending_hosts, rolled.configured_hosts.as_deref()), (Some(0), Some("1/1")));
 }

@@ -99,6 +99,8 @@ pub struct World {
     pub events: Vec<Event>,
     /// A preProvisioned NodeSet's record of completions (the ConfigMap outliving it).
     pub record: Option<crate::nodeset::record::Completions>,
+    /// The Secrets the NodeSet's variablesFrom and its services' Jobs read, with their content.
+    pub sources: crds::nodeset::Sources,
 }
 
 impl World {
@@ -121,6 +123,7 @@ impl World {
             clock: 0,
             events: Vec::new(),
             record: None,
+            sources: fixtures::sources(0),
         }
     }
 
@@ -147,6 +150,7 @@ impl World {
                 .collect(),
             jobs: self.jobs.values().filter_map(|j| job::observe(&j.job, None, &now)).collect(),
             record: self.record.clone().filter(|_| self.nodeset.spec.pre_provisioned()),
+            sources: self.sources.clone(),
             ..Facts::default()
         }
     }
