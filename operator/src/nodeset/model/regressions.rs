@@ -232,6 +232,7 @@ fn a_job_of_an_installation_being_reprovisioned_still_takes_its_slot() {
             Action::EditNetworks(true),
         ],
     );
+}
 
 // Issue 23, item 13: the content of a Secret the NodeSet's variablesFrom and its services read
 // counts in what decides a host's configuration. Before, a content change reran nothing: the
