@@ -277,7 +277,7 @@ async fn editing_a_secret_a_nodeset_reads_reruns_its_services_in_place_once_and_
     // The Secret a service's env reads: that service reruns on every host, once.
     set("db", "password", PASSWORDS[1]).await?;
     let second = rolled_out_from(&env, &first).await?;
-    settle().await;
+    settle(&env).await?;
     assert_eq!(jobs.runs_by_service(), [("bootstrap".into(), 2), ("configure-os".into(), 4)].into());
     assert_eq!(jobs.runs("configure-os", "compute-0"), 2);
     assert_eq!(jobs.runs("configure-os", "compute-1"), 2);
@@ -286,7 +286,7 @@ async fn editing_a_secret_a_nodeset_reads_reruns_its_services_in_place_once_and_
     // inventory of the rerun.
     set("vars", "db_password", VARIABLES[1]).await?;
     let third = rolled_out_from(&env, &second).await?;
-    settle().await;
+    settle(&env).await?;
     assert_eq!(jobs.runs_by_service(), [("bootstrap".into(), 2), ("configure-os".into(), 6)].into());
     let mut given = BTreeMap::new();
     for job in env.service_jobs().await? {
