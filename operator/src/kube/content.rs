@@ -6,21 +6,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Secret or ConfigMap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SourceKind {
-    Secret,
-    ConfigMap,
-}
-
-impl fmt::Display for SourceKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Secret => "Secret",
-            Self::ConfigMap => "ConfigMap",
-        })
-    }
-}
+/// Secret or ConfigMap: the API's one type, so that what a NodeSet names and what the kit
+/// reads are the same kind.
+pub use crds::nodeset::sources::SourceKind;
 
 /// The content of a Secret or ConfigMap. Metadata is left out on purpose: only content
 /// changes roll the pods.
