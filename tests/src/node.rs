@@ -12,7 +12,6 @@ use crate::operator_process::repo_root;
 use crate::workdir::WorkDir;
 use anyhow::{Context, bail};
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -106,12 +105,9 @@ fn node_sh(args: &[&std::ffi::OsStr]) -> crate::Result<String> {
 
 /// Takes the machine's node lock, waiting up to ten minutes for another node to stop.
 fn lock_machine() -> crate::Result<File> {
-    let file = File::options().create(true).truncate(false).write(true).open(LOCK)?;
     let deadline = std::time::Instant::now() + Duration::from_secs(600);
     loop {
-        // SAFETY: flock on a descriptor this function owns; no memory is shared.
-        let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-        if taken {
+        if let Some(file) = crate::ports::try_lock(Path::new(LOCK))? {
             return Ok(file);
         }
         if std::time::Instant::now() > deadline {

@@ -30,17 +30,19 @@ pub fn free_port() -> crate::Result<u16> {
         if TcpListener::bind(("127.0.0.1", port)).is_err() {
             continue;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(lock_dir().join(format!("{port}.lock")))?;
-        // SAFETY: flock on a file descriptor we own; no memory is involved.
-        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-        if locked {
+        if let Some(file) = try_lock(&lock_dir().join(format!("{port}.lock")))? {
             HELD.lock().unwrap_or_else(|e| e.into_inner()).push(file);
             return Ok(port);
         }
     }
     bail!("no free loopback port found in 1000 attempts")
+}
+
+/// An exclusive lock on `path` (created if absent), shared with other processes of this
+/// machine; `None` when another holds it. Held until the file is dropped.
+pub fn try_lock(path: &std::path::Path) -> std::io::Result<Option<std::fs::File>> {
+    let file = OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    // SAFETY: flock on a file descriptor we own; no memory is involved.
+    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    Ok(locked.then_some(file))
 }

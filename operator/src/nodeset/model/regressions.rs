@@ -79,38 +79,33 @@ fn configured_and_phase(status: &crds::nodeset::NodeSetStatus) -> (Option<&str>,
 
 // Issue 23: the token approved one hash of the whole NodeSet, host set included, so a host
 // added or removed stalled the approved rollout of the others (invariant (7) now says so).
-#[test]
-fn a_host_added_during_an_approved_manual_rollout_does_not_stall_it() {
-    // The token starts compute-0; compute-1 waits for its turn when compute-2 joins.
-    let status = status_after(
+/// The status after a Manual NodeSet of `hosts` hosts is edited, its token given, and
+/// `change` made to its host set mid-rollout.
+fn approved_rollout_with(hosts: usize, change: Action) -> crds::nodeset::NodeSetStatus {
+    status_after(
         false,
-        2,
+        hosts,
         &[
             Action::SetManual(true),
             Action::Settle,
             Action::EditMtu(true),
             Action::SetRolloutToken(1),
-            Action::AddHost(2),
+            change,
             Action::Settle,
         ],
-    );
+    )
+}
+
+#[test]
+fn a_host_added_during_an_approved_manual_rollout_does_not_stall_it() {
+    // The token starts compute-0; compute-1 waits for its turn when compute-2 joins.
+    let status = approved_rollout_with(2, Action::AddHost(2));
     assert_eq!(configured_and_phase(&status), (Some("3/3"), Some(crds::nodeset::RolloutPhase::Complete)));
 }
 
 #[test]
 fn a_host_removed_during_an_approved_manual_rollout_does_not_stall_it() {
-    let status = status_after(
-        false,
-        3,
-        &[
-            Action::SetManual(true),
-            Action::Settle,
-            Action::EditMtu(true),
-            Action::SetRolloutToken(1),
-            Action::RemoveHost(2),
-            Action::Settle,
-        ],
-    );
+    let status = approved_rollout_with(3, Action::RemoveHost(2));
     assert_eq!(configured_and_phase(&status), (Some("2/2"), Some(crds::nodeset::RolloutPhase::Complete)));
 }
 
