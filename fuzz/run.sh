@@ -8,6 +8,8 @@
 #   FUZZ_TARGETS="a b"     only these targets (default: every [[bin]] of fuzz/Cargo.toml)
 #   MODEL_CASES=N          runs of the NodeSet planner's model-based test (default 100000;
 #                          0 skips it), after the targets, as one more row
+#   MODEL_E2E_STEPS=N      steps of the model's end-to-end short form (tests/tests/nodeset_model.rs,
+#                          default 40, a fresh seed; 0 skips it), as one more row
 #   FUZZ_SANITIZER=address build with AddressSanitizer (default none: the code under test is
 #                          safe Rust; a sanitizer needs -Z flags, which the stable toolchain
 #                          takes with RUSTC_BOOTSTRAP=1, set here when one is asked for)
@@ -63,23 +65,37 @@ for target in $targets; do
   rows+=("$(printf '%-20s %12s %10s %7d.%01d s' "$target" "${executions:-?}" "$crashes" $((elapsed_ms / 1000)) $((elapsed_ms % 1000 / 100)))")
 done
 
+# One more row of the table: runs `$@` from the repository root (the project's own build
+# directory), logging to $logs/NAME.log; on failure prints the log's line matching HINT.
+#   model_row NAME COUNT HINT COMMAND...
+model_row() {
+  local name=$1 count=$2 hint=$3 start_ms elapsed_ms status=0 failures=0
+  shift 3
+  echo "[fuzz] $name: $count" >&2
+  start_ms=$(($(date +%s%N) / 1000000))
+  (cd "$root" && CARGO_TARGET_DIR="$(dirname "$CARGO_TARGET_DIR")" "$@") >"$logs/$name.log" 2>&1 || status=$?
+  elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
+  if [ "$status" -ne 0 ]; then
+    failed=1
+    failures="1 (see log)"
+    grep -m1 -A3 "$hint" "$logs/$name.log" >&2 || true
+  fi
+  rows+=("$(printf '%-20s %12s %10s %7d.%01d s' "$name" "$count" "$failures" $((elapsed_ms / 1000)) $((elapsed_ms % 1000 / 100)))")
+}
+
 # The NodeSet planner's model-based test (operator/src/nodeset/model), at length: random runs
 # of user and world actions, the promise's invariants checked after every step.
 model_cases="${MODEL_CASES:-100000}"
 if [ "$model_cases" -gt 0 ]; then
-  echo "[fuzz] nodeset model: $model_cases runs" >&2
-  start_ms=$(($(date +%s%N) / 1000000))
-  status=0
-  (cd "$root" && CARGO_TARGET_DIR="$(dirname "$CARGO_TARGET_DIR")" PROPTEST_CASES="$model_cases" \
-    cargo test --locked -p operator --lib nodeset::model::no_machine) >"$logs/nodeset-model.log" 2>&1 || status=$?
-  elapsed_ms=$(($(date +%s%N) / 1000000 - start_ms))
-  failures=0
-  if [ "$status" -ne 0 ]; then
-    failed=1
-    failures="1 (see log)"
-    grep -m1 -A3 "Test failed" "$logs/nodeset-model.log" >&2 || true
-  fi
-  rows+=("$(printf '%-20s %12s %10s %7d.%01d s' "nodeset-model" "$model_cases" "$failures" $((elapsed_ms / 1000)) $((elapsed_ms % 1000 / 100)))")
+  model_row nodeset-model "$model_cases" "Test failed" env PROPTEST_CASES="$model_cases" \
+    cargo test --locked -p operator --lib nodeset::model::no_machine
+fi
+
+# The model's short form, end to end (a real apiserver, operator and Ironic), at length.
+e2e_steps="${MODEL_E2E_STEPS:-40}"
+if [ "$e2e_steps" -gt 0 ]; then
+  model_row nodeset-model-e2e "$e2e_steps" "FERROMETAL_MODEL_SEED" env FERROMETAL_MODEL_STEPS="$e2e_steps" \
+    cargo nextest run --locked --profile ci -p ferrometal-tests --test nodeset_model --no-capture
 fi
 
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"

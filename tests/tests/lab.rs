@@ -71,6 +71,28 @@ fn nodeset_of(env: &HashMap<String, String>) -> serde_json::Value {
     serde_json::from_str(&kubectl(env, &["get", "nodeset", name, "-n", namespace, "-o", "json"], None)).expect("json")
 }
 
+/// What ran on each host, from the NodeSet's record ConfigMaps (status keeps no per-service
+/// rows): hostname to its list of completions.
+fn completions_of(env: &HashMap<String, String>) -> serde_json::Value {
+    let (namespace, _) = env["NODESET"].split_once('/').expect("namespace/name");
+    let selector = "app.kubernetes.io/component=nodeset-record";
+    let list: serde_json::Value = serde_json::from_str(&kubectl(
+        env,
+        &["get", "configmaps", "-n", namespace, "-l", selector, "-o", "json"],
+        None,
+    ))
+    .expect("json");
+    let mut hosts = serde_json::Map::new();
+    for record in list["items"].as_array().into_iter().flatten() {
+        let text = record["data"]["servicesCompleted"].as_str().unwrap_or("{}");
+        let entries: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).expect("a record");
+        for (hostname, entry) in entries {
+            hosts.insert(hostname, entry["completed"].clone());
+        }
+    }
+    serde_json::Value::Object(hosts)
+}
+
 fn condition(object: &serde_json::Value, type_: &str) -> String {
     let conditions = object["status"]["conditions"].as_array().cloned().unwrap_or_default();
     conditions.iter().find(|c| c["type"] == type_).and_then(|c| c["status"].as_str()).unwrap_or_default().to_string()
@@ -78,11 +100,15 @@ fn condition(object: &serde_json::Value, type_: &str) -> String {
 
 /// What the MTU edit did to each host: the same machine, provisioned once; `configure-network`
 /// ran again at the host's new configuration; `bootstrap` (runOnce) did not.
-fn assert_in_place(before: &serde_json::Value, after: &serde_json::Value) {
+fn assert_in_place(
+    before: &serde_json::Value,
+    after: &serde_json::Value,
+    ran: (&serde_json::Value, &serde_json::Value),
+) {
     let hosts = after["status"]["hosts"].as_object().expect("status.hosts");
     assert_eq!(hosts.len(), 3, "{after}");
-    let completed = |host: &serde_json::Value, service: &str| {
-        host["servicesCompleted"].as_array().and_then(|c| c.iter().find(|s| s["name"] == service).cloned())
+    let completed = |ran: &serde_json::Value, service: &str| {
+        ran.as_array().and_then(|c| c.iter().find(|s| s["name"] == service).cloned())
     };
     for (name, now) in hosts {
         let then = &before["status"]["hosts"][name];
@@ -90,9 +116,10 @@ fn assert_in_place(before: &serde_json::Value, after: &serde_json::Value) {
         assert_eq!(now["provisionedHash"], then["provisionedHash"], "{name} was not reprovisioned");
         assert_ne!(now["desiredConfigHash"], then["desiredConfigHash"], "the MTU is part of {name}'s configuration");
         assert_eq!(now["deployedConfigHash"], now["desiredConfigHash"], "{name}: {now}");
-        let bootstrap = completed(now, "bootstrap").expect("bootstrap ran");
-        assert_eq!(Some(bootstrap), completed(then, "bootstrap"), "{name}: bootstrap runs once, ever");
-        let network = completed(now, "configure-network").expect("configure-network ran");
+        let (ran_then, ran_now) = (&ran.0[name], &ran.1[name]);
+        let bootstrap = completed(ran_now, "bootstrap").expect("bootstrap ran");
+        assert_eq!(Some(bootstrap), completed(ran_then, "bootstrap"), "{name}: bootstrap runs once, ever");
+        let network = completed(ran_now, "configure-network").expect("configure-network ran");
         assert_eq!(network["configHash"], now["desiredConfigHash"], "{name}: configure-network ran again: {now}");
     }
 }
@@ -166,6 +193,7 @@ fn exercise(state: &Path) {
     let command =
         summary.lines().map(str::trim).find(|l| l.starts_with("kubectl patch nodeset")).expect("the MTU command");
     let before = nodeset["status"]["configHash"].clone();
+    let ran_before = completions_of(&env);
     let kubectl_bin = ferrometal_tests::env::kube_bin("kubectl").expect("kubectl is installed");
     let out = Command::new("sh")
         .arg("-c")
@@ -183,7 +211,7 @@ fn exercise(state: &Path) {
             && now["status"]["observedGeneration"] == now["metadata"]["generation"];
         if rolled {
             assert_eq!(now["status"]["configuredHosts"], "3/3", "{now}");
-            assert_in_place(&nodeset, &now);
+            assert_in_place(&nodeset, &now, (&ran_before, &completions_of(&env)));
             break;
         }
         assert!(Instant::now() < deadline, "the MTU edit did not roll out: {now}");

@@ -5,8 +5,8 @@
 //! result per host; every host's result is checked against its effective configuration, before
 //! and after an edit. So the inventory contract is proven by a program that consumes it.
 //!
-//! Built with the `local-exec` feature of ferrometal-tests, which the pod simulator's local
-//! execution brings.
+//! Built with the `local-exec` feature of ferrometal-tests (on by default, so `make test` runs
+//! it), which the pod simulator's local execution brings.
 
 mod common;
 mod host_common;

@@ -63,6 +63,10 @@ pub struct NodeSetStatus {
     /// they keep the configuration approved for them until then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_hosts: Option<i32>,
+    /// spec.preProvisioned when this status was written: once a host is configured, the field
+    /// is locked to it (its completions are no longer in status to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_provisioned: Option<bool>,
     /// Hosts whose machine is provisioned (every host of a preProvisioned NodeSet), of the
     /// hosts in spec.nodes, as "n/m".
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,7 +117,9 @@ pub struct HostStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub machine_epoch: Option<String>,
-    /// Services completed on this host and what they ran with.
+    /// Services completed on this host and what they ran with, as operators before 0.2 wrote
+    /// it; read once, never written (what ran is kept in the NodeSet's record ConfigMaps and
+    /// on the machines, so status stays bounded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub services_completed: Option<Vec<CompletedService>>,
 }

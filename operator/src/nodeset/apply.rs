@@ -74,7 +74,8 @@ pub async fn apply(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Mem
         }
     }
     apply_host_writes(client, plan, memory, &mut applied).await?;
-    if let Some(record) = &plan.record {
+    // What ran is recorded before status stops carrying it (status carried it before records).
+    for record in &plan.records {
         let name = record.name_any();
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), &nodeset.namespace().unwrap_or_default());
         api.patch(&name, &apply_params(), &Patch::Apply(record))

@@ -7,10 +7,11 @@
 //! name), so one greedy pick never starves a host with a narrow selector, and the same inputs
 //! always give the same choice.
 
-use super::select::{Rejection, candidate, explain, selector_matches};
+use super::select::{Matcher, Tally, candidate_with, explain, not_free, selector_matches};
 use crds::baremetalhost::{BareMetalHost, HardwareDetails};
-use crds::nodeset::{HOSTNAME_LABEL, NODESET_LABEL, NodeSet, NodeSetSpec};
+use crds::nodeset::{HOSTNAME_LABEL, HardwareReqs, NODESET_LABEL, NodeSection, NodeSet, NodeSetSpec};
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::{Resource, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -136,51 +137,112 @@ pub fn plan_claims(
         }
     }
 
-    // Candidates of every host still without a BareMetalHost.
-    let mut free: Vec<&Arc<BareMetalHost>> = hosts.iter().filter(|h| !lost.contains(&h.name_any())).collect();
-    free.sort_by_key(|h| h.name_any());
-    let mut wanting: Vec<(String, Vec<usize>, Vec<Rejection>)> = Vec::new();
-    for (hostname, section) in &nodes {
-        if plan.claimed.contains_key(hostname) || plan.unmatched.contains_key(hostname) {
-            continue;
-        }
-        let selectors = [template.bmh_label_selector.as_ref(), section.bmh_label_selector.as_ref()];
-        let mut candidates = Vec::new();
-        let mut rejections = Vec::new();
-        for (i, host) in free.iter().enumerate() {
-            match candidate(host, &selectors, template.hardware_reqs.as_ref(), hardware.get(&host.name_any())) {
-                Ok(()) => candidates.push(i),
-                Err(rejection) => rejections.push(rejection),
+    // Candidates of every host still without a BareMetalHost: worked out once per distinct
+    // host selector (usually one: the template's), not once per host, and each BareMetalHost's
+    // name and freedom once, so 1000 hosts against 5000 BareMetalHosts cost one pass.
+    let unclaimed: Vec<(&String, &NodeSection)> = nodes
+        .iter()
+        .filter(|(hostname, _)| !plan.claimed.contains_key(*hostname) && !plan.unmatched.contains_key(*hostname))
+        .collect();
+    if unclaimed.is_empty() {
+        return plan;
+    }
+    let mut free: Vec<Free> = hosts
+        .iter()
+        .filter(|h| !lost.contains(&h.name_any()))
+        .map(|h| Free { name: h.name_any(), host: h, busy: not_free(h) })
+        .collect();
+    free.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut groups: Vec<Group> = Vec::new();
+    let mut wanting: Vec<(&String, usize)> = Vec::new();
+    for (hostname, section) in unclaimed {
+        let selector = section.bmh_label_selector.as_ref();
+        let group = match groups.iter().position(|g| g.selector == selector) {
+            Some(i) => i,
+            None => {
+                let selectors = [template.bmh_label_selector.as_ref(), selector];
+                groups.push(Group::of(selector, &selectors, template.hardware_reqs.as_ref(), &free, hardware));
+                groups.len() - 1
             }
-        }
-        wanting.push((hostname.clone(), candidates, rejections));
+        };
+        wanting.push((hostname, group));
     }
     // Most constrained first; names break ties, so the order is always the same.
-    wanting.sort_by(|a, b| a.1.len().cmp(&b.1.len()).then_with(|| a.0.cmp(&b.0)));
-    let candidates: Vec<Vec<usize>> = wanting.iter().map(|w| w.1.clone()).collect();
-    let assignment = max_matching(&candidates, free.len());
-    for (i, (hostname, own, rejections)) in wanting.iter().enumerate() {
+    wanting.sort_by(|a, b| groups[a.1].candidates.len().cmp(&groups[b.1].candidates.len()).then_with(|| a.0.cmp(b.0)));
+    let lefts: Vec<(&[usize], usize)> = wanting.iter().map(|(_, g)| (groups[*g].candidates.as_slice(), *g)).collect();
+    let assignment = max_matching(&lefts, free.len());
+    for (i, (hostname, group)) in wanting.iter().enumerate() {
         match assignment.get(i).copied().flatten() {
             Some(chosen) => {
-                plan.new.insert(hostname.clone(), free[chosen].clone());
+                plan.new.insert((*hostname).clone(), free[chosen].host.clone());
             }
             None => {
-                plan.unmatched.insert(hostname.clone(), explain(&namespace, rejections, own.len()));
+                let group = &groups[*group];
+                plan.unmatched.insert((*hostname).clone(), explain(&namespace, &group.tally, group.candidates.len()));
             }
         }
     }
     plan
 }
 
-/// A maximum matching of left vertices (in order) to right vertices `0..right`, by augmenting
-/// paths (Kuhn): `result[i]` is the right vertex of left vertex `i`.
-fn max_matching(edges: &[Vec<usize>], right: usize) -> Vec<Option<usize>> {
-    let mut owner_of: Vec<Option<usize>> = vec![None; right];
-    for left in 0..edges.len() {
-        let mut visited = vec![false; right];
-        augment(left, edges, &mut owner_of, &mut visited);
+/// A BareMetalHost a claim may choose, with what is worked out once about it.
+struct Free<'a> {
+    name: String,
+    host: &'a Arc<BareMetalHost>,
+    /// Why it is not free, when it is not.
+    busy: Option<String>,
+}
+
+/// The hosts of the NodeSet that share a host selector, and what they may claim.
+struct Group<'a> {
+    selector: Option<&'a LabelSelector>,
+    /// Indexes into the free list.
+    candidates: Vec<usize>,
+    /// Why the others were rejected.
+    tally: Tally,
+}
+
+impl<'a> Group<'a> {
+    fn of(
+        selector: Option<&'a LabelSelector>,
+        selectors: &[Option<&LabelSelector>],
+        reqs: Option<&HardwareReqs>,
+        free: &[Free],
+        hardware: &BTreeMap<String, HardwareDetails>,
+    ) -> Self {
+        let matcher = Matcher::new(selectors);
+        let mut group = Group { selector, candidates: Vec::new(), tally: Tally::default() };
+        for (i, f) in free.iter().enumerate() {
+            match candidate_with(&matcher, f.host.labels(), f.busy.as_deref(), reqs, hardware.get(&f.name)) {
+                Ok(()) => group.candidates.push(i),
+                Err(rejection) => group.tally.add(rejection),
+            }
+        }
+        group
     }
-    let mut result = vec![None; edges.len()];
+}
+
+/// A maximum matching of left vertices (in order) to right vertices `0..right`, by augmenting
+/// paths (Kuhn): `result[i]` is the right vertex of left vertex `i`. Each left vertex is its
+/// candidates and its group (left vertices of one group have the same candidates). Once a
+/// vertex finds no augmenting path it never will (Kuhn's lemma), and neither will another with
+/// the same candidates: a group that failed once is not searched again, so hosts beyond the
+/// machines there are cost nothing.
+fn max_matching(lefts: &[(&[usize], usize)], right: usize) -> Vec<Option<usize>> {
+    let edges: Vec<&[usize]> = lefts.iter().map(|(c, _)| *c).collect();
+    let mut owner_of: Vec<Option<usize>> = vec![None; right];
+    let mut failed: BTreeSet<usize> = BTreeSet::new();
+    let mut visited = vec![false; right];
+    for (left, (_, group)) in lefts.iter().enumerate() {
+        if failed.contains(group) {
+            continue;
+        }
+        visited.iter_mut().for_each(|v| *v = false);
+        if !augment(left, &edges, &mut owner_of, &mut visited) {
+            failed.insert(*group);
+        }
+    }
+    let mut result = vec![None; lefts.len()];
     for (r, l) in owner_of.iter().enumerate() {
         if let Some(l) = l {
             result[*l] = Some(r);
@@ -191,13 +253,13 @@ fn max_matching(edges: &[Vec<usize>], right: usize) -> Vec<Option<usize>> {
 
 /// Finds `left` a right vertex: a free one if it has any (the first by name), else one taken
 /// by another left vertex that can move to another.
-fn augment(left: usize, edges: &[Vec<usize>], owner_of: &mut [Option<usize>], visited: &mut [bool]) -> bool {
+fn augment(left: usize, edges: &[&[usize]], owner_of: &mut [Option<usize>], visited: &mut [bool]) -> bool {
     if let Some(&r) = edges[left].iter().find(|&&r| !visited[r] && owner_of[r].is_none()) {
         visited[r] = true;
         owner_of[r] = Some(left);
         return true;
     }
-    for &r in &edges[left] {
+    for &r in edges[left].iter() {
         if visited[r] {
             continue;
         }
@@ -302,9 +364,33 @@ mod tests {
     fn augmenting_paths_rearrange_earlier_picks() {
         // Equal candidate counts: h0 {0,1}, h1 {0,1}, h2 {1,2}: a greedy order would still work,
         // but h0 {0}, h1 {0,1}, h2 {1} needs h1 moved off 0.
-        assert_eq!(max_matching(&[vec![0], vec![0, 1], vec![1, 2]], 3), [Some(0), Some(1), Some(2)]);
-        assert_eq!(max_matching(&[vec![0, 1], vec![0]], 2), [Some(1), Some(0)]);
-        assert_eq!(max_matching(&[vec![0], vec![0]], 1), [Some(0), None]);
+        let own = |c: &'static [&'static [usize]]| c.iter().enumerate().map(|(g, c)| (*c, g)).collect::<Vec<_>>();
+        assert_eq!(max_matching(&own(&[&[0], &[0, 1], &[1, 2]]), 3), [Some(0), Some(1), Some(2)]);
+        assert_eq!(max_matching(&own(&[&[0, 1], &[0]]), 2), [Some(1), Some(0)]);
+        assert_eq!(max_matching(&own(&[&[0], &[0]]), 1), [Some(0), None]);
+    }
+
+    #[test]
+    fn hosts_of_a_group_beyond_its_machines_are_not_searched_but_other_groups_still_match() {
+        let shared: &[usize] = &[0, 1];
+        let lefts = [(shared, 0), (shared, 0), (shared, 0), (&[1, 2][..], 1)];
+        assert_eq!(max_matching(&lefts, 3), [Some(0), Some(1), None, Some(2)]);
+    }
+
+    proptest::proptest! {
+        /// Skipping a group that failed once matches as many hosts as searching every host.
+        #[test]
+        fn skipping_failed_groups_loses_no_match(
+            groups in proptest::collection::vec(proptest::collection::btree_set(0usize..6, 0..4), 1..4),
+            members in proptest::collection::vec(0usize..3, 0..10),
+        ) {
+            let groups: Vec<Vec<usize>> = groups.into_iter().map(|g| g.into_iter().collect()).collect();
+            let lefts: Vec<(&[usize], usize)> =
+                members.iter().map(|m| m % groups.len()).map(|g| (groups[g].as_slice(), g)).collect();
+            let alone: Vec<(&[usize], usize)> = lefts.iter().enumerate().map(|(i, (c, _))| (*c, 100 + i)).collect();
+            let size = |m: Vec<Option<usize>>| m.iter().flatten().count();
+            proptest::prop_assert_eq!(size(max_matching(&lefts, 6)), size(max_matching(&alone, 6)));
+        }
     }
 
     #[test]

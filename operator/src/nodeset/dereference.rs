@@ -126,9 +126,10 @@ pub async fn facts(
         }
         facts.lost = memory.still_lost(&facts.hosts);
     }
-    if nodeset.spec.pre_provisioned() {
-        let name = record::name(&Owner::of(nodeset));
-        facts.record = caches.records.get(&ObjectRef::new(&name).within(&namespace)).map(|r| record::read(&r));
+    for name in record::names(&Owner::of(nodeset)) {
+        if let Some(found) = caches.records.get(&ObjectRef::new(&name).within(&namespace)) {
+            facts.records.insert(name, record::read(&found));
+        }
     }
     let listed: BTreeSet<&String> = nodeset.spec.services.iter().flatten().collect();
     for service in caches.services.state() {

@@ -23,8 +23,8 @@ pub struct Facts {
     pub jobs: Vec<ObservedJob>,
     /// BareMetalHosts a claim of this NodeSet recently lost a race for.
     pub lost: BTreeSet<String>,
-    /// A preProvisioned NodeSet's record of what ran on its hosts, when there is one.
-    pub record: Option<super::record::Completions>,
+    /// The NodeSet's record of what ran on its hosts, by ConfigMap name (`record`).
+    pub records: BTreeMap<String, super::record::Completions>,
     /// The Secrets and ConfigMaps its variablesFrom and its services' Jobs name that exist,
     /// with their content (`sources`; `Debug` shows key names only).
     pub sources: crds::nodeset::Sources,

@@ -12,7 +12,7 @@ use super::claims::Owner;
 use crds::baremetalhost::BareMetalHost;
 use crds::nodeset::{HostStatus, NodeSetSpec};
 use kube::ResourceExt;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The hosts of `spec` held because their machine dropped out of view, and why.
@@ -23,10 +23,13 @@ pub fn lost_claims(
     hosts: &[Arc<BareMetalHost>],
 ) -> BTreeMap<String, String> {
     let mut lost = BTreeMap::new();
+    // Indexed once: a NodeSet of 1000 hosts in a namespace of 5000 BareMetalHosts.
+    let claimed: BTreeSet<&str> = hosts.iter().filter_map(|h| owner.hostname_of(h)).collect();
+    let by_name: BTreeMap<String, &Arc<BareMetalHost>> = hosts.iter().map(|h| (h.name_any(), h)).collect();
     for (hostname, section) in spec.nodes.iter().flatten() {
         let Some(recorded) = previous.get(hostname) else { continue };
         let Some(reference) = recorded.bmh_ref.as_ref() else { continue };
-        if hosts.iter().any(|h| owner.hostname_of(h) == Some(hostname.as_str())) {
+        if claimed.contains(hostname.as_str()) {
             continue;
         }
         let wanted = section.reprovision_token.as_deref().filter(|t| !t.is_empty());
@@ -34,7 +37,7 @@ pub fn lost_claims(
             // The user asked for another machine.
             continue;
         }
-        let same = hosts.iter().find(|h| h.name_any() == reference.name);
+        let same = by_name.get(&reference.name);
         let what = match same {
             Some(h) if reference.uid.is_none() || h.uid() == reference.uid => {
                 "no longer carries this NodeSet's claim (its labels or consumerRef were removed)"

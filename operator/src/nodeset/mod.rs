@@ -38,6 +38,8 @@ mod plan;
 mod reconcile;
 mod record;
 mod rollout;
+#[cfg(test)]
+mod scale_bench;
 mod select;
 mod service_status;
 mod sources;

@@ -12,7 +12,7 @@ use super::guard;
 use super::inventory::{InventoryHost, inventory};
 use super::job;
 use super::lost;
-use super::machine::{Action, Decision, decide, same_epoch};
+use super::machine::{Action, Decision, decide, has_image, same_epoch};
 use super::network_data::network_data;
 use super::record;
 use super::rollout::{self, HostWork, RolloutPlan, Service};
@@ -138,8 +138,8 @@ pub struct Plan {
     pub keep: Vec<String>,
     /// Observed Jobs to delete.
     pub prune: Vec<String>,
-    /// A preProvisioned NodeSet's record of completions, when it changed (`record`).
-    pub record: Option<ConfigMap>,
+    /// The shards of the NodeSet's record of completions that changed (`record`).
+    pub records: Vec<ConfigMap>,
     pub rollout: RolloutPlan,
 }
 
@@ -163,19 +163,21 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     let upgrade = Upgrade::of(facts);
     let (config_hash, rollout_status, approve_all) = acknowledged(nodeset, &services, &facts.sources, &upgrade, now);
     let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
+    let recorded = record::merged(&facts.records, &owner);
     let nodes = spec.nodes.clone().unwrap_or_default();
     for (hostname, section) in &nodes {
         let config = effective_host_config_with(hostname, spec.node_template.as_ref(), Some(section), &facts.sources);
         let desired = host_config_hash_with(hostname, spec.node_template.as_ref(), Some(section), &facts.sources);
         let phase =
             if spec.pre_provisioned() { HostPhase::PreProvisioned } else { HostPhase::Unclaimed(String::new()) };
-        // A preProvisioned host's completions: status's, else the record that outlives the
-        // NodeSet (a recreate, a restore without status).
+        // A preProvisioned host's completions: the record that outlives the NodeSet, else
+        // what status held before the record did (an operator upgrade).
         let completed = if spec.pre_provisioned() {
-            previous
+            recorded
                 .get(hostname)
-                .and_then(|p| p.services_completed.clone())
-                .or_else(|| facts.record.as_ref().and_then(|r| r.get(hostname).cloned()))
+                .map(|e| e.completed.clone())
+                .filter(|c| !c.is_empty())
+                .or_else(|| previous.get(hostname).and_then(|p| p.services_completed.clone()))
                 .unwrap_or_default()
         } else {
             Vec::new()
@@ -239,10 +241,19 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
         let decision = decide(hostname, host, spec, previous.get(hostname));
         entry.completed = match decision.action {
             Action::Reprovision { .. } => Vec::new(),
-            // The machine's record, else (someone removed it) what status recorded for the
-            // same machine in the same epoch: a runOnce service never runs twice.
+            // The machine's record, else (someone removed it) the NodeSet's record of the same
+            // machine in the same epoch, else what status held before the record did: a
+            // runOnce service never runs twice.
             _ => Some(recorded_completions(host))
                 .filter(|c| !c.is_empty())
+                .or_else(|| {
+                    recorded
+                        .get(hostname)
+                        .filter(|e| {
+                            has_image(host) && e.machine == host.uid() && e.epoch.as_ref() == Some(&decision.epoch)
+                        })
+                        .map(|e| e.completed.clone())
+                })
                 .or_else(|| same_epoch(host, previous.get(hostname)).and_then(|p| p.services_completed.clone()))
                 .unwrap_or_default(),
         };
@@ -353,17 +364,7 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
     plan.release_all(nodeset, &removed, total);
 
     plan.jobs_for(nodeset, &owner, facts);
-    if spec.pre_provisioned() {
-        let completions: record::Completions = plan
-            .hosts
-            .iter()
-            .filter(|(_, h)| !h.completed.is_empty())
-            .map(|(name, h)| (name.clone(), h.completed.clone()))
-            .collect();
-        if facts.record.as_ref() != Some(&completions) {
-            plan.record = Some(record::record(&owner, &completions));
-        }
-    }
+    plan.record(nodeset, &owner, &recorded, facts);
     plan
 }
 
@@ -509,6 +510,32 @@ impl Plan {
                 self.release(host, hostname, policy);
             }
         }
+    }
+
+    /// The record's shards to write after this plan: what ran on each host, and the entries
+    /// of removed hosts whose machines stay (Retain, or held for a confirmation).
+    fn record(&mut self, nodeset: &NodeSet, owner: &Owner, recorded: &record::Completions, facts: &Facts) {
+        let known = self
+            .hosts
+            .iter()
+            .map(|(hostname, host)| {
+                let entry = |machine: Option<String>, epoch: Option<String>| {
+                    record::Known::Ran(record::Entry { machine, epoch, completed: host.completed.clone() })
+                };
+                let known = match &host.phase {
+                    HostPhase::PreProvisioned => entry(None, None),
+                    HostPhase::Machine(d) if !matches!(d.action, Action::Reprovision { .. }) => {
+                        entry(host.bmh.as_ref().and_then(|b| b.uid()), Some(d.epoch.clone()))
+                    }
+                    _ => record::Known::Unknown,
+                };
+                (hostname.clone(), known)
+            })
+            .collect();
+        let retain = release_policy(nodeset) == DeletionPolicy::Retain;
+        let held = self.held();
+        let next = record::after(recorded, known, |hostname| retain || held.iter().any(|h| h == hostname));
+        self.records = record::writes(owner, &next, &facts.records);
     }
 
     /// The hosts held back for a confirmation.

@@ -523,15 +523,22 @@ fn a_recreated_pre_provisioned_nodeset_reads_what_ran_from_its_record_and_reruns
         .nodes
         .iter()
         .flatten()
-        .map(|(hostname, section)| (hostname.clone(), every_service_done(&n, hostname, section)))
+        .map(|(hostname, section)| {
+            let completed = every_service_done(&n, hostname, section);
+            (hostname.clone(), crate::nodeset::record::Entry { completed, ..Default::default() })
+        })
         .collect();
     // Recreated: no status at all.
     let fresh = plan(&n, &facts(vec![]), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     assert_eq!(fresh.jobs.len(), 1, "without a record every host is new: one bootstrap Job for all");
-    let with_record = Facts { record: Some(completions.clone()), ..facts(vec![]) };
+    let records = crate::nodeset::record::writes(&Owner::of(&n), &completions, &BTreeMap::new())
+        .iter()
+        .map(|cm| (cm.metadata.name.clone().unwrap_or_default(), crate::nodeset::record::read(cm)))
+        .collect();
+    let with_record = Facts { records, ..facts(vec![]) };
     let recreated = plan(&n, &with_record, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     assert!(recreated.jobs.is_empty(), "nothing reruns: {:?}", recreated.rollout.batches);
-    assert!(recreated.record.is_none(), "the record is current");
+    assert!(recreated.records.is_empty(), "the record is current");
     // An MTU edit afterwards is an update, one host at a time: the hosts are not new.
     let mut edited = pre.clone();
     edited["nodeTemplate"]["networks"][0]["mtu"] = json!(9000);

@@ -141,19 +141,24 @@ impl NodeSetReconciler {
         api.patch(&name, &params, &Patch::Merge(&patch)).await.map_err(KubeError::of::<NodeSet>(Verb::Patch, &name))
     }
 
-    /// A deleted preProvisioned NodeSet's record of what ran goes with it, unless the policy
-    /// retains its hosts: then a NodeSet recreated under its name reads it back.
+    /// A deleted NodeSet's record of what ran goes with it, unless the policy retains its
+    /// hosts: then a NodeSet recreated under its name reads it back.
     async fn forget_record(&self, nodeset: &NodeSet) -> Result<(), Error> {
-        if !nodeset.spec.pre_provisioned() || plan::release_policy(nodeset) == DeletionPolicy::Retain {
+        if plan::release_policy(nodeset) == DeletionPolicy::Retain {
             return Ok(());
         }
-        let name = record::name(&Owner::of(nodeset));
-        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &nodeset.namespace().unwrap_or_default());
-        match api.delete(&name, &Default::default()).await.map_err(KubeError::of::<ConfigMap>(Verb::Delete, &name)) {
-            Ok(_) => Ok(()),
-            Err(err) if err.is_not_found() => Ok(()),
-            Err(err) => Err(err.into()),
+        let namespace = nodeset.namespace().unwrap_or_default();
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &namespace);
+        // Every name, not only those the cache shows: one written just before may not be there.
+        for name in record::names(&Owner::of(nodeset)) {
+            match api.delete(&name, &Default::default()).await.map_err(KubeError::of::<ConfigMap>(Verb::Delete, &name))
+            {
+                Ok(_) => {}
+                Err(err) if err.is_not_found() => {}
+                Err(err) => return Err(err.into()),
+            }
         }
+        Ok(())
     }
 
     /// The NodeSet is being deleted: every host it claimed leaves per the deletion policy,

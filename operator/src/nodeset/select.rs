@@ -140,19 +140,39 @@ pub fn not_free(host: &BareMetalHost) -> Option<String> {
     None
 }
 
-/// Whether `host` may be claimed for a host of a NodeSet with these selectors and
-/// requirements: `Ok` when it may, else why not.
-pub fn candidate(
-    host: &BareMetalHost,
-    selectors: &[Option<&LabelSelector>],
+/// Label selectors parsed once, for many BareMetalHosts.
+#[derive(Clone, Debug)]
+pub struct Matcher {
+    /// Parsed selectors; `None` when one does not parse (it selects nothing, as in
+    /// `selector_matches`).
+    selectors: Option<Vec<Selector>>,
+}
+
+impl Matcher {
+    pub fn new(selectors: &[Option<&LabelSelector>]) -> Self {
+        let parsed = selectors.iter().flatten().map(|s| Selector::try_from((*s).clone()).ok()).collect();
+        Self { selectors: parsed }
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.selectors.as_ref().is_some_and(|all| all.iter().all(|s| s.matches(labels)))
+    }
+}
+
+/// Whether a BareMetalHost may be claimed for a host of a NodeSet (`Ok`, else why not), from
+/// what is worked out once per BareMetalHost: its labels and why it is not free (`not_free`).
+pub fn candidate_with(
+    matcher: &Matcher,
+    labels: &BTreeMap<String, String>,
+    not_free: Option<&str>,
     reqs: Option<&HardwareReqs>,
     hardware: Option<&HardwareDetails>,
 ) -> Result<(), Rejection> {
-    if !selectors.iter().all(|s| selector_matches(*s, host.labels())) {
+    if !matcher.matches(labels) {
         return Err(Rejection::Selector);
     }
-    if let Some(why) = not_free(host) {
-        return Err(Rejection::NotFree(why));
+    if let Some(why) = not_free {
+        return Err(Rejection::NotFree(why.to_string()));
     }
     hardware_fits(reqs, hardware).map_err(Rejection::Hardware)
 }
@@ -165,42 +185,72 @@ pub enum Rejection {
     Hardware(Shortfall),
 }
 
+/// What the BareMetalHosts of the namespace were rejected for, counted: one tally serves every
+/// host with the same selectors, so explaining costs nothing per pair of host and machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Rejected by a label selector.
+    pub selector: usize,
+    /// Not free, by why (in order, so the message is always the same).
+    pub busy: BTreeMap<String, usize>,
+    /// Free but short of the requirements, in order of first appearance (ties broken the same
+    /// way every time).
+    pub short: Vec<(Shortfall, usize)>,
+}
+
+impl Tally {
+    pub fn add(&mut self, rejection: Rejection) {
+        match rejection {
+            Rejection::Selector => self.selector = self.selector.saturating_add(1),
+            Rejection::NotFree(why) => {
+                let n = self.busy.entry(why).or_default();
+                *n = n.saturating_add(1);
+            }
+            Rejection::Hardware(shortfall) => match self.short.iter_mut().find(|(s, _)| *s == shortfall) {
+                Some((_, n)) => *n = n.saturating_add(1),
+                None => self.short.push((shortfall, 1)),
+            },
+        }
+    }
+
+    /// Rejections that matched the selectors.
+    fn matching(&self) -> usize {
+        let busy: usize = self.busy.values().fold(0, |a, n| a.saturating_add(*n));
+        self.short.iter().fold(busy, |a, (_, n)| a.saturating_add(*n))
+    }
+}
+
+impl FromIterator<Rejection> for Tally {
+    fn from_iter<I: IntoIterator<Item = Rejection>>(rejections: I) -> Self {
+        let mut tally = Tally::default();
+        rejections.into_iter().for_each(|r| tally.add(r));
+        tally
+    }
+}
+
 /// The message of a host for which nothing could be claimed, from what each BareMetalHost of
 /// the namespace was rejected for, and how many candidates other hosts of the set took.
-pub fn explain(namespace: &str, rejections: &[Rejection], taken: usize) -> String {
-    let total = rejections.len().saturating_add(taken);
-    let matching: Vec<&Rejection> = rejections.iter().filter(|r| **r != Rejection::Selector).collect();
+pub fn explain(namespace: &str, tally: &Tally, taken: usize) -> String {
+    let matching = tally.matching();
+    let total = tally.selector.saturating_add(matching).saturating_add(taken);
     if total == 0 {
         return format!("there is no BareMetalHost in namespace {namespace}");
     }
-    if matching.is_empty() && taken == 0 {
+    if matching == 0 && taken == 0 {
         return format!("none of the {total} BareMetalHosts in namespace {namespace} matches the selectors");
     }
-    let mut busy: BTreeMap<&str, usize> = BTreeMap::new();
-    // In order of first appearance, so that ties are broken the same way every time.
-    let mut short: Vec<(&Shortfall, usize)> = Vec::new();
-    for rejection in &matching {
-        match rejection {
-            Rejection::NotFree(why) => *busy.entry(why.as_str()).or_default() += 1,
-            Rejection::Hardware(shortfall) => match short.iter_mut().find(|(s, _)| *s == shortfall) {
-                Some((_, n)) => *n += 1,
-                None => short.push((shortfall, 1)),
-            },
-            Rejection::Selector => {}
-        }
-    }
-    let free = short.iter().map(|(_, n)| n).sum::<usize>().saturating_add(taken);
-    let mut message = format!("{} BareMetalHosts match the selectors", matching.len().saturating_add(taken));
-    if !busy.is_empty() {
-        let states: Vec<String> = busy.iter().map(|(why, n)| format!("{n} {why}")).collect();
+    let free = tally.short.iter().map(|(_, n)| n).fold(taken, |a, n| a.saturating_add(*n));
+    let mut message = format!("{} BareMetalHosts match the selectors", matching.saturating_add(taken));
+    if !tally.busy.is_empty() {
+        let states: Vec<String> = tally.busy.iter().map(|(why, n)| format!("{n} {why}")).collect();
         message.push_str(&format!(" ({})", states.join(", ")));
     }
     if free == 0 {
         message.push_str("; none is available");
         return message;
     }
-    let most = short.iter().map(|(_, n)| *n).max().unwrap_or(0);
-    if let Some((shortfall, _)) = short.iter().find(|(_, n)| *n == most) {
+    let most = tally.short.iter().map(|(_, n)| *n).max().unwrap_or(0);
+    if let Some((shortfall, _)) = tally.short.iter().find(|(_, n)| *n == most) {
         message.push_str(&format!("; of the {free} available, none {}", shortfall.describe()));
         if taken > 0 {
             message.push_str(&format!(" except {taken} claimed for other hosts of this NodeSet"));
@@ -214,6 +264,17 @@ pub fn explain(namespace: &str, rejections: &[Rejection], taken: usize) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `host` may be claimed for a host of a NodeSet with these selectors and
+    /// requirements: `Ok` when it may, else why not.
+    pub fn candidate(
+        host: &BareMetalHost,
+        selectors: &[Option<&LabelSelector>],
+        reqs: Option<&HardwareReqs>,
+        hardware: Option<&HardwareDetails>,
+    ) -> Result<(), Rejection> {
+        candidate_with(&Matcher::new(selectors), host.labels(), not_free(host).as_deref(), reqs, hardware)
+    }
     use crds::baremetalhost::{BareMetalHostStatus, Cpu, ProvisionStatus, Storage};
     use serde_json::json;
 
@@ -309,22 +370,26 @@ mod tests {
     #[test]
     fn the_explanation_says_how_many_match_and_what_they_lack() {
         let memory = Rejection::Hardware(Shortfall::Memory(64));
-        let message = explain("metal3", &[Rejection::Selector, memory.clone(), memory.clone(), memory], 0);
+        let message =
+            explain("metal3", &[Rejection::Selector, memory.clone(), memory.clone(), memory].into_iter().collect(), 0);
         assert_eq!(
             message,
             "3 BareMetalHosts match the selectors; of the 3 available, none has at least 64 GiB of memory"
         );
-        let message = explain("metal3", &[Rejection::Selector, Rejection::Selector], 0);
+        let message = explain("metal3", &[Rejection::Selector, Rejection::Selector].into_iter().collect(), 0);
         assert_eq!(message, "none of the 2 BareMetalHosts in namespace metal3 matches the selectors");
-        let message =
-            explain("metal3", &[Rejection::NotFree("provisioned".into()), Rejection::NotFree("inspecting".into())], 0);
+        let message = explain(
+            "metal3",
+            &[Rejection::NotFree("provisioned".into()), Rejection::NotFree("inspecting".into())].into_iter().collect(),
+            0,
+        );
         assert_eq!(message, "2 BareMetalHosts match the selectors (1 inspecting, 1 provisioned); none is available");
-        let message = explain("metal3", &[], 2);
+        let message = explain("metal3", &Tally::default(), 2);
         assert_eq!(
             message,
             "2 BareMetalHosts match the selectors; the 2 available are claimed for other hosts of this NodeSet"
         );
-        assert_eq!(explain("metal3", &[], 0), "there is no BareMetalHost in namespace metal3");
+        assert_eq!(explain("metal3", &Tally::default(), 0), "there is no BareMetalHost in namespace metal3");
         let disk = Shortfall::Disk { gib: Some(200), kind: Some(DiskType::Ssd) };
         assert_eq!(disk.describe(), "has an SSD disk of at least 200 GiB");
         assert_eq!(Shortfall::Disk { gib: Some(200), kind: None }.describe(), "has a disk of at least 200 GiB");

@@ -117,6 +117,7 @@ pub fn compute(
         conditions: Some(conditions),
         config_hash: Some(plan.config_hash.clone()),
         deletion_policy: Some(nodeset.spec.deletion_policy()),
+        pre_provisioned: Some(nodeset.spec.pre_provisioned()),
         outdated_hosts: Some(i32::try_from(outdated.len()).unwrap_or(i32::MAX)),
         claimed_hosts: Some(i32::try_from(claimed).unwrap_or(i32::MAX)),
         provisioned_hosts: Some(format!("{}/{}", counts.provisioned, counts.total)),
@@ -227,7 +228,9 @@ fn host_status(
         approved_config_hash: host.approved.clone(),
         desired_config_hash: Some(host.desired.clone()),
         reprovision_token: prev.and_then(|p| p.reprovision_token.clone()).or(Some(spec_token)),
-        services_completed: (!host.completed.is_empty()).then(|| host.completed.clone()),
+        // What ran is in the NodeSet's record and on the machines, not here (`record`): status
+        // stays bounded at 1000 hosts.
+        services_completed: None,
         deployed_config_hash: if host.configured {
             Some(host.desired.clone())
         } else if host.completed.is_empty() {
@@ -279,7 +282,6 @@ fn host_status(
                 Action::Reprovision { .. } if !applied.reprovisioned.contains(name) => {
                     // Not acted on yet: what status said stays, so the next reconcile acts.
                     status.reprovision_token = prev.and_then(|p| p.reprovision_token.clone());
-                    status.services_completed = prev.and_then(|p| p.services_completed.clone());
                     status.deployed_config_hash = prev.and_then(|p| p.deployed_config_hash.clone());
                     status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
                     status.machine_epoch = prev.and_then(|p| p.machine_epoch.clone());

@@ -149,11 +149,15 @@ fn locked_by_status(nodeset: &NodeSet) -> Vec<FieldError> {
         errors.push(FieldError::new("spec.baremetalSetTemplate.bmhNamespace", SELECTION_LOCKED_MESSAGE));
     }
     let claimed = hosts.into_iter().flatten().any(|(_, h)| h.bmh_ref.is_some());
-    // A host configured without a BareMetalHost can only be a preProvisioned one.
-    let configured_bare = hosts
-        .into_iter()
-        .flatten()
-        .any(|(_, h)| h.bmh_ref.is_none() && h.services_completed.as_ref().is_some_and(|c| !c.is_empty()));
+    // A host configured without a BareMetalHost, while status says the NodeSet was
+    // preProvisioned (or, written by an operator that kept completions in status, one with
+    // completions): its machine runs, so it is not one to claim a BareMetalHost for.
+    let recorded_pre = nodeset.status.as_ref().and_then(|s| s.pre_provisioned) == Some(true);
+    let configured_bare = hosts.into_iter().flatten().any(|(_, h)| {
+        h.bmh_ref.is_none()
+            && ((recorded_pre && h.deployed_config_hash.is_some())
+                || h.services_completed.as_ref().is_some_and(|c| !c.is_empty()))
+    });
     if (nodeset.spec.pre_provisioned() && claimed) || (!nodeset.spec.pre_provisioned() && configured_bare) {
         errors.push(FieldError::new("spec.preProvisioned", PRE_PROVISIONED_IMMUTABLE_MESSAGE));
     }
@@ -286,6 +290,16 @@ mod tests {
             json!({"c-0": {"servicesCompleted": completed}}),
         );
         let findings = check(&was_bare, &services(&[]), &Reach::default());
+        assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
+        // As status says it now: the NodeSet was preProvisioned and the host is configured.
+        let mut configured = with_status(
+            nodeset(json!({"baremetalSetTemplate": template(json!({})), "nodes": {"c-0": {}}})),
+            json!({"c-0": {"deployedConfigHash": "77de"}}),
+        );
+        let findings = check(&configured, &services(&[]), &Reach::default());
+        assert!(findings.invalid.is_empty(), "a host with nothing to run is configured before its claim: {findings:?}");
+        configured.status.as_mut().expect("status").pre_provisioned = Some(true);
+        let findings = check(&configured, &services(&[]), &Reach::default());
         assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
         let was_claimed = with_status(
             nodeset(json!({"preProvisioned": true, "nodes": {"c-0": {}}})),

@@ -360,6 +360,8 @@ struct JobRecording {
     seen: BTreeMap<String, SeenJob>,
     running: BTreeSet<String>,
     max_running_hosts: usize,
+    /// The most running Jobs of one service on one host at once.
+    max_same_host_and_service: usize,
 }
 
 /// Watches the service Jobs of a namespace: every Job created since it started, and the most
@@ -422,6 +424,14 @@ impl JobRecorder {
                 let running: BTreeSet<&String> =
                     rec.running.iter().filter_map(|j| rec.seen.get(j)).flat_map(|j| j.hosts.iter()).collect();
                 rec.max_running_hosts = rec.max_running_hosts.max(running.len());
+                let mut per_pair: BTreeMap<(&String, &String), usize> = BTreeMap::new();
+                for job in rec.running.iter().filter_map(|j| rec.seen.get(j)) {
+                    for host in &job.hosts {
+                        *per_pair.entry((&job.service, host)).or_default() += 1;
+                    }
+                }
+                let same = per_pair.values().copied().max().unwrap_or(0);
+                rec.max_same_host_and_service = rec.max_same_host_and_service.max(same);
             }
         });
         Self { recording, task }
@@ -449,6 +459,18 @@ impl JobRecorder {
     /// The most hosts seen in running Jobs at once.
     pub fn max_running_hosts(&self) -> usize {
         self.recording.lock().unwrap_or_else(|e| e.into_inner()).max_running_hosts
+    }
+
+    /// The most running Jobs of one service on one host seen at once.
+    pub fn max_same_host_and_service(&self) -> usize {
+        self.recording.lock().unwrap_or_else(|e| e.into_inner()).max_same_host_and_service
+    }
+
+    /// Starts both maxima again from what runs now (one step of a test at a time).
+    pub fn reset_maxima(&self) {
+        let mut rec = self.recording.lock().unwrap_or_else(|e| e.into_inner());
+        rec.max_running_hosts = 0;
+        rec.max_same_host_and_service = 0;
     }
 }
 

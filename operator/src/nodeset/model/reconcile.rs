@@ -29,8 +29,9 @@ pub fn reconcile(world: &mut World) -> Reconciled {
     let plan = plan::plan(&nodeset, &facts, &findings, DEFAULT_JOB_HISTORY, &now);
     let mut applied = Applied::default();
     host_writes(world, &plan, &mut applied);
-    if let Some(record) = &plan.record {
-        world.record = Some(crate::nodeset::record::read(record));
+    for record in &plan.records {
+        let name = record.metadata.name.clone().unwrap_or_default();
+        world.records.insert(name, crate::nodeset::record::read(record));
     }
     jobs(world, &plan, &mut applied);
     let (status, _) = status::compute(&nodeset, &plan, &applied, &findings, &now);
@@ -47,9 +48,9 @@ pub fn delete(world: &mut World) -> Reconciled {
     let plan = plan::plan_deletion(&nodeset, &facts);
     let mut applied = Applied::default();
     host_writes(world, &plan, &mut applied);
-    // A preProvisioned NodeSet's record goes with it unless its hosts are retained.
-    if nodeset.spec.pre_provisioned() && plan::release_policy(&nodeset) != DeletionPolicy::Retain {
-        world.record = None;
+    // The NodeSet's record goes with it unless its hosts are retained.
+    if plan::release_policy(&nodeset) != DeletionPolicy::Retain {
+        world.records.clear();
     }
     world.jobs.clear();
     Reconciled { plan, applied }

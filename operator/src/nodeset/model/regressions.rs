@@ -260,13 +260,12 @@ fn a_manual_nodeset_waits_for_a_token_after_a_content_change() {
     assert_eq!((rolled.pending_hosts, rolled.configured_hosts.as_deref()), (Some(0), Some("1/1")));
 }
 
-// (k), found by 3,000 runs, open (on main before this round too): a host removed under Retain,
-// the services-completed record stripped from its machine while it is out of the NodeSet, then
-// the host added back. Its status entry went with the removal and the machine's record is gone,
-// so nothing says the machine ran a configuration: it is brought up again beside a running
-// update, past maxUnavailable, and its runOnce services run again.
+// (k), found by 3,000 runs: a host removed under Retain, the services-completed record
+// stripped from its machine while it is out of the NodeSet, then the host added back. Its status
+// entry went with the removal and the machine's record was gone, so nothing said the machine
+// ran a configuration: it was brought up again beside a running update, past maxUnavailable,
+// and its runOnce services ran again. The NodeSet's record keeps a retained machine's entry.
 #[test]
-#[ignore = "defect (k): a released machine's stripped record, then the host added back"]
 fn a_host_added_back_after_its_released_machines_record_was_stripped_is_not_brought_up_again() {
     holds(
         false,

@@ -97,8 +97,8 @@ pub struct World {
     /// Seconds since the start.
     pub clock: i64,
     pub events: Vec<Event>,
-    /// A preProvisioned NodeSet's record of completions (the ConfigMap outliving it).
-    pub record: Option<crate::nodeset::record::Completions>,
+    /// The NodeSet's record of completions (the ConfigMaps outliving it), by name.
+    pub records: BTreeMap<String, crate::nodeset::record::Completions>,
     /// The Secrets the NodeSet's variablesFrom and its services' Jobs read, with their content.
     pub sources: crds::nodeset::Sources,
 }
@@ -122,7 +122,7 @@ impl World {
             jobs: BTreeMap::new(),
             clock: 0,
             events: Vec::new(),
-            record: None,
+            records: BTreeMap::new(),
             sources: fixtures::sources(0),
         }
     }
@@ -149,7 +149,7 @@ impl World {
                 .map(|(n, s)| (n.clone(), s.clone()))
                 .collect(),
             jobs: self.jobs.values().filter_map(|j| job::observe(&j.job, None, &now)).collect(),
-            record: self.record.clone().filter(|_| self.nodeset.spec.pre_provisioned()),
+            records: self.records.clone(),
             sources: self.sources.clone(),
             ..Facts::default()
         }
