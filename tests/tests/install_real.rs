@@ -90,9 +90,10 @@ fn overlay(dir: &Path, ironic_endpoint: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The image's configuration, read from the OCI archive: entrypoint, command and user must be
-/// the Containerfile's.
-fn image_config(archive: &Path) -> anyhow::Result<Value> {
+/// The image's configuration, read from the OCI archive (entrypoint, command and user must be
+/// the Containerfile's), and the digests of its manifest and its configuration, one of which
+/// names the image a container runs.
+fn image_config(archive: &Path) -> anyhow::Result<(Value, [String; 2])> {
     let read = |member: &str| -> anyhow::Result<Value> {
         let out = std::process::Command::new("tar").arg("-xOf").arg(archive).arg(member).output()?;
         anyhow::ensure!(out.status.success(), "{member} in {}", archive.display());
@@ -104,7 +105,8 @@ fn image_config(archive: &Path) -> anyhow::Result<Value> {
     let index = read("./index.json")?;
     let manifest = read(&blob(&index["manifests"][0]["digest"]))?;
     let config = read(&blob(&manifest["config"]["digest"]))?;
-    Ok(config["config"].clone())
+    let digest = |d: &Value| d.as_str().unwrap_or_default().to_string();
+    Ok((config["config"].clone(), [digest(&index["manifests"][0]["digest"]), digest(&manifest["config"]["digest"])]))
 }
 
 /// The runtime stage's ENTRYPOINT, CMD and USER of `images/operator/Containerfile`, as an
@@ -159,7 +161,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     let started = Instant::now();
     let archive = tokio::task::spawn_blocking(operator_image).await??;
     eprintln!("---- install_real: the operator image ready in {:.1?}", started.elapsed());
-    let config = image_config(&archive)?;
+    let (config, digests) = image_config(&archive)?;
     let (entrypoint, cmd, user) = containerfile_runtime()?;
     assert_eq!(config["Entrypoint"], entrypoint, "the Containerfile's ENTRYPOINT");
     assert_eq!(config["Cmd"], cmd, "the Containerfile's CMD");
@@ -215,6 +217,11 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
         let status = pod.status.clone().unwrap_or_default();
         let containers = status.container_statuses.unwrap_or_default();
         assert!(containers.iter().all(|c| c.ready && c.restart_count == 0), "{containers:?}");
+        // The image built and imported here, nothing else.
+        assert!(
+            containers.iter().all(|c| digests.iter().any(|d| c.image_id.contains(d.as_str()))),
+            "{digests:?}: {containers:?}"
+        );
     }
     pods.ensure_running()?;
 
