@@ -350,6 +350,8 @@ start() {
   echo "$KUBECONFIG_FILE" >"$DIR/kubeconfig-path"
   echo "$NODE_NAME" >"$DIR/node-name"
   echo "$BRIDGE" >"$DIR/bridge"
+  # The host as the pods see it: where a test serves what pods must reach (RealNode::gateway).
+  echo "$GATEWAY" >"$DIR/gateway"
   # Saved once, outside DIR: a second start after a failed one, or after a node whose DIR is gone,
   # must not save a node's values as the machine's.
   if [ ! -f "$SYSCTLS_SAVED" ]; then

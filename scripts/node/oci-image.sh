@@ -6,7 +6,9 @@
 #   oci-image.sh --rootfs DIR NAME OUT.tar ENTRYPOINT_JSON
 #       DIR is the whole root file system; ENTRYPOINT_JSON the entrypoint as a JSON array
 #       (a root file system from Debian's packages: scripts/node/debian-image.sh)
-# NAME is the full reference (registry.k8s.io/pause:3.10.2). The archive is the same bytes for
+# NAME is the full reference (registry.k8s.io/pause:3.10.2). Optional, from the environment:
+# OCI_CMD, the image's Cmd as a JSON array (the arguments a pod's `args` replace), and OCI_USER,
+# its User (`uid:gid`, numeric); neither is set when empty. The archive is the same bytes for
 # the same files (sorted tar, fixed owners for loose files, fixed times), so its digest is stable.
 # Prints the manifest's digest.
 set -euo pipefail
@@ -43,8 +45,11 @@ blob() { # FILE -> moves it into blobs/sha256, prints its digest and size
 tar --sort=name "${owners[@]}" --mtime=@0 --format=gnu -C "$ROOTFS" -cf "$work/layer.tar" .
 read -r layer layer_size < <(blob "$work/layer.tar")
 
-printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":%s,"WorkingDir":"/","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created_by":"ferrometal scripts/node/oci-image.sh"}]}' \
-  "$ENTRY" "$layer" >"$work/config.json"
+extra=""
+if [ -n "${OCI_CMD:-}" ]; then extra="$extra,\"Cmd\":$OCI_CMD"; fi
+if [ -n "${OCI_USER:-}" ]; then extra="$extra,\"User\":\"$OCI_USER\""; fi
+printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":%s%s,"WorkingDir":"/","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created_by":"ferrometal scripts/node/oci-image.sh"}]}' \
+  "$ENTRY" "$extra" "$layer" >"$work/config.json"
 read -r config config_size < <(blob "$work/config.json")
 
 printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \

@@ -54,6 +54,9 @@ pub struct ControlPlane {
     ports: Vec<u16>,
     // Declared in stop order: fields drop top to bottom. The node goes first, while the
     // apiserver still answers its kubelet's last words.
+    /// With a node: the apiserver's port on the pod network's gateway, behind the `kubernetes`
+    /// Service ([`publish_to_pods`]).
+    _pods_to_apiserver: Option<crate::node::PodForward>,
     node: Option<crate::node::RealNode>,
     scheduler: Option<ManagedProcess>,
     controller_manager: Option<ManagedProcess>,
@@ -170,11 +173,16 @@ impl ControlPlane {
             None
         };
 
-        let node = match config.node {
-            true => Some(crate::node::RealNode::start(&kubeconfig).await?),
-            false => None,
+        let (node, pods_to_apiserver) = match config.node {
+            true => {
+                let node = crate::node::RealNode::start(&kubeconfig).await?;
+                let forward = publish_to_pods(&client, &node, api_port).await?;
+                (Some(node), Some(forward))
+            }
+            false => (None, None),
         };
         Ok(Self {
+            _pods_to_apiserver: pods_to_apiserver,
             client,
             server,
             kubeconfig,
@@ -445,6 +453,36 @@ async fn service_account_token(client: &Client, namespace: &str, name: &str) -> 
         },
     )
     .await
+}
+
+/// Makes the apiserver reachable from pods the way a cluster does, through the `kubernetes`
+/// Service (a pod's in-cluster configuration: `KUBERNETES_SERVICE_HOST`, 10.0.0.1:443). The
+/// apiserver binds loopback only and publishes no endpoints (`--endpoint-reconciler-type=none`:
+/// since 1.37 it refuses to publish a loopback address), so the harness forwards the
+/// apiserver's port on the pod network's gateway to loopback and writes the Service's
+/// EndpointSlice naming that address itself. Nothing beyond this machine's bridge can reach it.
+async fn publish_to_pods(
+    client: &Client,
+    node: &crate::node::RealNode,
+    api_port: u16,
+) -> crate::Result<crate::node::PodForward> {
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let forward = node.forward_from_pods(api_port)?;
+    let slice: EndpointSlice = serde_json::from_value(serde_json::json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "kubernetes",
+                "endpointslice.kubernetes.io/managed-by": "ferrometal-tests"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [forward.addr().ip().to_string()], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": api_port, "protocol": "TCP"}],
+    }))?;
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    slices
+        .patch("kubernetes", &PatchParams::apply(TEST_FIELD_MANAGER).force(), &Patch::Apply(&slice))
+        .await
+        .context("the kubernetes Service's EndpointSlice")?;
+    Ok(forward)
 }
 
 /// Builds a kube client from a kubeconfig file.

@@ -12,6 +12,7 @@ use crate::operator_process::repo_root;
 use crate::workdir::WorkDir;
 use anyhow::{Context, bail};
 use std::fs::File;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -57,6 +58,42 @@ impl RealNode {
         &self.name
     }
 
+    /// The pod network's gateway address: this machine as the pods see it (the bridge's).
+    pub fn gateway(&self) -> crate::Result<Ipv4Addr> {
+        let path = self.dir.join("gateway");
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        text.trim().parse().with_context(|| format!("the gateway address in {}", path.display()))
+    }
+
+    /// Lets the pods reach a server of this machine that listens on loopback only (the
+    /// apiserver, an Ironic): forwards the gateway's `port` to `127.0.0.1:port` until dropped.
+    /// The proxy runs on a thread of its own, so a test that blocks its runtime (waiting for
+    /// kubectl, say) does not stall the pods' connections.
+    pub fn forward_from_pods(&self, port: u16) -> crate::Result<PodForward> {
+        let listen = SocketAddr::from((self.gateway()?, port));
+        let target = SocketAddr::from(([127, 0, 0, 1], port));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (bound, bind_result) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new().name(format!("pod-forward-{port}")).spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime,
+                Err(err) => return drop(bound.send(Err(anyhow::Error::from(err)))),
+            };
+            runtime.block_on(async move {
+                match crate::proxy::TcpProxy::start_on(listen, target).await {
+                    Ok(proxy) => {
+                        let _ = bound.send(Ok(()));
+                        let _ = stopped.await;
+                        drop(proxy);
+                    }
+                    Err(err) => drop(bound.send(Err(err))),
+                }
+            });
+        })?;
+        bind_result.recv().context("the forwarding thread")??;
+        Ok(PodForward { addr: listen, stop: Some(stop), thread: Some(thread) })
+    }
+
     /// Imports an image archive (`ctr images import`) into the node's containerd.
     pub fn import(&self, archive: &Path) -> crate::Result<()> {
         node_sh(&["import".as_ref(), self.dir.as_os_str(), archive.as_os_str()]).map(drop)
@@ -70,6 +107,31 @@ impl RealNode {
             bail!("no {}: run scripts/install-node.sh", path.display());
         }
         Ok(path)
+    }
+}
+
+/// A port of the gateway forwarded to the same port on loopback ([`RealNode::forward_from_pods`]).
+pub struct PodForward {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PodForward {
+    /// Where pods connect: the gateway's address and the port.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for PodForward {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 

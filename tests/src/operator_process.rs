@@ -34,7 +34,23 @@ fn out_dir() -> PathBuf {
 
 /// Runs the release script into `out`, as a user's shell would run it.
 pub fn build(out: &Path) -> crate::Result<PathBuf> {
-    let mut command = Command::new(repo_root().join("scripts/build-release.sh"));
+    run_script("scripts/build-release.sh", &[out.as_os_str()], &[("FERROMETAL_PROFILE", "dev")])?;
+    Ok(out.join("ferrometal"))
+}
+
+/// The operator image as an OCI archive (`scripts/operator-image.sh`: the release build, on a
+/// distroless base made from Debian's packages), built when missing or stale and cached in
+/// `~/.cache/ferrometal/node`: minutes the first time (a release build), seconds after.
+pub fn operator_image() -> crate::Result<PathBuf> {
+    let stdout = run_script("scripts/operator-image.sh", &[], &[])?;
+    let archive = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
+    anyhow::ensure!(archive.is_file(), "scripts/operator-image.sh printed no archive: {stdout}");
+    Ok(archive)
+}
+
+/// Runs a script of the repository as a user's shell would; its standard output.
+fn run_script(script: &str, args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> crate::Result<String> {
+    let mut command = Command::new(repo_root().join(script));
     // The test runner sets the variables cargo gives a test (CARGO_MANIFEST_DIR, CARGO_PKG_*,
     // ...); build scripts that watch them would see a change and rebuild what is running.
     for (key, _) in std::env::vars_os() {
@@ -44,18 +60,18 @@ pub fn build(out: &Path) -> crate::Result<PathBuf> {
         }
     }
     let output = command
-        .arg(out)
-        .env("FERROMETAL_PROFILE", "dev")
+        .args(args)
+        .envs(env.iter().copied())
         .current_dir(repo_root())
         .output()
-        .context("running scripts/build-release.sh")?;
+        .with_context(|| format!("running {script}"))?;
     anyhow::ensure!(
         output.status.success(),
-        "scripts/build-release.sh failed: {}\n{}",
+        "{script} failed: {}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    Ok(out.join("ferrometal"))
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// A running `ferrometal run`.

@@ -38,7 +38,12 @@ type Sent = Arc<Mutex<(Option<Instant>, u64)>>;
 impl TcpProxy {
     /// Listens on a free loopback port and forwards every connection to `target`.
     pub async fn start(target: SocketAddr) -> crate::Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), target).await
+    }
+
+    /// Listens on `listen` (port 0: a free one) and forwards every connection to `target`.
+    pub async fn start_on(listen: SocketAddr, target: SocketAddr) -> crate::Result<Self> {
+        let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (mode, _) = watch::channel(Mode::Forwarding);
         let modes = mode.clone();

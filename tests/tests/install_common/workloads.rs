@@ -28,6 +28,18 @@ pub fn controllers() -> String {
     if nodeset_controller_exists() { "ironic,host,nodeset".into() } else { "ironic,host".into() }
 }
 
+/// The operator a test waits on: it fails the wait early when the operator died.
+pub trait Running {
+    fn ensure_running(&mut self) -> anyhow::Result<()>;
+}
+
+/// The operator as its own process.
+impl Running for OperatorProcess {
+    fn ensure_running(&mut self) -> anyhow::Result<()> {
+        OperatorProcess::ensure_running(self)
+    }
+}
+
 pub fn resource(group: &str, kind: &str) -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(group, "v1alpha1", kind))
 }
@@ -56,7 +68,7 @@ pub async fn apply(client: &kube::Client, namespace: &str, object: Value) -> any
 /// returns the object.
 pub async fn wait_steady(
     client: &kube::Client,
-    operator: &mut OperatorProcess,
+    operator: &mut impl Running,
     namespace: &str,
     resource: &ApiResource,
     name: &str,
@@ -109,7 +121,7 @@ pub async fn database() -> anyhow::Result<MariaDb> {
 /// Creates an Ironic on `database` in `namespace` and waits until it is Ready.
 pub async fn ironic_ready(
     client: &kube::Client,
-    operator: &mut OperatorProcess,
+    operator: &mut impl Running,
     namespace: &str,
     database: &MariaDb,
 ) -> anyhow::Result<Value> {
@@ -160,7 +172,7 @@ pub fn fake_host(name: &str, online: bool, image: Option<&str>, labels: Value) -
 /// Creates a provisioned host and an available one in `namespace`, and waits for both.
 pub async fn hosts_steady(
     client: &kube::Client,
-    operator: &mut OperatorProcess,
+    operator: &mut impl Running,
     namespace: &str,
     ironic: &IronicServer,
 ) -> anyhow::Result<()> {
@@ -181,7 +193,7 @@ pub async fn hosts_steady(
 /// Ready. Without it, nothing.
 pub async fn nodeset_steady(
     client: &kube::Client,
-    operator: &mut OperatorProcess,
+    operator: &mut impl Running,
     namespace: &str,
     ironic: &IronicServer,
 ) -> anyhow::Result<()> {
