@@ -391,10 +391,11 @@ async fn a_server_killed_mid_change_is_refused_by_the_new_series_and_nothing_is_
         .await?;
     eprintln!("refused {:?} after the kill", start.elapsed());
     let Progress::Failed { message, .. } = &outcome.progress else { unreachable!("matched above") };
+    // ibtmp1 is the sign a kill always leaves; records after the checkpoint only when InnoDB
+    // wrote since its last checkpoint, which depends on its background flushing.
     for part in [
         "the old server did not stop cleanly",
         "ibtmp1 is still there",
-        "records follow the checkpoint",
         "set spec.database.managed back to the old version (ferrometal.local/mariadb:10.11) and delete pod ironic-mariadb-0",
     ] {
         assert!(message.contains(part), "{part:?} in {message}");
