@@ -13,6 +13,9 @@
 //!
 //! The data volume is a `hostPath` PersistentVolume of the test's, owned by 999 (mysql), bound
 //! by kube-controller-manager's binder; the claim is the StatefulSet's own.
+//!
+//! A third test runs the image alone, for the part of the official image's contract the
+//! operator does not use (`images/mariadb/README.md`).
 
 mod mariadb_common;
 
@@ -242,6 +245,23 @@ fn upgrade_step(outcome: &DatabaseOutcome) -> Option<Step> {
     outcome.status.as_ref().and_then(|s| s.upgrade.as_ref()).and_then(|u| u.step)
 }
 
+/// How long the pod `uid` took from its deletion to its end.
+async fn old_pod_stop(pods: Api<Pod>, uid: String) -> anyhow::Result<Duration> {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut deleted = None;
+    loop {
+        let pod = pods.get_opt(POD).await?.filter(|p| p.uid().as_deref() == Some(uid.as_str()));
+        match (&pod, deleted) {
+            (None, Some(at)) => return Ok(Instant::now().duration_since(at)),
+            (None, None) => anyhow::bail!("the old pod went before it was seen terminating"),
+            (Some(p), None) if p.metadata.deletion_timestamp.is_some() => deleted = Some(Instant::now()),
+            _ => {}
+        }
+        ensure!(Instant::now() < deadline, "the old pod still there after 300 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Events the kubelet reports when a preStop hook failed.
 async fn failed_hooks(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
     let events = cluster.api::<Event>().list(&ListParams::default()).await?;
@@ -264,12 +284,17 @@ async fn a_managed_mariadb_runs_on_the_node_and_changes_series_through_its_slow_
 
     cluster.set_version(new()).await?;
     let start = Instant::now();
+    let stop = tokio::spawn(old_pod_stop(cluster.api::<Pod>(), old_uid.clone().context("the old pod's uid")?));
     let outcome = cluster
         .reconcile_until("the version change", Duration::from_secs(300), |o| {
             o.progress.is_done() && upgrade_step(o) == Some(Step::Completed)
         })
         .await?;
     eprintln!("MariaDB 10.11 to 11.8 in {:?}", start.elapsed());
+    // The old pod went well within its grace period (300 s): its hook's slow stop, not a kill.
+    let stopped_in = stop.await??;
+    eprintln!("the old pod went {stopped_in:?} after its deletion");
+    assert!(stopped_in < Duration::from_secs(60), "{stopped_in:?}");
     assert!(server_version(&outcome).starts_with("11.8."), "{:?}", outcome.status);
 
     // The old server stopped through its hook (the kubelet reports none failed), and the new
@@ -421,5 +446,87 @@ async fn a_server_killed_mid_change_is_refused_by_the_new_series_and_nothing_is_
     let (version, row) = cluster.read_row().await?;
     assert!(version.starts_with("10.11."), "{version}");
     assert_eq!(row, "written at 10.11");
+    Ok(())
+}
+
+/// The image's own contract, beyond what the operator sets: started as root (it drops to
+/// mysql), the root password from a file (`MARIADB_ROOT_PASSWORD_FILE`), `root@'%'` by default,
+/// a user from a password hash (`MARIADB_PASSWORD_HASH`), and `/docker-entrypoint-initdb.d`
+/// with an SQL file and a sourced shell script.
+#[tokio::test]
+async fn the_image_initialises_a_new_directory_from_the_official_images_variables() -> anyhow::Result<()> {
+    let cluster = Cluster::start("db-real-image").await?;
+    let root_password = r"r'oo\t";
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "root"},
+        "stringData": {"password": root_password}});
+    cluster
+        .api::<k8s_openapi::api::core::v1::Secret>()
+        .create(&PostParams::default(), &serde_json::from_value(secret)?)
+        .await?;
+    let initdb = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "initdb"},
+        "data": {
+            "01-table.sql": "CREATE TABLE app.t (id INT PRIMARY KEY); INSERT INTO app.t VALUES (42);",
+            // Not executable in a ConfigMap volume: sourced, with root's password in MYSQL_PWD.
+            "02-row.sh": "mariadb --user=root --execute='INSERT INTO app.t VALUES (43)'\n"}});
+    cluster
+        .api::<k8s_openapi::api::core::v1::ConfigMap>()
+        .create(&PostParams::default(), &serde_json::from_value(initdb)?)
+        .await?;
+    let hash = operator::database::account::password_hash(&operator::database::credentials::Password::new("apppass"));
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain-mariadb"},
+        "spec": {"containers": [{"name": "mariadb", "image": old().0, "imagePullPolicy": "Never",
+            "env": [
+                {"name": "MARIADB_ROOT_PASSWORD_FILE", "value": "/run/secrets/root/password"},
+                {"name": "MARIADB_DATABASE", "value": "app"},
+                {"name": "MARIADB_USER", "value": "appuser"},
+                {"name": "MARIADB_PASSWORD_HASH", "value": hash}],
+            "volumeMounts": [
+                {"name": "data", "mountPath": "/var/lib/mysql"},
+                {"name": "root", "mountPath": "/run/secrets/root", "readOnly": true},
+                {"name": "initdb", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": true}]}],
+            "volumes": [{"name": "data", "emptyDir": {}}, {"name": "root", "secret": {"secretName": "root"}},
+                {"name": "initdb", "configMap": {"name": "initdb"}}]}});
+    cluster.api::<Pod>().create(&PostParams::default(), &serde_json::from_value(pod)?).await?;
+
+    let connect = |user: &'static str, password: &'static str, database: Option<&'static str>| {
+        let pods = cluster.api::<Pod>();
+        async move {
+            let ip = pods.get("plain-mariadb").await?.status.and_then(|s| s.pod_ip).context("an address")?;
+            let mut options = MySqlConnectOptions::new().host(&ip).port(3306).username(user).password(password);
+            if let Some(database) = database {
+                options = options.database(database);
+            }
+            anyhow::Ok(options.ssl_mode(MySqlSslMode::Disabled).connect().await?)
+        }
+    };
+    let start = Instant::now();
+    let mut app = loop {
+        match connect("appuser", "apppass", Some("app")).await {
+            Ok(conn) => break conn,
+            Err(e) => ensure!(start.elapsed() < Duration::from_secs(120), "no server: {e:#}"),
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    eprintln!("initialised and serving in {:?}", start.elapsed());
+    let rows: Vec<(i32,)> = sqlx::query_as("SELECT id FROM t ORDER BY id").fetch_all(&mut app).await?;
+    assert_eq!(rows, vec![(42,), (43,)], "the SQL file, then the sourced script");
+    app.close().await?;
+    // root from the file, also over the network (MARIADB_ROOT_HOST unset is '%').
+    let mut root = connect("root", r"r'oo\t", None).await?;
+    let accounts: Vec<(String, String)> =
+        sqlx::query_as("SELECT CAST(User AS CHAR), CAST(Host AS CHAR) FROM mysql.user ORDER BY User, Host")
+            .fetch_all(&mut root)
+            .await?;
+    let names: Vec<String> = accounts.iter().map(|(u, h)| format!("{u}@{h}")).collect();
+    assert_eq!(names, ["appuser@%", "mariadb.sys@localhost", "root@%", "root@localhost"]);
+    let (user,): (String,) = sqlx::query_as("SELECT CAST(USER() AS CHAR)").fetch_one(&mut root).await?;
+    assert!(user.starts_with("root@"), "{user}");
+    root.close().await?;
+    // Started as root, the server runs as mysql (999).
+    let pod = cluster.api::<Pod>().get("plain-mariadb").await?;
+    let pid = cluster.node()?.container_pid(&container_id(&pod)?)?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).context("Uid")?;
+    assert_eq!(uid.split_whitespace().nth(1), Some("999"), "{uid}");
     Ok(())
 }
