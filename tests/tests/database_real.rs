@@ -48,8 +48,7 @@ const STATEFUL_SET: &str = "ironic-mariadb";
 const MARIADB_UID: u32 = 999;
 const POLL: Duration = Duration::from_millis(500);
 
-/// A control plane with a real node holding both images, a namespace, a volume for the data,
-/// and an Ironic with a managed database of the older image.
+/// A control plane with a real node holding both images, a namespace and a volume for the data.
 struct Cluster {
     cp: ControlPlane,
     ns: String,
@@ -101,13 +100,17 @@ impl Cluster {
             ironic_namespaces: crds::ironic::IronicNamespaces::Any,
             reserved_account: None,
         };
+        Ok(Self { cp, ns, ctx, data })
+    }
+
+    /// [`Self::start`], and the Ironic with a managed database of the older image.
+    async fn with_database(prefix: &str) -> anyhow::Result<Self> {
+        let cluster = Self::start(prefix).await?;
         let (image, version) = old();
         let ironic = json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic", "metadata": {"name": "ironic"},
             "spec": {"database": {"managed": {"version": version, "image": image}}}});
-        Api::<Ironic>::namespaced(cp.client(), &ns)
-            .create(&PostParams::default(), &serde_json::from_value(ironic)?)
-            .await?;
-        Ok(Self { cp, ns, ctx, data })
+        cluster.api::<Ironic>().create(&PostParams::default(), &serde_json::from_value(ironic)?).await?;
+        Ok(cluster)
     }
 
     fn node(&self) -> anyhow::Result<&RealNode> {
@@ -275,7 +278,7 @@ async fn failed_hooks(cluster: &Cluster) -> anyhow::Result<Vec<String>> {
 
 #[tokio::test]
 async fn a_managed_mariadb_runs_on_the_node_and_changes_series_through_its_slow_stop() -> anyhow::Result<()> {
-    let cluster = Cluster::start("db-real").await?;
+    let cluster = Cluster::with_database("db-real").await?;
     let (outcome, took) = cluster.until_available(old().0).await?;
     eprintln!("MariaDB 10.11 available in {took:?}");
     assert!(server_version(&outcome).starts_with("10.11."), "{:?}", outcome.status);
@@ -373,7 +376,7 @@ fn exists(path: &Path) -> bool {
 
 #[tokio::test]
 async fn a_server_killed_mid_change_is_refused_by_the_new_series_and_nothing_is_lost() -> anyhow::Result<()> {
-    let cluster = Cluster::start("db-real-kill").await?;
+    let cluster = Cluster::with_database("db-real-kill").await?;
     cluster.until_available(old().0).await?;
     cluster.write_row().await?;
     let old_pod = cluster.pod().await?.context("the old pod")?;
