@@ -7,7 +7,8 @@
 #   image ferrometal.local/probe:1 (scripts/node/probe.c), both as OCI archives for
 #   `ctr images import`, cached in $CACHE/node/ and rebuilt only when their sources change;
 # - ferrometal.local/debian-python:1, Debian's python3 with a wheel from PyPI
-#   (scripts/node/debian-image.sh), the image that proves such images run on the node.
+#   (scripts/node/debian-image.sh), the image that proves such images run on the node;
+# - ferrometal.local/mariadb:10.11 and :11.8 (images/mariadb/build.sh).
 # The Kubernetes source comes from the Go module cache scripts/build-kubernetes.sh fills.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -51,3 +52,6 @@ build_image ferrometal.local/probe:1 probe.tar "$HERE/node/probe.c" probe
 echo "$PAUSE_TAG" >"$NODE/pause-tag"
 "$HERE/node/debian-image.sh" ferrometal.local/debian-python:1 "$NODE/debian-python.tar" '["/usr/bin/python3"]' \
   python3-minimal "six==1.16.0"
+# ferrometal.local/mariadb:10.11 and :11.8, Debian's MariaDB with an entrypoint of ours
+# (images/mariadb), for the managed database on the node.
+"$HERE/../images/mariadb/build.sh"

@@ -141,6 +141,12 @@ impl ControlPlane {
         .await?;
 
         let controller_manager = if config.controller_manager {
+            let mut controllers = "serviceaccount,serviceaccount-token,namespace,garbagecollector,deployment,replicaset,daemonset,statefulset,job,endpoint,endpointslice,root-ca-cert-publisher".to_string();
+            if config.node {
+                // A real node mounts real volumes: claims (a StatefulSet's) bind to the
+                // PersistentVolumes a test makes.
+                controllers.push_str(",persistentvolume-binder");
+            }
             let mut cmd = Command::new(env::kube_bin("kube-controller-manager")?);
             cmd.arg(format!("--kubeconfig={}", kubeconfig.display()))
                 .arg("--bind-address=127.0.0.1")
@@ -152,7 +158,7 @@ impl ControlPlane {
                 // Exactly the controllers tests rely on. No node lifecycle
                 // controller: it would mark the simulated node NotReady
                 // (no kubelet heartbeats) and evict its pods.
-                .arg("--controllers=serviceaccount,serviceaccount-token,namespace,garbagecollector,deployment,replicaset,daemonset,statefulset,job,endpoint,endpointslice,root-ca-cert-publisher")
+                .arg(format!("--controllers={controllers}"))
                 .arg("--v=1");
             let mut kcm =
                 ManagedProcess::spawn("kube-controller-manager", cmd, &dir.path().join("kube-controller-manager.log"))?;

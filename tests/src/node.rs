@@ -24,6 +24,10 @@ const LOCK: &str = "/run/ferrometal-node.harness.lock";
 pub const PROBE_IMAGE: &str = "ferrometal.local/probe:1";
 /// Debian's python3 with a wheel from PyPI (`scripts/node/debian-image.sh`).
 pub const DEBIAN_PYTHON_IMAGE: &str = "ferrometal.local/debian-python:1";
+/// ferrometal's MariaDB images (`images/mariadb`): Debian bookworm's 10.11 and trixie's 11.8,
+/// each with the archive it is cached in.
+pub const MARIADB_IMAGES: [(&str, &str); 2] =
+    [("ferrometal.local/mariadb:10.11", "mariadb-10.11.tar"), ("ferrometal.local/mariadb:11.8", "mariadb-11.8.tar")];
 
 /// A running node. Dropping it stops every process of it and undoes what it did to the host.
 pub struct RealNode {
@@ -97,6 +101,36 @@ impl RealNode {
     /// Imports an image archive (`ctr images import`) into the node's containerd.
     pub fn import(&self, archive: &Path) -> crate::Result<()> {
         node_sh(&["import".as_ref(), self.dir.as_os_str(), archive.as_os_str()]).map(drop)
+    }
+
+    /// Runs `ctr` against the node's containerd, in Kubernetes' namespace (`k8s.io`): what a
+    /// test does to a container behind the kubelet's back (kill its task). Its output.
+    pub fn ctr(&self, args: &[&str]) -> crate::Result<String> {
+        let socket = self.dir.join("containerd/containerd.sock");
+        let output = Command::new("ctr")
+            .arg("--address")
+            .arg(&socket)
+            .args(["--namespace", "k8s.io"])
+            .args(args)
+            .output()
+            .context("running ctr")?;
+        if !output.status.success() {
+            bail!("ctr {args:?} failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// The host's pid of a container's main process; `id` as a pod's status gives it
+    /// (`containerd://<id>`) or bare.
+    pub fn container_pid(&self, id: &str) -> crate::Result<u32> {
+        let id = id.strip_prefix("containerd://").unwrap_or(id);
+        let listed = self.ctr(&["tasks", "ls"])?;
+        // TASK PID STATUS
+        let pid = listed.lines().find_map(|line| {
+            let mut fields = line.split_whitespace();
+            (fields.next() == Some(id)).then(|| fields.next()?.parse().ok()).flatten()
+        });
+        pid.with_context(|| format!("no running task {id} on the node:\n{listed}"))
     }
 
     /// The archive of an image `scripts/install-node.sh` built, by file name

@@ -119,13 +119,17 @@ async fn the_pre_stop_hook_itself_shuts_mariadb_down_cleanly() -> anyhow::Result
     let stderr = String::from_utf8_lossy(&hook.stderr);
     assert!(hook.status.success(), "the hook failed: {stderr}");
     assert!(!stderr.contains("could not set innodb_fast_shutdown"), "{stderr}");
-    // The hook returns once the server has finished its shutdown.
-    let stop = server.error_log();
-    let stop = &stop[stop.rfind("Normal shutdown").expect("a shutdown the hook asked for")..];
+    // The hook only asks (it must not outlive the server, see PRE_STOP); then the kubelet's
+    // SIGTERM, which meets a server already stopping and starts no second shutdown.
+    server.shutdown().await?;
+    let log = server.error_log();
+    let run = &log[log.rfind("ready for connections").expect("the server's start")..];
+    assert_eq!(run.matches("Normal shutdown").count(), 1, "one shutdown: {run}");
+    let stop = &run[run.rfind("Normal shutdown").expect("a shutdown the hook asked for")..];
+    assert!(run.contains("(initiated by: root"), "the hook's shutdown, as root on the socket: {run}");
     assert!(stop.contains("InnoDB: Starting shutdown...") && stop.contains("mariadbd: Shutdown complete"), "{stop}");
     let lsn = last_number_after(stop, "Shutdown completed; log sequence number ").expect("the final LSN");
     assert!(!run_script(&server, bin.path(), READINESS)?.status.success(), "not ready once stopped");
-    server.shutdown().await?;
 
     server.restart().await?;
     let log = server.error_log();

@@ -173,7 +173,10 @@ fn the_statefulset_has_the_slow_shutdown_hook_and_its_grace_period() {
     let hook = pod.containers[0].lifecycle.as_ref().and_then(|l| l.pre_stop.as_ref()).and_then(|p| p.exec.as_ref());
     let script = hook.and_then(|e| e.command.as_ref()).map(|c| c.join(" ")).unwrap_or_default();
     assert!(script.contains("SET GLOBAL innodb_fast_shutdown = 0"), "{script}");
-    assert!(script.contains("mariadb-admin --protocol=socket --user=root shutdown"), "{script}");
+    // Asks and returns: a hook still waiting when the server (the container's first process)
+    // exits is killed with it and reported failed.
+    assert!(script.contains("exec mariadb --protocol=socket --user=root --execute='SHUTDOWN'"), "{script}");
+    assert!(!script.contains("mariadb-admin"), "{script}");
     assert!(!script.contains("admin-password"));
     let claim = &spec.volume_claim_templates.expect("claims")[0];
     assert_eq!(claim.metadata.name.as_deref(), Some("data"));

@@ -31,14 +31,21 @@ const INIT_VOLUME: &str = "init";
 /// the redo log of an unclean stop. `0` makes InnoDB finish all of it and write every dirty
 /// page before it stops, which is what MariaDB asks for before a version change. The server
 /// starts with `--innodb-fast-shutdown=0`; the hook sets it once more over the local socket
-/// (for a server started from an older template) and shuts the server down itself;
-/// `mariadb-admin shutdown` returns once the server is gone, so the kubelet's SIGTERM
-/// afterwards meets a stopped server. If setting the variable fails the shutdown still runs.
+/// (for a server started from an older template) and asks the server to shut down. If setting
+/// the variable fails the shutdown is asked all the same.
+///
+/// The hook asks and returns (`SHUTDOWN` answers as the shutdown begins); it must not wait for
+/// the end. The server is the container's first process: when it exits, every other process
+/// of the container dies with it, a hook still waiting too, and the kubelet reports such a hook
+/// as failed (`FailedPreStopHook`, exit 137), measured on a real node with `mariadb-admin
+/// shutdown`, which waits. The grace period covers the rest: the kubelet's SIGTERM after the
+/// hook meets a server already stopping slowly and starts no second shutdown, and the
+/// container is killed only if the slow shutdown outlasts the grace period.
 pub const PRE_STOP: &str = r#"export MYSQL_PWD="$MARIADB_ROOT_PASSWORD"
 if ! mariadb --protocol=socket --user=root --execute='SET GLOBAL innodb_fast_shutdown = 0'; then
   echo 'preStop: could not set innodb_fast_shutdown = 0; shutting down anyway' >&2
 fi
-exec mariadb-admin --protocol=socket --user=root shutdown
+exec mariadb --protocol=socket --user=root --execute='SHUTDOWN'
 "#;
 
 /// Readiness: the server accepts connections on its socket. It does so only once InnoDB has
