@@ -7,7 +7,9 @@
 #   image ferrometal.local/probe:1 (scripts/node/probe.c), both as OCI archives for
 #   `ctr images import`, cached in $CACHE/node/ and rebuilt only when their sources change;
 # - ferrometal.local/debian-python:1, Debian's python3 with a wheel from PyPI
-#   (scripts/node/debian-image.sh), the image that proves such images run on the node.
+#   (scripts/node/debian-image.sh), the image that proves such images run on the node;
+# - ferrometal.local/ironic:<version>, the Ironic image the operator's own Ironic runs on the
+#   node (scripts/node/ironic-image.sh, images/ironic/).
 # The Kubernetes source comes from the Go module cache scripts/build-kubernetes.sh fills.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -51,3 +53,4 @@ build_image ferrometal.local/probe:1 probe.tar "$HERE/node/probe.c" probe
 echo "$PAUSE_TAG" >"$NODE/pause-tag"
 "$HERE/node/debian-image.sh" ferrometal.local/debian-python:1 "$NODE/debian-python.tar" '["/usr/bin/python3"]' \
   python3-minimal "six==1.16.0"
+"$HERE/node/ironic-image.sh"

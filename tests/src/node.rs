@@ -23,6 +23,21 @@ const LOCK: &str = "/run/ferrometal-node.harness.lock";
 pub const PROBE_IMAGE: &str = "ferrometal.local/probe:1";
 /// Debian's python3 with a wheel from PyPI (`scripts/node/debian-image.sh`).
 pub const DEBIAN_PYTHON_IMAGE: &str = "ferrometal.local/debian-python:1";
+/// The archive of the Ironic image (`scripts/node/ironic-image.sh`), named by
+/// [`ironic_image`].
+pub const IRONIC_IMAGE_ARCHIVE: &str = "ironic.tar";
+
+/// The name of the Ironic image `scripts/node/ironic-image.sh` builds
+/// (`ferrometal.local/ironic:<Ironic's version>`), as that script says.
+pub fn ironic_image() -> crate::Result<String> {
+    let script = repo_root().join("scripts/node/ironic-image.sh");
+    let output =
+        Command::new(&script).arg("--name").output().with_context(|| format!("running {}", script.display()))?;
+    if !output.status.success() {
+        bail!("{} --name failed: {}", script.display(), String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
 
 /// A running node. Dropping it stops every process of it and undoes what it did to the host.
 pub struct RealNode {
