@@ -3,7 +3,9 @@
 //! `scripts/node/ironic-image.sh` builds (Debian's packages and Ironic from PyPI, honouring
 //! metal3 ironic-image's contract). Nothing is simulated: the Deployment becomes available
 //! through its own exec probes, and the API answers through the Service over the TLS the
-//! operator set up, with the credentials it generated.
+//! operator set up, with the credentials it generated. A BareMetalHost on sushy-tools' emulated
+//! Redfish BMC is then registered, inspected and provisioned through that Ironic by the host
+//! controller.
 //!
 //! The test points the operator at the local image (its `--ironic-image` default) and changes
 //! nothing else of the rendering. The Ironic opts out of two things this machine cannot give it:
@@ -11,12 +13,17 @@
 //! downloader (its image cannot be pulled here).
 
 use anyhow::Context;
+use crds::baremetalhost::BareMetalHost;
 use crds::ironic::Ironic;
+use ferrometal_tests::http_server::HttpServer;
 use ferrometal_tests::node::{IRONIC_IMAGE_ARCHIVE, RealNode};
+use ferrometal_tests::sushy::{Sushy, SushyConfig};
+use ferrometal_tests::workdir::WorkDir;
 use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service};
 use kube::api::{Api, ListParams, PostParams};
+use operator::host::{self, IronicSource};
 use operator::{Operator, OperatorConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -29,6 +36,9 @@ const NAME: &str = "ironic";
 /// success comes after 30 to 60 s, on top of the image's import and Ironic's start.
 const READY_TIMEOUT: Duration = Duration::from_secs(240);
 const POLL: Duration = Duration::from_millis(500);
+/// Registration, out-of-band inspection and a virtual-media deploy through the pod's Ironic,
+/// each Redfish call costing Ironic half a second of CPU (its PBKDF2 session cache).
+const HOST_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A control plane with a real node, the CRDs, the Ironic image imported, a namespace, and the
 /// operator's Ironic controller pointed at that image. No pod simulator: every pod is real.
@@ -66,6 +76,54 @@ impl RealIronic {
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
     {
         Api::namespaced(self.cp.client(), &self.ns)
+    }
+
+    /// Creates the test's Ironic and waits until it is Ready.
+    async fn create_ready_ironic(&self) -> anyhow::Result<Ironic> {
+        let ironics = self.api::<Ironic>();
+        ironics.create(&PostParams::default(), &serde_json::from_value(ironic(&self.ns))?).await?;
+        let waited = wait::until("the Ironic Ready", READY_TIMEOUT, POLL, || {
+            let ironics = ironics.clone();
+            async move { ironics.get(NAME).await.ok().filter(ready) }
+        })
+        .await;
+        match waited {
+            Ok(ironic) => Ok(ironic),
+            Err(err) => Err(err.context(self.pod_report().await)),
+        }
+    }
+
+    /// The Service's ClusterIP and API port: where kube-proxy takes this machine to the pod.
+    async fn service_address(&self) -> anyhow::Result<SocketAddr> {
+        let service = self.api::<Service>().get(NAME).await?;
+        let cluster_ip = service.spec.and_then(|s| s.cluster_ip).context("the ClusterIP")?;
+        Ok((cluster_ip.parse::<std::net::IpAddr>()?, 443).into())
+    }
+
+    /// The generated API credentials.
+    async fn credentials(&self) -> anyhow::Result<(String, String)> {
+        let credentials = self.api::<Secret>().get(&format!("{NAME}-api-credentials")).await?;
+        let data = credentials.data.context("the credentials' data")?;
+        let username = String::from_utf8(data.get("username").context("username")?.0.clone())?;
+        let password = String::from_utf8(data.get("password").context("password")?.0.clone())?;
+        Ok((username, password))
+    }
+
+    /// The node's address on the pod bridge: where pods reach this machine.
+    async fn node_address(&self) -> anyhow::Result<std::net::IpAddr> {
+        let node = self.cp.node().context("a node")?;
+        let nodes: Api<Node> = Api::all(self.cp.client());
+        let address = nodes
+            .get(node.name())
+            .await?
+            .status
+            .and_then(|s| s.addresses)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|a| a.type_ == "InternalIP")
+            .map(|a| a.address)
+            .context("the node's InternalIP")?;
+        Ok(address.parse()?)
     }
 
     /// The pods' states, for a failure's message.
@@ -125,19 +183,9 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
 -> anyhow::Result<()> {
     let started = Instant::now();
     let env = RealIronic::start("ironic-real").await?;
-    let ironics = env.api::<Ironic>();
-    ironics.create(&PostParams::default(), &serde_json::from_value(ironic(&env.ns))?).await?;
-
     // Ready only once the Deployment is available, which only the real probes (curl in the
     // containers against Ironic behind httpd, and httpd) make it.
-    let waited = wait::until("the Ironic Ready", READY_TIMEOUT, POLL, || {
-        let ironics = ironics.clone();
-        async move { ironics.get(NAME).await.ok().filter(ready) }
-    })
-    .await;
-    if let Err(err) = waited {
-        return Err(err.context(env.pod_report().await));
-    }
+    env.create_ready_ironic().await?;
     eprintln!("Ironic Ready {:?} after the start", started.elapsed());
     let deployment = env.api::<Deployment>().get(&format!("{NAME}-service")).await?;
     let status = deployment.status.context("the Deployment's status")?;
@@ -159,17 +207,12 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
     // What the operator published: the CA (a ConfigMap) and the credentials (a Secret).
     let ca = env.api::<ConfigMap>().get(&format!("{NAME}-ca-bundle")).await?;
     let ca = ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")?;
-    let credentials = env.api::<Secret>().get(&format!("{NAME}-api-credentials")).await?;
-    let data = credentials.data.context("the credentials' data")?;
-    let username = String::from_utf8(data.get("username").context("username")?.0.clone())?;
-    let password = String::from_utf8(data.get("password").context("password")?.0.clone())?;
+    let (username, password) = env.credentials().await?;
 
     // Through the Service's ClusterIP (kube-proxy), by the Service's name the certificate
     // carries, trusting only the published CA.
-    let service = env.api::<Service>().get(NAME).await?;
-    let cluster_ip = service.spec.and_then(|s| s.cluster_ip).context("the ClusterIP")?;
     let host = format!("{NAME}.{}.svc", env.ns);
-    let address: SocketAddr = (cluster_ip.parse::<std::net::IpAddr>()?, 443).into();
+    let address = env.service_address().await?;
     let http = client(&ca, &host, address)?;
     let base = format!("https://{host}");
 
@@ -223,5 +266,120 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
     let refused = untrusting.get(format!("{base}/v1")).send().await;
     assert!(refused.is_err(), "a certificate not from the published CA: {refused:?}");
     eprintln!("done {:?} after the start", started.elapsed());
+    Ok(())
+}
+
+/// BMC credentials of the emulated machine.
+const BMC_USER: &str = "admin";
+const BMC_PASSWORD: &str = "redfish-pw";
+
+#[tokio::test]
+async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_ironic() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let env = RealIronic::start("ironic-real-host").await?;
+    env.create_ready_ironic().await?;
+    eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+
+    // The BMC and the image server listen where the Ironic pod reaches this machine: the
+    // node's address on the pod bridge. The pod's httpd, where Ironic publishes the virtual
+    // media, is reached by the emulator at the pod's address.
+    let gateway = env.node_address().await?;
+    let sushy = Sushy::start(SushyConfig {
+        listen: gateway,
+        auth: Some((BMC_USER.into(), BMC_PASSWORD.into())),
+        ..SushyConfig::default()
+    })
+    .await?;
+    let work = WorkDir::new("ironic-real-images")?;
+    let images = HttpServer::start_on(&work.path().join("images"), &work, gateway).await?;
+    let iso = images.write_live_iso("live.iso")?;
+
+    // The host controller finds the Ironic through the resource (its Service, the Secret and CA
+    // the Ironic controller made) and connects to the Service's ClusterIP: the Service's DNS
+    // name resolves only inside the cluster. A second operator, since the address is known
+    // only once the Service exists.
+    let mut config = OperatorConfig::minimal(format!("test-{}-hosts", env.ns));
+    config.namespaces = vec![env.ns.clone()];
+    config.host = Some(host::Config {
+        ironic: IronicSource::Resource {
+            namespace: env.ns.clone(),
+            name: NAME.to_string(),
+            connect_to: Some(env.service_address().await?),
+        },
+        fast_poll_interval: Duration::from_millis(500),
+        slow_poll_interval: Duration::from_secs(2),
+        error_backoff_base: Duration::from_secs(2),
+        error_backoff_max: Duration::from_secs(15),
+        ..host::Config::default()
+    });
+    let _hosts = Operator::start(env.cp.client(), config).await?;
+
+    let secrets = env.api::<Secret>();
+    let bmc = Secret {
+        metadata: kube::api::ObjectMeta { name: Some("bmc".into()), ..Default::default() },
+        string_data: Some(
+            [("username".to_string(), BMC_USER.to_string()), ("password".to_string(), BMC_PASSWORD.to_string())].into(),
+        ),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &bmc).await?;
+    let system = sushy.systems().first().context("an emulated system")?.clone();
+    let host: BareMetalHost = serde_json::from_value(json!({
+        "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost", "metadata": {"name": "machine-0"},
+        "spec": {
+            "bmc": {"address": sushy.bmc_address("redfish-virtualmedia", &system), "credentialsName": "bmc"},
+            "bootMACAddress": system.mac,
+            "online": true,
+            // Out-of-band inspection and no cleaning: no ramdisk can boot here.
+            "inspectionMode": "fast",
+            "automatedCleaningMode": "disabled",
+            "image": {"url": iso, "format": "live-iso"},
+        }
+    }))?;
+    let hosts = env.api::<BareMetalHost>();
+    hosts.create(&PostParams::default(), &host).await?;
+
+    let provisioned = wait::until("the host provisioned and powered on", HOST_TIMEOUT, POLL, || {
+        let hosts = hosts.clone();
+        async move {
+            let host = hosts.get("machine-0").await.ok()?;
+            let status = host.status.as_ref()?;
+            (status.provisioning.state.as_str() == "provisioned" && status.powered_on).then_some(host)
+        }
+    })
+    .await;
+    let provisioned = match provisioned {
+        Ok(host) => host,
+        Err(err) => {
+            let last = hosts.get("machine-0").await.ok().and_then(|h| h.status);
+            return Err(err.context(format!("last status: {last:?}\n{}", env.pod_report().await)));
+        }
+    };
+    eprintln!("host provisioned {:?} after the start", started.elapsed());
+    let status = provisioned.status.context("the host's status")?;
+    assert_eq!(status.provisioning.image.as_ref().map(|i| i.url.as_str()), Some(iso.as_str()));
+
+    // Ironic (the pod's, asked through the Service) has the node active on redfish, and the
+    // emulated machine is really powered on.
+    let (username, password) = env.credentials().await?;
+    let ca = env.api::<ConfigMap>().get(&format!("{NAME}-ca-bundle")).await?;
+    let ca = ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")?;
+    let host_name = format!("{NAME}.{}.svc", env.ns);
+    let http = client(&ca, &host_name, env.service_address().await?)?;
+    let nodes: Value = http
+        .get(format!("https://{host_name}/v1/nodes?fields=name,driver,provision_state,power_state,instance_info"))
+        .header(API_VERSION.0, API_VERSION.1)
+        .basic_auth(&username, Some(&password))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let node = nodes["nodes"].as_array().and_then(|n| n.first()).context("an Ironic node")?.clone();
+    assert_eq!(node["driver"], "redfish", "{node}");
+    assert_eq!(node["provision_state"], "active", "{node}");
+    assert_eq!(node["power_state"], "power on", "{node}");
+    assert_eq!(node["instance_info"]["boot_iso"], iso.as_str(), "{node}");
+    assert_eq!(sushy.power_state(&system).await?, "On");
     Ok(())
 }
