@@ -64,9 +64,11 @@ if [ -n "$PIP" ]; then
   constraints=()
   [ -z "$CONSTRAINTS" ] || constraints=(--constraint "$CONSTRAINTS")
   # Wheels only (no build step runs here), for the image's Python and C library (glibc 2.36),
-  # whatever the host's are.
+  # whatever the host's are. pip's conflict check would look at this machine's packages, not
+  # the image's: off.
   # shellcheck disable=SC2086 # PIP is a list of requirements
   python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-compile --only-binary=:all: \
+    --no-warn-conflicts \
     --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none \
     --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_34_x86_64 --platform any \
     --target "$rootfs/usr/local/lib/python3.11/dist-packages" "${constraints[@]}" $PIP

@@ -10,7 +10,10 @@ source "$(dirname "$0")/../lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 IRONIC_VERSION=$(sed -n 's/^ironic==\(.*\)$/\1/p' "$ROOT/scripts/requirements.txt")
 PYMYSQL_VERSION=$(sed -n 's/^PyMySQL==\(.*\)$/\1/p' "$ROOT/scripts/requirements.txt")
-[ -n "$IRONIC_VERSION" ] && [ -n "$PYMYSQL_VERSION" ] || { log "no ironic or PyMySQL pin in scripts/requirements.txt"; exit 1; }
+if [ -z "$IRONIC_VERSION" ] || [ -z "$PYMYSQL_VERSION" ]; then
+  log "no ironic or PyMySQL pin in scripts/requirements.txt"
+  exit 1
+fi
 NAME="ferrometal.local/ironic:$IRONIC_VERSION"
 if [ "${1:-}" = --name ]; then
   echo "$NAME"

@@ -27,6 +27,7 @@ if [ "${1:-}" = --rootfs ]; then
   if [ "${6:-}" = --file-caps ]; then
     # Extended attributes need POSIX (pax) headers; the header names and times left out of
     # them keep the bytes the same from one build to the next.
+    # shellcheck disable=SC2054 # the commas are tar's
     format=(--format=posix --xattrs --xattrs-include=security.capability
       --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime)
   fi

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this
 # Shared by the image's entry points (/bin/run*): the contract metal3's ironic-image documents,
 # read from the environment and the mounts the pod gives. Sourced, never run.
 #

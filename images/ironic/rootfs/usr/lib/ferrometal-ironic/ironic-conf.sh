@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2153 # common.sh sets the *_FILE paths
 # Writes ironic.conf from the environment (common.sh's contract, plus what only Ironic reads).
 # Sourced after common.sh. Ironic reads OS_<GROUP>__<OPTION> variables itself (oslo.config's
 # environment source), so spec.extraConfig needs nothing here, and wins over this file.
