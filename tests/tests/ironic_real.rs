@@ -5,7 +5,7 @@
 //! through its own exec probes, and the API answers through the Service over the TLS the
 //! operator set up, with the credentials it generated. A BareMetalHost on sushy-tools' emulated
 //! Redfish BMC is then registered, inspected and provisioned through that Ironic by the host
-//! controller.
+//! controller, while the exporter beside that Ironic serves metrics.
 //!
 //! The test points the operator at the local image (its `--ironic-image` default) and changes
 //! nothing else of the rendering. The Ironic opts out of two things this machine cannot give it:
@@ -43,9 +43,10 @@ const HOST_TIMEOUT: Duration = Duration::from_secs(300);
 /// A control plane with a real node, the CRDs, the Ironic image imported, a namespace, and the
 /// operator's Ironic controller pointed at that image. No pod simulator: every pod is real.
 struct RealIronic {
+    // Fields drop top to bottom: the operator stops before the control plane and node go.
+    _operator: Operator,
     cp: ControlPlane,
     ns: String,
-    _operator: Operator,
 }
 
 impl RealIronic {
@@ -68,7 +69,7 @@ impl RealIronic {
         ironic.images.ironic = Some(ferrometal_tests::node::ironic_image()?);
         config.ironic = Some(ironic);
         let operator = Operator::start(cp.client(), config).await?;
-        Ok(Self { cp, ns, _operator: operator })
+        Ok(Self { _operator: operator, cp, ns })
     }
 
     fn api<K>(&self) -> Api<K>
@@ -79,9 +80,9 @@ impl RealIronic {
     }
 
     /// Creates the test's Ironic and waits until it is Ready.
-    async fn create_ready_ironic(&self) -> anyhow::Result<Ironic> {
+    async fn create_ready_ironic(&self, exporter: bool) -> anyhow::Result<Ironic> {
         let ironics = self.api::<Ironic>();
-        ironics.create(&PostParams::default(), &serde_json::from_value(ironic(&self.ns))?).await?;
+        ironics.create(&PostParams::default(), &serde_json::from_value(ironic(&self.ns, exporter))?).await?;
         let waited = wait::until("the Ironic Ready", READY_TIMEOUT, POLL, || {
             let ironics = ironics.clone();
             async move { ironics.get(NAME).await.ok().filter(ready) }
@@ -147,12 +148,18 @@ impl RealIronic {
 }
 
 /// The Ironic of the test: everything the operator defaults (TLS mode Auto, generated
-/// credentials, SQLite), on the pod network, without the downloader.
-fn ironic(ns: &str) -> Value {
-    json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+/// credentials, SQLite), on the pod network, without the downloader; with `exporter`, sensor
+/// data and the ironic-prometheus-exporter container too (no ServiceMonitor: its CRD is not
+/// installed here).
+fn ironic(ns: &str, exporter: bool) -> Value {
+    let mut ironic = json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
         "metadata": {"name": NAME, "namespace": ns},
         "spec": {"networking": {"disableHostNetwork": true},
-                 "deployRamdisk": {"disableDownloader": true}}})
+                 "deployRamdisk": {"disableDownloader": true}}});
+    if exporter {
+        ironic["spec"]["prometheusExporter"] = json!({"enabled": true, "disableServiceMonitor": true});
+    }
+    ironic
 }
 
 fn ready(ironic: &Ironic) -> bool {
@@ -185,7 +192,7 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
     let env = RealIronic::start("ironic-real").await?;
     // Ready only once the Deployment is available, which only the real probes (curl in the
     // containers against Ironic behind httpd, and httpd) make it.
-    env.create_ready_ironic().await?;
+    env.create_ready_ironic(false).await?;
     eprintln!("Ironic Ready {:?} after the start", started.elapsed());
     let deployment = env.api::<Deployment>().get(&format!("{NAME}-service")).await?;
     let status = deployment.status.context("the Deployment's status")?;
@@ -274,10 +281,11 @@ const BMC_USER: &str = "admin";
 const BMC_PASSWORD: &str = "redfish-pw";
 
 #[tokio::test]
-async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_ironic() -> anyhow::Result<()> {
+async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_ironic_and_its_exporter_serves()
+-> anyhow::Result<()> {
     let started = Instant::now();
     let env = RealIronic::start("ironic-real-host").await?;
-    env.create_ready_ironic().await?;
+    env.create_ready_ironic(true).await?;
     eprintln!("Ironic Ready {:?} after the start", started.elapsed());
 
     // The BMC and the image server listen where the Ironic pod reaches this machine: the
@@ -381,5 +389,17 @@ async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_iro
     assert_eq!(node["power_state"], "power on", "{node}");
     assert_eq!(node["instance_info"]["boot_iso"], iso.as_str(), "{node}");
     assert_eq!(sushy.power_state(&system).await?, "On");
+
+    // The exporter (sensor data on) runs beside that Ironic and serves through the Service's
+    // metrics port.
+    let pods =
+        env.api::<Pod>().list(&ListParams::default().labels(&format!("ironic.metal3.io/app={NAME}-service"))).await?;
+    let statuses = pods.items.first().and_then(|p| p.status.as_ref()?.container_statuses.clone()).unwrap_or_default();
+    let exporter =
+        statuses.iter().find(|s| s.name == "ironic-prometheus-exporter").context("the exporter container")?;
+    assert!(exporter.ready && exporter.restart_count == 0, "{exporter:?}");
+    let metrics = format!("http://{}:9608/metrics", env.service_address().await?.ip());
+    let response = reqwest::Client::new().get(&metrics).timeout(Duration::from_secs(20)).send().await?;
+    assert_eq!(response.status(), StatusCode::OK, "{metrics}");
     Ok(())
 }
