@@ -8,7 +8,9 @@
 #   `ctr images import`, cached in $CACHE/node/ and rebuilt only when their sources change;
 # - ferrometal.local/debian-python:1, Debian's python3 with a wheel from PyPI
 #   (scripts/node/debian-image.sh), the image that proves such images run on the node;
-# - ferrometal.local/mariadb:10.11 and :11.8 (images/mariadb/build.sh).
+# - ferrometal.local/mariadb:10.11 and :11.8 (images/mariadb/build.sh);
+# - ferrometal.local/ironic:<version>, the Ironic image the operator's own Ironic runs on the
+#   node (scripts/node/ironic-image.sh, images/ironic/).
 # The Kubernetes source comes from the Go module cache scripts/build-kubernetes.sh fills.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -55,3 +57,4 @@ echo "$PAUSE_TAG" >"$NODE/pause-tag"
 # ferrometal.local/mariadb:10.11 and :11.8, Debian's MariaDB with an entrypoint of ours
 # (images/mariadb), for the managed database on the node.
 "$HERE/../images/mariadb/build.sh"
+"$HERE/node/ironic-image.sh"

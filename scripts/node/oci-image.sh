@@ -3,26 +3,36 @@
 #   oci-image.sh NAME OUT.tar ENTRYPOINT_BINARY [OTHER_FILE...]
 #       every file lands in / under its own base name; the entrypoint is
 #       ["/<base name of ENTRYPOINT_BINARY>"] (static binaries: pause, probe)
-#   oci-image.sh --rootfs DIR NAME OUT.tar ENTRYPOINT_JSON
+#   oci-image.sh --rootfs DIR NAME OUT.tar ENTRYPOINT_JSON [--file-caps]
 #       DIR is the whole root file system; ENTRYPOINT_JSON the entrypoint as a JSON array
-#       (a root file system from Debian's packages: scripts/node/debian-image.sh)
+#       (a root file system from Debian's packages: scripts/node/debian-image.sh);
+#       --file-caps keeps files' capabilities (security.capability, a POSIX tar then), which
+#       a non-root process needs to get the capabilities its pod adds (dnsmasq's)
 # NAME is the full reference (registry.k8s.io/pause:3.10.2). Optional, from the environment:
 # OCI_CMD, the image's Cmd as a JSON array (the arguments a pod's `args` replace), and OCI_USER,
 # its User (`uid:gid`, numeric); neither is set when empty. The archive is the same bytes for
 # the same files (sorted tar, fixed owners for loose files, fixed times), so its digest is stable.
 # Prints the manifest's digest.
 set -euo pipefail
-usage() { echo "usage: $0 NAME OUT.tar ENTRYPOINT_BINARY [FILE...] | --rootfs DIR NAME OUT.tar ENTRYPOINT_JSON" >&2; exit 2; }
+usage() { echo "usage: $0 NAME OUT.tar ENTRYPOINT_BINARY [FILE...] | --rootfs DIR NAME OUT.tar ENTRYPOINT_JSON [--file-caps]" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/oci/blobs/sha256"
 owners=(--owner=0 --group=0 --numeric-owner)
+format=(--format=gnu)
 if [ "${1:-}" = --rootfs ]; then
-  [ $# -eq 5 ] || usage
+  [ $# -eq 5 ] || { [ $# -eq 6 ] && [ "$6" = --file-caps ]; } || usage
   ROOTFS=$2 NAME=$3 OUT=$4 ENTRY=$5
   # A root file system keeps its owners (a package's files may belong to its own user).
   owners=(--numeric-owner)
+  if [ "${6:-}" = --file-caps ]; then
+    # Extended attributes need POSIX (pax) headers; the header names and times left out of
+    # them keep the bytes the same from one build to the next.
+    # shellcheck disable=SC2054 # the commas are tar's
+    format=(--format=posix --xattrs --xattrs-include=security.capability
+      --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime)
+  fi
 else
   [ $# -ge 3 ] || usage
   NAME=$1 OUT=$2
@@ -42,7 +52,7 @@ blob() { # FILE -> moves it into blobs/sha256, prints its digest and size
   echo "$d $s"
 }
 
-tar --sort=name "${owners[@]}" --mtime=@0 --format=gnu -C "$ROOTFS" -cf "$work/layer.tar" .
+tar --sort=name "${owners[@]}" --mtime=@0 "${format[@]}" -C "$ROOTFS" -cf "$work/layer.tar" .
 read -r layer layer_size < <(blob "$work/layer.tar")
 
 extra=""

@@ -4,6 +4,7 @@
 use crate::process::ManagedProcess;
 use crate::workdir::WorkDir;
 use crate::{env, ports, wait};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -16,14 +17,20 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Serves `root` on a free port; its log goes into `logs`.
+    /// Serves `root` on a free port of loopback; its log goes into `logs`.
     pub async fn start(root: &Path, logs: &WorkDir) -> crate::Result<Self> {
+        Self::start_on(root, logs, IpAddr::from([127, 0, 0, 1])).await
+    }
+
+    /// Serves `root` on a free port of `address` (the node's address on the pod bridge, for
+    /// pods on a real node).
+    pub async fn start_on(root: &Path, logs: &WorkDir, address: IpAddr) -> crate::Result<Self> {
         std::fs::create_dir_all(root)?;
         let port = ports::free_port()?;
         let mut cmd = Command::new(env::python()?);
-        cmd.args(["-m", "http.server", "--bind", "127.0.0.1", "--directory"]).arg(root).arg(port.to_string());
+        cmd.args(["-m", "http.server", "--bind", &address.to_string(), "--directory"]).arg(root).arg(port.to_string());
         let mut process = ManagedProcess::spawn("http-server", cmd, &logs.path().join("http-server.log"))?;
-        let url = format!("http://127.0.0.1:{port}");
+        let url = format!("http://{}", SocketAddr::from((address, port)));
         let probe = reqwest::Client::new();
         wait::until_ok("the image server", Duration::from_secs(20), Duration::from_millis(50), || {
             let alive = process.ensure_running();

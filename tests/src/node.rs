@@ -28,6 +28,21 @@ pub const DEBIAN_PYTHON_IMAGE: &str = "ferrometal.local/debian-python:1";
 /// each with the archive it is cached in.
 pub const MARIADB_IMAGES: [(&str, &str); 2] =
     [("ferrometal.local/mariadb:10.11", "mariadb-10.11.tar"), ("ferrometal.local/mariadb:11.8", "mariadb-11.8.tar")];
+/// The archive of the Ironic image (`scripts/node/ironic-image.sh`), named by
+/// [`ironic_image`].
+pub const IRONIC_IMAGE_ARCHIVE: &str = "ironic.tar";
+
+/// The name of the Ironic image `scripts/node/ironic-image.sh` builds
+/// (`ferrometal.local/ironic:<Ironic's version>`), as that script says.
+pub fn ironic_image() -> crate::Result<String> {
+    let script = repo_root().join("scripts/node/ironic-image.sh");
+    let output =
+        Command::new(&script).arg("--name").output().with_context(|| format!("running {}", script.display()))?;
+    if !output.status.success() {
+        bail!("{} --name failed: {}", script.display(), String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
 
 /// A running node. Dropping it stops every process of it and undoes what it did to the host.
 pub struct RealNode {

@@ -29,11 +29,23 @@ pub struct SushyConfig {
     pub cpus: u32,
     pub memory_gib: u32,
     pub disk_gib: u32,
+    /// The address it listens on: loopback, unless pods on a real node must reach it (the
+    /// node's address on the pod bridge).
+    pub listen: std::net::IpAddr,
 }
 
 impl Default for SushyConfig {
     fn default() -> Self {
-        Self { systems: 1, auth: None, tls: false, instant_power: true, cpus: 4, memory_gib: 8, disk_gib: 50 }
+        Self {
+            systems: 1,
+            auth: None,
+            tls: false,
+            instant_power: true,
+            cpus: 4,
+            memory_gib: 8,
+            disk_gib: 50,
+            listen: loopback(),
+        }
     }
 }
 
@@ -76,7 +88,7 @@ impl Sushy {
 
         let mut conf = format!(
             "import json
-SUSHY_EMULATOR_LISTEN_IP = '127.0.0.1'
+SUSHY_EMULATOR_LISTEN_IP = '{listen}'
 SUSHY_EMULATOR_LISTEN_PORT = {port}
 SUSHY_EMULATOR_FAKE_DRIVER = True
 SUSHY_EMULATOR_STATE_DIR = {state:?}
@@ -95,6 +107,7 @@ SUSHY_EMULATOR_VOLUMES = {{(s['uuid'], '1'): [] for s in SUSHY_EMULATOR_FAKE_SYS
             state = state.display().to_string(),
             systems_file = systems_file.display().to_string(),
             instant = if config.instant_power { "True" } else { "False" },
+            listen = config.listen,
         );
         if let Some((user, password)) = &config.auth {
             let hash = bcrypt::hash(password, 4)?;
@@ -103,7 +116,7 @@ SUSHY_EMULATOR_VOLUMES = {{(s['uuid'], '1'): [] for s in SUSHY_EMULATOR_FAKE_SYS
         }
         let ca_pem = if config.tls {
             let ca = Authority::new("sushy-test-ca")?;
-            let cert = ca.server(&["localhost"], &[loopback()])?;
+            let cert = ca.server(&["localhost"], &[config.listen])?;
             let cert_file = dir.write("sushy.crt", &cert.cert_pem)?;
             let key_file = dir.write("sushy.key", &cert.key_pem)?;
             conf.push_str(&format!(
@@ -122,7 +135,7 @@ SUSHY_EMULATOR_VOLUMES = {{(s['uuid'], '1'): [] for s in SUSHY_EMULATOR_FAKE_SYS
         cmd.env("PYTHONWARNINGS", "ignore");
         let mut process = ManagedProcess::spawn("sushy-emulator", cmd, &dir.path().join("sushy.log"))?;
         let scheme = if config.tls { "https" } else { "http" };
-        let endpoint = format!("{scheme}://127.0.0.1:{port}");
+        let endpoint = format!("{scheme}://{}", std::net::SocketAddr::from((config.listen, port)));
 
         let mut builder = reqwest::Client::builder();
         if let Some(ca) = &ca_pem {
@@ -154,7 +167,7 @@ SUSHY_EMULATOR_VOLUMES = {{(s['uuid'], '1'): [] for s in SUSHY_EMULATOR_FAKE_SYS
         &self.endpoint
     }
 
-    /// The host and port, as a BMC URL takes them (`127.0.0.1:PORT`).
+    /// The host and port, as a BMC URL takes them (`127.0.0.1:PORT`, or the listen address).
     pub fn host_port(&self) -> &str {
         self.endpoint.split("://").nth(1).unwrap_or_default()
     }

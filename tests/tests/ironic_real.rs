@@ -1,0 +1,405 @@
+//! The operator's own Ironic, really running: the `Ironic` the operator renders, with its pods
+//! on a real node (containerd, kubelet, kube-proxy; `scripts/node.sh`) from the image
+//! `scripts/node/ironic-image.sh` builds (Debian's packages and Ironic from PyPI, honouring
+//! metal3 ironic-image's contract). Nothing is simulated: the Deployment becomes available
+//! through its own exec probes, and the API answers through the Service over the TLS the
+//! operator set up, with the credentials it generated. A BareMetalHost on sushy-tools' emulated
+//! Redfish BMC is then registered, inspected and provisioned through that Ironic by the host
+//! controller, while the exporter beside that Ironic serves metrics.
+//!
+//! The test points the operator at the local image (its `--ironic-image` default) and changes
+//! nothing else of the rendering. The Ironic opts out of two things this machine cannot give it:
+//! the host network (the pods would listen on this machine's own interfaces) and the ramdisk
+//! downloader (its image cannot be pulled here).
+
+use anyhow::Context;
+use crds::baremetalhost::BareMetalHost;
+use crds::ironic::Ironic;
+use ferrometal_tests::http_server::HttpServer;
+use ferrometal_tests::node::{IRONIC_IMAGE_ARCHIVE, RealNode};
+use ferrometal_tests::sushy::{Sushy, SushyConfig};
+use ferrometal_tests::workdir::WorkDir;
+use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service};
+use kube::api::{Api, ListParams, PostParams};
+use operator::host::{self, IronicSource};
+use operator::{Operator, OperatorConfig};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// The Ironic's name; its Service and certificate take it too.
+const NAME: &str = "ironic";
+/// The probes start after 30 s and look every 30 s (the operator's rendering): the first
+/// success comes after 30 to 60 s, on top of the image's import and Ironic's start.
+const READY_TIMEOUT: Duration = Duration::from_secs(240);
+const POLL: Duration = Duration::from_millis(500);
+/// Registration, out-of-band inspection and a virtual-media deploy through the pod's Ironic,
+/// each Redfish call costing Ironic half a second of CPU (its PBKDF2 session cache).
+const HOST_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A control plane with a real node, the CRDs, the Ironic image imported, a namespace, and the
+/// operator's Ironic controller pointed at that image. No pod simulator: every pod is real.
+struct RealIronic {
+    // Fields drop top to bottom: the operator stops before the control plane and node go.
+    _operator: Operator,
+    cp: ControlPlane,
+    ns: String,
+}
+
+impl RealIronic {
+    async fn start(prefix: &str) -> anyhow::Result<Self> {
+        let mut cp = ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }).await?;
+        cp.install_crds(&crds::all_crds()).await?;
+        let node = cp.node().context("a node")?;
+        let archive = RealNode::cached_image(IRONIC_IMAGE_ARCHIVE)?;
+        let imported = Instant::now();
+        node.import(&archive)?;
+        eprintln!("imported {} in {:?}", archive.display(), imported.elapsed());
+        let ns = cp.namespace(prefix).await?;
+        let mut config = OperatorConfig::minimal(format!("test-{ns}"));
+        config.namespaces = vec![ns.clone()];
+        let mut ironic = operator::ironic::Config {
+            progress_interval: Duration::from_secs(2),
+            retry_interval: Duration::from_secs(1),
+            ..Default::default()
+        };
+        ironic.images.ironic = Some(ferrometal_tests::node::ironic_image()?);
+        config.ironic = Some(ironic);
+        let operator = Operator::start(cp.client(), config).await?;
+        Ok(Self { _operator: operator, cp, ns })
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.cp.client(), &self.ns)
+    }
+
+    /// Creates the test's Ironic and waits until it is Ready.
+    async fn create_ready_ironic(&self, exporter: bool) -> anyhow::Result<Ironic> {
+        let ironics = self.api::<Ironic>();
+        ironics.create(&PostParams::default(), &serde_json::from_value(ironic(&self.ns, exporter))?).await?;
+        let waited = wait::until("the Ironic Ready", READY_TIMEOUT, POLL, || {
+            let ironics = ironics.clone();
+            async move { ironics.get(NAME).await.ok().filter(ready) }
+        })
+        .await;
+        match waited {
+            Ok(ironic) => Ok(ironic),
+            Err(err) => Err(err.context(self.pod_report().await)),
+        }
+    }
+
+    /// The Service's ClusterIP and API port: where kube-proxy takes this machine to the pod.
+    async fn service_address(&self) -> anyhow::Result<SocketAddr> {
+        let service = self.api::<Service>().get(NAME).await?;
+        let cluster_ip = service.spec.and_then(|s| s.cluster_ip).context("the ClusterIP")?;
+        Ok((cluster_ip.parse::<std::net::IpAddr>()?, 443).into())
+    }
+
+    /// The generated API credentials.
+    async fn credentials(&self) -> anyhow::Result<(String, String)> {
+        let credentials = self.api::<Secret>().get(&format!("{NAME}-api-credentials")).await?;
+        let data = credentials.data.context("the credentials' data")?;
+        let username = String::from_utf8(data.get("username").context("username")?.0.clone())?;
+        let password = String::from_utf8(data.get("password").context("password")?.0.clone())?;
+        Ok((username, password))
+    }
+
+    /// The node's address on the pod bridge: where pods reach this machine.
+    async fn node_address(&self) -> anyhow::Result<std::net::IpAddr> {
+        let node = self.cp.node().context("a node")?;
+        let nodes: Api<Node> = Api::all(self.cp.client());
+        let address = nodes
+            .get(node.name())
+            .await?
+            .status
+            .and_then(|s| s.addresses)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|a| a.type_ == "InternalIP")
+            .map(|a| a.address)
+            .context("the node's InternalIP")?;
+        Ok(address.parse()?)
+    }
+
+    /// The pods' states, for a failure's message.
+    async fn pod_report(&self) -> String {
+        let Ok(pods) = self.api::<Pod>().list(&ListParams::default()).await else {
+            return "no pods listed".to_string();
+        };
+        let mut report = String::new();
+        for pod in pods.items {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let statuses = pod.status.and_then(|s| s.container_statuses).unwrap_or_default();
+            for status in statuses {
+                report.push_str(&format!(
+                    "{name}/{}: ready={} restarts={} state={:?}\n",
+                    status.name, status.ready, status.restart_count, status.state
+                ));
+            }
+        }
+        report
+    }
+}
+
+/// The Ironic of the test: everything the operator defaults (TLS mode Auto, generated
+/// credentials, SQLite), on the pod network, without the downloader; with `exporter`, sensor
+/// data and the ironic-prometheus-exporter container too (no ServiceMonitor: its CRD is not
+/// installed here).
+fn ironic(ns: &str, exporter: bool) -> Value {
+    let mut ironic = json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
+        "metadata": {"name": NAME, "namespace": ns},
+        "spec": {"networking": {"disableHostNetwork": true},
+                 "deployRamdisk": {"disableDownloader": true}}});
+    if exporter {
+        ironic["spec"]["prometheusExporter"] = json!({"enabled": true, "disableServiceMonitor": true});
+    }
+    ironic
+}
+
+fn ready(ironic: &Ironic) -> bool {
+    let status = ironic.status.as_ref();
+    let current = status.and_then(|s| s.observed_generation) == ironic.metadata.generation;
+    current
+        && status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True" && c.reason == "DeploymentAvailable")
+}
+
+/// A client that trusts only `ca_pem` and reaches `host` (a name of the certificate) at
+/// `address`.
+fn client(ca_pem: &str, host: &str, address: SocketAddr) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes())?])
+        .resolve(host, address)
+        .timeout(Duration::from_secs(20))
+        .build()?)
+}
+
+const API_VERSION: (&str, &str) = ("X-OpenStack-Ironic-API-Version", "1.81");
+
+#[tokio::test]
+async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials()
+-> anyhow::Result<()> {
+    let started = Instant::now();
+    let env = RealIronic::start("ironic-real").await?;
+    // Ready only once the Deployment is available, which only the real probes (curl in the
+    // containers against Ironic behind httpd, and httpd) make it.
+    env.create_ready_ironic(false).await?;
+    eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+    let deployment = env.api::<Deployment>().get(&format!("{NAME}-service")).await?;
+    let status = deployment.status.context("the Deployment's status")?;
+    assert_eq!(status.ready_replicas, Some(1), "{status:?}");
+    let pods =
+        env.api::<Pod>().list(&ListParams::default().labels(&format!("ironic.metal3.io/app={NAME}-service"))).await?;
+    let pod = pods.items.first().context("the Ironic pod")?;
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.clone()).unwrap_or_default();
+    for container in ["ironic", "httpd", "ramdisk-logs"] {
+        let status = statuses.iter().find(|s| s.name == container).context(container.to_string())?;
+        assert!(status.ready, "{container} ready: {status:?}");
+        assert!(
+            status.container_id.as_deref().is_some_and(|id| id.starts_with("containerd://")),
+            "{container} is a real container: {status:?}"
+        );
+        assert_eq!(status.image, ferrometal_tests::node::ironic_image()?, "{container} runs the local image");
+    }
+
+    // What the operator published: the CA (a ConfigMap) and the credentials (a Secret).
+    let ca = env.api::<ConfigMap>().get(&format!("{NAME}-ca-bundle")).await?;
+    let ca = ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")?;
+    let (username, password) = env.credentials().await?;
+
+    // Through the Service's ClusterIP (kube-proxy), by the Service's name the certificate
+    // carries, trusting only the published CA.
+    let host = format!("{NAME}.{}.svc", env.ns);
+    let address = env.service_address().await?;
+    let http = client(&ca, &host, address)?;
+    let base = format!("https://{host}");
+
+    // The API's root is open (the probes use it), everything else needs the credentials.
+    let root = http.get(format!("{base}/v1")).header(API_VERSION.0, API_VERSION.1).send().await?;
+    assert_eq!(root.status(), StatusCode::OK);
+    let root: Value = root.json().await?;
+    assert!(root["version"]["version"].is_string(), "{root}");
+
+    let nodes = format!("{base}/v1/nodes");
+    let anonymous = http.get(&nodes).header(API_VERSION.0, API_VERSION.1).send().await?;
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let wrong = http
+        .get(&nodes)
+        .header(API_VERSION.0, API_VERSION.1)
+        .basic_auth(&username, Some("not-the-password"))
+        .send()
+        .await?;
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let listed =
+        http.get(&nodes).header(API_VERSION.0, API_VERSION.1).basic_auth(&username, Some(&password)).send().await?;
+    assert_eq!(listed.status(), StatusCode::OK);
+    let listed: Value = listed.json().await?;
+    assert_eq!(listed["nodes"], json!([]), "{listed}");
+
+    // A write goes through to Ironic's conductor and database, and reads back.
+    let created = http
+        .post(&nodes)
+        .header(API_VERSION.0, API_VERSION.1)
+        .basic_auth(&username, Some(&password))
+        .json(&json!({"name": "real-node-check", "driver": "fake-hardware"}))
+        .send()
+        .await?;
+    assert_eq!(created.status(), StatusCode::CREATED, "{:?}", created.text().await);
+    let node: Value = http
+        .get(format!("{nodes}/real-node-check"))
+        .header(API_VERSION.0, API_VERSION.1)
+        .basic_auth(&username, Some(&password))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    assert_eq!(node["provision_state"], "enroll", "{node}");
+
+    // A client that does not trust the operator's CA gets no answer at all.
+    let untrusting = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(env.cp.ca_pem().as_bytes())?])
+        .resolve(&host, address)
+        .build()?;
+    let refused = untrusting.get(format!("{base}/v1")).send().await;
+    assert!(refused.is_err(), "a certificate not from the published CA: {refused:?}");
+    eprintln!("done {:?} after the start", started.elapsed());
+    Ok(())
+}
+
+/// BMC credentials of the emulated machine.
+const BMC_USER: &str = "admin";
+const BMC_PASSWORD: &str = "redfish-pw";
+
+#[tokio::test]
+async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_ironic_and_its_exporter_serves()
+-> anyhow::Result<()> {
+    let started = Instant::now();
+    let env = RealIronic::start("ironic-real-host").await?;
+    env.create_ready_ironic(true).await?;
+    eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+
+    // The BMC and the image server listen where the Ironic pod reaches this machine: the
+    // node's address on the pod bridge. The pod's httpd, where Ironic publishes the virtual
+    // media, is reached by the emulator at the pod's address.
+    let gateway = env.node_address().await?;
+    let sushy = Sushy::start(SushyConfig {
+        listen: gateway,
+        auth: Some((BMC_USER.into(), BMC_PASSWORD.into())),
+        ..SushyConfig::default()
+    })
+    .await?;
+    let work = WorkDir::new("ironic-real-images")?;
+    let images = HttpServer::start_on(&work.path().join("images"), &work, gateway).await?;
+    let iso = images.write_live_iso("live.iso")?;
+
+    // The host controller finds the Ironic through the resource (its Service, the Secret and CA
+    // the Ironic controller made) and connects to the Service's ClusterIP: the Service's DNS
+    // name resolves only inside the cluster. A second operator, since the address is known
+    // only once the Service exists.
+    let mut config = OperatorConfig::minimal(format!("test-{}-hosts", env.ns));
+    config.namespaces = vec![env.ns.clone()];
+    config.host = Some(host::Config {
+        ironic: IronicSource::Resource {
+            namespace: env.ns.clone(),
+            name: NAME.to_string(),
+            connect_to: Some(env.service_address().await?),
+        },
+        fast_poll_interval: Duration::from_millis(500),
+        slow_poll_interval: Duration::from_secs(2),
+        error_backoff_base: Duration::from_secs(2),
+        error_backoff_max: Duration::from_secs(15),
+        ..host::Config::default()
+    });
+    let _hosts = Operator::start(env.cp.client(), config).await?;
+
+    let secrets = env.api::<Secret>();
+    let bmc = Secret {
+        metadata: kube::api::ObjectMeta { name: Some("bmc".into()), ..Default::default() },
+        string_data: Some(
+            [("username".to_string(), BMC_USER.to_string()), ("password".to_string(), BMC_PASSWORD.to_string())].into(),
+        ),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &bmc).await?;
+    let system = sushy.systems().first().context("an emulated system")?.clone();
+    let host: BareMetalHost = serde_json::from_value(json!({
+        "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost", "metadata": {"name": "machine-0"},
+        "spec": {
+            "bmc": {"address": sushy.bmc_address("redfish-virtualmedia", &system), "credentialsName": "bmc"},
+            "bootMACAddress": system.mac,
+            "online": true,
+            // Out-of-band inspection and no cleaning: no ramdisk can boot here.
+            "inspectionMode": "fast",
+            "automatedCleaningMode": "disabled",
+            "image": {"url": iso, "format": "live-iso"},
+        }
+    }))?;
+    let hosts = env.api::<BareMetalHost>();
+    hosts.create(&PostParams::default(), &host).await?;
+
+    let provisioned = wait::until("the host provisioned and powered on", HOST_TIMEOUT, POLL, || {
+        let hosts = hosts.clone();
+        async move {
+            let host = hosts.get("machine-0").await.ok()?;
+            let status = host.status.as_ref()?;
+            (status.provisioning.state.as_str() == "provisioned" && status.powered_on).then_some(host)
+        }
+    })
+    .await;
+    let provisioned = match provisioned {
+        Ok(host) => host,
+        Err(err) => {
+            let last = hosts.get("machine-0").await.ok().and_then(|h| h.status);
+            return Err(err.context(format!("last status: {last:?}\n{}", env.pod_report().await)));
+        }
+    };
+    eprintln!("host provisioned {:?} after the start", started.elapsed());
+    let status = provisioned.status.context("the host's status")?;
+    assert_eq!(status.provisioning.image.as_ref().map(|i| i.url.as_str()), Some(iso.as_str()));
+
+    // Ironic (the pod's, asked through the Service) has the node active on redfish, and the
+    // emulated machine is really powered on.
+    let (username, password) = env.credentials().await?;
+    let ca = env.api::<ConfigMap>().get(&format!("{NAME}-ca-bundle")).await?;
+    let ca = ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")?;
+    let host_name = format!("{NAME}.{}.svc", env.ns);
+    let http = client(&ca, &host_name, env.service_address().await?)?;
+    let nodes: Value = http
+        .get(format!("https://{host_name}/v1/nodes?fields=name,driver,provision_state,power_state,instance_info"))
+        .header(API_VERSION.0, API_VERSION.1)
+        .basic_auth(&username, Some(&password))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let node = nodes["nodes"].as_array().and_then(|n| n.first()).context("an Ironic node")?.clone();
+    assert_eq!(node["driver"], "redfish", "{node}");
+    assert_eq!(node["provision_state"], "active", "{node}");
+    assert_eq!(node["power_state"], "power on", "{node}");
+    assert_eq!(node["instance_info"]["boot_iso"], iso.as_str(), "{node}");
+    assert_eq!(sushy.power_state(&system).await?, "On");
+
+    // The exporter (sensor data on) runs beside that Ironic and serves through the Service's
+    // metrics port.
+    let pods =
+        env.api::<Pod>().list(&ListParams::default().labels(&format!("ironic.metal3.io/app={NAME}-service"))).await?;
+    let statuses = pods.items.first().and_then(|p| p.status.as_ref()?.container_statuses.clone()).unwrap_or_default();
+    let exporter =
+        statuses.iter().find(|s| s.name == "ironic-prometheus-exporter").context("the exporter container")?;
+    assert!(exporter.ready && exporter.restart_count == 0, "{exporter:?}");
+    let metrics = format!("http://{}:9608/metrics", env.service_address().await?.ip());
+    let response = reqwest::Client::new().get(&metrics).timeout(Duration::from_secs(20)).send().await?;
+    assert_eq!(response.status(), StatusCode::OK, "{metrics}");
+    Ok(())
+}
