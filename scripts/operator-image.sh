@@ -8,7 +8,8 @@
 # 1. The base: distroless's cc-debian12 made from Debian's own packages (nothing can be pulled
 #    here) by scripts/node/distroless-base.sh, cached as $CACHE/node/cc-debian12.rootfs.tar.
 # 2. The release binary, by scripts/build-release.sh (the release profile, in CARGO_TARGET_DIR;
-#    a no-op for cargo when nothing changed).
+#    a no-op for cargo when nothing changed). FERROMETAL_PROFILE=dev packs the debug binary
+#    instead, as the tests do (the one `make build` made: no second build of the workspace).
 # 3. The image: the base plus the binary at /usr/local/bin/ferrometal, entrypoint
 #    ["/usr/local/bin/ferrometal"], cmd ["run"], user 65532:65532, packed by
 #    scripts/node/oci-image.sh and named as config/manager/manager.yaml references it
@@ -30,7 +31,7 @@ NAME=$(sed -n 's/^ *image: *\(ghcr.io\/ferrometal\/ferrometal:.*\)$/\1/p' "$ROOT
 
 # 2. The binary.
 DIST="$NODE/operator-dist"
-FERROMETAL_PROFILE=release "$ROOT/scripts/build-release.sh" "$DIST" >&2
+FERROMETAL_PROFILE="${FERROMETAL_PROFILE:-release}" "$ROOT/scripts/build-release.sh" "$DIST" >&2
 binary="$DIST/ferrometal"
 
 # 3. The image.

@@ -1,6 +1,6 @@
 //! Install as users do, on a real node: the operator image built here
-//! (`scripts/operator-image.sh`: the release binary on a distroless base made from Debian's
-//! packages, the Containerfile's layout) and imported into the node, `config/default` applied
+//! (`scripts/operator-image.sh`: the operator's binary, here the debug build the other tests
+//! run, on a distroless base made from Debian's packages, the Containerfile's layout) and imported into the node, `config/default` applied
 //! with `kubectl apply --server-side -k`, and the operator running as the Deployment's pods
 //! under its ServiceAccount with the shipped RBAC: its in-cluster configuration reaches the
 //! apiserver through the `kubernetes` Service, the apiserver reaches its webhooks through their
@@ -156,8 +156,8 @@ fn available(deployment: &Deployment) -> bool {
 
 #[tokio::test]
 async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_keeps_every_host() -> anyhow::Result<()> {
-    // The image first, before the node (one per machine) is taken: the first time, a release
-    // build of minutes; then a cache hit.
+    // The image first, before the node (one per machine) is taken: packed when the binary
+    // changed (seconds; the base about 2 minutes on a fresh machine), else a cache hit.
     let started = Instant::now();
     let archive = tokio::task::spawn_blocking(operator_image).await??;
     eprintln!("---- install_real: the operator image ready in {:.1?}", started.elapsed());
