@@ -6,11 +6,9 @@
 #   build/pause/linux/pause.c (no image can be pulled on our machines), and ferrometal's test
 #   image ferrometal.local/probe:1 (scripts/node/probe.c), both as OCI archives for
 #   `ctr images import`, cached in $CACHE/node/ and rebuilt only when their sources change;
-# - ferrometal.local/debian-python:1, Debian's python3 with a wheel from PyPI
-#   (scripts/node/debian-image.sh), the image that proves such images run on the node;
-# - ferrometal.local/mariadb:10.11 and :11.8 (images/mariadb/build.sh);
-# - ferrometal.local/ironic:<version>, the Ironic image the operator's own Ironic runs on the
-#   node (scripts/node/ironic-image.sh, images/ironic/).
+# - the images from Debian's packages and PyPI (scripts/node/debian-images.sh: debian-python,
+#   MariaDB 10.11 and 11.8, Ironic), cached there too (install.sh builds them earlier, beside
+#   Kubernetes; here they are a recipe check).
 # The Kubernetes source comes from the Go module cache scripts/build-kubernetes.sh fills.
 source "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -52,9 +50,4 @@ build_image() {
 build_image "registry.k8s.io/pause:$PAUSE_TAG" pause.tar "$SRC" pause "-DVERSION=v$PAUSE_TAG-ferrometal"
 build_image ferrometal.local/probe:1 probe.tar "$HERE/node/probe.c" probe
 echo "$PAUSE_TAG" >"$NODE/pause-tag"
-"$HERE/node/debian-image.sh" ferrometal.local/debian-python:1 "$NODE/debian-python.tar" '["/usr/bin/python3"]' \
-  python3-minimal "six==1.16.0"
-# ferrometal.local/mariadb:10.11 and :11.8, Debian's MariaDB with an entrypoint of ours
-# (images/mariadb), for the managed database on the node.
-"$HERE/../images/mariadb/build.sh"
-"$HERE/node/ironic-image.sh"
+"$HERE/node/debian-images.sh"

@@ -74,11 +74,11 @@ fn nodeset_of(env: &HashMap<String, String>) -> serde_json::Value {
 /// What ran on each host, from the NodeSet's record ConfigMaps (status keeps no per-service
 /// rows): hostname to its list of completions.
 fn completions_of(env: &HashMap<String, String>) -> serde_json::Value {
-    let (namespace, _) = env["NODESET"].split_once('/').expect("namespace/name");
-    let selector = "app.kubernetes.io/component=nodeset-record";
+    let (namespace, name) = env["NODESET"].split_once('/').expect("namespace/name");
+    let selector = format!("app.kubernetes.io/component=nodeset-record,{}={name}", crds::nodeset::NODESET_LABEL);
     let list: serde_json::Value = serde_json::from_str(&kubectl(
         env,
-        &["get", "configmaps", "-n", namespace, "-l", selector, "-o", "json"],
+        &["get", "configmaps", "-n", namespace, "-l", &selector, "-o", "json"],
         None,
     ))
     .expect("json");

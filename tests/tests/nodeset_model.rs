@@ -98,15 +98,21 @@ impl Oracle {
     }
 
     /// The machines the NodeSet's status names now: a host seen with a machine for the first
-    /// time may deploy it once.
-    fn learn_machines(&mut self, nodeset: &crds::nodeset::NodeSet) {
+    /// time may deploy it once. A host never gets another machine: nothing here asks for one
+    /// (a token reprovisions the same machine; a host removed under Retain and added back, a
+    /// recreated NodeSet, a lost status all adopt the machine the host had).
+    fn learn_machines(&mut self, nodeset: &crds::nodeset::NodeSet) -> anyhow::Result<()> {
         for (host, machine) in NodeSetEnv::bmh_names(nodeset) {
-            if self.machine_of.get(&host) != Some(&machine) {
-                *self.allowed_deploys.entry(machine.clone()).or_default() += 1;
-                *self.allowed_bootstraps.entry(host.clone()).or_default() += 1;
-                self.machine_of.insert(host, machine);
+            match self.machine_of.get(&host) {
+                Some(had) => anyhow::ensure!(*had == machine, "{host} moved from {had} to {machine}"),
+                None => {
+                    *self.allowed_deploys.entry(machine.clone()).or_default() += 1;
+                    *self.allowed_bootstraps.entry(host.clone()).or_default() += 1;
+                    self.machine_of.insert(host, machine);
+                }
             }
         }
+        Ok(())
     }
 }
 
@@ -238,7 +244,7 @@ async fn check(
     bring_up: bool,
 ) -> anyhow::Result<()> {
     let nodeset = env.wait_ready(NODESET, secs(180)).await?;
-    oracle.learn_machines(&nodeset);
+    oracle.learn_machines(&nodeset)?;
     let transitions = env.node_transitions(machines).await?;
     for machine in machines {
         // Each deployment ends in `active` once, however many steps it took.

@@ -117,9 +117,9 @@ async fn max_unavailable_is_never_exceeded_and_old_jobs_go_once_recorded() -> an
     let inventories = secrets.list(&kube::api::ListParams::default().labels(crds::nodeset::SERVICE_LABEL)).await?;
     let inventory_names: Vec<String> = inventories.items.iter().filter_map(|s| s.metadata.name.clone()).collect();
     assert_eq!(inventory_names, remaining, "each inventory Secret goes with its Job");
+    let selector = format!("app.kubernetes.io/component=nodeset-record,{}=computes", crds::nodeset::NODESET_LABEL);
     let records: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(env.t.env.client(), env.ns());
-    let recorded =
-        records.list(&kube::api::ListParams::default().labels("app.kubernetes.io/component=nodeset-record")).await?;
+    let recorded = records.list(&kube::api::ListParams::default().labels(&selector)).await?;
     let ran: serde_json::Map<String, serde_json::Value> = recorded
         .items
         .iter()

@@ -66,6 +66,15 @@ impl<K: Resource + Clone> Recent<K> {
         }
     }
 
+    /// The freshest copy of one object: the store's (`cached`) or what a write returned, also
+    /// while the store does not show it yet.
+    pub fn latest(&self, namespace: &str, name: &str, cached: Option<Arc<K>>) -> Option<Arc<K>> {
+        match cached {
+            Some(cached) => Some(self.freshest(cached)),
+            None => self.lock().get(&(namespace.to_string(), name.to_string())).cloned(),
+        }
+    }
+
     /// The store's objects with each replaced by its freshest copy, plus the remembered objects
     /// of `namespace` the store does not show yet (just created), for which `wanted` holds.
     pub fn overlay(&self, cached: Vec<Arc<K>>, namespace: &str, wanted: impl Fn(&K) -> bool) -> Vec<Arc<K>> {

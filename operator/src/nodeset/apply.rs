@@ -78,9 +78,11 @@ pub async fn apply(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Mem
     for record in &plan.records {
         let name = record.name_any();
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), &nodeset.namespace().unwrap_or_default());
-        api.patch(&name, &apply_params(), &Patch::Apply(record))
-            .await
-            .map_err(KubeError::of::<ConfigMap>(Verb::Apply, &name))?;
+        let stored =
+            api.patch(&name, &apply_params(), &Patch::Apply(record))
+                .await
+                .map_err(KubeError::of::<ConfigMap>(Verb::Apply, &name))?;
+        memory.records.remember(stored);
     }
     if !plan.jobs.is_empty() || !plan.prune.is_empty() {
         apply_jobs(client, nodeset, plan, memory, &mut applied).await?;

@@ -378,9 +378,10 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Skipping a group that failed once matches as many hosts as searching every host.
+        /// Skipping a group that failed once gives the same matching as searching every host
+        /// (a failed search changes nothing, and another of the group would fail the same way).
         #[test]
-        fn skipping_failed_groups_loses_no_match(
+        fn skipping_failed_groups_changes_no_match(
             groups in proptest::collection::vec(proptest::collection::btree_set(0usize..6, 0..4), 1..4),
             members in proptest::collection::vec(0usize..3, 0..10),
         ) {
@@ -388,8 +389,7 @@ mod tests {
             let lefts: Vec<(&[usize], usize)> =
                 members.iter().map(|m| m % groups.len()).map(|g| (groups[g].as_slice(), g)).collect();
             let alone: Vec<(&[usize], usize)> = lefts.iter().enumerate().map(|(i, (c, _))| (*c, 100 + i)).collect();
-            let size = |m: Vec<Option<usize>>| m.iter().flatten().count();
-            proptest::prop_assert_eq!(size(max_matching(&lefts, 6)), size(max_matching(&alone, 6)));
+            proptest::prop_assert_eq!(max_matching(&lefts, 6), max_matching(&alone, 6));
         }
     }
 

@@ -127,7 +127,8 @@ pub async fn facts(
         facts.lost = memory.still_lost(&facts.hosts);
     }
     for name in record::names(&Owner::of(nodeset)) {
-        if let Some(found) = caches.records.get(&ObjectRef::new(&name).within(&namespace)) {
+        let cached = caches.records.get(&ObjectRef::new(&name).within(&namespace));
+        if let Some(found) = memory.records.latest(&namespace, &name, cached) {
             facts.records.insert(name, record::read(&found));
         }
     }

@@ -6,6 +6,7 @@ use crate::kube::fresh::{Recent, version};
 use crds::baremetalhost::BareMetalHost;
 use crds::nodeset::NodeSet;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -16,6 +17,9 @@ pub struct Memory {
     pub nodesets: Recent<NodeSet>,
     pub hosts: Recent<BareMetalHost>,
     pub jobs: Recent<Job>,
+    /// The record of what ran (`record`): a reconcile right after one that recorded a
+    /// completion must not read the older copy and run the service again.
+    pub records: Recent<ConfigMap>,
     /// BareMetalHosts (namespace, name) a claim lost, with the resource version it lost at.
     lost: Mutex<HashMap<(String, String), u64>>,
     /// Failure messages of failed Jobs, by uid.

@@ -175,6 +175,9 @@ pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usiz
         let completed = if spec.pre_provisioned() {
             recorded
                 .get(hostname)
+                // A machine's entry (a NodeSet of that name that claimed BareMetalHosts) is not
+                // what ran on a preProvisioned host.
+                .filter(|e| e.machine.is_none())
                 .map(|e| e.completed.clone())
                 .filter(|c| !c.is_empty())
                 .or_else(|| previous.get(hostname).and_then(|p| p.services_completed.clone()))
@@ -534,7 +537,15 @@ impl Plan {
             .collect();
         let retain = release_policy(nodeset) == DeletionPolicy::Retain;
         let held = self.held();
-        let next = record::after(recorded, known, |hostname| retain || held.iter().any(|h| h == hostname));
+        // A removed host's machine that still carries this NodeSet's claim (removed under
+        // Retain, whatever the policy is now) keeps its entry: it runs, and may come back.
+        let still_claimed: BTreeSet<(&str, String)> =
+            facts.hosts.iter().filter_map(|h| Some((owner.hostname_of(h)?, h.uid()?))).collect();
+        let next = record::after(recorded, known, |hostname, entry| {
+            retain
+                || held.iter().any(|h| h == hostname)
+                || entry.machine.as_ref().is_some_and(|uid| still_claimed.contains(&(hostname, uid.clone())))
+        });
         self.records = record::writes(owner, &next, &facts.records);
     }
 

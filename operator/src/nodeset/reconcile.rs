@@ -151,6 +151,7 @@ impl NodeSetReconciler {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &namespace);
         // Every name, not only those the cache shows: one written just before may not be there.
         for name in record::names(&Owner::of(nodeset)) {
+            self.memory.records.forget(&namespace, &name);
             match api.delete(&name, &Default::default()).await.map_err(KubeError::of::<ConfigMap>(Verb::Delete, &name))
             {
                 Ok(_) => {}

@@ -149,14 +149,13 @@ fn locked_by_status(nodeset: &NodeSet) -> Vec<FieldError> {
         errors.push(FieldError::new("spec.baremetalSetTemplate.bmhNamespace", SELECTION_LOCKED_MESSAGE));
     }
     let claimed = hosts.into_iter().flatten().any(|(_, h)| h.bmh_ref.is_some());
-    // A host configured without a BareMetalHost, while status says the NodeSet was
-    // preProvisioned (or, written by an operator that kept completions in status, one with
-    // completions): its machine runs, so it is not one to claim a BareMetalHost for.
+    // Hosts seen while status says the NodeSet was preProvisioned (as the webhook and CEL
+    // have it: the field never changes), or, in a status written by an operator that kept
+    // completions there, a host that ran something without a BareMetalHost: their machines
+    // may run, so they are not hosts to claim BareMetalHosts for.
     let recorded_pre = nodeset.status.as_ref().and_then(|s| s.pre_provisioned) == Some(true);
     let configured_bare = hosts.into_iter().flatten().any(|(_, h)| {
-        h.bmh_ref.is_none()
-            && ((recorded_pre && h.deployed_config_hash.is_some())
-                || h.services_completed.as_ref().is_some_and(|c| !c.is_empty()))
+        recorded_pre || (h.bmh_ref.is_none() && h.services_completed.as_ref().is_some_and(|c| !c.is_empty()))
     });
     if (nodeset.spec.pre_provisioned() && claimed) || (!nodeset.spec.pre_provisioned() && configured_bare) {
         errors.push(FieldError::new("spec.preProvisioned", PRE_PROVISIONED_IMMUTABLE_MESSAGE));
@@ -300,6 +299,14 @@ mod tests {
         assert!(findings.invalid.is_empty(), "a host with nothing to run is configured before its claim: {findings:?}");
         configured.status.as_mut().expect("status").pre_provisioned = Some(true);
         let findings = check(&configured, &services(&[]), &Reach::default());
+        assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
+        // Before anything ran on it, too: its machine may already run.
+        let mut fresh = with_status(
+            nodeset(json!({"baremetalSetTemplate": template(json!({})), "nodes": {"c-0": {}}})),
+            json!({"c-0": {"desiredConfigHash": "77de"}}),
+        );
+        fresh.status.as_mut().expect("status").pre_provisioned = Some(true);
+        let findings = check(&fresh, &services(&[]), &Reach::default());
         assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
         let was_claimed = with_status(
             nodeset(json!({"preProvisioned": true, "nodes": {"c-0": {}}})),

@@ -364,6 +364,21 @@ struct JobRecording {
     max_same_host_and_service: usize,
 }
 
+impl JobRecording {
+    /// Hosts in running Jobs now, and the most running Jobs of one service on one host.
+    fn now(&self) -> (usize, usize) {
+        let running: Vec<&SeenJob> = self.running.iter().filter_map(|j| self.seen.get(j)).collect();
+        let hosts: BTreeSet<&String> = running.iter().flat_map(|j| j.hosts.iter()).collect();
+        let mut per_pair: BTreeMap<(&String, &String), usize> = BTreeMap::new();
+        for job in &running {
+            for host in &job.hosts {
+                *per_pair.entry((&job.service, host)).or_default() += 1;
+            }
+        }
+        (hosts.len(), per_pair.values().copied().max().unwrap_or(0))
+    }
+}
+
 /// Watches the service Jobs of a namespace: every Job created since it started, and the most
 /// hosts ever in running Jobs at once.
 pub struct JobRecorder {
@@ -421,16 +436,8 @@ impl JobRecorder {
                     }
                     Event::Init | Event::InitDone => {}
                 }
-                let running: BTreeSet<&String> =
-                    rec.running.iter().filter_map(|j| rec.seen.get(j)).flat_map(|j| j.hosts.iter()).collect();
-                rec.max_running_hosts = rec.max_running_hosts.max(running.len());
-                let mut per_pair: BTreeMap<(&String, &String), usize> = BTreeMap::new();
-                for job in rec.running.iter().filter_map(|j| rec.seen.get(j)) {
-                    for host in &job.hosts {
-                        *per_pair.entry((&job.service, host)).or_default() += 1;
-                    }
-                }
-                let same = per_pair.values().copied().max().unwrap_or(0);
+                let (hosts, same) = rec.now();
+                rec.max_running_hosts = rec.max_running_hosts.max(hosts);
                 rec.max_same_host_and_service = rec.max_same_host_and_service.max(same);
             }
         });
@@ -466,11 +473,11 @@ impl JobRecorder {
         self.recording.lock().unwrap_or_else(|e| e.into_inner()).max_same_host_and_service
     }
 
-    /// Starts both maxima again from what runs now (one step of a test at a time).
+    /// Starts both maxima again (one step of a test at a time) from what runs now: Jobs still
+    /// running count without waiting for their next event.
     pub fn reset_maxima(&self) {
         let mut rec = self.recording.lock().unwrap_or_else(|e| e.into_inner());
-        rec.max_running_hosts = 0;
-        rec.max_same_host_and_service = 0;
+        (rec.max_running_hosts, rec.max_same_host_and_service) = rec.now();
     }
 }
 
