@@ -21,7 +21,7 @@ use ferrometal_tests::sushy::{Sushy, SushyConfig};
 use ferrometal_tests::workdir::WorkDir;
 use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::{Api, ListParams, PostParams};
 use operator::host::{self, IronicSource};
 use operator::{Operator, OperatorConfig};
@@ -50,6 +50,16 @@ struct RealIronic {
 }
 
 impl RealIronic {
+    /// A control plane with a node, the image imported, and a Ready `Ironic` (with the
+    /// exporter or not).
+    async fn ready(prefix: &str, exporter: bool) -> anyhow::Result<Self> {
+        let started = Instant::now();
+        let env = Self::start(prefix).await?;
+        env.create_ready_ironic(exporter).await?;
+        eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+        Ok(env)
+    }
+
     async fn start(prefix: &str) -> anyhow::Result<Self> {
         let mut cp = ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }).await?;
         cp.install_crds(&crds::all_crds()).await?;
@@ -111,20 +121,8 @@ impl RealIronic {
     }
 
     /// The node's address on the pod bridge: where pods reach this machine.
-    async fn node_address(&self) -> anyhow::Result<std::net::IpAddr> {
-        let node = self.cp.node().context("a node")?;
-        let nodes: Api<Node> = Api::all(self.cp.client());
-        let address = nodes
-            .get(node.name())
-            .await?
-            .status
-            .and_then(|s| s.addresses)
-            .unwrap_or_default()
-            .into_iter()
-            .find(|a| a.type_ == "InternalIP")
-            .map(|a| a.address)
-            .context("the node's InternalIP")?;
-        Ok(address.parse()?)
+    fn node_address(&self) -> anyhow::Result<std::net::IpAddr> {
+        Ok(self.cp.node().context("a node")?.gateway()?.into())
     }
 
     /// The pods' states, for a failure's message.
@@ -189,11 +187,9 @@ const API_VERSION: (&str, &str) = ("X-OpenStack-Ironic-API-Version", "1.81");
 async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials()
 -> anyhow::Result<()> {
     let started = Instant::now();
-    let env = RealIronic::start("ironic-real").await?;
     // Ready only once the Deployment is available, which only the real probes (curl in the
     // containers against Ironic behind httpd, and httpd) make it.
-    env.create_ready_ironic(false).await?;
-    eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+    let env = RealIronic::ready("ironic-real", false).await?;
     let deployment = env.api::<Deployment>().get(&format!("{NAME}-service")).await?;
     let status = deployment.status.context("the Deployment's status")?;
     assert_eq!(status.ready_replicas, Some(1), "{status:?}");
@@ -284,14 +280,12 @@ const BMC_PASSWORD: &str = "redfish-pw";
 async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_ironic_and_its_exporter_serves()
 -> anyhow::Result<()> {
     let started = Instant::now();
-    let env = RealIronic::start("ironic-real-host").await?;
-    env.create_ready_ironic(true).await?;
-    eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+    let env = RealIronic::ready("ironic-real-host", true).await?;
 
     // The BMC and the image server listen where the Ironic pod reaches this machine: the
     // node's address on the pod bridge. The pod's httpd, where Ironic publishes the virtual
     // media, is reached by the emulator at the pod's address.
-    let gateway = env.node_address().await?;
+    let gateway = env.node_address()?;
     let sushy = Sushy::start(SushyConfig {
         listen: gateway,
         auth: Some((BMC_USER.into(), BMC_PASSWORD.into())),

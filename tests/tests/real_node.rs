@@ -14,7 +14,7 @@ use ferrometal_tests::node::{DEBIAN_PYTHON_IMAGE, PROBE_IMAGE, RealNode};
 use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -151,17 +151,7 @@ async fn a_statefulset_pods_pre_stop_hook_runs_before_its_grace_period_ends() ->
     let (cp, ns) = cluster("node-prestop").await?;
     let node = cp.node().context("a node")?;
     // The hook calls back to this test on the node's address (the pod bridge's gateway).
-    let nodes: Api<Node> = Api::all(cp.client());
-    let address = nodes
-        .get(node.name())
-        .await?
-        .status
-        .and_then(|s| s.addresses)
-        .unwrap_or_default()
-        .into_iter()
-        .find(|a| a.type_ == "InternalIP")
-        .map(|a| a.address)
-        .context("the node's InternalIP")?;
+    let address = node.gateway()?.to_string();
     let listener = tokio::net::TcpListener::bind((address.as_str(), 0)).await?;
     let port = listener.local_addr()?.port().to_string();
     let grace = 30;
