@@ -183,6 +183,12 @@ fn client(ca_pem: &str, host: &str, address: SocketAddr) -> anyhow::Result<reqwe
 
 const API_VERSION: (&str, &str) = ("X-OpenStack-Ironic-API-Version", "1.81");
 
+/// An authenticated GET of Ironic's API, its JSON (an error for anything but success).
+async fn get_json(http: &reqwest::Client, url: &str, (user, password): (&str, &str)) -> anyhow::Result<Value> {
+    let response = http.get(url).header(API_VERSION.0, API_VERSION.1).basic_auth(user, Some(password)).send().await?;
+    Ok(response.error_for_status()?.json().await?)
+}
+
 #[tokio::test]
 async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials()
 -> anyhow::Result<()> {
@@ -250,15 +256,7 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
         .send()
         .await?;
     assert_eq!(created.status(), StatusCode::CREATED, "{:?}", created.text().await);
-    let node: Value = http
-        .get(format!("{nodes}/real-node-check"))
-        .header(API_VERSION.0, API_VERSION.1)
-        .basic_auth(&username, Some(&password))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
+    let node = get_json(&http, &format!("{nodes}/real-node-check"), (&username, &password)).await?;
     assert_eq!(node["provision_state"], "enroll", "{node}");
 
     // A client that does not trust the operator's CA gets no answer at all.
@@ -368,15 +366,8 @@ async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_iro
     let ca = ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")?;
     let host_name = format!("{NAME}.{}.svc", env.ns);
     let http = client(&ca, &host_name, env.service_address().await?)?;
-    let nodes: Value = http
-        .get(format!("https://{host_name}/v1/nodes?fields=name,driver,provision_state,power_state,instance_info"))
-        .header(API_VERSION.0, API_VERSION.1)
-        .basic_auth(&username, Some(&password))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
+    let url = format!("https://{host_name}/v1/nodes?fields=name,driver,provision_state,power_state,instance_info");
+    let nodes = get_json(&http, &url, (&username, &password)).await?;
     let node = nodes["nodes"].as_array().and_then(|n| n.first()).context("an Ironic node")?.clone();
     assert_eq!(node["driver"], "redfish", "{node}");
     assert_eq!(node["provision_state"], "active", "{node}");
