@@ -371,7 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn hosts_of_a_group_beyond_its_machines_are_not_searched_but_other_groups_still_match() {
+    fn hosts_of_a_group_beyond_its_machines_go_without_and_other_groups_still_match() {
         let shared: &[usize] = &[0, 1];
         let lefts = [(shared, 0), (shared, 0), (shared, 0), (&[1, 2][..], 1)];
         assert_eq!(max_matching(&lefts, 3), [Some(0), Some(1), None, Some(2)]);

@@ -5,7 +5,7 @@
 use crds::FieldError;
 use crds::nodeset::Sources;
 use crds::nodeset::{
-    HostPools, NodeSet, PRE_PROVISIONED_IMMUTABLE_MESSAGE, SELECTION_LOCKED_MESSAGE, validate_host_pool,
+    HostPools, HostStatus, NodeSet, PRE_PROVISIONED_IMMUTABLE_MESSAGE, SELECTION_LOCKED_MESSAGE, validate_host_pool,
     validate_nodeset,
 };
 use crds::nodesetservice::{NodeSetService, missing_sources};
@@ -154,9 +154,8 @@ fn locked_by_status(nodeset: &NodeSet) -> Vec<FieldError> {
     // completions there, a host that ran something without a BareMetalHost: their machines
     // may run, so they are not hosts to claim BareMetalHosts for.
     let recorded_pre = nodeset.status.as_ref().and_then(|s| s.pre_provisioned) == Some(true);
-    let configured_bare = hosts.into_iter().flatten().any(|(_, h)| {
-        recorded_pre || (h.bmh_ref.is_none() && h.services_completed.as_ref().is_some_and(|c| !c.is_empty()))
-    });
+    let ran_bare = |h: &HostStatus| h.bmh_ref.is_none() && h.services_completed.as_ref().is_some_and(|c| !c.is_empty());
+    let configured_bare = hosts.into_iter().flatten().any(|(_, h)| recorded_pre || ran_bare(h));
     if (nodeset.spec.pre_provisioned() && claimed) || (!nodeset.spec.pre_provisioned() && configured_bare) {
         errors.push(FieldError::new("spec.preProvisioned", PRE_PROVISIONED_IMMUTABLE_MESSAGE));
     }
