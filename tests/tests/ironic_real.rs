@@ -12,137 +12,37 @@
 //! the host network (the pods would listen on this machine's own interfaces) and the ramdisk
 //! downloader (its image cannot be pulled here).
 
+mod real_ironic;
+
 use anyhow::Context;
 use crds::baremetalhost::BareMetalHost;
-use crds::ironic::Ironic;
 use ferrometal_tests::http_server::HttpServer;
-use ferrometal_tests::node::{IRONIC_IMAGE_ARCHIVE, RealNode};
 use ferrometal_tests::sushy::{Sushy, SushyConfig};
+use ferrometal_tests::wait;
 use ferrometal_tests::workdir::WorkDir;
-use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
-use kube::api::{Api, ListParams, PostParams};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::api::{ListParams, PostParams};
 use operator::host::{self, IronicSource};
 use operator::{Operator, OperatorConfig};
+use real_ironic::{API_VERSION, POLL, RealIronic, client, get_json};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// The Ironic's name; its Service and certificate take it too.
 const NAME: &str = "ironic";
-/// The probes start after 30 s and look every 30 s (the operator's rendering): the first
-/// success comes after 30 to 60 s, on top of the image's import and Ironic's start.
-const READY_TIMEOUT: Duration = Duration::from_secs(240);
-const POLL: Duration = Duration::from_millis(500);
 /// Registration, out-of-band inspection and a virtual-media deploy through the pod's Ironic,
 /// each Redfish call costing Ironic half a second of CPU (its PBKDF2 session cache).
 const HOST_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// A control plane with a real node, the CRDs, the Ironic image imported, a namespace, and the
-/// operator's Ironic controller pointed at that image. No pod simulator: every pod is real.
-struct RealIronic {
-    // Fields drop top to bottom: the operator stops before the control plane and node go.
-    _operator: Operator,
-    cp: ControlPlane,
-    ns: String,
-}
-
-impl RealIronic {
-    /// A control plane with a node, the image imported, and a Ready `Ironic` (with the
-    /// exporter or not).
-    async fn ready(prefix: &str, exporter: bool) -> anyhow::Result<Self> {
-        let started = Instant::now();
-        let env = Self::start(prefix).await?;
-        env.create_ready_ironic(exporter).await?;
-        eprintln!("Ironic Ready {:?} after the start", started.elapsed());
-        Ok(env)
-    }
-
-    async fn start(prefix: &str) -> anyhow::Result<Self> {
-        let mut cp = ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }).await?;
-        cp.install_crds(&crds::all_crds()).await?;
-        let node = cp.node().context("a node")?;
-        let archive = RealNode::cached_image(IRONIC_IMAGE_ARCHIVE)?;
-        let imported = Instant::now();
-        node.import(&archive)?;
-        eprintln!("imported {} in {:?}", archive.display(), imported.elapsed());
-        let ns = cp.namespace(prefix).await?;
-        let mut config = OperatorConfig::minimal(format!("test-{ns}"));
-        config.namespaces = vec![ns.clone()];
-        let mut ironic = operator::ironic::Config {
-            progress_interval: Duration::from_secs(2),
-            retry_interval: Duration::from_secs(1),
-            ..Default::default()
-        };
-        ironic.images.ironic = Some(ferrometal_tests::node::ironic_image()?);
-        config.ironic = Some(ironic);
-        let operator = Operator::start(cp.client(), config).await?;
-        Ok(Self { _operator: operator, cp, ns })
-    }
-
-    fn api<K>(&self) -> Api<K>
-    where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
-    {
-        Api::namespaced(self.cp.client(), &self.ns)
-    }
-
-    /// Creates the test's Ironic and waits until it is Ready.
-    async fn create_ready_ironic(&self, exporter: bool) -> anyhow::Result<Ironic> {
-        let ironics = self.api::<Ironic>();
-        ironics.create(&PostParams::default(), &serde_json::from_value(ironic(&self.ns, exporter))?).await?;
-        let waited = wait::until("the Ironic Ready", READY_TIMEOUT, POLL, || {
-            let ironics = ironics.clone();
-            async move { ironics.get(NAME).await.ok().filter(ready) }
-        })
-        .await;
-        match waited {
-            Ok(ironic) => Ok(ironic),
-            Err(err) => Err(err.context(self.pod_report().await)),
-        }
-    }
-
-    /// The Service's ClusterIP and API port: where kube-proxy takes this machine to the pod.
-    async fn service_address(&self) -> anyhow::Result<SocketAddr> {
-        let service = self.api::<Service>().get(NAME).await?;
-        let cluster_ip = service.spec.and_then(|s| s.cluster_ip).context("the ClusterIP")?;
-        Ok((cluster_ip.parse::<std::net::IpAddr>()?, 443).into())
-    }
-
-    /// The generated API credentials.
-    async fn credentials(&self) -> anyhow::Result<(String, String)> {
-        let credentials = self.api::<Secret>().get(&format!("{NAME}-api-credentials")).await?;
-        let data = credentials.data.context("the credentials' data")?;
-        let username = String::from_utf8(data.get("username").context("username")?.0.clone())?;
-        let password = String::from_utf8(data.get("password").context("password")?.0.clone())?;
-        Ok((username, password))
-    }
-
-    /// The node's address on the pod bridge: where pods reach this machine.
-    fn node_address(&self) -> anyhow::Result<std::net::IpAddr> {
-        Ok(self.cp.node().context("a node")?.gateway()?.into())
-    }
-
-    /// The pods' states, for a failure's message.
-    async fn pod_report(&self) -> String {
-        let Ok(pods) = self.api::<Pod>().list(&ListParams::default()).await else {
-            return "no pods listed".to_string();
-        };
-        let mut report = String::new();
-        for pod in pods.items {
-            let name = pod.metadata.name.clone().unwrap_or_default();
-            let statuses = pod.status.and_then(|s| s.container_statuses).unwrap_or_default();
-            for status in statuses {
-                report.push_str(&format!(
-                    "{name}/{}: ready={} restarts={} state={:?}\n",
-                    status.name, status.ready, status.restart_count, status.state
-                ));
-            }
-        }
-        report
-    }
+/// A control plane with a node and a Ready `Ironic` (with the exporter or not).
+async fn ready_ironic(prefix: &str, exporter: bool) -> anyhow::Result<RealIronic> {
+    let started = Instant::now();
+    let env = RealIronic::start(prefix).await?;
+    env.create_ready(ironic(&env.ns, exporter)).await?;
+    eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+    Ok(env)
 }
 
 /// The Ironic of the test: everything the operator defaults (TLS mode Auto, generated
@@ -160,42 +60,13 @@ fn ironic(ns: &str, exporter: bool) -> Value {
     ironic
 }
 
-fn ready(ironic: &Ironic) -> bool {
-    let status = ironic.status.as_ref();
-    let current = status.and_then(|s| s.observed_generation) == ironic.metadata.generation;
-    current
-        && status
-            .and_then(|s| s.conditions.as_ref())
-            .into_iter()
-            .flatten()
-            .any(|c| c.type_ == "Ready" && c.status == "True" && c.reason == "DeploymentAvailable")
-}
-
-/// A client that trusts only `ca_pem` and reaches `host` (a name of the certificate) at
-/// `address`.
-fn client(ca_pem: &str, host: &str, address: SocketAddr) -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
-        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes())?])
-        .resolve(host, address)
-        .timeout(Duration::from_secs(20))
-        .build()?)
-}
-
-const API_VERSION: (&str, &str) = ("X-OpenStack-Ironic-API-Version", "1.81");
-
-/// An authenticated GET of Ironic's API, its JSON (an error for anything but success).
-async fn get_json(http: &reqwest::Client, url: &str, (user, password): (&str, &str)) -> anyhow::Result<Value> {
-    let response = http.get(url).header(API_VERSION.0, API_VERSION.1).basic_auth(user, Some(password)).send().await?;
-    Ok(response.error_for_status()?.json().await?)
-}
-
 #[tokio::test]
 async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials()
 -> anyhow::Result<()> {
     let started = Instant::now();
     // Ready only once the Deployment is available, which only the real probes (curl in the
     // containers against Ironic behind httpd, and httpd) make it.
-    let env = RealIronic::ready("ironic-real", false).await?;
+    let env = ready_ironic("ironic-real", false).await?;
     let deployment = env.api::<Deployment>().get(&format!("{NAME}-service")).await?;
     let status = deployment.status.context("the Deployment's status")?;
     assert_eq!(status.ready_replicas, Some(1), "{status:?}");
@@ -214,14 +85,13 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
     }
 
     // What the operator published: the CA (a ConfigMap) and the credentials (a Secret).
-    let ca = env.api::<ConfigMap>().get(&format!("{NAME}-ca-bundle")).await?;
-    let ca = ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")?;
-    let (username, password) = env.credentials().await?;
+    let ca = env.published_ca(NAME).await?;
+    let (username, password) = env.credentials(NAME).await?;
 
     // Through the Service's ClusterIP (kube-proxy), by the Service's name the certificate
     // carries, trusting only the published CA.
     let host = format!("{NAME}.{}.svc", env.ns);
-    let address = env.service_address().await?;
+    let address = env.service_address(NAME).await?;
     let http = client(&ca, &host, address)?;
     let base = format!("https://{host}");
 
@@ -278,7 +148,7 @@ const BMC_PASSWORD: &str = "redfish-pw";
 async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_ironic_and_its_exporter_serves()
 -> anyhow::Result<()> {
     let started = Instant::now();
-    let env = RealIronic::ready("ironic-real-host", true).await?;
+    let env = ready_ironic("ironic-real-host", true).await?;
 
     // The BMC and the image server listen where the Ironic pod reaches this machine: the
     // node's address on the pod bridge. The pod's httpd, where Ironic publishes the virtual
@@ -304,7 +174,7 @@ async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_iro
         ironic: IronicSource::Resource {
             namespace: env.ns.clone(),
             name: NAME.to_string(),
-            connect_to: Some(env.service_address().await?),
+            connect_to: Some(env.service_address(NAME).await?),
         },
         fast_poll_interval: Duration::from_millis(500),
         slow_poll_interval: Duration::from_secs(2),
@@ -361,11 +231,10 @@ async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_iro
 
     // Ironic (the pod's, asked through the Service) has the node active on redfish, and the
     // emulated machine is really powered on.
-    let (username, password) = env.credentials().await?;
-    let ca = env.api::<ConfigMap>().get(&format!("{NAME}-ca-bundle")).await?;
-    let ca = ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")?;
+    let (username, password) = env.credentials(NAME).await?;
+    let ca = env.published_ca(NAME).await?;
     let host_name = format!("{NAME}.{}.svc", env.ns);
-    let http = client(&ca, &host_name, env.service_address().await?)?;
+    let http = client(&ca, &host_name, env.service_address(NAME).await?)?;
     let url = format!("https://{host_name}/v1/nodes?fields=name,driver,provision_state,power_state,instance_info");
     let nodes = get_json(&http, &url, (&username, &password)).await?;
     let node = nodes["nodes"].as_array().and_then(|n| n.first()).context("an Ironic node")?.clone();
@@ -383,7 +252,7 @@ async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_iro
     let exporter =
         statuses.iter().find(|s| s.name == "ironic-prometheus-exporter").context("the exporter container")?;
     assert!(exporter.ready && exporter.restart_count == 0, "{exporter:?}");
-    let metrics = format!("http://{}:9608/metrics", env.service_address().await?.ip());
+    let metrics = format!("http://{}:9608/metrics", env.service_address(NAME).await?.ip());
     let response = reqwest::Client::new().get(&metrics).timeout(Duration::from_secs(20)).send().await?;
     assert_eq!(response.status(), StatusCode::OK, "{metrics}");
     Ok(())

@@ -1,0 +1,174 @@
+//! The operator's own Ironic on the real node (`scripts/node.sh`): a control plane with a
+//! node, the CRDs, the Ironic image (`scripts/node/ironic-image.sh`) imported, a namespace,
+//! and the operator's Ironic controller pointed at that image through its own image setting.
+//! No pod simulator: every pod is real. The tests of `ironic_real`, `ironic_tls_real` and
+//! `dhcp_real` stand on it (`mod real_ironic;`); a test uses what it needs of it.
+
+#![allow(dead_code)]
+
+use anyhow::Context;
+use crds::ironic::Ironic;
+use ferrometal_tests::node::{IRONIC_IMAGE_ARCHIVE, RealNode};
+use ferrometal_tests::{ControlPlane, ControlPlaneConfig, Result, wait};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kube::api::{Api, ListParams, PostParams};
+use operator::{Operator, OperatorConfig};
+use serde_json::Value;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+/// The probes start after 30 s and look every 30 s (the operator's rendering): the first
+/// success comes after 30 to 60 s, on top of the image's import and Ironic's start.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(240);
+pub const POLL: Duration = Duration::from_millis(500);
+/// The API version header the tests send.
+pub const API_VERSION: (&str, &str) = ("X-OpenStack-Ironic-API-Version", "1.81");
+
+/// A control plane with a real node running the operator's Ironic controller.
+pub struct RealIronic {
+    // Fields drop top to bottom: the operator stops before the control plane and node go.
+    _operator: Operator,
+    pub cp: ControlPlane,
+    pub ns: String,
+}
+
+impl RealIronic {
+    /// A control plane with a node, the image imported, a namespace named after `prefix`, and
+    /// the operator's Ironic controller watching it.
+    pub async fn start(prefix: &str) -> Result<Self> {
+        Self::start_with(prefix, |_| {}).await
+    }
+
+    /// Like [`RealIronic::start`], with the Ironic controller's settings adjusted by `adjust`.
+    pub async fn start_with(prefix: &str, adjust: impl FnOnce(&mut operator::ironic::Config)) -> Result<Self> {
+        let mut cp = ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }).await?;
+        cp.install_crds(&crds::all_crds()).await?;
+        let node = cp.node().context("a node")?;
+        let archive = RealNode::cached_image(IRONIC_IMAGE_ARCHIVE)?;
+        let imported = Instant::now();
+        node.import(&archive)?;
+        eprintln!("imported {} in {:?}", archive.display(), imported.elapsed());
+        let ns = cp.namespace(prefix).await?;
+        let mut config = OperatorConfig::minimal(format!("test-{ns}"));
+        config.namespaces = vec![ns.clone()];
+        let mut ironic = operator::ironic::Config {
+            progress_interval: Duration::from_secs(2),
+            retry_interval: Duration::from_secs(1),
+            ..Default::default()
+        };
+        ironic.images.ironic = Some(ferrometal_tests::node::ironic_image()?);
+        adjust(&mut ironic);
+        config.ironic = Some(ironic);
+        let operator = Operator::start(cp.client(), config).await?;
+        Ok(Self { _operator: operator, cp, ns })
+    }
+
+    /// The node under the control plane.
+    pub fn node(&self) -> Result<&RealNode> {
+        self.cp.node().context("a node")
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.cp.client(), &self.ns)
+    }
+
+    /// Creates `ironic` (JSON of an `Ironic` in this namespace) and waits until it is Ready.
+    pub async fn create_ready(&self, ironic: Value) -> Result<Ironic> {
+        let ironics = self.api::<Ironic>();
+        let created = ironics.create(&PostParams::default(), &serde_json::from_value(ironic)?).await?;
+        let name = created.metadata.name.clone().context("the Ironic's name")?;
+        self.until_ready(&name).await
+    }
+
+    /// Waits until the Ironic `name` is Ready at its current generation.
+    pub async fn until_ready(&self, name: &str) -> Result<Ironic> {
+        let ironics = self.api::<Ironic>();
+        let waited = wait::until("the Ironic Ready", READY_TIMEOUT, POLL, || {
+            let ironics = ironics.clone();
+            async move { ironics.get(name).await.ok().filter(ready) }
+        })
+        .await;
+        match waited {
+            Ok(ironic) => Ok(ironic),
+            Err(err) => Err(err.context(self.pod_report().await)),
+        }
+    }
+
+    /// The Service `name`'s ClusterIP and API port: where kube-proxy takes this machine to
+    /// the pod.
+    pub async fn service_address(&self, name: &str) -> Result<SocketAddr> {
+        let service = self.api::<Service>().get(name).await?;
+        let cluster_ip = service.spec.and_then(|s| s.cluster_ip).context("the ClusterIP")?;
+        Ok((cluster_ip.parse::<IpAddr>()?, 443).into())
+    }
+
+    /// The API credentials generated for the Ironic `name`.
+    pub async fn credentials(&self, name: &str) -> Result<(String, String)> {
+        let credentials = self.api::<Secret>().get(&format!("{name}-api-credentials")).await?;
+        let data = credentials.data.context("the credentials' data")?;
+        let username = String::from_utf8(data.get("username").context("username")?.0.clone())?;
+        let password = String::from_utf8(data.get("password").context("password")?.0.clone())?;
+        Ok((username, password))
+    }
+
+    /// The CA the operator published for the Ironic `name` (its `<name>-ca-bundle` ConfigMap).
+    pub async fn published_ca(&self, name: &str) -> Result<String> {
+        let ca = self.api::<ConfigMap>().get(&format!("{name}-ca-bundle")).await?;
+        ca.data.and_then(|d| d.get("ca.crt").cloned()).context("the published CA")
+    }
+
+    /// The node's address on the pod bridge: where pods reach this machine.
+    pub fn node_address(&self) -> Result<IpAddr> {
+        Ok(self.node()?.gateway()?.into())
+    }
+
+    /// The pods' states, for a failure's message.
+    pub async fn pod_report(&self) -> String {
+        let Ok(pods) = self.api::<Pod>().list(&ListParams::default()).await else {
+            return "no pods listed".to_string();
+        };
+        let mut report = String::new();
+        for pod in pods.items {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let statuses = pod.status.and_then(|s| s.container_statuses).unwrap_or_default();
+            for status in statuses {
+                report.push_str(&format!(
+                    "{name}/{}: ready={} restarts={} state={:?}\n",
+                    status.name, status.ready, status.restart_count, status.state
+                ));
+            }
+        }
+        report
+    }
+}
+
+/// Ready at its current generation because its Deployment is available.
+pub fn ready(ironic: &Ironic) -> bool {
+    let status = ironic.status.as_ref();
+    let current = status.and_then(|s| s.observed_generation) == ironic.metadata.generation;
+    current
+        && status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True" && c.reason == "DeploymentAvailable")
+}
+
+/// A client that trusts only `ca_pem` and reaches `host` (a name of the certificate) at
+/// `address`.
+pub fn client(ca_pem: &str, host: &str, address: SocketAddr) -> Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(ca_pem.as_bytes())?)
+        .resolve(host, address)
+        .timeout(Duration::from_secs(20))
+        .build()?)
+}
+
+/// An authenticated GET of Ironic's API, its JSON (an error for anything but success).
+pub async fn get_json(http: &reqwest::Client, url: &str, (user, password): (&str, &str)) -> Result<Value> {
+    let response = http.get(url).header(API_VERSION.0, API_VERSION.1).basic_auth(user, Some(password)).send().await?;
+    Ok(response.error_for_status()?.json().await?)
+}
