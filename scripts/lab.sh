@@ -12,6 +12,13 @@ BMCS="${LAB_BMCS:-4}"
 TIMEOUT="${LAB_TIMEOUT_SECS:-900}"
 mkdir -p "$STATE"
 
+# The images the lab's node runs: the Ironic (built by make install, found cached) and the
+# NodeSetServices' (packed from the binary make build made).
+images() {
+  "$ROOT/scripts/node/ironic-image.sh"
+  "$ROOT/scripts/node/service-image.sh" >/dev/null
+}
+
 running() {
   [ -f "$STATE/pid" ] && kill -0 "$(cat "$STATE/pid")" 2>/dev/null
 }
@@ -19,6 +26,7 @@ running() {
 case "${1:-}" in
 run)
   if running; then log "a lab is already running (make lab-down stops it)"; exit 1; fi
+  images
   exec "$BIN" --state-dir "$STATE" --bmcs "$BMCS" --timeout-secs "$TIMEOUT"
   ;;
 up)
@@ -28,6 +36,7 @@ up)
     exit 0
   fi
   if running; then "$0" down; fi
+  images
   rm -f "$STATE/ready"
   log "starting the lab in the background (log: $STATE/lab.log)"
   setsid "$BIN" --state-dir "$STATE" --bmcs "$BMCS" --timeout-secs "$TIMEOUT" >"$STATE/lab.log" 2>&1 </dev/null &

@@ -1,5 +1,7 @@
 //! The lab as a user drives it: `make lab-up`, kubectl (the summary's MTU edit of the sample
-//! NodeSet, enrolling the spare BMC), `make lab-down`.
+//! NodeSet, enrolling the spare BMC), curl (the summary's look at a host's Ironic node),
+//! `make lab-down`. The lab runs on the real node: the hosts are served by the Ironic the
+//! operator deployed there, and the NodeSet's services run as containers there.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -124,6 +126,59 @@ fn assert_in_place(
     }
 }
 
+/// Runs the summary's look at a host's Ironic node as printed (`sh`, from the lab's `env`),
+/// then the same request for every node: each sample host is an active Redfish node of the
+/// Ironic the operator deployed, reached through its Service with its CA and credentials.
+fn assert_the_operators_ironic_serves_the_hosts(summary: &str) {
+    let lines: Vec<&str> = summary.lines().map(str::trim).collect();
+    let start = lines.iter().position(|l| l.starts_with("set -a;")).expect("the summary sources the env");
+    let script = lines[start..start + 3].join("\n");
+    assert!(script.contains("curl -s --cacert"), "the summary's curl: {script}");
+    let run = |script: &str| -> serde_json::Value {
+        let out = Command::new("sh").arg("-c").arg(script).output().expect("sh runs");
+        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{script}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let node = run(&script);
+    assert_eq!(node["name"], "lab~host-0", "{node}");
+    assert_eq!(node["provision_state"], "active", "{node}");
+    let nodes = run(&script.replace("/v1/nodes/lab~host-0", "/v1/nodes?fields=name,driver,provision_state"));
+    let nodes = nodes["nodes"].as_array().cloned().unwrap_or_default();
+    for host in ["host-0", "host-1", "host-2"] {
+        let node =
+            nodes.iter().find(|n| n["name"] == format!("lab~{host}")).unwrap_or_else(|| panic!("{host}: {nodes:?}"));
+        assert_eq!((&node["driver"], &node["provision_state"]), (&"redfish".into(), &"active".into()), "{node}");
+    }
+}
+
+/// Every service Job's pod ran its container on the node (containerd) from the lab's service
+/// image and succeeded; the last `configure-network` run logged, for every host, the MTU of
+/// the edit, read from the inventory the operator mounted.
+fn assert_the_services_ran_as_containers_at_the_new_mtu(env: &HashMap<String, String>) {
+    let (namespace, name) = env["NODESET"].split_once('/').expect("namespace/name");
+    let selector = format!("{}={name}", crds::nodeset::NODESET_LABEL);
+    let pods: serde_json::Value =
+        serde_json::from_str(&kubectl(env, &["get", "pods", "-n", namespace, "-l", &selector, "-o", "json"], None))
+            .expect("json");
+    let pods = pods["items"].as_array().cloned().unwrap_or_default();
+    assert!(pods.len() >= 6, "bootstrap and configure-network on three hosts at least: {}", pods.len());
+    for pod in &pods {
+        let status = &pod["status"]["containerStatuses"][0];
+        assert_eq!(pod["status"]["phase"], "Succeeded", "{pod}");
+        assert!(status["containerID"].as_str().is_some_and(|id| id.starts_with("containerd://")), "{status}");
+        assert_eq!(status["image"], ferrometal_tests::lab::samples::SERVICE_IMAGE, "{status}");
+    }
+    let selector = format!("{selector},{}=configure-network", crds::nodeset::SERVICE_LABEL);
+    let logs = kubectl(env, &["logs", "-n", namespace, "-l", &selector, "--tail=-1"], None);
+    for host in ["compute-0", "compute-1", "compute-2"] {
+        let at_new_mtu = logs.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).any(|line| {
+            line["host"] == host && line["networks"].as_array().is_some_and(|n| n.iter().any(|n| n["mtu"] == 9000))
+        });
+        assert!(at_new_mtu, "{host} configured at MTU 9000 by a container: {logs}");
+    }
+}
+
 fn port_is_free(port: u16) -> bool {
     std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
@@ -173,7 +228,9 @@ fn exercise(state: &Path) {
         .lines()
         .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
         .collect();
-    for key in ["KUBECONFIG", "IRONIC_ENDPOINT", "SPARE_BMC_ADDRESS", "SPARE_BMC_CREDENTIALS", "NODESET"] {
+    for key in
+        ["KUBECONFIG", "IRONIC_ENDPOINT", "IRONIC_CACERT", "SPARE_BMC_ADDRESS", "SPARE_BMC_CREDENTIALS", "NODESET"]
+    {
         assert!(env.get(key).is_some_and(|v| !v.is_empty()), "{key} missing from env");
     }
     let states = host_states(&env);
@@ -187,9 +244,10 @@ fn exercise(state: &Path) {
     let columns: Vec<&str> = row.split_whitespace().collect();
     let wanted = [name, "True", "Ready", "3/3", "3/3", "Complete"];
     assert_eq!(columns.get(..6), Some(&wanted[..]), "the printer columns (Ready and its reason first): {row}");
+    let summary = std::fs::read_to_string(state.join("summary.txt")).expect("summary.txt");
+    assert_the_operators_ironic_serves_the_hosts(&summary);
 
     // The summary's one command edits the MTU; the rollout runs in place.
-    let summary = std::fs::read_to_string(state.join("summary.txt")).expect("summary.txt");
     let command =
         summary.lines().map(str::trim).find(|l| l.starts_with("kubectl patch nodeset")).expect("the MTU command");
     let before = nodeset["status"]["configHash"].clone();
@@ -219,6 +277,7 @@ fn exercise(state: &Path) {
     }
     let states = host_states(&env);
     assert!(states.values().all(|s| s == "provisioned"), "no machine was reprovisioned: {states:?}");
+    assert_the_services_ran_as_containers_at_the_new_mtu(&env);
 
     // Enrol the spare BMC as a user would, with the values from .lab/env.
     let (namespace, secret) = env["SPARE_BMC_CREDENTIALS"].split_once('/').expect("namespace/name");

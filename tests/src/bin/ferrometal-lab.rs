@@ -91,7 +91,7 @@ fn prepare(state: &std::path::Path) -> std::io::Result<()> {
     if run.exists() {
         std::fs::remove_dir_all(&run)?;
     }
-    for file in ["ready", "env", "state.json", "summary.txt", "operator.log"] {
+    for file in ["ready", "env", "state.json", "summary.txt", "operator.log", "operator-hosts.log", "ironic-ca.crt"] {
         let _ = std::fs::remove_file(state.join(file));
     }
     std::fs::create_dir_all(&run)

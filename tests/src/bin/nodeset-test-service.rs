@@ -1,12 +1,19 @@
 //! `nodeset-test-service`: a NodeSetService that really runs, for the end-to-end test of the
-//! inventory contract. It reads the inventory at `$FERROMETAL_INVENTORY` and writes, for each
-//! host, `<service>-<host>.json` into `$FERROMETAL_RESULTS`: what it would configure on that
-//! host. It fails (exit 1) when the inventory breaks the contract of `design/nodeset.md`.
+//! inventory contract and the lab's services (its image: `scripts/node/service-image.sh`). It
+//! reads the inventory at `$FERROMETAL_INVENTORY` and, for each host, reports what it would
+//! configure on that host: as `<service>-<host>.json` in `$FERROMETAL_RESULTS` when that is
+//! set (the test), otherwise as one JSON line per host on its standard output (the pod's log in
+//! the lab). It fails (exit 1) when the inventory breaks the contract of `design/nodeset.md`.
 
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The image build checks that the binary loads in the image by running this.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("nodeset-test-service {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
     match run() {
         Ok(count) => {
             println!("configured {count} hosts");
@@ -25,7 +32,7 @@ fn var(name: &str) -> Result<String, String> {
 
 fn run() -> Result<usize, String> {
     let path = var("FERROMETAL_INVENTORY")?;
-    let results = var("FERROMETAL_RESULTS")?;
+    let results = std::env::var("FERROMETAL_RESULTS").ok();
     let (nodeset, service) = (var("FERROMETAL_NODESET")?, var("FERROMETAL_SERVICE")?);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read the inventory {path}: {e}"))?;
     let inventory: Value = serde_json::from_str(&text).map_err(|e| format!("the inventory is not JSON: {e}"))?;
@@ -58,9 +65,14 @@ fn run() -> Result<usize, String> {
             "dns": entry["dns"],
             "variables": entry["variables"],
         });
-        let file = std::path::Path::new(&results).join(format!("{service}-{host}.json"));
-        let body = serde_json::to_vec_pretty(&result).map_err(|e| e.to_string())?;
-        std::fs::write(&file, body).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        match &results {
+            Some(results) => {
+                let file = std::path::Path::new(results).join(format!("{service}-{host}.json"));
+                let body = serde_json::to_vec_pretty(&result).map_err(|e| e.to_string())?;
+                std::fs::write(&file, body).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            }
+            None => println!("{result}"),
+        }
     }
     Ok(hosts.len())
 }

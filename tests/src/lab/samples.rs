@@ -9,15 +9,23 @@ pub const NAMESPACE: &str = "lab";
 pub const BMC_USERNAME: &str = "admin";
 pub const BMC_PASSWORD: &str = "password";
 
-/// An `Ironic` as metal3 users write it (virtual media, no DHCP). The
-/// operator renders its workload; the lab's pods come from the simulator.
+/// The sample Ironic's name (its Service, Secrets and CA take it too).
+pub const IRONIC: &str = "ironic";
+/// The image of the sample NodeSetServices (`scripts/node/service-image.sh`).
+pub const SERVICE_IMAGE: &str = "ferrometal.local/nodeset-service:1";
+
+/// An `Ironic` as metal3 users write it (virtual media, no DHCP), which the operator deploys on
+/// the lab's node. It opts out of two things this machine cannot give it: the host network
+/// (the pod would listen on this machine's own interfaces) and the ramdisk downloader (its
+/// image cannot be pulled here; no sample boots the agent ramdisk).
 pub fn ironic() -> Value {
     json!({
         "apiVersion": "ironic.metal3.io/v1alpha1",
         "kind": "Ironic",
-        "metadata": {"name": "ironic", "namespace": NAMESPACE},
+        "metadata": {"name": IRONIC, "namespace": NAMESPACE},
         "spec": {
             "networking": {"disableHostNetwork": true},
+            "deployRamdisk": {"disableDownloader": true},
             "tls": {"mode": "Auto"},
         }
     })
@@ -61,7 +69,8 @@ pub fn host(name: &str, bmc_address: &str, credentials: &str, boot_mac: &str) ->
     })
 }
 
-/// A NodeSetService. Its Job's pods come from the simulator, which reports them succeeded.
+/// A NodeSetService whose Job runs [`SERVICE_IMAGE`] on the lab's node: it reads the
+/// inventory the operator mounts and logs, per host, what it would configure there.
 pub fn service(name: &str, run_once: bool) -> Value {
     json!({
         "apiVersion": "ferrometal.io/v1alpha1",
@@ -69,7 +78,7 @@ pub fn service(name: &str, run_once: bool) -> Value {
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "runOnce": run_once,
-            "job": {"image": format!("registry.example.com/lab/{name}:1"), "command": [format!("/usr/bin/{name}")]},
+            "job": {"image": SERVICE_IMAGE},
         }
     })
 }
