@@ -44,6 +44,25 @@ pub fn ironic_image() -> crate::Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
+/// A fresh directory of this machine (under `/var/tmp`), owned by `uid` with mode 0700, as a
+/// `hostPath` PersistentVolume `name` (10 GiB, ReadWriteOnce, Retain) that
+/// kube-controller-manager's binder gives the first claim that fits: a StatefulSet's data on the
+/// node. The directory goes when the returned handle is dropped.
+pub async fn host_path_volume(client: &kube::Client, name: &str, uid: u32) -> crate::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    let data = tempfile::Builder::new().prefix("ferrometal-volume-").tempdir_in("/var/tmp")?;
+    // A hostPath volume gets no fsGroup: the directory must already be the server's.
+    std::os::unix::fs::chown(data.path(), Some(uid), Some(uid))?;
+    std::fs::set_permissions(data.path(), std::fs::Permissions::from_mode(0o700))?;
+    let volume = serde_json::json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": data.path(), "type": "Directory"}}});
+    let volumes: kube::Api<k8s_openapi::api::core::v1::PersistentVolume> = kube::Api::all(client.clone());
+    volumes.create(&kube::api::PostParams::default(), &serde_json::from_value(volume)?).await?;
+    Ok(data)
+}
+
 /// A running node. Dropping it stops every process of it and undoes what it did to the host.
 pub struct RealNode {
     name: String,
@@ -61,7 +80,9 @@ impl RealNode {
         let dir = work.path().join("node");
         let output = tokio::task::spawn_blocking({
             let (dir, kubeconfig) = (dir.clone(), kubeconfig.to_path_buf());
-            move || node_sh(&["start".as_ref(), dir.as_os_str(), kubeconfig.as_os_str()])
+            // Holding the machine's lock, any node still running was left by a harness process
+            // that died without stopping it (SIGKILL, a runner's timeout): it is stopped first.
+            move || node_sh_with(&["start".as_ref(), dir.as_os_str(), kubeconfig.as_os_str()], &[(TAKEOVER, "1")])
         })
         .await
         .context("the start task")??;
@@ -200,8 +221,20 @@ impl Drop for RealNode {
 
 /// Runs `scripts/node.sh ARGS`; its standard output, or an error with what it said.
 fn node_sh(args: &[&std::ffi::OsStr]) -> crate::Result<String> {
+    node_sh_with(args, &[])
+}
+
+/// Tells `scripts/node.sh start` that its caller holds the harness's machine lock.
+const TAKEOVER: &str = "FERROMETAL_NODE_TAKEOVER";
+
+/// [`node_sh`] with variables added to its environment.
+fn node_sh_with(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> crate::Result<String> {
     let script = repo_root().join("scripts/node.sh");
-    let output = Command::new(&script).args(args).output().with_context(|| format!("running {}", script.display()))?;
+    let output = Command::new(&script)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .with_context(|| format!("running {}", script.display()))?;
     if !output.status.success() {
         bail!(
             "scripts/node.sh {:?} failed ({}):\n{}{}",

@@ -26,7 +26,7 @@ use ferrometal_tests::node::{MARIADB_IMAGES, RealNode};
 use ferrometal_tests::{ControlPlane, ControlPlaneConfig};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, PersistentVolume, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use mariadb_common::secret_text;
@@ -77,18 +77,8 @@ impl Cluster {
             node.import(&RealNode::cached_image(archive)?)?;
         }
         eprintln!("both MariaDB images imported in {:?}", start.elapsed());
-        // The data directory: the server runs as mysql (999) from its first instruction, and a
-        // hostPath volume gets no fsGroup.
-        let data = tempfile::Builder::new().prefix("ferrometal-mariadb-data-").tempdir_in("/var/tmp")?;
-        std::os::unix::fs::chown(data.path(), Some(MARIADB_UID), Some(MARIADB_UID))?;
-        std::fs::set_permissions(data.path(), std::fs::Permissions::from_mode(0o700))?;
-        let volume = json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": format!("{ns}-data")},
-            "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "hostPath": {"path": data.path(), "type": "Directory"}}});
-        Api::<PersistentVolume>::all(cp.client())
-            .create(&PostParams::default(), &serde_json::from_value(volume)?)
-            .await?;
+        // The data directory: the server runs as mysql (999) from its first instruction.
+        let data = ferrometal_tests::node::host_path_volume(&cp.client(), &format!("{ns}-data"), MARIADB_UID).await?;
         let ctx = Context {
             client: cp.client(),
             metrics: Arc::new(operator::metrics::Metrics::new()),

@@ -12,6 +12,8 @@
 //! the host network (the pods would listen on this machine's own interfaces) and the ramdisk
 //! downloader (its image cannot be pulled here).
 
+#[path = "ironic_real/database.rs"]
+mod database;
 mod real_ironic;
 
 use anyhow::Context;

@@ -85,8 +85,13 @@ impl RealIronic {
 
     /// Waits until the Ironic `name` is Ready at its current generation.
     pub async fn until_ready(&self, name: &str) -> Result<Ironic> {
+        self.until_ready_within(name, READY_TIMEOUT).await
+    }
+
+    /// [`RealIronic::until_ready`] with its own limit (a managed database, upgrade Jobs).
+    pub async fn until_ready_within(&self, name: &str, limit: Duration) -> Result<Ironic> {
         let ironics = self.api::<Ironic>();
-        let waited = wait::until("the Ironic Ready", READY_TIMEOUT, POLL, || {
+        let waited = wait::until("the Ironic Ready", limit, POLL, || {
             let ironics = ironics.clone();
             async move { ironics.get(name).await.ok().filter(ready) }
         })

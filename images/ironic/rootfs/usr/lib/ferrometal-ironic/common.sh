@@ -126,7 +126,10 @@ database_connection() {
   for ca in /certs/ca/mariadb/ca.crt /certs/ca/mariadb/tls.crt ''; do
     [ -z "$ca" ] || [ ! -f "$ca" ] || break
   done
-  [ -z "$ca" ] || query="$query&ssl_ca=$ca&ssl_verify_cert=true"
+  # ssl_ca alone: SQLAlchemy turns it into PyMySQL's ssl={'ca': …}, which verifies the server
+  # against that CA and its name. Any other ssl_* argument PyMySQL takes itself would make it
+  # build its own ssl settings without the CA, and verify against the system's CAs instead.
+  [ -z "$ca" ] || query="$query&ssl_ca=$ca"
   # The password is URL-quoted: it may hold any character.
   python3 -c 'import sys, urllib.parse as u
 user, password, host, db, query = sys.argv[1:]
