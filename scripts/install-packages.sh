@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages every part of the test environment and the lab needs.
 # Idempotent: only missing packages are installed.
+# busybox: udhcpc and tftp, the machine's firmware in tests/tests/dhcp_real.rs.
 source "$(dirname "$0")/lib.sh"
 
 apt_install \
@@ -9,6 +10,7 @@ apt_install \
   jq make \
   ipmitool \
   dnsmasq-base \
+  busybox \
   genisoimage \
   python3 python3-venv \
   ca-certificates curl

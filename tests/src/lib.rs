@@ -23,6 +23,7 @@ pub mod http_server;
 pub mod ironic;
 pub mod lab;
 pub mod mariadb;
+pub mod netns;
 pub mod node;
 pub mod operator_process;
 pub mod pki;
