@@ -67,10 +67,14 @@ pub fn judge(
     versions: &UpgradeVersions,
     schema_missing: bool,
 ) -> Option<(Progress, UpgradePhase, Option<String>)> {
-    let from = versions.from.as_deref().unwrap_or("nothing");
     let (running, reason, serving) = match phase {
-        Phase::Pre => (UpgradePhase::PreUpgrade, reasons::UPGRADING_DATABASE_SCHEMA, from.to_string()),
-        Phase::Post => (UpgradePhase::PostUpgrade, reasons::MIGRATING_DATA, versions.to.clone()),
+        Phase::Pre => (UpgradePhase::PreUpgrade, reasons::UPGRADING_DATABASE_SCHEMA, versions.from.clone()),
+        Phase::Post => (UpgradePhase::PostUpgrade, reasons::MIGRATING_DATA, Some(versions.to.clone())),
+    };
+    // A first installation's pre Job runs before any Ironic does.
+    let (serves, keeps) = match &serving {
+        Some(version) => (format!("Ironic {version} serves meanwhile"), format!("Ironic {version} keeps running")),
+        None => ("no Ironic serves yet".to_string(), "no Ironic ran yet".to_string()),
     };
     match run {
         JobRun::Succeeded if phase == Phase::Pre && schema_missing => {
@@ -85,12 +89,12 @@ pub fn judge(
         }
         JobRun::Succeeded => None,
         JobRun::Running { .. } => {
-            let message = format!("the {} {name} runs; Ironic {serving} serves meanwhile", phase.describe());
+            let message = format!("the {} {name} runs; {serves}", phase.describe());
             Some((Progress::waiting(reason, message), running, None))
         }
         JobRun::Failed(cause) => {
             let message = format!(
-                "the {} {name} failed: {cause}. Nothing was deleted and Ironic {serving} keeps running; fix the cause, then delete the Job to run it again",
+                "the {} {name} failed: {cause}. Nothing was deleted and {keeps}; fix the cause, then delete the Job to run it again",
                 phase.describe()
             );
             Some((Progress::failed(reasons::UPGRADE_JOB_FAILED, message.clone()), UpgradePhase::Failed, Some(message)))

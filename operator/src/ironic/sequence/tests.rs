@@ -75,6 +75,18 @@ fn a_running_pre_job_waits_while_the_old_version_serves_and_a_post_job_while_the
 }
 
 #[test]
+fn a_first_installations_pre_job_says_no_ironic_serves_yet_and_its_failure_that_none_ran() {
+    let first = UpgradeVersions { from: None, to: "38.0".into() };
+    let running = JobRun::Running { created: true };
+    let (pre, _, _) = judge(Phase::Pre, "ironic-pre-none-to-38.0", &running, &first, false).expect("waits");
+    let message = pre.reason_and_message().map(|(_, m)| m.to_string()).unwrap_or_default();
+    assert!(message.ends_with("runs; no Ironic serves yet"), "{message}");
+    let failed = JobRun::Failed("container database-upgrade exited with code 1".into());
+    let (_, _, message) = judge(Phase::Pre, "ironic-pre-none-to-38.0", &failed, &first, false).expect("stops");
+    assert!(message.is_some_and(|m| m.contains("Nothing was deleted and no Ironic ran yet;")));
+}
+
+#[test]
 fn a_failed_job_stops_the_sequence_quoting_its_cause_and_telling_what_to_do() {
     let failed = JobRun::Failed("container database-upgrade exited with code 3".into());
     let (progress, phase, message) =
