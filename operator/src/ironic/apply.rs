@@ -103,6 +103,9 @@ pub async fn run(
         };
         notices.normal("CertificateIssued", format!("issued a serving certificate in Secret {secret}: {reason}"));
     }
+    if let Some(step) = resolved.tls.renewal_step {
+        notices.normal("CARenewal", format!("renewing the CA in Secret {}: {step}", resolved.names.auto_ca()));
+    }
     if let Some(request) = resolved.tls.csr.as_ref().and_then(|p| p.create.as_ref()) {
         let name = request.metadata.name.clone().unwrap_or_default();
         let note = format!(

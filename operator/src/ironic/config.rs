@@ -117,6 +117,8 @@ pub struct Config {
     pub api_discovery_refresh: Duration,
     /// The database module: managed MariaDBs and checks of external databases.
     pub database: crate::database::Config,
+    /// When an Auto CA gets its successor, and how long each step of that renewal waits.
+    pub auto_ca_renewal: crate::ironic::tls::auto::Renewal,
 }
 
 impl Default for Config {
@@ -134,6 +136,7 @@ impl Default for Config {
             retry_max_interval: Duration::from_secs(300),
             api_discovery_refresh: Duration::from_secs(300),
             database: crate::database::Config::default(),
+            auto_ca_renewal: crate::ironic::tls::auto::Renewal::default(),
         }
     }
 }

@@ -95,6 +95,7 @@ pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
         (Some([ca, serving]), _) => {
             stored.auto_ca = secret(ledger, &ca).await?;
             stored.auto_serving = secret(ledger, &serving).await?;
+            stored.rollout = tls::auto::read_rollout(ledger, &names, spec.high_availability()).await?;
         }
         (None, Some(cert_manager)) => stored.cert_manager = secret(ledger, &cert_manager).await?,
         (None, None) => {}

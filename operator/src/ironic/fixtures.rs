@@ -83,6 +83,8 @@ fn tls_plan(ironic: &Ironic) -> TlsPlan {
             let secrets = AutoSecrets {
                 ca: CertifiedPem { cert: FAKE_CA.into(), key: "CA KEY".into() },
                 serving: CertifiedPem { cert: "CERT".into(), key: "KEY".into() },
+                next: None,
+                retired: None,
             };
             let source = auto_serving_source(&names.auto_serving(), &secrets);
             plan.material = Some(TlsMaterial { source, ..material(&names.auto_serving()) });

@@ -2,10 +2,12 @@
 //! certificate says about itself, and when to renew (an Ironic's Auto TLS, the managed
 //! database's TLS).
 //!
-//! A CA lives as long as it was made for and is replaced only when it expired or is unusable,
-//! because clients trust it. A serving certificate is reissued at two thirds of its lifetime,
-//! when the names it must cover change, or when the CA changed. Times are Unix seconds and
-//! their arithmetic saturates: validity days come from specs.
+//! For [`decide`] (the managed database's TLS) a CA lives as long as it was made for and is
+//! replaced only when it expired or is unusable, because clients trust it; an Ironic's Auto CA
+//! is renewed before, with an overlap ([`super::rotation`]). A serving certificate is reissued
+//! at two thirds of its lifetime (unless it already ends with its CA), when the names it must
+//! cover change, or when the CA changed. Times are Unix seconds and their arithmetic
+//! saturates: validity days come from specs.
 
 use super::SubjectAltNames;
 use rcgen::{
@@ -114,19 +116,44 @@ pub fn decide(ca: Option<&CertifiedPem>, serving: Option<&CertifiedPem>, sans: &
     if ca_info.not_after <= now {
         return Decision::NewCa { reason: "the CA expired" };
     }
+    match serving_problem(&ca_info, serving, sans, now) {
+        Some(reason) => Decision::IssueServing { reason },
+        None => Decision::Keep,
+    }
+}
+
+/// Why `serving` must be re-signed by the CA `ca` describes, if it must: it is missing or
+/// unreadable, another CA signed it, its names are not `sans`, or it lapses ([`lapse`]; one
+/// that already ends with its CA would only be re-signed ever more often: it waits for the
+/// CA's renewal).
+pub fn serving_problem(
+    ca: &CertInfo,
+    serving: Option<&CertifiedPem>,
+    sans: &SubjectAltNames,
+    now: i64,
+) -> Option<&'static str> {
     let Some(info) = serving.and_then(|s| inspect(&s.cert).filter(|_| KeyPair::from_pem(&s.key).is_ok())) else {
-        return Decision::IssueServing { reason: "there is no usable serving certificate" };
+        return Some("there is no usable serving certificate");
     };
-    if info.issuer != ca_info.subject {
-        return Decision::IssueServing { reason: "the serving certificate was signed by another CA" };
+    if info.issuer != ca.subject {
+        return Some("the serving certificate was signed by another CA");
     }
     if info.dns != sans.dns || info.ips != sans.ips {
-        return Decision::IssueServing { reason: "the names to cover changed" };
+        return Some("the names to cover changed");
     }
-    if now >= info.renewal_at() {
-        return Decision::IssueServing { reason: "the serving certificate reached two thirds of its lifetime" };
+    lapse(&info, ca, now)
+}
+
+/// Why a serving certificate lapses beside its CA, if it does: it ends after the CA, or it is
+/// past two thirds of its lifetime while the CA could give it longer.
+pub fn lapse(serving: &CertInfo, ca: &CertInfo, now: i64) -> Option<&'static str> {
+    if serving.not_after > ca.not_after {
+        return Some("the serving certificate outlives its CA");
     }
-    Decision::Keep
+    if now >= serving.renewal_at() && serving.not_after < ca.not_after {
+        return Some("the serving certificate reached two thirds of its lifetime");
+    }
+    None
 }
 
 /// Why a certificate could not be made.
@@ -226,12 +253,18 @@ mod tests {
         assert_eq!(decide(Some(&ca), Some(&serving), &names, now), Decision::Keep);
     }
 
+    /// A CA of `ca_days` for `ironic`, and a serving certificate of `cert_days` from it.
+    fn issued(ca_days: i64, cert_days: i64, now: i64) -> (SubjectAltNames, CertifiedPem, CertifiedPem) {
+        let names = sans(&["ironic"], &[]);
+        let ca = new_ca("metal3/ironic", ca_days, now).expect("ca");
+        let serving = issue_serving(&ca, &names, cert_days, now).expect("serving");
+        (names, ca, serving)
+    }
+
     #[test]
     fn the_serving_certificate_is_renewed_at_two_thirds_of_its_lifetime() {
         let now = now();
-        let names = sans(&["ironic"], &[]);
-        let ca = new_ca("metal3/ironic", 3650, now).expect("ca");
-        let serving = issue_serving(&ca, &names, 90, now).expect("serving");
+        let (names, ca, serving) = issued(3650, 90, now);
         assert_eq!(decide(Some(&ca), Some(&serving), &names, now + 59 * DAY), Decision::Keep);
         assert!(matches!(
             decide(Some(&ca), Some(&serving), &names, now + 61 * DAY),
@@ -262,6 +295,17 @@ mod tests {
             Decision::NewCa { reason: "the CA expired" }
         );
         assert!(matches!(decide(Some(&serving), None, &names, now), Decision::NewCa { .. }), "not a CA");
+    }
+
+    #[test]
+    fn a_certificate_that_ends_with_its_ca_is_not_re_signed_by_it_ever_more_often() {
+        let now = now();
+        let (names, ca, serving) = issued(30, 365, now);
+        let (ca_info, info) = (inspect(&ca.cert).expect("ca"), inspect(&serving.cert).expect("serving"));
+        assert_eq!(info.not_after, ca_info.not_after, "cut to its CA's end");
+        assert_eq!(decide(Some(&ca), Some(&serving), &names, now + 25 * DAY), Decision::Keep, "it waits for the CA");
+        let short = issue_serving(&ca, &names, 9, now).expect("serving");
+        assert!(matches!(decide(Some(&ca), Some(&short), &names, now + 7 * DAY), Decision::IssueServing { .. }));
     }
 
     #[test]

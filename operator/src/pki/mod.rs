@@ -1,10 +1,13 @@
-//! Credential material the controllers make themselves: certificates ([`certificate`]) and
-//! passwords ([`password`]), keys and signing requests for certificates others sign ([`request`]). Shared by the Ironic controller (Auto TLS, API credentials) and
-//! the database module (MariaDB's TLS and credentials); it knows nothing of either.
+//! Credential material the controllers make themselves: certificates ([`certificate`]),
+//! passwords ([`password`]), keys and signing requests for certificates others sign
+//! ([`request`]), and the renewal of a CA with an overlap ([`rotation`]). Shared by the Ironic
+//! controller (Auto TLS, API credentials), the database module (MariaDB's TLS and credentials)
+//! and the webhook (its CA's rotation); it knows nothing of any of them.
 
 pub mod certificate;
 pub mod password;
 pub mod request;
+pub mod rotation;
 
 pub use certificate::{CertInfo, CertifiedPem, Decision, decide, inspect, issue_serving, new_ca};
 pub use password::generate_password;

@@ -6,6 +6,7 @@ use super::rotation::{self, Bundle, Pair, Plan};
 use super::{Certificates, Config, Error};
 use crate::kube::ledger::apply_params;
 use crate::kube::{KubeError, Verb};
+use crate::pki::rotation as pki_rotation;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, Patch, PostParams};
@@ -20,18 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 /// Name of the Secret holding operator-managed webhook certificates.
 pub const SECRET_NAME: &str = "ferrometal-webhook-tls";
-/// Keys of the Secret: the signing CA and serving certificate (the
-/// `kubernetes.io/tls` layout), and the incoming and the outgoing CA of a
-/// rotation. Those two are always written, empty between rotations: an apply
-/// that merely leaves a key out does not remove it when another field manager
-/// (whoever created the Secret) co-owns `data`, as Kubernetes 1.20 shows.
-const CA_CERT: &str = "ca.crt";
-const CA_KEY: &str = "ca.key";
+/// Keys of the serving certificate in the Secret (the `kubernetes.io/tls` layout); the CAs'
+/// are [`crate::pki::rotation::ca_data`]'s.
 const TLS_CERT: &str = "tls.crt";
 const TLS_KEY: &str = "tls.key";
-const NEXT_CA_CERT: &str = "next-ca.crt";
-const NEXT_CA_KEY: &str = "next-ca.key";
-const RETIRED_CA_CERT: &str = "retired-ca.crt";
 
 /// Serves whatever certificate is current; renewal swaps it in place.
 #[derive(Debug)]
@@ -226,29 +219,16 @@ async fn theirs(secrets: &Api<Secret>) -> Result<Bundle, Error> {
 fn bundle_from_secret(secret: &Secret) -> Option<Bundle> {
     let data = secret.data.as_ref()?;
     let get = |k: &str| data.get(k).and_then(|v| String::from_utf8(v.0.clone()).ok()).filter(|v| !v.is_empty());
-    let pair = |cert: &str, key: &str| Some(Pair { cert: get(cert)?, key: get(key)? });
-    Some(Bundle {
-        ca: pair(CA_CERT, CA_KEY)?,
-        serving: pair(TLS_CERT, TLS_KEY)?,
-        next: pair(NEXT_CA_CERT, NEXT_CA_KEY),
-        retired: get(RETIRED_CA_CERT),
-    })
+    let serving = Pair { cert: get(TLS_CERT)?, key: get(TLS_KEY)? };
+    pki_rotation::from_data(get, serving)
 }
 
 fn bundle_secret(bundle: &Bundle, namespace: &str) -> Secret {
-    let next = bundle.next.as_ref();
-    let entries = [
-        (CA_CERT, Some(&bundle.ca.cert)),
-        (CA_KEY, Some(&bundle.ca.key)),
-        (TLS_CERT, Some(&bundle.serving.cert)),
-        (TLS_KEY, Some(&bundle.serving.key)),
-        (NEXT_CA_CERT, next.map(|p| &p.cert)),
-        (NEXT_CA_KEY, next.map(|p| &p.key)),
-        (RETIRED_CA_CERT, bundle.retired.as_ref()),
-    ];
-    let data: BTreeMap<String, ByteString> = entries
+    let serving = [(TLS_CERT, bundle.serving.cert.clone()), (TLS_KEY, bundle.serving.key.clone())];
+    let data: BTreeMap<String, ByteString> = pki_rotation::ca_data(bundle)
         .into_iter()
-        .map(|(k, v)| (k.to_string(), ByteString(v.map(|v| v.as_bytes().to_vec()).unwrap_or_default())))
+        .chain(serving)
+        .map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())))
         .collect();
     Secret {
         metadata: ObjectMeta {

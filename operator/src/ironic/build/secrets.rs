@@ -7,7 +7,7 @@ use crate::ironic::credentials::HTPASSWD_KEY;
 use crate::ironic::names;
 use crate::ironic::resolve::Resolved;
 use crate::ironic::tls::csr::{REQUEST_DIGEST_KEY, REQUEST_KEY, SIGNER_ANNOTATION};
-use crate::ironic::tls::{CA_CERT_KEY, CA_KEY_KEY, auto_serving_source};
+use crate::ironic::tls::{CA_CERT_KEY, auto_serving_source};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use std::collections::BTreeMap;
@@ -39,17 +39,16 @@ pub fn htpasswd(resolved: &Resolved) -> Secret {
     secret(resolved, resolved.names.htpasswd(), "Opaque", &[(HTPASSWD_KEY, resolved.credentials.htpasswd.as_bytes())])
 }
 
-/// The Auto CA (with its key) and the serving certificate it signs.
+/// The Auto CA (with its key, and those of a renewal under way) and the serving certificate
+/// it signs.
 pub fn auto_tls(resolved: &Resolved) -> Vec<Secret> {
     let Some(auto) = &resolved.tls.auto else {
         return Vec::new();
     };
-    let ca = secret(
-        resolved,
-        resolved.names.auto_ca(),
-        "Opaque",
-        &[(CA_CERT_KEY, auto.ca.cert.as_bytes()), (CA_KEY_KEY, auto.ca.key.as_bytes())],
-    );
+    // The CA, and the next and the retired one of a renewal under way.
+    let cas = crate::pki::rotation::ca_data(auto);
+    let data: Vec<(&str, &[u8])> = cas.iter().map(|(k, v)| (*k, v.as_bytes())).collect();
+    let ca = secret(resolved, resolved.names.auto_ca(), "Opaque", &data);
     let serving_source = auto_serving_source(&resolved.names.auto_serving(), auto);
     let data: Vec<(&str, &[u8])> = serving_source.data.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
     let serving = secret(resolved, resolved.names.auto_serving(), "kubernetes.io/tls", &data);

@@ -73,7 +73,8 @@ impl Resolved {
     /// `now` (Unix seconds).
     pub fn renewal_after(&self, now: i64) -> Option<Duration> {
         let at = match self.tls.mode {
-            Some(TlsMode::Auto) => self.tls.material.as_ref().and_then(|m| m.renewal_at)?,
+            // A time already past is a step waiting for the pods' rollout, which is watched.
+            Some(TlsMode::Auto) => self.tls.material.as_ref().and_then(|m| m.renewal_at).filter(|at| *at > now)?,
             // Once a renewal is requested, the request's own interval applies
             // ([`Self::awaits_signer`]): a renewal time already past is no reason to look again
             // every second.
@@ -123,7 +124,13 @@ pub async fn run(
     });
     let credentials = credentials::resolve(&names, &uid, user.as_ref(), &found.credentials).await?;
     let names_to_cover = sans::compute(&names.service(), &namespace, &config.cluster_domain, spec, &found.node_ips);
-    let tls = tls::resolve(&names, &namespace, &uid, spec, &valid.linked, &found.tls, &names_to_cover, now)?;
+    // Everything the pods mount but the serving certificate: Auto TLS tells from it whether
+    // the pods run what its Secrets hold.
+    let mut sources: Vec<&Source> = valid.linked.sources.iter().map(|(_, s)| s).collect();
+    sources.push(&credentials.source);
+    sources.extend(&database.mounted);
+    let context = tls::AutoContext { renewal: config.auto_ca_renewal, others: &sources };
+    let tls = tls::resolve(&names, &namespace, &uid, spec, &valid.linked, &found.tls, &names_to_cover, context, now)?;
 
     let installed = ironic.status.as_ref().and_then(|s| s.installed_version.as_deref());
     let requested = valid.version.version;
@@ -134,10 +141,7 @@ pub async fn run(
         VersionPlan::DowngradeRefused { .. } => None,
     };
 
-    let mut sources: Vec<&Source> = valid.linked.sources.iter().map(|(_, s)| s).collect();
-    sources.push(&credentials.source);
     sources.extend(tls.material.as_ref().map(|m| &m.source));
-    sources.extend(&database.mounted);
     let content_hash = hash::content_hash(sources);
     let trusted_ca = linked::trusted_ca(spec).and_then(|ca| {
         let key = ca.key.clone().or_else(|| valid.linked.get(fields::TRUSTED_CA)?.first_key().map(str::to_string))?;

@@ -1,6 +1,7 @@
 //! TLS for the API and the image server, in four modes:
 //! - `Secret`: the user's Secret (`tls.certificateName`);
-//! - `Auto`: a CA and serving certificate the operator makes and renews ([`crate::pki`]);
+//! - `Auto`: a CA and serving certificate the operator makes and renews, the CA with an
+//!   overlap ([`auto`]);
 //! - `CertManager`: a cert-manager Certificate ([`cert_manager`]); the operator waits for the
 //!   Secret cert-manager writes;
 //! - `CertificateSigningRequest`: a key the operator makes and a Kubernetes CSR the cluster's
@@ -10,6 +11,7 @@
 //! when known); its content is part of the pod template's content hash, so every rotation
 //! rolls the pods.
 
+pub mod auto;
 pub mod cert_manager;
 pub mod csr;
 pub mod sans;
@@ -17,7 +19,6 @@ pub mod sans;
 use super::linked::{Linked, Source, SourceKind, fields};
 use super::names::Names;
 use crate::kube::names::controlled_by;
-use crate::pki as auto;
 use crds::ironic::status::TlsStatus;
 use crds::ironic::{IronicSpec, TlsMode};
 use k8s_openapi::api::core::v1::Secret;
@@ -52,12 +53,8 @@ pub struct TlsMaterial {
     pub renewal_at: Option<i64>,
 }
 
-/// A new Auto CA and serving certificate to store.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AutoSecrets {
-    pub ca: CertifiedPem,
-    pub serving: CertifiedPem,
-}
+/// The Auto CA, the serving certificate it signs, and the CAs of a renewal under way, to store.
+pub use crate::pki::rotation::Bundle as AutoSecrets;
 
 /// TLS as resolved for one reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -78,6 +75,8 @@ pub struct TlsPlan {
     pub csr: Option<csr::CsrPlan>,
     /// Auto, CertificateSigningRequest: why a certificate was stored during this reconcile.
     pub issued: Option<&'static str>,
+    /// Auto: the step of the CA's renewal taken during this reconcile.
+    pub renewal_step: Option<&'static str>,
 }
 
 impl TlsPlan {
@@ -120,11 +119,7 @@ fn material(source: Source, with_renewal: bool) -> TlsMaterial {
 
 /// The Secret content of an Auto serving certificate.
 pub fn auto_serving_source(name: &str, secrets: &AutoSecrets) -> Source {
-    let data = [("tls.crt", &secrets.serving.cert), ("tls.key", &secrets.serving.key), (CA_CERT_KEY, &secrets.ca.cert)]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
-        .collect();
-    Source { kind: SourceKind::Secret, name: name.to_string(), data }
+    auto::serving_source(name, secrets)
 }
 
 /// The Secret content of a serving certificate from the cluster's signer, with the signer's CA
@@ -144,6 +139,8 @@ pub fn csr_serving_source(name: &str, serving: &CertifiedPem, ca: Option<&str>) 
 pub struct Stored {
     pub auto_ca: Option<Secret>,
     pub auto_serving: Option<Secret>,
+    /// Mode Auto: the workload as read, to tell when a step of the CA's renewal reached the pods.
+    pub rollout: Option<auto::Rollout>,
     pub cert_manager: Option<Secret>,
     pub csr: csr::Stored,
 }
@@ -159,6 +156,14 @@ pub fn to_read(spec: &IronicSpec, names: &Names) -> (Option<[String; 2]>, Option
     }
 }
 
+/// What mode Auto needs beside the stored Secrets: how the CA is renewed, and everything else
+/// the pods mount (to tell whether they run what the Secrets hold).
+#[derive(Clone, Copy, Debug)]
+pub struct AutoContext<'a> {
+    pub renewal: auto::Renewal,
+    pub others: &'a [&'a Source],
+}
+
 /// Resolves the TLS mode of `spec` of the Ironic in `namespace`. Pure but for the Auto
 /// certificates it may make; `now` is Unix seconds.
 #[allow(clippy::too_many_arguments)]
@@ -170,6 +175,7 @@ pub fn resolve(
     linked: &Linked,
     stored: &Stored,
     sans: &SubjectAltNames,
+    context: AutoContext<'_>,
     now: i64,
 ) -> Result<TlsPlan, Error> {
     let tls = spec.tls.clone().unwrap_or_default();
@@ -181,37 +187,7 @@ pub fn resolve(
         TlsMode::Secret => {
             plan.material = linked.get(fields::TLS_CERTIFICATE).cloned().map(|s| material(s, false));
         }
-        TlsMode::Auto => {
-            let settings = tls.auto.clone().unwrap_or_default();
-            let ca = owned(stored.auto_ca.as_ref(), &names.auto_ca(), owner_uid)?.and_then(|s| {
-                Some(CertifiedPem { cert: s.text(CA_CERT_KEY)?.to_string(), key: s.text(CA_KEY_KEY)?.to_string() })
-            });
-            let serving = owned(stored.auto_serving.as_ref(), &names.auto_serving(), owner_uid)?.and_then(|s| {
-                Some(CertifiedPem { cert: s.text("tls.crt")?.to_string(), key: s.text("tls.key")?.to_string() })
-            });
-            let cert_days = i64::from(settings.certificate_validity_days());
-            let (ca, serving) = match (auto::decide(ca.as_ref(), serving.as_ref(), sans, now), ca, serving) {
-                (auto::Decision::Keep, Some(ca), Some(serving)) => (ca, serving),
-                (auto::Decision::IssueServing { reason }, Some(ca), _) => {
-                    plan.issued = Some(reason);
-                    let serving = auto::issue_serving(&ca, sans, cert_days, now)?;
-                    (ca, serving)
-                }
-                (decision, _, _) => {
-                    plan.issued = Some(match decision {
-                        auto::Decision::NewCa { reason } | auto::Decision::IssueServing { reason } => reason,
-                        auto::Decision::Keep => "the stored certificates are incomplete",
-                    });
-                    let common_name = format!("{namespace}/{} Ironic CA", names.ironic);
-                    let ca = auto::new_ca(&common_name, i64::from(settings.ca_validity_days()), now)?;
-                    let serving = auto::issue_serving(&ca, sans, cert_days, now)?;
-                    (ca, serving)
-                }
-            };
-            let secrets = AutoSecrets { ca, serving };
-            plan.material = Some(material(auto_serving_source(&names.auto_serving(), &secrets), true));
-            plan.auto = Some(secrets);
-        }
+        TlsMode::Auto => auto_plan(&mut plan, names, namespace, owner_uid, &tls, stored, sans, context, now)?,
         TlsMode::CertManager => {
             let Some(settings) = &tls.cert_manager else {
                 plan.pending = Some("spec.tls.certManager is required in mode CertManager".to_string());
@@ -259,6 +235,40 @@ pub fn resolve(
         }
     }
     Ok(plan)
+}
+
+/// Mode Auto: the stored CA moved along its renewal ([`auto`]), and the serving certificate.
+#[allow(clippy::too_many_arguments)]
+fn auto_plan(
+    plan: &mut TlsPlan,
+    names: &Names,
+    namespace: &str,
+    owner_uid: &str,
+    tls: &crds::ironic::Tls,
+    stored: &Stored,
+    sans: &SubjectAltNames,
+    context: AutoContext<'_>,
+    now: i64,
+) -> Result<(), Error> {
+    let settings = tls.auto.clone().unwrap_or_default();
+    let ca = owned(stored.auto_ca.as_ref(), &names.auto_ca(), owner_uid)?;
+    let serving = owned(stored.auto_serving.as_ref(), &names.auto_serving(), owner_uid)?;
+    let served = auto::served(stored.rollout.as_ref(), serving.as_ref(), context.others);
+    let issuer = auto::Auto {
+        common_name: format!("{namespace}/{} Ironic CA", names.ironic),
+        ca_days: i64::from(settings.ca_validity_days()),
+        cert_days: i64::from(settings.certificate_validity_days()),
+        sans,
+    };
+    let current = auto::stored(ca.as_ref(), serving.as_ref());
+    let decided = auto::decide(current.as_ref(), &issuer, context.renewal, served, crate::pki::rotation::at(now))?;
+    plan.issued = decided.issued;
+    plan.renewal_step = decided.step;
+    let mut material = material(auto_serving_source(&names.auto_serving(), &decided.bundle), false);
+    material.renewal_at = auto::renewal_at(&decided.bundle, context.renewal, now);
+    plan.material = Some(material);
+    plan.auto = Some(decided.bundle);
+    Ok(())
 }
 
 /// A Secret the operator manages, or `None`; someone else's Secret of that name is a conflict.

@@ -1,11 +1,6 @@
 use super::*;
-use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::ServerCertVerifier;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
-use std::sync::Arc;
+use crate::pki::rotation::tests::{DAY, assert_overlaps, ca_between, count, written};
 
-const DAY: Duration = Duration::from_secs(86400);
 const SETTLE: Duration = Duration::from_secs(60);
 
 fn names() -> Vec<String> {
@@ -15,41 +10,17 @@ fn names() -> Vec<String> {
 /// Whether a client trusting exactly `bundle` (a caBundle) accepts `serving` for
 /// `fm.ops.svc` at `now`, as the apiserver would.
 fn trusts(bundle: &str, serving: &str, now: SystemTime) -> bool {
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
-        roots.add(ca.expect("CA PEM")).expect("CA");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider).build().expect("verifier");
-    let cert = CertificateDer::from_pem_slice(serving.as_bytes()).expect("serving PEM");
-    let name = ServerName::try_from("fm.ops.svc").expect("name");
-    let at = UnixTime::since_unix_epoch(now.duration_since(SystemTime::UNIX_EPOCH).expect("after the epoch"));
-    verifier.verify_server_cert(&cert, &[], &name, &[], at).is_ok()
+    crate::pki::rotation::tests::trusts(bundle, serving, "fm.ops.svc", now)
 }
 
-fn written(plan: Plan) -> Bundle {
-    match plan {
-        Plan::Write(bundle) => bundle,
-        Plan::Keep => panic!("expected a change"),
-    }
-}
-
-fn count(bundle: &str) -> usize {
-    bundle.matches("BEGIN CERTIFICATE").count()
+fn not_after(pem: &str) -> i64 {
+    inspect(pem).expect("a certificate").not_after
 }
 
 /// A CA made `age` before `now` with `life` in all, and a serving certificate from it.
 fn aged(now: SystemTime, age: Duration, life: Duration) -> Bundle {
     let made = now - age;
-    let mut params = CertificateParams::default();
-    params.distinguished_name.push(DnType::CommonName, "an older webhook CA");
-    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    params.not_before = offset(made);
-    params.not_after = offset(made + life);
-    let key = KeyPair::generate().expect("key");
-    let cert = params.self_signed(&key).expect("CA");
-    let ca = Pair { cert: cert.pem(), key: key.serialize_pem() };
+    let ca = ca_between(made, life);
     let serving = serving(&ca, &names(), made + BACKDATE).expect("serving");
     Bundle { ca, serving, next: None, retired: None }
 }
@@ -90,19 +61,19 @@ fn a_serving_certificate_never_outlives_its_ca() {
     let now = SystemTime::now();
     // A CA with 30 days left: the serving certificate is cut to end with it.
     let bundle = aged(now, 10 * DAY, 40 * DAY);
-    let ca_end = Validity::of(&bundle.ca.cert).expect("CA").not_after;
-    assert!(Validity::of(&bundle.serving.cert).expect("serving").not_after <= ca_end);
+    let ca_end = not_after(&bundle.ca.cert);
+    assert!(not_after(&bundle.serving.cert) <= ca_end);
 
     // One that ends after its CA (made by someone else) is re-signed.
     let mut params = CertificateParams::new(names()).expect("params");
     params.not_before = offset(now - DAY);
-    params.not_after = offset(ca_end + 100 * DAY);
+    params.not_after = offset(rotation::at(ca_end) + 100 * DAY);
     let key = KeyPair::generate().expect("key");
     let signer = issuer(&bundle.ca.cert, &bundle.ca.key).expect("issuer");
     let long = Pair { cert: params.signed_by(&key, &signer).expect("cert").pem(), key: key.serialize_pem() };
     let stored = Bundle { serving: long, ..bundle.clone() };
     let fixed = written(plan(Some(&stored), &names(), now, SETTLE, None).expect("plan"));
-    assert!(Validity::of(&fixed.serving.cert).expect("serving").not_after <= ca_end);
+    assert!(not_after(&fixed.serving.cert) <= ca_end);
 }
 
 #[test]
@@ -148,18 +119,10 @@ fn a_ca_is_rotated_with_overlap_and_every_step_is_trusted_by_the_bundles_on_eith
 
     // At every step, whichever bundle the apiserver has (this step's or the last) trusts
     // whichever certificate a replica serves (this step's or the last).
-    let steps = [(&old, start), (&step1, start), (&step2, settled), (&step3, done)];
-    for pair in steps.windows(2) {
-        let ((before, _), (after, at)) = (pair[0], pair[1]);
-        for bundle in [before.trusted(), after.trusted()] {
-            for serving in [&before.serving.cert, &after.serving.cert] {
-                assert!(trusts(&bundle, serving, at), "a step left a served certificate untrusted");
-            }
-        }
-    }
+    assert_overlaps(&[(&old, start), (&step1, start), (&step2, settled), (&step3, done)], "fm.ops.svc");
     // And the new CA lasts its full life.
-    let life = Validity::of(&step3.ca.cert).expect("CA");
-    assert!(life.not_after >= done + CA_LIFETIME - DAY);
+    let life = rotation::at(not_after(&step3.ca.cert));
+    assert!(life >= done + CA_LIFETIME - DAY);
 }
 
 #[test]
