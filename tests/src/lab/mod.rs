@@ -305,13 +305,8 @@ fn start_operator(
     health_port: u16,
     webhook_port: u16,
 ) -> crate::Result<ManagedProcess> {
-    let mut cmd = Command::new(&options.operator);
-    cmd.arg("run")
-        .env("KUBECONFIG", kubeconfig)
-        .env("RUST_LOG", "info")
-        .arg("--controllers=ironic,nodeset")
-        .arg(format!("--health-addr=127.0.0.1:{health_port}"))
-        .arg(format!("--webhook-addr=127.0.0.1:{webhook_port}"))
+    let mut cmd = operator_run(options, kubeconfig, "ironic,nodeset", health_port);
+    cmd.arg(format!("--webhook-addr=127.0.0.1:{webhook_port}"))
         .arg(format!("--webhook-url=https://127.0.0.1:{webhook_port}"))
         .arg("--webhook-secret-namespace=ferrometal-system")
         // The sample Ironic's namespace, as an admin lists it (the default would be the
@@ -330,16 +325,22 @@ fn start_host_controller(
     ironic: &LabIronic,
     health_port: u16,
 ) -> crate::Result<ManagedProcess> {
+    let mut cmd = operator_run(options, kubeconfig, "host", health_port);
+    cmd.arg("--disable-webhooks")
+        .arg(format!("--ironic-name={}/{}", samples::NAMESPACE, samples::IRONIC))
+        .arg(format!("--ironic-connect-address={}", ironic.address));
+    ManagedProcess::spawn("ferrometal-hosts", cmd, &options.state_dir.join("operator-hosts.log"))
+}
+
+/// `ferrometal run` against the lab's apiserver with `controllers`, its health on `health_port`.
+fn operator_run(options: &LabOptions, kubeconfig: &Path, controllers: &str, health_port: u16) -> Command {
     let mut cmd = Command::new(&options.operator);
     cmd.arg("run")
         .env("KUBECONFIG", kubeconfig)
         .env("RUST_LOG", "info")
-        .arg("--controllers=host")
-        .arg("--disable-webhooks")
-        .arg(format!("--health-addr=127.0.0.1:{health_port}"))
-        .arg(format!("--ironic-name={}/{}", samples::NAMESPACE, samples::IRONIC))
-        .arg(format!("--ironic-connect-address={}", ironic.address));
-    ManagedProcess::spawn("ferrometal-hosts", cmd, &options.state_dir.join("operator-hosts.log"))
+        .arg(format!("--controllers={controllers}"))
+        .arg(format!("--health-addr=127.0.0.1:{health_port}"));
+    cmd
 }
 
 async fn wait_operator_ready(operator: &mut ManagedProcess, port: u16) -> crate::Result<()> {

@@ -3,10 +3,10 @@
 //! keeps its nodes through that version change and through a change of MariaDB's series
 //! (10.11 to 11.8, the old server stopped through its `preStop` hook).
 //!
-//! Only one Ironic release is built here (`scripts/node/ironic-image.sh`), so the version
-//! change (38.0 to 39.0, the operator's `--ironic-image` for both) runs the real Jobs and the
-//! real rollout between them, but the schema it migrates is already 39's: no migration between
-//! two releases' schemas runs (`design/testing.md`).
+//! Only one Ironic release is built here (`scripts/node/ironic-image.sh`, Ironic 39), so the
+//! version change (37.0 to 38.0, the operator's `--ironic-image` for both) runs the real Jobs
+//! and the real rollout between them, but the schema it migrates is already 39's: no migration
+//! between two releases' schemas runs (`design/testing.md`).
 
 use crate::real_ironic::{API_VERSION, RealIronic, client, get_json};
 use anyhow::Context;
@@ -35,15 +35,18 @@ const MARIADB_UID: u32 = 999;
 /// through CoreDNS.
 struct PodForward {
     addr: SocketAddr,
-    pod: Arc<Mutex<Option<(Api<Pod>, String, u16)>>>,
+    pod: Arc<Mutex<Option<Target>>>,
     task: tokio::task::JoinHandle<()>,
 }
+
+/// Where [`PodForward`] sends connections: a pod (by name) and a port.
+type Target = (Api<Pod>, String, u16);
 
 impl PodForward {
     async fn bind() -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let pod: Arc<Mutex<Option<(Api<Pod>, String, u16)>>> = Arc::default();
+        let pod: Arc<Mutex<Option<Target>>> = Arc::default();
         let target = pod.clone();
         let task = tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
@@ -70,7 +73,7 @@ impl Drop for PodForward {
 
 /// One connection to the pod's address; dropped (the check fails, and is retried) while the
 /// pod has none.
-async fn forward(mut inbound: TcpStream, (pods, name, port): (Api<Pod>, String, u16)) {
+async fn forward(mut inbound: TcpStream, (pods, name, port): Target) {
     let ip = pods.get_opt(&name).await.ok().flatten().and_then(|p| p.status?.pod_ip);
     let Some(ip) = ip.and_then(|ip| ip.parse::<IpAddr>().ok()) else { return };
     if let Ok(mut outbound) = TcpStream::connect((ip, port)).await {
@@ -82,7 +85,8 @@ async fn forward(mut inbound: TcpStream, (pods, name, port): (Api<Pod>, String, 
 fn ironic(ns: &str, image: &str, series: &str) -> Value {
     json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
         "metadata": {"name": NAME, "namespace": ns},
-        "spec": {"networking": {"disableHostNetwork": true},
+        "spec": {"version": "37.0",
+                 "networking": {"disableHostNetwork": true},
                  "deployRamdisk": {"disableDownloader": true},
                  "database": {"managed": {"version": series, "image": image}}}})
 }
@@ -198,19 +202,19 @@ async fn on_its_managed_mariadb_the_upgrade_jobs_run_as_pods_and_ironic_keeps_it
     ironics
         .create(&Default::default(), &serde_json::from_value(ironic(&env.ns, MARIADB_IMAGES[0].0, "10.11"))?)
         .await?;
-    let first = until_installed(&env, "38.0").await?;
-    eprintln!("Ironic 38.0 Ready on MariaDB {} {:?} after the start", server_version(&first), started.elapsed());
+    let first = until_installed(&env, "37.0").await?;
+    eprintln!("Ironic 37.0 Ready on MariaDB {} {:?} after the start", server_version(&first), started.elapsed());
     assert!(server_version(&first).starts_with("10.11"), "{:?}", first.status);
-    assert_jobs_ran(&env, "38.0").await?;
+    assert_jobs_ran(&env, "37.0").await?;
     let api = IronicApi::of(&env).await?;
     api.create_node("kept-through-changes").await?;
 
     // A version change: the pre Job, the rollout, the post Job, all real.
-    let patch = json!({"spec": {"version": "39.0"}});
+    let patch = json!({"spec": {"version": "38.0"}});
     ironics.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    until_installed(&env, "39.0").await?;
-    eprintln!("Ironic 39.0 installed {:?} after the start", started.elapsed());
-    assert_jobs_ran(&env, "39.0").await?;
+    until_installed(&env, "38.0").await?;
+    eprintln!("Ironic 38.0 installed {:?} after the start", started.elapsed());
+    assert_jobs_ran(&env, "38.0").await?;
     let api = IronicApi::of(&env).await?;
     assert_eq!(api.node_names().await?, ["kept-through-changes"], "Ironic keeps its node through the upgrade");
 
