@@ -4,8 +4,8 @@
 //! metal3 ironic-image's contract). Nothing is simulated: the Deployment becomes available
 //! through its own exec probes, and the API answers through the Service over the TLS the
 //! operator set up, with the credentials it generated. A BareMetalHost on sushy-tools' emulated
-//! Redfish BMC is then registered, inspected and provisioned through that Ironic by the host
-//! controller, while the exporter beside that Ironic serves metrics.
+//! Redfish BMC is then registered, inspected, provisioned and deprovisioned through that Ironic
+//! by the host controller, while the exporter beside that Ironic serves metrics.
 //!
 //! The test points the operator at the local image (its `--ironic-image` default) and changes
 //! nothing else of the rendering. The Ironic opts out of two things this machine cannot give it:
@@ -24,7 +24,7 @@ use ferrometal_tests::wait;
 use ferrometal_tests::workdir::WorkDir;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use operator::host::{self, IronicSource};
 use operator::{Operator, OperatorConfig};
 use real_ironic::{API_VERSION, POLL, RealIronic, client, get_json};
@@ -147,7 +147,7 @@ const BMC_USER: &str = "admin";
 const BMC_PASSWORD: &str = "redfish-pw";
 
 #[tokio::test]
-async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_ironic_and_its_exporter_serves()
+async fn a_baremetalhost_on_sushy_tools_is_provisioned_and_deprovisioned_through_the_operators_ironic_and_its_exporter_serves()
 -> anyhow::Result<()> {
     let started = Instant::now();
     let env = ready_ironic("ironic-real-host", true).await?;
@@ -257,5 +257,27 @@ async fn a_baremetalhost_on_sushy_tools_is_provisioned_through_the_operators_iro
     let metrics = format!("http://{}:9608/metrics", env.service_address(NAME).await?.ip());
     let response = reqwest::Client::new().get(&metrics).timeout(Duration::from_secs(20)).send().await?;
     assert_eq!(response.status(), StatusCode::OK, "{metrics}");
+
+    // Deprovisioned through the same Ironic: the image removed, the host is available again
+    // (cleaning is off), and so is Ironic's node, without the instance's ISO.
+    let unset = json!({"spec": {"image": null}});
+    hosts.patch("machine-0", &PatchParams::default(), &Patch::Merge(&unset)).await?;
+    let available = wait::until("the host deprovisioned", HOST_TIMEOUT, POLL, || {
+        let hosts = hosts.clone();
+        async move {
+            let host = hosts.get("machine-0").await.ok()?;
+            (host.status.as_ref()?.provisioning.state.as_str() == "available").then_some(())
+        }
+    })
+    .await;
+    if let Err(err) = available {
+        let last = hosts.get("machine-0").await.ok().and_then(|h| h.status);
+        return Err(err.context(format!("last status: {last:?}")));
+    }
+    let nodes = get_json(&http, &url, (&username, &password)).await?;
+    let node = nodes["nodes"].as_array().and_then(|n| n.first()).context("the Ironic node")?.clone();
+    assert_eq!(node["provision_state"], "available", "{node}");
+    assert!(node["instance_info"].get("boot_iso").is_none(), "{node}");
+    eprintln!("host deprovisioned {:?} after the start", started.elapsed());
     Ok(())
 }
