@@ -8,10 +8,11 @@
 //! and the real rollout between them, but the schema it migrates is already 39's: no migration
 //! between two releases' schemas runs (`design/testing.md`).
 
-use crate::real_ironic::{API_VERSION, RealIronic, client, get_json};
+use crate::real_ironic::{API_VERSION, POLL, RealIronic, client, get_json, ready};
 use anyhow::Context;
 use crds::ironic::Ironic;
 use ferrometal_tests::node::{MARIADB_IMAGES, RealNode};
+use ferrometal_tests::wait;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -157,18 +158,25 @@ async fn assert_jobs_ran(env: &RealIronic, version: &str) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Waits until the Ironic is Ready at its generation with `version` installed.
-async fn until_installed(env: &RealIronic, version: &str) -> anyhow::Result<Ironic> {
-    let started = Instant::now();
-    loop {
-        let ironic = env.until_ready_within(NAME, READY_TIMEOUT).await?;
-        let installed = ironic.status.as_ref().and_then(|s| s.installed_version.clone());
-        if installed.as_deref() == Some(version) {
-            return Ok(ironic);
-        }
-        anyhow::ensure!(started.elapsed() < READY_TIMEOUT, "installed {installed:?}, not {version}");
-        tokio::time::sleep(Duration::from_secs(1)).await;
+/// Waits until the Ironic is Ready at its generation and `holds` of it.
+async fn until_ready_and(env: &RealIronic, what: &str, holds: impl Fn(&Ironic) -> bool) -> anyhow::Result<Ironic> {
+    let ironics = env.api::<Ironic>();
+    let holds = &holds;
+    let waited = wait::until(what, READY_TIMEOUT, POLL, || {
+        let ironics = ironics.clone();
+        async move { ironics.get(NAME).await.ok().filter(|i| ready(i) && holds(i)) }
+    })
+    .await;
+    match waited {
+        Ok(ironic) => Ok(ironic),
+        Err(err) => Err(err.context(env.pod_report().await)),
     }
+}
+
+/// Waits until the Ironic is Ready with `version` installed.
+async fn until_installed(env: &RealIronic, version: &str) -> anyhow::Result<Ironic> {
+    let installed = |i: &Ironic| i.status.as_ref().and_then(|s| s.installed_version.as_deref()) == Some(version);
+    until_ready_and(env, &format!("Ironic {version} installed and Ready"), installed).await
 }
 
 /// The managed database's server version, from the Ironic's status.
@@ -222,15 +230,8 @@ async fn on_its_managed_mariadb_the_upgrade_jobs_run_as_pods_and_ironic_keeps_it
     // hook, the new series starts on the same data directory, and Ironic still has its node.
     let patch = json!({"spec": {"database": {"managed": {"version": "11.8", "image": MARIADB_IMAGES[1].0}}}});
     ironics.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    let deadline = Instant::now() + READY_TIMEOUT;
-    let changed = loop {
-        let ironic = env.until_ready_within(NAME, READY_TIMEOUT).await?;
-        if server_version(&ironic).starts_with("11.8") {
-            break ironic;
-        }
-        anyhow::ensure!(Instant::now() < deadline, "still MariaDB {}", server_version(&ironic));
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    };
+    let on_new_series = |i: &Ironic| server_version(i).starts_with("11.8");
+    let changed = until_ready_and(&env, "the Ironic Ready on MariaDB 11.8", on_new_series).await?;
     eprintln!("MariaDB {} under Ironic {:?} after the start", server_version(&changed), started.elapsed());
     let api = IronicApi::of(&env).await?;
     assert_eq!(api.node_names().await?, ["kept-through-changes"], "Ironic keeps its node through the series change");
