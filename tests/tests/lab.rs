@@ -162,7 +162,12 @@ fn assert_the_services_ran_as_containers_at_the_new_mtu(env: &HashMap<String, St
         serde_json::from_str(&kubectl(env, &["get", "pods", "-n", namespace, "-l", &selector, "-o", "json"], None))
             .expect("json");
     let pods = pods["items"].as_array().cloned().unwrap_or_default();
-    assert!(pods.len() >= 6, "bootstrap and configure-network on three hosts at least: {}", pods.len());
+    // Finished Jobs beyond the NodeSet's history (three per service) are pruned once their
+    // outcome is in status, so how many pods remain depends on when the prune ran; what is
+    // certain is that both services left pods.
+    let services: std::collections::BTreeSet<&str> =
+        pods.iter().filter_map(|p| p["metadata"]["labels"][crds::nodeset::SERVICE_LABEL].as_str()).collect();
+    assert_eq!(services, ["bootstrap", "configure-network"].into(), "the services that ran: {pods:?}");
     for pod in &pods {
         let status = &pod["status"]["containerStatuses"][0];
         assert_eq!(pod["status"]["phase"], "Succeeded", "{pod}");
