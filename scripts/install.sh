@@ -7,6 +7,7 @@
 #   - the Python virtualenvs with Ironic and sushy-tools, cached: the newest Ironic we test,
 #     and the oldest release the operator offers (FERROMETAL_IRONIC=oldest)
 #   - the real test node's packages and images (install-node.sh) and CoreDNS (build-coredns.sh)
+#   - cert-manager's controller and CRDs (build-cert-manager.sh)
 # Heavy artifacts live under ${FERROMETAL_CACHE:-~/.cache/ferrometal}.
 source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
@@ -32,6 +33,8 @@ cat "$images_log" >&2
 # The real test node: containerd and its other images, and CoreDNS (Go modules).
 "$here/install-node.sh"
 "$here/build-coredns.sh"
+# cert-manager's controller (Go modules), for the tests of the CertManager TLS mode.
+"$here/build-cert-manager.sh"
 # The test runner; a pinned release, built once (a few minutes) when the machine has none.
 NEXTEST_VERSION=0.9.143
 command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {

@@ -15,6 +15,7 @@
 //! owns them fails. `design/testing.md` explains the whole environment.
 
 pub mod bench;
+pub mod cert_manager;
 pub mod clean_stop;
 pub mod control_plane;
 pub mod env;

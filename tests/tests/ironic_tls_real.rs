@@ -1,6 +1,7 @@
 //! The TLS the operator sets up for its Ironic, on the real node (`real_ironic`): the Auto CA
 //! renewed while a client keeps calling the API, a user's own certificate, and a certificate
-//! from a CertificateSigningRequest the test signs as the cluster's external signer would.
+//! from a CertificateSigningRequest the test signs as the cluster's external signer would, and
+//! one cert-manager issues and renews (`cert_manager`).
 //!
 //! The client here does what a client of the API does: it trusts the bundle the operator
 //! publishes (the `<name>-ca-bundle` ConfigMap), re-read every second, and reaches the API
@@ -8,6 +9,8 @@
 //! every call's handshake verifies the certificate a pod serves at that moment against the
 //! bundle the client holds at that moment, with rustls' WebPKI verifier.
 
+#[path = "ironic_tls_real/cert_manager.rs"]
+mod cert_manager;
 mod real_ironic;
 
 use anyhow::Context;
