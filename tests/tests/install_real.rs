@@ -13,6 +13,8 @@
 //! `IRONIC_ENDPOINT` (the README's step for the host controller) and shortens the host
 //! controller's polling.
 
+#[path = "install_real/cert_manager.rs"]
+mod cert_manager;
 mod install_common;
 
 use anyhow::Context as _;
