@@ -63,6 +63,8 @@ BIN="$CACHE/kubernetes/current/bin"
 NODE_CACHE="$CACHE/node"
 NODE_NAME=${FERROMETAL_NODE_NAME:-$(hostname)}
 POD_CIDR=${FERROMETAL_POD_CIDR:-10.244.0.0/24}
+# The test control plane's --service-cluster-ip-range (tests/src/control_plane.rs).
+SERVICE_CIDR=${FERROMETAL_SERVICE_CIDR:-10.0.0.0/24}
 BRIDGE=${FERROMETAL_NODE_BRIDGE:-fmnode0}
 KUBELET_PORT=${FERROMETAL_KUBELET_PORT:-10250}
 DNS=${FERROMETAL_NODE_DNS:-auto}
@@ -71,7 +73,7 @@ TIMEOUT=${FERROMETAL_NODE_TIMEOUT:-180}
 NET=${POD_CIDR%/*}
 PREFIX=${POD_CIDR#*/}
 GATEWAY="${NET%.*}.$(( ${NET##*.} + 1 ))"
-FWD_CHAIN=FERROMETAL-NODE-FWD IN_CHAIN=FERROMETAL-NODE-IN
+FWD_CHAIN=FERROMETAL-NODE-FWD IN_CHAIN=FERROMETAL-NODE-IN OUT_CHAIN=FERROMETAL-NODE-OUT
 # Where runc puts the containers: /k8s.io/<id> in each cgroup hierarchy.
 CGROUP=k8s.io
 SOCK="$DIR/containerd/containerd.sock"
@@ -297,6 +299,16 @@ setup_network() {
   iptables -w -N "$IN_CHAIN" 2>/dev/null || iptables -w -F "$IN_CHAIN"
   iptables -w -A "$IN_CHAIN" -p tcp --dport "$KUBELET_PORT" ! -i lo -j REJECT --reject-with tcp-reset
   iptables -w -C INPUT -j "$IN_CHAIN" 2>/dev/null || iptables -w -I INPUT 1 -j "$IN_CHAIN"
+  # A connection of this machine's to a ClusterIP that kube-proxy neither sent to a pod (DNAT)
+  # nor refused (a Service without endpoints) is dropped, as on a cluster's node, where nothing
+  # else answers such an address: the SYN is sent again a second later, through kube-proxy's
+  # rules by then. Without this, this machine's egress proxy takes it through the default route
+  # and answers with a certificate of its own: it did, in the instant kube-proxy rewrites its
+  # filter and nat tables one after the other as a pod becomes ready (design/testing.md).
+  # Appended after kube-proxy's own jumps, so its REJECT for a Service without endpoints stays.
+  iptables -w -N "$OUT_CHAIN" 2>/dev/null || iptables -w -F "$OUT_CHAIN"
+  iptables -w -A "$OUT_CHAIN" -d "$SERVICE_CIDR" -m conntrack ! --ctstate DNAT -j DROP
+  iptables -w -C OUTPUT -j "$OUT_CHAIN" 2>/dev/null || iptables -w -A OUTPUT -j "$OUT_CHAIN"
 }
 
 # One node per machine: /run/ferrometal-node.owner names the folder of the node that runs, under a

@@ -156,6 +156,19 @@ fn available(deployment: &Deployment) -> bool {
         && status.replicas == Some(2)
 }
 
+/// Waits until the operator's Deployment has its two replicas ready; on a timeout, the pods'
+/// last log lines say why.
+async fn until_available(deployments: &Api<Deployment>, kubeconfig: &Path) -> anyhow::Result<Deployment> {
+    wait::until("the operator's Deployment 2/2 ready", Duration::from_secs(180), Duration::from_millis(500), || {
+        let deployments = deployments.clone();
+        async move { deployments.get_opt(NAME).await.ok().flatten().filter(available) }
+    })
+    .await
+    .with_context(|| {
+        kubectl(kubeconfig, &["logs", "-n", DEFAULT_NAMESPACE, "-l", SELECTOR, "--tail=30"], None).unwrap_or_default()
+    })
+}
+
 #[tokio::test]
 async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_keeps_every_host() -> anyhow::Result<()> {
     // The image first, before the node (one per machine) is taken: packed when the binary
@@ -200,14 +213,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     // ServiceAccount's token.
     let mut pods = OperatorPods { kubeconfig, checked: Instant::now() };
     let wait_start = Instant::now();
-    wait::until("the operator's Deployment 2/2 ready", Duration::from_secs(180), Duration::from_millis(500), || {
-        let deployments = deployments.clone();
-        async move { deployments.get_opt(NAME).await.ok().flatten().filter(available) }
-    })
-    .await
-    .with_context(|| {
-        kubectl(kubeconfig, &["logs", "-n", DEFAULT_NAMESPACE, "-l", SELECTOR, "--tail=30"], None).unwrap_or_default()
-    })?;
+    until_available(&deployments, kubeconfig).await?;
     eprintln!("---- install_real: the operator's pods ready in {:.1?}", wait_start.elapsed());
     let pod_api: Api<Pod> = Api::namespaced(admin.clone(), DEFAULT_NAMESPACE);
     let running = pod_api.list(&ListParams::default().labels(SELECTOR)).await?.items;

@@ -5,7 +5,10 @@
 //! through its own exec probes, and the API answers through the Service over the TLS the
 //! operator set up, with the credentials it generated. A BareMetalHost on sushy-tools' emulated
 //! Redfish BMC is then registered, inspected, provisioned and deprovisioned through that Ironic
-//! by the host controller, while the exporter beside that Ironic serves metrics.
+//! by the host controller, while the exporter beside that Ironic serves metrics; and on its
+//! managed MariaDB (`database`) its upgrade Jobs run as pods through version and series changes.
+//! One test runs the three scenarios at once, each in its namespace of one control plane, node
+//! and operator.
 //!
 //! The test points the operator at the local image (its `--ironic-image` default) and changes
 //! nothing else of the rendering. The Ironic opts out of two things this machine cannot give it:
@@ -27,7 +30,7 @@ use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use operator::host::{self, IronicSource};
 use operator::{Operator, OperatorConfig};
-use real_ironic::{API_VERSION, POLL, RealIronic, client, get_json};
+use real_ironic::{API_VERSION, POLL, RealIronic, all_pass, client, get_json, scenario};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -38,13 +41,12 @@ const NAME: &str = "ironic";
 /// each Redfish call costing Ironic half a second of CPU (its PBKDF2 session cache).
 const HOST_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// A control plane with a node and a Ready `Ironic` (with the exporter or not).
-async fn ready_ironic(prefix: &str, exporter: bool) -> anyhow::Result<RealIronic> {
+/// A Ready `Ironic` (with the exporter or not) in `env`'s namespace.
+async fn ready_ironic(env: &RealIronic, exporter: bool) -> anyhow::Result<()> {
     let started = Instant::now();
-    let env = RealIronic::start(prefix).await?;
     env.create_ready(ironic(&env.ns, exporter)).await?;
-    eprintln!("Ironic Ready {:?} after the start", started.elapsed());
-    Ok(env)
+    eprintln!("Ironic Ready {:?} after its creation in {}", started.elapsed(), env.ns);
+    Ok(())
 }
 
 /// The Ironic of the test: everything the operator defaults (TLS mode Auto, generated
@@ -62,13 +64,13 @@ fn ironic(ns: &str, exporter: bool) -> Value {
     ironic
 }
 
-#[tokio::test]
-async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials()
--> anyhow::Result<()> {
+async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials(
+    env: RealIronic,
+) -> anyhow::Result<()> {
     let started = Instant::now();
     // Ready only once the Deployment is available, which only the real probes (curl in the
     // containers against Ironic behind httpd, and httpd) make it.
-    let env = ready_ironic("ironic-real", false).await?;
+    ready_ironic(&env, false).await?;
     let deployment = env.api::<Deployment>().get(&format!("{NAME}-service")).await?;
     let status = deployment.status.context("the Deployment's status")?;
     assert_eq!(status.ready_replicas, Some(1), "{status:?}");
@@ -146,11 +148,11 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
 const BMC_USER: &str = "admin";
 const BMC_PASSWORD: &str = "redfish-pw";
 
-#[tokio::test]
-async fn a_baremetalhost_on_sushy_tools_is_provisioned_and_deprovisioned_through_the_operators_ironic_and_its_exporter_serves()
--> anyhow::Result<()> {
+async fn a_baremetalhost_on_sushy_tools_is_provisioned_and_deprovisioned_through_the_operators_ironic_and_its_exporter_serves(
+    env: RealIronic,
+) -> anyhow::Result<()> {
     let started = Instant::now();
-    let env = ready_ironic("ironic-real-host", true).await?;
+    ready_ironic(&env, true).await?;
 
     // The BMC and the image server listen where the Ironic pod reaches this machine: the
     // node's address on the pod bridge. The pod's httpd, where Ironic publishes the virtual
@@ -280,4 +282,31 @@ async fn a_baremetalhost_on_sushy_tools_is_provisioned_and_deprovisioned_through
     assert!(node["instance_info"].get("boot_iso").is_none(), "{node}");
     eprintln!("host deprovisioned {:?} after the start", started.elapsed());
     Ok(())
+}
+
+/// The three scenarios at once on one node, each in its own namespace of one control plane and
+/// operator: each spends most of its time waiting for pods (probes, a provisioning, upgrade
+/// Jobs), and one after the other they held the machine's one node for about seven minutes.
+/// Every failing scenario is reported, by its name.
+#[tokio::test]
+async fn the_operators_ironic_serves_provisions_and_upgrades_on_the_real_node() -> anyhow::Result<()> {
+    let (forward, database) = database::forward_and_settings().await?;
+    let prefixes = ["ironic-real", "ironic-real-host", "ironic-real-db"];
+    let envs = RealIronic::start_many(&prefixes, database).await?;
+    let [api, host, db]: [RealIronic; 3] = envs.try_into().map_err(|_| anyhow::anyhow!("three namespaces"))?;
+    all_pass([
+        scenario(
+            "the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials",
+            the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_with_its_credentials(api),
+        ),
+        scenario(
+            "a_baremetalhost_on_sushy_tools_is_provisioned_and_deprovisioned_through_the_operators_ironic_and_its_exporter_serves",
+            a_baremetalhost_on_sushy_tools_is_provisioned_and_deprovisioned_through_the_operators_ironic_and_its_exporter_serves(host),
+        ),
+        scenario(
+            "on_its_managed_mariadb_the_upgrade_jobs_run_as_pods_and_ironic_keeps_its_nodes_through_version_and_series_changes",
+            database::on_its_managed_mariadb_the_upgrade_jobs_run_as_pods_and_ironic_keeps_its_nodes_through_version_and_series_changes(db, forward),
+        ),
+    ])
+    .await
 }

@@ -7,7 +7,7 @@
 //! `cert-manager.io/inject-ca-from` annotation: it copies the Certificate's CA (`ca.crt` of its
 //! Secret) into every webhook's `caBundle` of the annotated configuration.
 
-use super::{OperatorPods, SELECTOR, available};
+use super::{OperatorPods, until_available};
 use crate::install_common::workloads::{self, Running as _};
 use crate::install_common::{config_dir, kubectl};
 use anyhow::Context as _;
@@ -19,7 +19,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
-use operator::install::{DEFAULT_NAMESPACE, NAME};
+use operator::install::DEFAULT_NAMESPACE;
 use std::time::{Duration, Instant};
 
 /// The overlay's Certificate and the Secret cert-manager writes for it.
@@ -75,14 +75,7 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
 
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), DEFAULT_NAMESPACE);
     let mut pods = OperatorPods { kubeconfig, checked: Instant::now() };
-    wait::until("the operator's Deployment 2/2 ready", Duration::from_secs(180), Duration::from_millis(500), || {
-        let deployments = deployments.clone();
-        async move { deployments.get_opt(NAME).await.ok().flatten().filter(available) }
-    })
-    .await
-    .with_context(|| {
-        kubectl(kubeconfig, &["logs", "-n", DEFAULT_NAMESPACE, "-l", SELECTOR, "--tail=30"], None).unwrap_or_default()
-    })?;
+    until_available(&deployments, kubeconfig).await?;
     pods.ensure_running()?;
     eprintln!("---- install_real: the operator's pods ready in {:.1?}", started.elapsed());
 

@@ -34,7 +34,7 @@ const MARIADB_UID: u32 = 999;
 /// ClusterIP either), and this forwards each connection to the database pod's current address
 /// (the pod bridge routes this machine there). Ironic's pods and Jobs use the Service's name,
 /// through CoreDNS.
-struct PodForward {
+pub struct PodForward {
     addr: SocketAddr,
     pod: Arc<Mutex<Option<Target>>>,
     task: tokio::task::JoinHandle<()>,
@@ -185,17 +185,23 @@ fn server_version(ironic: &Ironic) -> String {
     database.and_then(|d| d.server_version.clone()).unwrap_or_default()
 }
 
-#[tokio::test]
-async fn on_its_managed_mariadb_the_upgrade_jobs_run_as_pods_and_ironic_keeps_its_nodes_through_version_and_series_changes()
--> anyhow::Result<()> {
-    let started = Instant::now();
+/// The forward the database scenario's operator connects through, and the operator's database
+/// settings for it (one operator serves every scenario of the test; the others use SQLite).
+pub async fn forward_and_settings() -> anyhow::Result<(PodForward, impl FnOnce(&mut operator::ironic::Config))> {
     let forward = PodForward::bind().await?;
     let address = Address { host: "127.0.0.1".into(), port: forward.addr.port() };
-    let env = RealIronic::start_with("ironic-real-db", |config| {
+    let settings = move |config: &mut operator::ironic::Config| {
         config.database.address_override = Some(address);
         config.database.step_timeout = Duration::from_secs(300);
-    })
-    .await?;
+    };
+    Ok((forward, settings))
+}
+
+pub async fn on_its_managed_mariadb_the_upgrade_jobs_run_as_pods_and_ironic_keeps_its_nodes_through_version_and_series_changes(
+    env: RealIronic,
+    forward: PodForward,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
     forward.to(env.api::<Pod>(), &format!("{NAME}-mariadb-0"), 3306);
     let node = env.node()?;
     for (_, archive) in MARIADB_IMAGES {

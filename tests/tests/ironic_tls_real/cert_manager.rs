@@ -64,11 +64,10 @@ async fn issued(env: &RealIronic) -> Option<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(&pem).next()?.ok()
 }
 
-#[tokio::test]
-async fn a_certificate_cert_manager_issues_from_a_users_ca_is_served_and_the_pod_rolls_onto_its_renewal()
--> anyhow::Result<()> {
+pub async fn a_certificate_cert_manager_issues_from_a_users_ca_is_served_and_the_pod_rolls_onto_its_renewal(
+    env: RealIronic,
+) -> anyhow::Result<()> {
     let started = Instant::now();
-    let env = RealIronic::start("ironic-tls-cm").await?;
     let mut cert_manager = CertManager::start(&env.cp).await?;
     create_issuers(&env).await?;
     let issuers = api(&env, "Issuer", "issuers");

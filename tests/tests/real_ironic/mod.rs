@@ -15,6 +15,7 @@ use kube::api::{Api, ListParams, PostParams};
 use operator::{Operator, OperatorConfig};
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The probes start after 30 s and look every 30 s (the operator's rendering): the first
@@ -24,11 +25,13 @@ pub const POLL: Duration = Duration::from_millis(500);
 /// The API version header the tests send.
 pub const API_VERSION: (&str, &str) = ("X-OpenStack-Ironic-API-Version", "1.81");
 
-/// A control plane with a real node running the operator's Ironic controller.
+/// A control plane with a real node running the operator's Ironic controller, seen from one
+/// namespace. Several may share one control plane and operator ([`RealIronic::start_many`]):
+/// the last to go stops them.
 pub struct RealIronic {
     // Fields drop top to bottom: the operator stops before the control plane and node go.
-    _operator: Operator,
-    pub cp: ControlPlane,
+    _operator: Arc<Operator>,
+    pub cp: Arc<ControlPlane>,
     pub ns: String,
 }
 
@@ -41,6 +44,16 @@ impl RealIronic {
 
     /// Like [`RealIronic::start`], with the Ironic controller's settings adjusted by `adjust`.
     pub async fn start_with(prefix: &str, adjust: impl FnOnce(&mut operator::ironic::Config)) -> Result<Self> {
+        Self::start_many(&[prefix], adjust).await?.pop().context("one namespace")
+    }
+
+    /// One control plane, node and operator for several namespaces, one per prefix, in order:
+    /// what tests that each wait a minute or more for pods run at once, on one node, instead of
+    /// one after the other.
+    pub async fn start_many(
+        prefixes: &[&str],
+        adjust: impl FnOnce(&mut operator::ironic::Config),
+    ) -> Result<Vec<Self>> {
         let mut cp = ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }).await?;
         cp.install_crds(&crds::all_crds()).await?;
         let node = cp.node().context("a node")?;
@@ -48,9 +61,12 @@ impl RealIronic {
         let imported = Instant::now();
         node.import(&archive)?;
         eprintln!("imported {} in {:?}", archive.display(), imported.elapsed());
-        let ns = cp.namespace(prefix).await?;
-        let mut config = OperatorConfig::minimal(format!("test-{ns}"));
-        config.namespaces = vec![ns.clone()];
+        let mut namespaces = Vec::new();
+        for prefix in prefixes {
+            namespaces.push(cp.namespace(prefix).await?);
+        }
+        let mut config = OperatorConfig::minimal(format!("test-{}", namespaces.first().context("a prefix")?));
+        config.namespaces = namespaces.clone();
         let mut ironic = operator::ironic::Config {
             progress_interval: Duration::from_secs(2),
             retry_interval: Duration::from_secs(1),
@@ -59,8 +75,9 @@ impl RealIronic {
         ironic.images.ironic = Some(ferrometal_tests::node::ironic_image()?);
         adjust(&mut ironic);
         config.ironic = Some(ironic);
-        let operator = Operator::start(cp.client(), config).await?;
-        Ok(Self { _operator: operator, cp, ns })
+        let operator = Arc::new(Operator::start(cp.client(), config).await?);
+        let cp = Arc::new(cp);
+        Ok(namespaces.into_iter().map(|ns| Self { _operator: operator.clone(), cp: cp.clone(), ns }).collect())
     }
 
     /// The node under the control plane.
@@ -176,4 +193,36 @@ pub fn client(ca_pem: &str, host: &str, address: SocketAddr) -> Result<reqwest::
 pub async fn get_json(http: &reqwest::Client, url: &str, (user, password): (&str, &str)) -> Result<Value> {
     let response = http.get(url).header(API_VERSION.0, API_VERSION.1).basic_auth(user, Some(password)).send().await?;
     Ok(response.error_for_status()?.json().await?)
+}
+
+/// A scenario of a test that runs several at once on one [`RealIronic::start_many`]: its name
+/// (its function's) and its task.
+pub type Outcome = (&'static str, tokio::task::JoinHandle<Result<()>>);
+
+/// Runs a scenario on its own task, so that a panic in one is that one's failure.
+pub fn scenario<F>(name: &'static str, run: F) -> Outcome
+where
+    F: std::future::Future<Output = Result<()>> + Send + 'static,
+{
+    (name, tokio::spawn(run))
+}
+
+/// Waits for every scenario; fails naming each that failed or panicked, with why.
+pub async fn all_pass(outcomes: impl IntoIterator<Item = Outcome>) -> Result<()> {
+    let mut failures = Vec::new();
+    for (name, handle) in outcomes {
+        match handle.await {
+            Ok(Ok(())) => eprintln!("---- {name}: passed"),
+            Ok(Err(err)) => failures.push(format!("{name}: {err:#}")),
+            Err(err) if err.is_panic() => {
+                let panic = err.into_panic();
+                let message = panic.downcast_ref::<String>().cloned();
+                let message = message.or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+                failures.push(format!("{name}: panicked: {}", message.unwrap_or_default()));
+            }
+            Err(err) => failures.push(format!("{name}: {err}")),
+        }
+    }
+    anyhow::ensure!(failures.is_empty(), "{}", failures.join("\n\n"));
+    Ok(())
 }
