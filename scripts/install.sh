@@ -22,6 +22,11 @@ images_log="$CACHE/debian-images.log"
 images_pid=$!
 "$here/build-kubernetes.sh"
 "$here/build-kubernetes.sh" oldest
+# cert-manager's controller (Go modules, for the tests of the CertManager TLS mode) compiles
+# while pip and apt fetch and unpack (the network and the disk) for the steps below.
+cert_manager_log="$CACHE/cert-manager-build.log"
+"$here/build-cert-manager.sh" >"$cert_manager_log" 2>&1 &
+cert_manager_pid=$!
 "$here/python-venv.sh"
 "$here/python-venv.sh" oldest
 if ! wait "$images_pid"; then
@@ -33,8 +38,12 @@ cat "$images_log" >&2
 # The real test node: containerd and its other images, and CoreDNS (Go modules).
 "$here/install-node.sh"
 "$here/build-coredns.sh"
-# cert-manager's controller (Go modules), for the tests of the CertManager TLS mode.
-"$here/build-cert-manager.sh"
+if ! wait "$cert_manager_pid"; then
+  tail -n 40 "$cert_manager_log" >&2
+  log "scripts/build-cert-manager.sh failed (its log: $cert_manager_log)"
+  exit 1
+fi
+cat "$cert_manager_log" >&2
 # The test runner; a pinned release, built once (a few minutes) when the machine has none.
 NEXTEST_VERSION=0.9.143
 command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {
