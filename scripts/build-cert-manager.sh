@@ -13,7 +13,7 @@ SOURCE="$(cd "$(dirname "$0")/.." && pwd)/tests/go/cert-manager"
 go_env
 
 REVISION=1
-WANT=$(cat "$SOURCE/main.go" | sha256sum | cut -d' ' -f1)
+WANT=$(sha256sum <"$SOURCE/main.go" | cut -d' ' -f1)
 WANT=$(printf '%s ' "$VERSION" "$GOVERSION" "$WANT" "revision=$REVISION" | sha256sum | cut -d' ' -f1)
 OUT="$CACHE/cert-manager/$VERSION"
 if [ -x "$OUT/controller" ] && [ "$(cat "$OUT/recipe" 2>/dev/null)" = "$WANT" ]; then

@@ -5,7 +5,8 @@
 //! ([`control_plane`]), a pod simulator standing in for the kubelet that
 //! cannot run on our machines, which runs Job pods of one test image as
 //! local processes when asked to ([`pod_simulator`]), Ironic ([`ironic`]),
-//! sushy-tools Redfish BMCs ([`sushy`]) and MariaDB ([`mariadb`]).
+//! sushy-tools Redfish BMCs ([`sushy`]), MariaDB ([`mariadb`]) and cert-manager's
+//! controller ([`cert_manager`]).
 //!
 //! A [`proxy::TcpProxy`] stands between one client and a server when a test
 //! needs to cut that client off (a partition) while others still get through.

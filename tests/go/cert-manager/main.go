@@ -19,6 +19,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"time"
 
 	controllerpkg "github.com/cert-manager/cert-manager/pkg/controller"
 	_ "github.com/cert-manager/cert-manager/pkg/controller/certificaterequests/approver"
@@ -69,15 +70,15 @@ func main() {
 
 func run(ctx context.Context, kubeconfig, clusterNamespace string, workers int) error {
 	opts := controllerpkg.ContextOptions{
-		Kubeconfig:       kubeconfig,
-		KubernetesAPIQPS: 20,
-		// cert-manager's defaults: owner references off, a request retried after one hour at
-		// most (from one minute on).
+		Kubeconfig:         kubeconfig,
+		KubernetesAPIQPS:   20,
 		KubernetesAPIBurst: 50,
 		IssuerOptions:      controllerpkg.IssuerOptions{ClusterResourceNamespace: clusterNamespace},
+		// cert-manager's defaults: owner references off, a failed request retried from one
+		// minute on, at most one hour apart.
 		CertificateOptions: controllerpkg.CertificateOptions{
-			CertificateRequestMinimumBackoffDuration: 60_000_000_000,
-			CertificateRequestMaximumBackoffDuration: 3_600_000_000_000,
+			CertificateRequestMinimumBackoffDuration: time.Minute,
+			CertificateRequestMaximumBackoffDuration: time.Hour,
 		},
 	}
 	factory, err := controllerpkg.NewContextFactory(ctx, opts)
