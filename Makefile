@@ -20,9 +20,10 @@ install:
 build: install
 	$(CARGO) build --workspace --all-targets --locked
 
-# The servers' logs of the previous run (kept for failed tests) go first.
+# The servers' logs of the previous run (kept for failed tests) go first, with whatever a killed
+# run left running or mounted there (scripts/clean-tests.sh).
 test: build
-	rm -rf "$${TMPDIR:-/tmp}/ferrometal-tests"
+	scripts/clean-tests.sh
 	scripts/check-crypto-provider.sh
 	$(CARGO) nextest run --workspace --all-targets --profile ci --locked
 	$(MAKE) test-oldest-ironic
