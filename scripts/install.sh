@@ -7,7 +7,7 @@
 #   - the Python virtualenvs with Ironic and sushy-tools, cached: the newest Ironic we test,
 #     and the oldest release the operator offers (FERROMETAL_IRONIC=oldest)
 #   - the real test node's packages and images (install-node.sh) and CoreDNS (build-coredns.sh)
-#   - cert-manager's controller and CRDs (build-cert-manager.sh)
+#   - cert-manager's controller, cainjector and CRDs (build-cert-manager.sh)
 # Heavy artifacts live under ${FERROMETAL_CACHE:-~/.cache/ferrometal}.
 source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
@@ -22,7 +22,7 @@ images_log="$CACHE/debian-images.log"
 images_pid=$!
 "$here/build-kubernetes.sh"
 "$here/build-kubernetes.sh" oldest
-# cert-manager's controller (Go modules, for the tests of the CertManager TLS mode) compiles
+# cert-manager's controller and cainjector (Go modules, for the CertManager tests) compile
 # while pip and apt fetch and unpack (the network and the disk) for the steps below.
 cert_manager_log="$CACHE/cert-manager-build.log"
 "$here/build-cert-manager.sh" >"$cert_manager_log" 2>&1 &

@@ -1,10 +1,12 @@
-//! cert-manager's controller, built from the Go module proxy by `scripts/build-cert-manager.sh`
-//! (`tests/go/cert-manager`), run as a process of this machine against a test's control plane.
+//! cert-manager's controller and cainjector, built from the Go module proxy by
+//! `scripts/build-cert-manager.sh` (`tests/go/cert-manager`), run as processes of this machine
+//! against a test's control plane.
 //!
-//! It runs cert-manager's own Issuer, CertificateRequest and Certificate controllers: real
-//! issuance by CA and SelfSigned issuers, real approval, real renewal at `renewBefore`. Its
-//! webhook and cainjector are not here: the proxy does not serve their modules
-//! (`design/testing.md`).
+//! The controller runs cert-manager's own Issuer, CertificateRequest and Certificate
+//! controllers: real issuance by CA and SelfSigned issuers, real approval, real renewal at
+//! `renewBefore`. The cainjector runs cert-manager's injectors: the CA of an annotated
+//! webhook configuration, APIService or CRD filled from a Certificate's or a Secret's `ca.crt`.
+//! Its webhook is not here: the proxy does not serve its module (`design/testing.md`).
 
 use crate::control_plane::ControlPlane;
 use crate::process::ManagedProcess;
@@ -21,7 +23,7 @@ pub const VERSION: &str = "v1.21.2";
 pub fn cached() -> Result<PathBuf> {
     let dir = env::cache_dir().join("cert-manager").join(VERSION);
     anyhow::ensure!(
-        dir.join("controller").is_file(),
+        dir.join("controller").is_file() && dir.join("cainjector").is_file(),
         "no cert-manager controller in {}: run scripts/build-cert-manager.sh (make install)",
         dir.display()
     );
@@ -43,29 +45,36 @@ pub fn crds() -> Result<Vec<CustomResourceDefinition>> {
     Ok(crds)
 }
 
-/// The controller process; it stops when dropped.
+/// The controller and cainjector processes; they stop when dropped.
 pub struct CertManager {
     process: ManagedProcess,
+    cainjector: ManagedProcess,
 }
 
 impl CertManager {
-    /// Installs cert-manager's CRDs in `cp` and starts the controller against it, with the
-    /// cluster's admin credentials (as a test's infrastructure, not under test itself).
+    /// Installs cert-manager's CRDs in `cp` and starts the controller and the cainjector
+    /// against it, with the cluster's admin credentials (as a test's infrastructure, not under
+    /// test itself).
     pub async fn start(cp: &ControlPlane) -> Result<Self> {
         cp.install_crds(&crds()?).await?;
-        let mut cmd = Command::new(cached()?.join("controller"));
-        cmd.arg(format!("--kubeconfig={}", cp.kubeconfig().display()));
-        let process = ManagedProcess::spawn("cert-manager", cmd, &cp.dir().join("cert-manager.log"))?;
-        Ok(Self { process })
+        let spawn = |binary: &str, name: &str| {
+            let mut cmd = Command::new(cached()?.join(binary));
+            cmd.arg(format!("--kubeconfig={}", cp.kubeconfig().display()));
+            ManagedProcess::spawn(name, cmd, &cp.dir().join(format!("{name}.log")))
+        };
+        let process = spawn("controller", "cert-manager")?;
+        let cainjector = spawn("cainjector", "cert-manager-cainjector")?;
+        Ok(Self { process, cainjector })
     }
 
-    /// The controller's log so far.
+    /// The controller's and the cainjector's logs so far.
     pub fn log(&self) -> String {
-        self.process.log()
+        format!("{}\n---- cainjector:\n{}", self.process.log(), self.cainjector.log())
     }
 
-    /// Fails when the controller has exited.
+    /// Fails when the controller or the cainjector has exited.
     pub fn ensure_running(&mut self) -> Result<()> {
-        self.process.ensure_running()
+        self.process.ensure_running()?;
+        self.cainjector.ensure_running()
     }
 }

@@ -1,11 +1,8 @@
 //! `config/cert-manager` as users apply it, on the real node, with cert-manager's controller
 //! (`ferrometal_tests::cert_manager`) issuing the webhook's certificate from the overlay's own
-//! Issuer, and the operator's pods serving it from the Secret cert-manager wrote.
-//!
-//! cert-manager's cainjector is not here: the Go module proxy serves no version of its module
-//! (`github.com/cert-manager/cert-manager/cmd/cainjector`). The test does what it does for the
-//! `cert-manager.io/inject-ca-from` annotation: it copies the Certificate's CA (`ca.crt` of its
-//! Secret) into every webhook's `caBundle` of the annotated configuration.
+//! Issuer, its cainjector filling the webhooks' `caBundle` from the Certificate named by the
+//! `cert-manager.io/inject-ca-from` annotation, and the operator's pods serving the certificate
+//! from the Secret cert-manager wrote.
 
 use super::{OperatorPods, until_available};
 use crate::install_common::workloads::{self, Running as _};
@@ -18,7 +15,7 @@ use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use operator::install::DEFAULT_NAMESPACE;
 use std::time::{Duration, Instant};
 
@@ -26,25 +23,21 @@ use std::time::{Duration, Instant};
 const CERTIFICATE: &str = "ferrometal-serving-cert";
 const SECRET: &str = "ferrometal-webhook-server-cert";
 
-/// What cainjector does for `inject-ca-from: <namespace>/<certificate>`: the CA of that
-/// Certificate's Secret into each webhook's `caBundle`. Returns the CA injected.
-async fn inject_ca(admin: &kube::Client) -> anyhow::Result<String> {
+/// The CA cainjector put in every webhook of the annotated configuration once it equals the
+/// `ca.crt` of the Certificate's Secret, which the annotation names.
+async fn injected_ca(admin: &kube::Client) -> anyhow::Result<Option<String>> {
     let configurations: Api<ValidatingWebhookConfiguration> = Api::all(admin.clone());
-    let name = operator::webhook::CONFIGURATION_NAME;
-    let configuration = configurations.get(name).await?;
+    let configuration = configurations.get(operator::webhook::CONFIGURATION_NAME).await?;
     let annotations = configuration.metadata.annotations.clone().unwrap_or_default();
     let from = annotations.get("cert-manager.io/inject-ca-from").context("the inject-ca-from annotation")?;
     assert_eq!(from, &format!("{DEFAULT_NAMESPACE}/{CERTIFICATE}"), "the overlay's Certificate");
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), DEFAULT_NAMESPACE);
     let secret = secrets.get(SECRET).await?;
     let ca = secret.data.unwrap_or_default().get("ca.crt").context("ca.crt in the Secret")?.0.clone();
-    let bundle = base64::engine::general_purpose::STANDARD.encode(&ca);
-    let mut configuration = configuration;
-    for webhook in configuration.webhooks.iter_mut().flatten() {
-        webhook.client_config.ca_bundle = Some(k8s_openapi::ByteString(ca.clone()));
-    }
-    configurations.replace(name, &PostParams::default(), &configuration).await?;
-    Ok(bundle)
+    let webhooks = configuration.webhooks.unwrap_or_default();
+    let filled =
+        !webhooks.is_empty() && webhooks.iter().all(|w| w.client_config.ca_bundle.as_ref().is_some_and(|b| b.0 == ca));
+    Ok(filled.then(|| base64::engine::general_purpose::STANDARD.encode(&ca)))
 }
 
 #[tokio::test]
@@ -71,7 +64,13 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
     .await;
     cert_manager.ensure_running()?;
     issued.with_context(|| format!("cert-manager's log:\n{}", cert_manager.log()))?;
-    let injected = inject_ca(&admin).await?;
+    let injected = wait::until("cainjector's caBundle", Duration::from_secs(60), Duration::from_millis(500), || {
+        let admin = admin.clone();
+        async move { injected_ca(&admin).await.ok().flatten() }
+    })
+    .await;
+    cert_manager.ensure_running()?;
+    let injected = injected.with_context(|| format!("cert-manager's log:\n{}", cert_manager.log()))?;
 
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), DEFAULT_NAMESPACE);
     let mut pods = OperatorPods { kubeconfig, checked: Instant::now() };
@@ -80,12 +79,12 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
     eprintln!("---- install_real: the operator's pods ready in {:.1?}", started.elapsed());
 
     // The apiserver reaches the webhook through its Service and trusts the certificate
-    // cert-manager issued through the CA injected: the webhook's own refusal comes back.
+    // cert-manager issued through the CA cainjector injected: the webhook's own refusal comes back.
     let refused = workloads::apply(&admin, &ns, workloads::minimal_ironic()).await.expect_err("refused");
     let refused = format!("{refused:#}");
     assert!(refused.contains("admission webhook \"vironics.ferrometal.io\" denied"), "{refused}");
     // With a certificate from files the operator makes no CA of its own: the bundle stays
-    // the one injected.
+    // the one cainjector injected.
     let configuration: Api<ValidatingWebhookConfiguration> = Api::all(admin.clone());
     let webhooks = configuration.get(operator::webhook::CONFIGURATION_NAME).await?.webhooks.unwrap_or_default();
     for webhook in &webhooks {
