@@ -125,7 +125,7 @@ async fn a_request_waits_for_approval_then_serves_the_signed_certificate_and_ren
     let env = Env::start("ironic-tls-csr").await?;
     let signer = Signer::new()?;
     publish_signer_ca(&env, &signer).await?;
-    let _operator = start(&env).await?;
+    let operator = start(&env).await?;
     create_ironic_with_csr(&env).await?;
 
     // Pending: the exact command to run, and nothing mounted yet.
@@ -172,6 +172,7 @@ async fn a_request_waits_for_approval_then_serves_the_signed_certificate_and_ren
 
     // Renewal: a new request while the first certificate still serves.
     let pod = the_one_pod(&env, "ironic").await?;
+    let started = reconciles_started(&operator);
     let before = deployment(&env, "ironic-service").await?;
     let (renewal, _) = wait_request(&env, "CertificateApprovalPending", Some(&name)).await?;
     assert_ne!(renewal, name);
@@ -190,7 +191,7 @@ async fn a_request_waits_for_approval_then_serves_the_signed_certificate_and_ren
         Ok((secret_text(&serving, "tls.crt") == second).then_some(()))
     })
     .await?;
-    wait_rolled(&env, &pod, &before).await?;
+    assert_kept(&env, &operator, started, &pod, &before).await?;
     wait_gone(&env, &renewal).await?;
     wait_condition(&env, "ironic", "CertificateReady", "True", "CertificateIssued").await?;
     assert!(api::<Secret>(&env).get_opt("ironic-tls-csr-request").await?.is_none(), "the request's key is gone");

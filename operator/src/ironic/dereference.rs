@@ -1,23 +1,26 @@
 //! The dereference step, the only one of the Ironic's own steps that reads: the Ironic afresh,
 //! the user's linked Secrets and ConfigMaps, the Secrets the operator generated for it
 //! (credentials, htpasswd, Auto TLS, the CertificateSigningRequest's key and certificate), the
-//! Secret cert-manager writes, the CertificateSigningRequest in flight, and the addresses of
-//! the nodes Ironic may run on. What it finds is judged later (validate, resolve); here a missing
+//! Secret cert-manager writes, the CertificateSigningRequest in flight, the addresses of the
+//! nodes Ironic may run on, and, while the Auto CA is renewed, the certificate the API
+//! presents. What it finds is judged later (validate, resolve); here a missing
 //! object is just absent.
 
+use super::build::network::api_service_port;
 use super::credentials;
 use super::linked::{self, Reference, Source, SourceKind};
 use super::names::Names;
 use super::nodes;
 use super::tls::{self, sans};
 use crate::kube::ledger::Unstored;
+use crate::kube::names::controlled_by;
 use crate::kube::{KubeError, Ledger, Verb};
 use crds::ironic::{Ironic, TlsMode};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::Api;
 use kube::{Client, ResourceExt};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// Why the Ironic or what it refers to could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +99,10 @@ pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
             stored.auto_ca = secret(ledger, &ca).await?;
             stored.auto_serving = secret(ledger, &serving).await?;
             stored.rollout = tls::auto::read_rollout(ledger, &names, spec.high_availability()).await?;
+            if let Some(rollout) = stored.rollout.as_mut().filter(|r| r.reloads) {
+                rollout.presented =
+                    presented_during_renewal(ledger, ironic, &names, &stored.auto_ca, &stored.auto_serving).await?;
+            }
         }
         (None, Some(cert_manager)) => stored.cert_manager = secret(ledger, &cert_manager).await?,
         (None, None) => {}
@@ -112,6 +119,39 @@ pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
         nodes::NodeAddresses::default()
     };
     Ok(Found { linked, credentials, tls: stored, node_ips: nodes.ips, node_ips_forbidden: nodes.forbidden })
+}
+
+/// Mode Auto with one pod that reloads its certificate in place, while a renewal of the CA is
+/// under way: the certificate its API presents through the Service, verified against every CA
+/// the operator publishes. `None` between renewals (nothing waits for it; a reconcile then
+/// makes no connection) and when the API presents nothing trusted.
+async fn presented_during_renewal(
+    ledger: &Ledger,
+    ironic: &Ironic,
+    names: &Names,
+    ca: &Option<Secret>,
+    serving: &Option<Secret>,
+) -> Result<Option<Vec<u8>>, Error> {
+    // Only this Ironic's own Secrets: someone else's is a conflict resolve reports.
+    let uid = ironic.uid().unwrap_or_default();
+    let ours =
+        |secret: &Option<Secret>| secret.as_ref().filter(|s| controlled_by(&s.metadata, &uid)).map(Source::from_secret);
+    let Some(bundle) = tls::auto::stored(ours(ca).as_ref(), ours(serving).as_ref()) else { return Ok(None) };
+    if bundle.next.is_none() && bundle.retired.is_none() {
+        return Ok(None);
+    }
+    let service = ledger.get::<Service>(&names.service()).await?;
+    let cluster_ip = service.and_then(|s| s.spec?.cluster_ip).and_then(|ip| ip.parse::<IpAddr>().ok());
+    let Some(ip) = cluster_ip else { return Ok(None) };
+    let port = u16::try_from(api_service_port(true)).unwrap_or(443);
+    let server_name = format!("{}.{}.svc", names.service(), ironic.namespace().unwrap_or_default());
+    match tls::presented::presented(SocketAddr::new(ip, port), &server_name, &bundle.trusted()).await {
+        Ok(leaf) => Ok(Some(leaf)),
+        Err(why) => {
+            tracing::debug!(%why, "the API presents no certificate the published CAs trust yet");
+            Ok(None)
+        }
+    }
 }
 
 /// Mode CertificateSigningRequest: the serving Secret, the key of the request in flight, that

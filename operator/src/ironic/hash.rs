@@ -2,7 +2,8 @@
 //!
 //! Only the data counts (names, keys, values), never labels, annotations or resource
 //! versions, so that editing a Secret's metadata leaves the pods alone while rotating a
-//! password or a certificate rolls them.
+//! password rolls them. (A serving certificate the pods reload in place is left out by the
+//! caller: `tls::reloaded_in_place`.)
 
 use super::linked::Source;
 use sha2::{Digest, Sha256};

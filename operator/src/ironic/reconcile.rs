@@ -56,10 +56,10 @@ impl IronicController {
             sequence::run(&own, &resolved, &desired, &previous, &database.progress, Time(now), notices).await?;
         facts.upgrade = sequenced.upgrade;
         let renewal = resolved.renewal_after(now.as_second());
-        let signer = resolved.awaits_signer().then_some(config.progress_interval);
+        let unwatched = resolved.awaits_unwatched().then_some(config.progress_interval);
         Ok(Outcome::new(sequenced.progress)
             .within(renewal)
-            .within(signer)
+            .within(unwatched)
             .within(database.requeue_after)
             .within(monitor_requeue))
     }

@@ -1,6 +1,6 @@
 //! Mode CertificateSigningRequest, with the test as the cluster's external signer.
 
-use super::{NAME, assert_credentials, ironic, served};
+use super::{NAME, assert_credentials, first_served, ironic};
 use crate::real_ironic::{POLL, RealIronic};
 use anyhow::Context;
 use base64::Engine;
@@ -56,7 +56,7 @@ pub async fn a_certificate_from_the_clusters_signer_is_served_and_trusted_throug
     eprintln!("Ironic Ready {:?} after the start", started.elapsed());
     let host = format!("{NAME}.{}.svc", env.ns);
     let address = env.service_address(NAME).await?;
-    let served = served(address, &host, &signer.ca_pem).await?;
+    let served = first_served(address, &host, &signer.ca_pem).await?;
     assert_eq!(
         served,
         CertificateDer::from_pem_slice(certificate.as_bytes())?,

@@ -147,6 +147,19 @@ impl RealIronic {
         Ok(self.node()?.gateway()?.into())
     }
 
+    /// Every pod of the namespace, by name and UID, with its containers' restarts: it changes
+    /// when a pod is replaced or a container of it restarts.
+    pub async fn incarnations(&self) -> Result<std::collections::BTreeSet<String>> {
+        let pods = self.api::<Pod>().list(&ListParams::default()).await?;
+        let incarnation = |pod: &Pod| {
+            let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+            let restarts: i32 = statuses.iter().flat_map(|s| s.iter()).map(|c| c.restart_count).sum();
+            let (name, uid) = (pod.metadata.name.as_deref(), pod.metadata.uid.as_deref());
+            format!("{} (uid {}): {restarts} restarts", name.unwrap_or_default(), uid.unwrap_or_default())
+        };
+        Ok(pods.items.iter().map(incarnation).collect())
+    }
+
     /// The pods' states, for a failure's message.
     pub async fn pod_report(&self) -> String {
         let Ok(pods) = self.api::<Pod>().list(&ListParams::default()).await else {

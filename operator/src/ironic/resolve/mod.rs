@@ -73,10 +73,11 @@ impl Resolved {
     /// `now` (Unix seconds).
     pub fn renewal_after(&self, now: i64) -> Option<Duration> {
         let at = match self.tls.mode {
-            // A time already past is a step waiting for the pods' rollout, which is watched.
+            // A time already past is a step waiting for the pods' rollout, which is watched, or
+            // for the one pod's reload ([`Self::awaits_unwatched`]).
             Some(TlsMode::Auto) => self.tls.material.as_ref().and_then(|m| m.renewal_at).filter(|at| *at > now)?,
             // Once a renewal is requested, the request's own interval applies
-            // ([`Self::awaits_signer`]): a renewal time already past is no reason to look again
+            // ([`Self::awaits_unwatched`]): a renewal time already past is no reason to look again
             // every second.
             Some(TlsMode::CertificateSigningRequest)
                 if self.tls.csr.as_ref().is_some_and(|c| c.state == tls::csr::State::Issued) =>
@@ -88,11 +89,19 @@ impl Resolved {
         Some(Duration::from_secs(u64::try_from(at.saturating_sub(now).max(1)).unwrap_or(1)))
     }
 
+    /// Whether the controller looks again on its progress interval, for what it does not
+    /// watch: the one pod reloading a renewed Auto certificate (its API is asked,
+    /// [`tls::presented`]), or a CertificateSigningRequest.
+    ///
     /// A CertificateSigningRequest waits for an administrator or its signer, or, denied,
     /// failed or refused, for a person to delete it so that the operator asks again: the CSR is
     /// not watched (that would take reading every CSR of the cluster), so the controller looks
     /// again on its progress interval, also while an older certificate still serves.
-    pub fn awaits_signer(&self) -> bool {
+    pub fn awaits_unwatched(&self) -> bool {
+        self.tls.awaits_reload || self.awaits_signature()
+    }
+
+    fn awaits_signature(&self) -> bool {
         self.tls.csr.as_ref().is_some_and(|c| {
             c.state.is_failure() || matches!(c.state, tls::csr::State::Pending { .. } | tls::csr::State::Signing { .. })
         })
@@ -125,8 +134,16 @@ pub async fn run(
     let credentials = credentials::resolve(&names, &uid, user.as_ref(), &found.credentials).await?;
     let names_to_cover = sans::compute(&names.service(), &namespace, &config.cluster_domain, spec, &found.node_ips);
     // Everything the pods mount but the serving certificate: Auto TLS tells from it whether
-    // the pods run what its Secrets hold.
-    let mut sources: Vec<&Source> = valid.linked.sources.iter().map(|(_, s)| s).collect();
+    // the pods run what its Secrets hold. A certificate the pods reload in place (the user's
+    // Secret included) must not roll them.
+    let reloaded = tls::reloaded_in_place(spec.high_availability());
+    let mut sources: Vec<&Source> = valid
+        .linked
+        .sources
+        .iter()
+        .filter(|(field, _)| !(reloaded && *field == fields::TLS_CERTIFICATE))
+        .map(|(_, s)| s)
+        .collect();
     sources.push(&credentials.source);
     sources.extend(&database.mounted);
     let context = tls::AutoContext { renewal: config.auto_ca_renewal, others: &sources };
@@ -141,7 +158,9 @@ pub async fn run(
         VersionPlan::DowngradeRefused { .. } => None,
     };
 
-    sources.extend(tls.material.as_ref().map(|m| &m.source));
+    if !reloaded {
+        sources.extend(tls.material.as_ref().map(|m| &m.source));
+    }
     let content_hash = hash::content_hash(sources);
     let trusted_ca = linked::trusted_ca(spec).and_then(|ca| {
         let key = ca.key.clone().or_else(|| valid.linked.get(fields::TRUSTED_CA)?.first_key().map(str::to_string))?;

@@ -33,7 +33,14 @@ fn stored_htpasswd(username: &str, password: &str) -> Secret {
 /// What dereference and validate would give for `ironic`, whose user credentials are
 /// `admin`/`pw`.
 fn found_and_valid(ironic: &Ironic) -> (Found, Valid) {
-    let found = Found {
+    let found = found(ironic);
+    let valid = validate::run(ironic, &found, &Config::default(), &mut Notices::default()).expect("valid");
+    (found, valid)
+}
+
+/// What dereference would give for `ironic`: every linked Secret holds `admin`/`pw`.
+fn found(ironic: &Ironic) -> Found {
+    Found {
         linked: crate::ironic::linked::references(&ironic.spec)
             .into_iter()
             .map(|r| {
@@ -45,9 +52,7 @@ fn found_and_valid(ironic: &Ironic) -> (Found, Valid) {
         tls: Default::default(),
         node_ips: Vec::new(),
         node_ips_forbidden: false,
-    };
-    let valid = validate::run(ironic, &found, &Config::default(), &mut Notices::default()).expect("valid");
-    (found, valid)
+    }
 }
 
 fn database(schema: Option<SchemaRevision>, password: &str) -> DatabaseOutcome {
@@ -165,3 +170,31 @@ spec:
   tls:
     mode: Auto
 "#;
+
+/// The content hash of `yaml`'s pod template when the user's certificate Secret holds `cert`.
+async fn hash_with_certificate(yaml: &str, cert: &str) -> String {
+    let ironic = fixtures::ironic(yaml);
+    let mut found = found(&ironic);
+    for (reference, source) in &mut found.linked {
+        if reference.name == "ironic-cert" {
+            *source = Some(secret_source("ironic-cert", &[("tls.crt", cert), ("tls.key", "key")]));
+        }
+    }
+    let valid = validate::run(&ironic, &found, &Config::default(), &mut Notices::default()).expect("valid");
+    let resolved = run(&ironic, &found, &valid, &database(None, "one"), &Config::default(), 1_000_000).await;
+    resolved.expect("resolves").content_hash
+}
+
+#[tokio::test]
+async fn a_renewed_certificate_is_reloaded_by_the_one_pod_and_rolls_a_daemonsets_pods() {
+    let with_certificate = fixtures::WITH_DATABASE
+        .replace("  version:", "  tls:\n    mode: Secret\n    certificateName: ironic-cert\n  version:");
+    let one = hash_with_certificate(&with_certificate, "first").await;
+    let renewed = hash_with_certificate(&with_certificate, "renewed").await;
+    assert_eq!(one, renewed, "the Deployment's pod reloads the certificate: its template stays");
+
+    let high_availability = with_certificate.replace("  version:", "  highAvailability: true\n  version:");
+    let one = hash_with_certificate(&high_availability, "first").await;
+    let renewed = hash_with_certificate(&high_availability, "renewed").await;
+    assert_ne!(one, renewed, "a DaemonSet's Ironic reads its certificate at start: its pods roll");
+}

@@ -2,13 +2,15 @@
 //! with an overlap ([`crate::pki::rotation`]).
 //!
 //! Clients trust the published bundle (the `<name>-ca-bundle` ConfigMap; the pods' `ca.crt`,
-//! which Ironic gives the ramdisk and its JSON RPC clients); the pods serve what the serving
-//! Secret held when they started, and any change to it rolls them. So a step of the rotation
+//! which Ironic gives the ramdisk and its JSON RPC clients). A DaemonSet's pods serve what the
+//! serving Secret held when they started, and any change to it rolls them; the one pod of a
+//! Deployment reloads it in place ([`super::reloaded_in_place`]). So a step of the rotation
 //! has reached everyone once the workload runs, every pod of it, the template of what the
-//! Secrets hold now (its content hash), and every step waits for that on top of the settle
-//! time: a crash between writing the Secrets and rolling the pods is seen as a rollout not
-//! done. The CA Secret keeps the rotation's state (the next and the retired CA); nothing of it
-//! is in the spec or needed from the status.
+//! Secrets hold now (its content hash), and the one pod that reloads presents the stored
+//! certificate; every step waits for that on top of the settle time, which also covers the
+//! kubelet's refresh of the mounted `ca.crt`. A crash between writing the Secrets and the
+//! pods catching up is seen as a step not reached. The CA Secret keeps the rotation's state
+//! (the next and the retired CA); nothing of it is in the spec or needed from the status.
 
 use super::{CA_CERT_KEY, SubjectAltNames};
 use crate::ironic::hash;
@@ -44,23 +46,27 @@ impl Renewal {
     }
 }
 
-/// The workload as read: the content hash of its pod template, and whether every pod runs
-/// that template.
+/// The workload as read: the content hash of its pod template, whether every pod runs that
+/// template, and, for one pod that reloads its certificate in place, what its API presents.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rollout {
     pub content_hash: Option<String>,
     pub done: bool,
+    /// The pods reload a new certificate without rolling ([`super::reloaded_in_place`]).
+    pub reloads: bool,
+    /// The leaf certificate (DER) the API presented, looked at while a renewal is under way.
+    pub presented: Option<Vec<u8>>,
 }
 
 impl Rollout {
     pub fn of_deployment(deployment: &Deployment) -> Self {
         let template = deployment.spec.as_ref().map(|s| &s.template);
-        Self::of(template, observe::deployment_rollout(deployment))
+        Self { reloads: super::reloaded_in_place(false), ..Self::of(template, observe::deployment_rollout(deployment)) }
     }
 
     pub fn of_daemonset(daemonset: &DaemonSet) -> Self {
         let template = daemonset.spec.as_ref().map(|s| &s.template);
-        Self::of(template, observe::daemonset_rollout(daemonset))
+        Self { reloads: super::reloaded_in_place(true), ..Self::of(template, observe::daemonset_rollout(daemonset)) }
     }
 
     fn of(template: Option<&PodTemplateSpec>, progress: Progress) -> Self {
@@ -68,6 +74,7 @@ impl Rollout {
         Self {
             content_hash: annotations.and_then(|a| a.get(CONTENT_HASH_ANNOTATION)).cloned(),
             done: progress == Progress::Done,
+            ..Self::default()
         }
     }
 
@@ -146,8 +153,9 @@ pub fn decide(
     served: bool,
     now: SystemTime,
 ) -> Result<Decided, certificate::Error> {
-    // Both reach everyone the same way: the ConfigMap is written before the workload, and
-    // the pods roll for every change of the serving Secret (which carries the bundle too).
+    // Both reach everyone the same way: the ConfigMap is written before the workload, and the
+    // pods roll for, or reload, every change of the serving Secret (which carries the bundle
+    // too).
     let reached = Reached { next_trusted: served, serving: served };
     let plan = rotation::plan(stored, issuer, &renewal.schedule(), now, reached)?;
     let bundle = match (plan, stored) {
@@ -200,15 +208,29 @@ pub fn serving_source(name: &str, bundle: &Bundle) -> Source {
     Source { kind: SourceKind::Secret, name: name.to_string(), data }
 }
 
-/// Whether every pod runs what the Secrets hold now: the workload's template carries the
-/// content hash of `others` (everything else the pods mount) with the stored serving Secret,
-/// and its rollout is done. Only the keys the operator writes count: a key someone else added
-/// is not mounted differently and must not hold the rotation up.
+/// Whether every pod runs what the Secrets hold now. The workload's template carries the
+/// content hash of `others` (everything else the pods mount) and, when the pods roll for a new
+/// certificate, of the stored serving Secret too; its rollout is done; and a pod that reloads
+/// in place presents the stored certificate. Only the keys the operator writes count: a key
+/// someone else added is not mounted differently and must not hold the rotation up.
 pub fn served(rollout: Option<&Rollout>, stored_serving: Option<&Source>, others: &[&Source]) -> bool {
     let (Some(rollout), Some(serving)) = (rollout, stored_serving) else { return false };
+    if rollout.reloads {
+        let stored = serving.text("tls.crt").and_then(super::presented::leaf);
+        return rollout.serves(&hash::content_hash(others.iter().copied()))
+            && stored.is_some()
+            && rollout.presented == stored;
+    }
     let mut ours = serving.clone();
     ours.data.retain(|key, _| ["tls.crt", "tls.key", CA_CERT_KEY].contains(&key.as_str()));
     rollout.serves(&hash::content_hash(others.iter().copied().chain([&ours])))
+}
+
+/// Whether a step of the CA's renewal waits for the one pod to reload the stored certificate,
+/// which no watch event tells: the controller then looks again on its progress interval.
+pub fn awaits_reload(rollout: Option<&Rollout>, bundle: &Bundle, served: bool) -> bool {
+    let under_way = bundle.next.is_some() || bundle.retired.is_some();
+    under_way && !served && rollout.is_some_and(|r| r.reloads)
 }
 
 /// When the operator next renews something, Unix seconds after `now`: the CA's renewal point,

@@ -141,7 +141,7 @@ fn pods_serve_the_stored_secrets_once_their_template_carries_its_hash_and_the_ro
     let others = Source { kind: SourceKind::Secret, name: "ironic-htpasswd".into(), data: BTreeMap::new() };
     let serving = serving_source("ironic-tls-auto", &bundle);
     let hash = hash::content_hash([&others, &serving]);
-    let rolled = Rollout { content_hash: Some(hash.clone()), done: true };
+    let rolled = Rollout { content_hash: Some(hash.clone()), done: true, ..Rollout::default() };
     assert!(served(Some(&rolled), Some(&serving), &[&others]));
     // A key someone else added changes nothing the pods mount from us.
     let mut extended = serving.clone();
@@ -149,11 +149,42 @@ fn pods_serve_the_stored_secrets_once_their_template_carries_its_hash_and_the_ro
     assert!(served(Some(&rolled), Some(&extended), &[&others]));
 
     let rolling = Rollout { done: false, ..rolled.clone() };
-    let older = Rollout { content_hash: Some("an older template".into()), done: true };
+    let older = Rollout { content_hash: Some("an older template".into()), done: true, ..Rollout::default() };
     assert!(!served(Some(&rolling), Some(&serving), &[&others]), "pods still rolling");
     assert!(!served(Some(&older), Some(&serving), &[&others]), "the workload not yet applied");
     assert!(!served(None, Some(&serving), &[&others]));
     assert!(!served(Some(&rolled), None, &[&others]));
+}
+
+#[test]
+fn the_one_pod_that_reloads_serves_the_stored_secrets_once_its_api_presents_the_stored_certificate() {
+    let (sans, now) = (sans(), SystemTime::now());
+    let bundle = aged(&sans, now, DAY, 3650);
+    let others = Source { kind: SourceKind::Secret, name: "ironic-htpasswd".into(), data: BTreeMap::new() };
+    let serving = serving_source("ironic-tls-auto", &bundle);
+    let stored = super::super::presented::leaf(&bundle.serving.cert);
+    // Its template carries everything but the certificate, which it reloads in place.
+    let template = Some(hash::content_hash([&others]));
+    let reloaded = Rollout { content_hash: template.clone(), done: true, reloads: true, presented: stored.clone() };
+    assert!(served(Some(&reloaded), Some(&serving), &[&others]));
+
+    let renewed = aged(&sans, now, Duration::ZERO, 3650);
+    let older = super::super::presented::leaf(&renewed.serving.cert);
+    let not_yet = Rollout { presented: older, ..reloaded.clone() };
+    assert!(!served(Some(&not_yet), Some(&serving), &[&others]), "the pod still presents another certificate");
+    let unreachable = Rollout { presented: None, ..reloaded.clone() };
+    assert!(!served(Some(&unreachable), Some(&serving), &[&others]), "nothing presented");
+    let rolling = Rollout { done: false, ..reloaded.clone() };
+    assert!(!served(Some(&rolling), Some(&serving), &[&others]), "a change of something else still rolling");
+
+    // Only a renewal under way waits on it, and only for a pod that reloads.
+    assert!(!awaits_reload(Some(&not_yet), &bundle, false), "no renewal under way");
+    let step1 = decide(Some(&bundle), &issuer(&sans, 3650), RENEWAL, true, now + 2500 * DAY).expect("decided").bundle;
+    assert!(step1.next.is_some(), "the renewal began");
+    assert!(awaits_reload(Some(&not_yet), &step1, false));
+    assert!(!awaits_reload(Some(&reloaded), &step1, true));
+    let rolls = Rollout { reloads: false, ..not_yet };
+    assert!(!awaits_reload(Some(&rolls), &step1, false), "a rollout is watched");
 }
 
 #[test]

@@ -8,12 +8,13 @@
 //!   own signer signs once an administrator approved it ([`csr`]).
 //!
 //! Whatever the mode, the pods mount one Secret with `tls.crt` and `tls.key` (and `ca.crt`
-//! when known); its content is part of the pod template's content hash, so every rotation
-//! rolls the pods.
+//! when known). The one pod of a Deployment reloads a new certificate in place; a DaemonSet's
+//! pods roll for it ([`reloaded_in_place`]).
 
 pub mod auto;
 pub mod cert_manager;
 pub mod csr;
+pub mod presented;
 pub mod sans;
 
 use super::linked::{Linked, Source, SourceKind, fields};
@@ -36,6 +37,16 @@ pub enum Error {
     Generate(#[from] crate::pki::certificate::Error),
     #[error("cannot prepare the CertificateSigningRequest")]
     Request(#[from] csr::Error),
+}
+
+/// Whether the pods serve a new certificate without restarting, so that its content stays out
+/// of the pod template's content hash. The one pod of a Deployment does: its httpd terminates
+/// TLS and reloads a renewed certificate gracefully (as metal3's ironic-image does), where a
+/// roll would leave the API without a pod (`Recreate`) and lose an in-pod SQLite database.
+/// A DaemonSet's Ironic serves JSON RPC over TLS itself and reads its certificate once, at
+/// start: its pods roll, one node at a time.
+pub fn reloaded_in_place(high_availability: bool) -> bool {
+    !high_availability
 }
 
 /// The serving certificate the pods mount.
@@ -77,6 +88,8 @@ pub struct TlsPlan {
     pub issued: Option<&'static str>,
     /// Auto: the step of the CA's renewal taken during this reconcile.
     pub renewal_step: Option<&'static str>,
+    /// Auto: a step of the CA's renewal waits for the one pod to reload the stored certificate.
+    pub awaits_reload: bool,
 }
 
 impl TlsPlan {
@@ -264,6 +277,7 @@ fn auto_plan(
     let decided = auto::decide(current.as_ref(), &issuer, context.renewal, served, crate::pki::rotation::at(now))?;
     plan.issued = decided.issued;
     plan.renewal_step = decided.step;
+    plan.awaits_reload = auto::awaits_reload(stored.rollout.as_ref(), &decided.bundle, served);
     let mut material = material(auto_serving_source(&names.auto_serving(), &decided.bundle), false);
     material.renewal_at = auto::renewal_at(&decided.bundle, context.renewal, now);
     plan.material = Some(material);
