@@ -34,8 +34,10 @@ import (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
-	flag.Parse()
+	// A flag set of our own: controller-runtime registers a global --kubeconfig of its own.
+	flags := flag.NewFlagSet("cainjector", flag.ExitOnError)
+	kubeconfig := flags.String("kubeconfig", "", "the cluster's kubeconfig")
+	_ = flags.Parse(os.Args[1:])
 	logf.InitLogs()
 	ctrl.SetLogger(logf.Log)
 
