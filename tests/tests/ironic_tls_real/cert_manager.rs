@@ -82,6 +82,9 @@ pub async fn a_certificate_cert_manager_issues_from_a_users_ca_is_served_and_its
         "issuerRef": {"name": "metal3-ca", "kind": "Issuer"}, "duration": DURATION, "renewBefore": RENEW_BEFORE}});
     env.create_ready(ironic(&env.ns, tls)).await?;
     eprintln!("Ironic Ready {:?} after the start", started.elapsed());
+    // cert-manager renews two minutes after each issuance: on a loaded machine the first
+    // renewal may come before the first handshake, so "first" is the issuance seen at Ready.
+    let first_issued = issued(&env).await.context("cert-manager's first certificate")?;
 
     // The CA a client trusts is the users' CA, published by the operator from what
     // cert-manager wrote; the pod serves the certificate in the Secret.
@@ -92,7 +95,8 @@ pub async fn a_certificate_cert_manager_issues_from_a_users_ca_is_served_and_its
     let host = format!("{NAME}.{}.svc", env.ns);
     let address = env.service_address(NAME).await?;
     let first = first_served(address, &host, &bundle).await?;
-    assert_eq!(Some(&first), issued(&env).await.as_ref(), "the pod serves what cert-manager issued");
+    let latest = issued(&env).await;
+    assert!(first == first_issued || Some(&first) == latest.as_ref(), "the pod serves what cert-manager issued");
     assert_credentials(&env, address, &host, &bundle).await?;
 
     // cert-manager renews at `renewBefore`: the same pod serves the new certificate, which the
@@ -100,7 +104,7 @@ pub async fn a_certificate_cert_manager_issues_from_a_users_ca_is_served_and_its
     let pods = env.incarnations().await?;
     let renewed = wait::until("the renewed certificate served", RENEWAL_TIMEOUT, POLL, || async {
         let served = served(address, &host, &bundle).await.ok()?;
-        (served != first && Some(&served) == issued(&env).await.as_ref()).then_some(served)
+        (served != first_issued && Some(&served) == issued(&env).await.as_ref()).then_some(served)
     })
     .await;
     cert_manager.ensure_running()?;
