@@ -134,12 +134,17 @@ fn a_missing_serving_certificate_is_signed_by_the_stored_ca() {
     assert_eq!(stored(None, None), None);
 }
 
-#[test]
-fn pods_serve_the_stored_secrets_once_their_template_carries_its_hash_and_the_rollout_is_done() {
-    let (sans, now) = (sans(), SystemTime::now());
-    let bundle = aged(&sans, now, DAY, 3650);
+/// A day-old bundle, another Secret the pods mount, and the serving Secret stored from the bundle.
+fn rollout_fixture() -> (Bundle, Source, Source) {
+    let bundle = aged(&sans(), SystemTime::now(), DAY, 3650);
     let others = Source { kind: SourceKind::Secret, name: "ironic-htpasswd".into(), data: BTreeMap::new() };
     let serving = serving_source("ironic-tls-auto", &bundle);
+    (bundle, others, serving)
+}
+
+#[test]
+fn pods_serve_the_stored_secrets_once_their_template_carries_its_hash_and_the_rollout_is_done() {
+    let (bundle, others, serving) = rollout_fixture();
     let hash = hash::content_hash([&others, &serving]);
     let rolled = Rollout { content_hash: Some(hash.clone()), done: true, ..Rollout::default() };
     assert!(served(Some(&rolled), Some(&serving), &[&others]));
@@ -158,16 +163,14 @@ fn pods_serve_the_stored_secrets_once_their_template_carries_its_hash_and_the_ro
 
 #[test]
 fn the_one_pod_that_reloads_serves_the_stored_secrets_once_its_api_presents_the_stored_certificate() {
-    let (sans, now) = (sans(), SystemTime::now());
-    let bundle = aged(&sans, now, DAY, 3650);
-    let others = Source { kind: SourceKind::Secret, name: "ironic-htpasswd".into(), data: BTreeMap::new() };
-    let serving = serving_source("ironic-tls-auto", &bundle);
+    let (bundle, others, serving) = rollout_fixture();
     let stored = super::super::presented::leaf(&bundle.serving.cert);
     // Its template carries everything but the certificate, which it reloads in place.
     let template = Some(hash::content_hash([&others]));
     let reloaded = Rollout { content_hash: template.clone(), done: true, reloads: true, presented: stored.clone() };
     assert!(served(Some(&reloaded), Some(&serving), &[&others]));
 
+    let (sans, now) = (sans(), SystemTime::now());
     let renewed = aged(&sans, now, Duration::ZERO, 3650);
     let older = super::super::presented::leaf(&renewed.serving.cert);
     let not_yet = Rollout { presented: older, ..reloaded.clone() };
