@@ -144,7 +144,7 @@ fn rollout_fixture() -> (Bundle, Source, Source) {
 
 #[test]
 fn pods_serve_the_stored_secrets_once_their_template_carries_its_hash_and_the_rollout_is_done() {
-    let (bundle, others, serving) = rollout_fixture();
+    let (_, others, serving) = rollout_fixture();
     let hash = hash::content_hash([&others, &serving]);
     let rolled = Rollout { content_hash: Some(hash.clone()), done: true, ..Rollout::default() };
     assert!(served(Some(&rolled), Some(&serving), &[&others]));
