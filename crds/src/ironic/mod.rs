@@ -4,6 +4,7 @@
 
 pub mod components;
 pub mod database;
+pub mod names;
 pub mod namespaces;
 pub mod networking;
 pub mod overrides;

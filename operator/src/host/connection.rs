@@ -6,10 +6,8 @@
 //! that no provisioner is configured instead of crashing the operator.
 
 use crate::host::config::{CaSource, CredentialsSource, EndpointConfig, IronicSource};
-use crate::ironic::names::Names;
-use crate::ironic::status::endpoints;
-use crate::ironic::tls::CA_CERT_KEY;
 use crate::kube::names::controlled_by;
+use crds::ironic::names::{CA_CERT_KEY, ca_bundle, endpoints, generated_credentials};
 use crds::ironic::{Ironic, TlsMode};
 use ironic_client::{Auth, IronicClient};
 use k8s_openapi::ByteString;
@@ -232,13 +230,12 @@ impl Provisioner {
             .map_err(|e| not_ready(format!("cannot read it: {e}")))?
             .ok_or_else(|| not_ready("it does not exist".into()))?;
         let uid = ironic.uid().unwrap_or_default();
-        let names = Names::of(&ironic);
         let mode = ironic.spec.tls_mode();
-        let (endpoint, _) = endpoints(&names, namespace, false, mode.is_some());
+        let (endpoint, _) = endpoints(name, namespace, false, mode.is_some());
         let (secret_name, generated) =
             match ironic.spec.api_credentials_name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
                 Some(named) => (named.to_string(), false),
-                None => (names.generated_credentials(), true),
+                None => (generated_credentials(name), true),
             };
         let secrets: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
         let secret = secrets
@@ -256,7 +253,7 @@ impl Provisioner {
             None => None,
             Some(mode) => {
                 let configmaps: Api<ConfigMap> = Api::namespaced(self.kube.clone(), namespace);
-                let bundle_name = names.ca_bundle();
+                let bundle_name = ca_bundle(name);
                 let bundle = configmaps
                     .get_opt(&bundle_name)
                     .await

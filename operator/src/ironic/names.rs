@@ -3,6 +3,8 @@
 
 use crate::kube::names::{COMPONENT_LABEL, MAX_LABEL_VALUE, bounded};
 use crds::ironic::Ironic;
+// What clients of an Ironic (the host controller) find by name: one definition for both.
+use crds::ironic::names as contract;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
 
@@ -49,7 +51,7 @@ impl Names {
 
     /// The Service: the Ironic's own name, so clients find `<name>.<namespace>.svc`.
     pub fn service(&self) -> String {
-        self.ironic.clone()
+        contract::service(&self.ironic)
     }
 
     /// The Ingress.
@@ -70,7 +72,7 @@ impl Names {
 
     /// Generated API credentials, when `apiCredentialsName` is empty.
     pub fn generated_credentials(&self) -> String {
-        format!("{}-api-credentials", self.ironic)
+        contract::generated_credentials(&self.ironic)
     }
 
     /// The htpasswd derived from the API credentials (user-provided or generated).
@@ -106,7 +108,7 @@ impl Names {
 
     /// The ConfigMap publishing the CA that signs the serving certificate.
     pub fn ca_bundle(&self) -> String {
-        format!("{}-ca-bundle", self.ironic)
+        contract::ca_bundle(&self.ironic)
     }
 
     /// An upgrade Job: `<name>-<pre|post>-<from|none>-to-<to>`, shortened with a digest when

@@ -2,9 +2,7 @@
 //! by step: a step that did not run leaves its part of status as it was) and how it ended (a
 //! [`Progress`]), and the Events its transitions deserve.
 
-use super::build::network::{IMAGES_SERVICE_PORT, api_service_port};
 use super::monitor::{Monitoring, SERVICE_MONITOR_READY};
-use super::names::Names;
 use super::resolve::Resolved;
 use super::tls;
 use super::tls::csr::{CERTIFICATE_READY, reasons as csr_reasons};
@@ -12,6 +10,7 @@ use super::version::ResolvedVersion;
 use crate::kube::condition::{Conditions, ReadyReasons};
 use crate::kube::{Notices, Progress};
 use crds::condition::{self, Condition, DEGRADED, PROGRESSING, READY, TRUE};
+use crds::ironic::names::endpoints;
 use crds::ironic::status::{
     DATABASE_READY, DatabaseMode, DatabaseStatus, IronicStatus, ResolvedImages, TlsStatus, UpgradeStatus,
     WorkloadStatus, reasons as ready_reasons,
@@ -74,8 +73,12 @@ pub struct Published {
 impl Published {
     pub fn of(resolved: &Resolved) -> Self {
         let names = &resolved.names;
-        let (api_endpoint, image_server_endpoint) =
-            endpoints(names, &resolved.namespace, resolved.settings.high_availability, resolved.tls.mode.is_some());
+        let (api_endpoint, image_server_endpoint) = endpoints(
+            &names.ironic,
+            &resolved.namespace,
+            resolved.settings.high_availability,
+            resolved.tls.mode.is_some(),
+        );
         let workload = if resolved.settings.high_availability { "DaemonSet" } else { "Deployment" };
         Self {
             api_credentials_secret_name: resolved
@@ -111,15 +114,6 @@ pub struct Facts {
     pub upgrade: Option<UpgradeStatus>,
     /// apply: the ServiceMonitor, for ServiceMonitorReady.
     pub service_monitor: Option<Monitoring>,
-}
-
-/// The API and image server URLs inside the cluster.
-pub fn endpoints(names: &Names, namespace: &str, high_availability: bool, tls: bool) -> (String, Option<String>) {
-    let host = format!("{}.{namespace}.svc", names.service());
-    let scheme = if tls { "https" } else { "http" };
-    let api = format!("{scheme}://{host}:{}", api_service_port(tls));
-    let images = (!high_availability).then(|| format!("http://{host}:{IMAGES_SERVICE_PORT}"));
-    (api, images)
 }
 
 /// The status after a reconcile that learned `facts` and ended in `progress`, on top of `old`;
@@ -345,15 +339,6 @@ mod tests {
         let refused = finish(ready.clone(), &Progress::failed(reasons::DOWNGRADE_REJECTED, "no"), Some(3), at(40));
         let recovered = finish(refused.clone(), &Progress::Done, Some(4), at(50));
         assert_eq!(reasons_of(transitions(&refused, &recovered)), ["Recovered", "IronicReady"]);
-    }
-
-    #[test]
-    fn endpoints_follow_tls_and_high_availability() {
-        let names = Names::new("ironic");
-        let (api, images) = endpoints(&names, "metal3", false, true);
-        assert_eq!(api, "https://ironic.metal3.svc:443");
-        assert_eq!(images.as_deref(), Some("http://ironic.metal3.svc:8080"));
-        assert_eq!(endpoints(&names, "metal3", true, false), ("http://ironic.metal3.svc:80".to_string(), None));
     }
 
     fn published() -> Published {

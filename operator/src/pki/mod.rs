@@ -15,7 +15,7 @@ pub use password::generate_password;
 use std::net::IpAddr;
 
 /// Keys of an operator-managed CA Secret.
-pub const CA_CERT_KEY: &str = "ca.crt";
+pub use crds::ironic::names::CA_CERT_KEY;
 pub const CA_KEY_KEY: &str = "ca.key";
 
 /// The names a serving certificate must cover, sorted and without duplicates, so that the

@@ -11,12 +11,7 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-/// Service port of the API: 443 with TLS, 80 without.
-pub fn api_service_port(tls: bool) -> i32 {
-    if tls { 443 } else { 80 }
-}
-/// Service port of the image server.
-pub const IMAGES_SERVICE_PORT: i32 = 8080;
+pub use crds::ironic::names::{IMAGES_SERVICE_PORT, api_service_port};
 /// Service port of the image server over TLS.
 pub const IMAGES_TLS_SERVICE_PORT: i32 = 8443;
 
