@@ -8,6 +8,7 @@
 #     and the oldest release the operator offers (FERROMETAL_IRONIC=oldest)
 #   - the real test node's packages and images (install-node.sh) and CoreDNS (build-coredns.sh)
 #   - cert-manager's controller, cainjector and CRDs (build-cert-manager.sh)
+#   - OLM's operators, opm, crane (the loopback registry) and OLM's CRDs (build-olm.sh)
 # Heavy artifacts live under ${FERROMETAL_CACHE:-~/.cache/ferrometal}.
 source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
@@ -22,11 +23,13 @@ images_log="$CACHE/debian-images.log"
 images_pid=$!
 "$here/build-kubernetes.sh"
 "$here/build-kubernetes.sh" oldest
-# cert-manager's controller and cainjector (Go modules, for the CertManager tests) compile
-# while pip and apt fetch and unpack (the network and the disk) for the steps below.
+# cert-manager (for the CertManager tests) and then OLM (for the OLM install test) compile
+# from Go modules while pip and apt fetch and unpack (the network and the disk) for the steps
+# below; one after the other, each with its own log.
 cert_manager_log="$CACHE/cert-manager-build.log"
-"$here/build-cert-manager.sh" >"$cert_manager_log" 2>&1 &
-cert_manager_pid=$!
+olm_log="$CACHE/olm-build.log"
+{ "$here/build-cert-manager.sh" >"$cert_manager_log" 2>&1 || exit 1; "$here/build-olm.sh" >"$olm_log" 2>&1 || exit 2; } &
+go_builds_pid=$!
 "$here/python-venv.sh"
 "$here/python-venv.sh" oldest
 if ! wait "$images_pid"; then
@@ -38,12 +41,16 @@ cat "$images_log" >&2
 # The real test node: containerd and its other images, and CoreDNS (Go modules).
 "$here/install-node.sh"
 "$here/build-coredns.sh"
-if ! wait "$cert_manager_pid"; then
-  tail -n 40 "$cert_manager_log" >&2
-  log "scripts/build-cert-manager.sh failed (its log: $cert_manager_log)"
+go_builds=0
+wait "$go_builds_pid" || go_builds=$?
+if [ "$go_builds" -ne 0 ]; then
+  failed_log=$cert_manager_log failed=build-cert-manager.sh
+  if [ "$go_builds" -eq 2 ]; then failed_log=$olm_log failed=build-olm.sh; fi
+  tail -n 40 "$failed_log" >&2
+  log "scripts/$failed failed (its log: $failed_log)"
   exit 1
 fi
-cat "$cert_manager_log" >&2
+cat "$cert_manager_log" "$olm_log" >&2
 # The test runner; a pinned release, built once (a few minutes) when the machine has none.
 NEXTEST_VERSION=0.9.143
 command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {

@@ -27,6 +27,7 @@ pub mod lab;
 pub mod mariadb;
 pub mod netns;
 pub mod node;
+pub mod olm;
 pub mod operator_process;
 pub mod pki;
 pub mod pod_simulator;

@@ -16,6 +16,8 @@
 #[path = "install_real/cert_manager.rs"]
 mod cert_manager;
 mod install_common;
+#[path = "install_real/olm.rs"]
+mod olm;
 
 use anyhow::Context as _;
 use ferrometal_tests::ironic::{IronicConfig, IronicServer};
@@ -38,7 +40,14 @@ const SELECTOR: &str = "app.kubernetes.io/name=ferrometal,app.kubernetes.io/comp
 /// (checked with kubectl at most every few seconds: it costs a process).
 struct OperatorPods<'a> {
     kubeconfig: &'a Path,
+    namespace: &'a str,
     checked: Instant,
+}
+
+impl<'a> OperatorPods<'a> {
+    fn new(kubeconfig: &'a Path, namespace: &'a str) -> Self {
+        Self { kubeconfig, namespace, checked: Instant::now() }
+    }
 }
 
 impl Running for OperatorPods<'_> {
@@ -49,13 +58,13 @@ impl Running for OperatorPods<'_> {
         self.checked = Instant::now();
         let restarts = kubectl(
             self.kubeconfig,
-            &["get", "pods", "-n", DEFAULT_NAMESPACE, "-l", SELECTOR, "-o", "jsonpath={..restartCount}"],
+            &["get", "pods", "-n", self.namespace, "-l", SELECTOR, "-o", "jsonpath={..restartCount}"],
             None,
         )?;
         if restarts.split_whitespace().any(|r| r != "0") {
             let logs = kubectl(
                 self.kubeconfig,
-                &["logs", "-n", DEFAULT_NAMESPACE, "-l", SELECTOR, "--previous", "--tail=40"],
+                &["logs", "-n", self.namespace, "-l", SELECTOR, "--previous", "--tail=40"],
                 None,
             )
             .unwrap_or_default();
@@ -159,13 +168,22 @@ fn available(deployment: &Deployment) -> bool {
 /// Waits until the operator's Deployment has its two replicas ready; on a timeout, the pods'
 /// last log lines say why.
 async fn until_available(deployments: &Api<Deployment>, kubeconfig: &Path) -> anyhow::Result<Deployment> {
+    until_available_in(deployments, kubeconfig, DEFAULT_NAMESPACE).await
+}
+
+/// [`until_available`] for a Deployment in `namespace` (OLM's install in its own).
+async fn until_available_in(
+    deployments: &Api<Deployment>,
+    kubeconfig: &Path,
+    namespace: &str,
+) -> anyhow::Result<Deployment> {
     wait::until("the operator's Deployment 2/2 ready", Duration::from_secs(180), Duration::from_millis(500), || {
         let deployments = deployments.clone();
         async move { deployments.get_opt(NAME).await.ok().flatten().filter(available) }
     })
     .await
     .with_context(|| {
-        kubectl(kubeconfig, &["logs", "-n", DEFAULT_NAMESPACE, "-l", SELECTOR, "--tail=30"], None).unwrap_or_default()
+        kubectl(kubeconfig, &["logs", "-n", namespace, "-l", SELECTOR, "--tail=30"], None).unwrap_or_default()
     })
 }
 
@@ -211,7 +229,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     // Both replicas Ready: /readyz waits for every watch synced (the leader) or the Lease read
     // (the other), so each reached the apiserver through the `kubernetes` Service with its
     // ServiceAccount's token.
-    let mut pods = OperatorPods { kubeconfig, checked: Instant::now() };
+    let mut pods = OperatorPods::new(kubeconfig, DEFAULT_NAMESPACE);
     let wait_start = Instant::now();
     until_available(&deployments, kubeconfig).await?;
     eprintln!("---- install_real: the operator's pods ready in {:.1?}", wait_start.elapsed());
