@@ -15,7 +15,7 @@ SOURCE="$(cd "$(dirname "$0")/.." && pwd)/tests/go/cert-manager"
 # The shared Go environment (lib.sh): the module and build caches build-kubernetes.sh fills.
 go_env
 
-REVISION=3
+REVISION=4
 WANT=$(cat "$SOURCE/main.go" "$SOURCE/cainjector/main.go" "$SOURCE/webhook/main.go" | sha256sum | cut -d' ' -f1)
 WANT=$(printf '%s ' "$VERSION" "$GOVERSION" "$WANT" "revision=$REVISION" | sha256sum | cut -d' ' -f1)
 OUT="$CACHE/cert-manager/$VERSION"

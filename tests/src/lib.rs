@@ -34,6 +34,7 @@ pub mod pod_simulator;
 pub mod ports;
 pub mod process;
 pub mod proxy;
+pub mod registry;
 pub mod sushy;
 pub mod wait;
 pub mod workdir;

@@ -6,8 +6,9 @@
 // our tests use: Issuers and ClusterIssuers of type CA and SelfSigned, CertificateRequests
 // (approved by cert-manager's approver), and Certificates through their full lifecycle
 // (trigger, key manager, request manager, issuing, readiness, revisions). Leader election,
-// ACME, Vault, Venafi and the ingress and gateway shims are left out: one test process runs
-// one controller.
+// ACME, Vault, Venafi and the ingress and gateway shims are left out: a test runs one
+// controller. It runs as a process of the test's machine (--kubeconfig) or as a pod (no
+// --kubeconfig: the pod's in-cluster configuration, as cert-manager's own controller).
 package main
 
 import (
@@ -36,6 +37,7 @@ import (
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/ca"
 	_ "github.com/cert-manager/cert-manager/pkg/issuer/selfsigned"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
+	"k8s.io/klog/v2"
 )
 
 // The controllers run, by cert-manager's names for them.
@@ -54,9 +56,12 @@ var controllers = []string{
 }
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
+	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig; empty: the pod's in-cluster configuration")
 	clusterNamespace := flag.String("cluster-resource-namespace", "cert-manager", "where ClusterIssuers' Secrets live")
 	workers := flag.Int("workers", 2, "workers per controller")
+	// klog's flags, --v among them: the release runs the controller with --v=2, the level of
+	// cert-manager's progress messages (issued, renewed, ...).
+	klog.InitFlags(nil)
 	flag.Parse()
 	logf.InitLogs()
 
@@ -70,6 +75,7 @@ func main() {
 
 func run(ctx context.Context, kubeconfig, clusterNamespace string, workers int) error {
 	opts := controllerpkg.ContextOptions{
+		// Empty (and no API server host): rest.InClusterConfig, as cert-manager's controller.
 		Kubeconfig:         kubeconfig,
 		KubernetesAPIQPS:   20,
 		KubernetesAPIBurst: 50,

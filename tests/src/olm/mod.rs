@@ -10,10 +10,9 @@
 //! catalog.
 
 pub mod images;
-pub mod registry;
 
+pub use crate::registry::{self, ImageConfig, Registry};
 pub use images::{Entry, OlmImages, push_bundle, push_catalog};
-pub use registry::{ImageConfig, Registry};
 
 use crate::control_plane::ControlPlane;
 use crate::{Result, env, wait};

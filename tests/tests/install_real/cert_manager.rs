@@ -1,9 +1,11 @@
-//! `config/cert-manager` as users apply it, on the real node, with cert-manager's controller
-//! (`ferrometal_tests::cert_manager`) issuing the webhook's certificate from the overlay's own
-//! Issuer, its cainjector filling the webhooks' `caBundle` from the Certificate named by the
+//! `config/cert-manager` as users apply it, on the real node, with cert-manager
+//! (`ferrometal_tests::cert_manager`: its controller, cainjector and webhook as the release's
+//! pods on the same node) issuing the webhook's certificate from the overlay's own Issuer, its
+//! cainjector filling the webhooks' `caBundle` from the Certificate named by the
 //! `cert-manager.io/inject-ca-from` annotation, and the operator's pods serving the certificate
-//! from the Secret cert-manager wrote. cert-manager's webhook validates every cert-manager
-//! object of the test, and a test of its own shows that it is there.
+//! from the Secret cert-manager wrote. cert-manager's webhook, called through its Service,
+//! validates every cert-manager object of the test, and a test of its own (without a node,
+//! cert-manager as processes) shows what it does.
 
 use super::{OperatorPods, until_available};
 use crate::install_common::workloads::{self, Running as _};
@@ -15,7 +17,7 @@ use ferrometal_tests::operator_process::operator_image;
 use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use operator::install::DEFAULT_NAMESPACE;
 use serde_json::{Value, json};
@@ -52,6 +54,22 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
     let mut cert_manager = CertManager::start(&cp).await?;
     let (admin, kubeconfig) = (cp.client(), cp.kubeconfig());
     eprintln!("---- install_real: control plane, node and cert-manager up in {:.1?}", started.elapsed());
+    // cert-manager as in a cluster: its three pods on the node, its webhook called through its
+    // Service.
+    let node = cp.node().context("a node")?.name().to_string();
+    let pods = Api::<Pod>::namespaced(admin.clone(), cm::NAMESPACE).list(&Default::default()).await?.items;
+    let mut running: Vec<_> = pods
+        .iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()) == Some(&node))
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| p.metadata.labels.as_ref()?.get("app.kubernetes.io/component").cloned())
+        .collect();
+    running.sort();
+    assert_eq!(running, ["cainjector", "controller", "webhook"], "cert-manager's pods running on the node");
+    let configurations: Api<ValidatingWebhookConfiguration> = Api::all(admin.clone());
+    let webhooks = configurations.get(cm::WEBHOOK_CONFIGURATION).await?.webhooks.unwrap_or_default();
+    let service = webhooks.first().and_then(|w| w.client_config.service.clone()).context("the webhook's Service")?;
+    assert_eq!((service.name.as_str(), service.namespace.as_str()), (cm::WEBHOOK_SERVICE, cm::NAMESPACE));
 
     kubectl(
         kubeconfig,
@@ -64,15 +82,13 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
         async move { secrets.get_opt(SECRET).await.ok().flatten().filter(|s| s.data.is_some()) }
     })
     .await;
-    cert_manager.ensure_running()?;
-    issued.with_context(|| format!("cert-manager's log:\n{}", cert_manager.log()))?;
+    cert_manager.checked(issued).await?;
     let injected = wait::until("cainjector's caBundle", Duration::from_secs(60), Duration::from_millis(500), || {
         let admin = admin.clone();
         async move { injected_ca(&admin).await.ok().flatten() }
     })
     .await;
-    cert_manager.ensure_running()?;
-    let injected = injected.with_context(|| format!("cert-manager's log:\n{}", cert_manager.log()))?;
+    let injected = cert_manager.checked(injected).await?;
 
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), DEFAULT_NAMESPACE);
     let mut pods = OperatorPods::new(kubeconfig, DEFAULT_NAMESPACE);
@@ -200,7 +216,7 @@ async fn cert_managers_webhook_refuses_what_cert_manager_refuses_and_records_who
     let groups = spec["groups"].as_array().cloned().unwrap_or_default();
     assert!(groups.contains(&Value::from("system:masters")) && !groups.contains(&Value::from("forged")), "{spec}");
 
-    cert_manager.ensure_running()?;
+    cert_manager.ensure_running().await?;
     eprintln!("---- done in {:.1?}", started.elapsed());
     Ok(())
 }

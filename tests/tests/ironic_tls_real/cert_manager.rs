@@ -76,7 +76,7 @@ pub async fn a_certificate_cert_manager_issues_from_a_users_ca_is_served_and_its
         async move { issuers.get_opt("metal3-ca").await.ok().flatten().filter(ready) }
     })
     .await;
-    outcome.with_context(|| format!("cert-manager's log:\n{}", cert_manager.log()))?;
+    cert_manager.checked(outcome).await?;
 
     let tls = json!({"mode": "CertManager", "certManager": {
         "issuerRef": {"name": "metal3-ca", "kind": "Issuer"}, "duration": DURATION, "renewBefore": RENEW_BEFORE}});
@@ -107,8 +107,7 @@ pub async fn a_certificate_cert_manager_issues_from_a_users_ca_is_served_and_its
         (served != first_issued && Some(&served) == issued(&env).await.as_ref()).then_some(served)
     })
     .await;
-    cert_manager.ensure_running()?;
-    renewed.with_context(|| format!("cert-manager's log:\n{}", cert_manager.log()))?;
+    cert_manager.checked(renewed).await?;
     let certificate = api(&env, "Certificate", "certificates").get("ironic-tls").await?;
     let revision = certificate.data["status"]["revision"].as_u64().unwrap_or_default();
     assert!(revision >= 2, "cert-manager counts its issuances: {}", certificate.data["status"]);

@@ -7,7 +7,8 @@
 // (cert-manager.io/inject-ca-from-secret), a Certificate's Secret
 // (cert-manager.io/inject-ca-from) or the apiserver's own CA (inject-apiserver-ca), Secrets
 // read directly and watched by their metadata only. Leader election, metrics and health
-// endpoints are left out: one test process runs one cainjector.
+// endpoints are left out: a test runs one cainjector. It runs as a process of the test's
+// machine (--kubeconfig) or as a pod (no --kubeconfig: the pod's in-cluster configuration).
 package main
 
 import (
@@ -22,7 +23,9 @@ import (
 	apiext "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	apireg "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +39,9 @@ import (
 func main() {
 	// A flag set of our own: controller-runtime registers a global --kubeconfig of its own.
 	flags := flag.NewFlagSet("cainjector", flag.ExitOnError)
-	kubeconfig := flags.String("kubeconfig", "", "the cluster's kubeconfig")
+	kubeconfig := flags.String("kubeconfig", "", "the cluster's kubeconfig; empty: the pod's in-cluster configuration")
+	// klog's flags, --v among them, which the release sets (--v=2).
+	klog.InitFlags(flags)
 	_ = flags.Parse(os.Args[1:])
 	logf.InitLogs()
 	ctrl.SetLogger(logf.Log)
@@ -50,7 +55,7 @@ func main() {
 }
 
 func run(ctx context.Context, kubeconfig string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -88,4 +93,13 @@ func run(ctx context.Context, kubeconfig string) error {
 	}
 	fmt.Fprintln(os.Stderr, "cert-manager cainjector: running")
 	return mgr.Start(ctx)
+}
+
+// The kubeconfig's client configuration, or without one the pod's in-cluster configuration
+// (its ServiceAccount's token and the kubernetes Service), as cainjector's own command.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }

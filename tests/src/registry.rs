@@ -1,6 +1,7 @@
-//! A container registry on loopback (go-containerregistry's `crane registry serve`), which the
-//! node's containerd pulls from as any registry: containerd speaks plain HTTP to loopback
-//! registries without configuration, as go-containerregistry's clients do.
+//! A container registry on loopback (go-containerregistry's `crane registry serve`, the `crane`
+//! of OLM's build), which the node's containerd pulls from as any registry: containerd speaks
+//! plain HTTP to loopback registries without configuration, as go-containerregistry's clients
+//! do. OLM's images ([`crate::olm`]) and cert-manager's ([`crate::cert_manager`]) come from it.
 
 use crate::process::ManagedProcess;
 use crate::{Result, ports, wait};
@@ -32,7 +33,7 @@ impl Registry {
         let port = ports::free_port()?;
         let host = format!("127.0.0.1:{port}");
         std::fs::create_dir_all(dir.join("blobs"))?;
-        let mut command = Command::new(super::bin("crane")?);
+        let mut command = Command::new(crate::olm::bin("crane")?);
         command.args(["registry", "serve", "--address", &host, "--disk"]).arg(dir.join("blobs"));
         let process = ManagedProcess::spawn("registry", command, &dir.join("registry.log"))?;
         let registry = Self { process, host, dir: dir.to_path_buf() };
@@ -88,7 +89,7 @@ impl Registry {
 
 /// Runs crane; its standard output.
 fn crane(args: &[&str]) -> Result<String> {
-    let output = Command::new(super::bin("crane")?).args(args).output().context("running crane")?;
+    let output = Command::new(crate::olm::bin("crane")?).args(args).output().context("running crane")?;
     anyhow::ensure!(
         output.status.success(),
         "crane {} failed: {}",
