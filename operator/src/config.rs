@@ -1,6 +1,5 @@
 //! The operator's resolved configuration, from flags or built by tests.
 
-use crate::cli::{ControllerKind, RunArgs};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -70,49 +69,4 @@ impl OperatorConfig {
             reserved_account: None,
         }
     }
-}
-
-impl TryFrom<RunArgs> for OperatorConfig {
-    type Error = crate::host::ConfigError;
-
-    /// Fails on flags that name something in a form that cannot be used.
-    fn try_from(args: RunArgs) -> Result<Self, Self::Error> {
-        let identity = args.identity.clone().unwrap_or_else(default_identity);
-        let enabled = |kind| args.controllers.contains(&kind);
-        let host_access = crds::baremetalhost::access::HostAccess {
-            bmc_networks: args.bmc_networks.clone(),
-            file_image_dirs: args.file_image_dirs.clone(),
-        };
-        Ok(Self {
-            namespaces: args.namespaces.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
-            health_addr: Some(args.health_addr),
-            health_limits: crate::serve::Limits::HEALTH,
-            leader_election: args.leader.into_config(),
-            webhook: args.webhook.into_config(),
-            ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
-            host: enabled(ControllerKind::Host)
-                .then(|| crate::host::Config::try_from(args.host))
-                .transpose()?
-                .map(|host| crate::host::Config { access: host_access.clone(), ..host }),
-            nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
-            shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
-            features: args.feature_gates,
-            ironic_namespaces: args.ironic_namespaces.or_operator_namespace(args.pod_namespace.as_deref()),
-            host_pools: args.nodeset_host_pools,
-            host_access,
-            reserved_account: match (args.pod_namespace, args.pod_service_account) {
-                (Some(namespace), Some(name)) => Some(crds::nodesetservice::ReservedAccount { namespace, name }),
-                _ => None,
-            },
-            identity,
-        })
-    }
-}
-
-fn default_identity() -> String {
-    std::fs::read_to_string("/etc/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| format!("ferrometal-{}", std::process::id()))
 }

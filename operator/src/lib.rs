@@ -3,7 +3,7 @@
 //! (leader election, health probes, metrics).
 //!
 //! Each controller is a pipeline of named steps (dereference → validate → build, pure → apply
-//! → status) on the shared controller kit ([`kube`]); dependencies point one way: controllers
+//! → status) on the shared controller kit ([`kit`]); dependencies point one way: controllers
 //! → kit → `crds` and `ironic-client`. `design/architecture.md` draws the modules.
 
 pub mod cli;
@@ -12,7 +12,7 @@ pub mod database;
 pub mod host;
 pub mod install;
 pub mod ironic;
-pub mod kube;
+pub mod kit;
 pub mod metrics;
 pub mod nodeset;
 pub mod pki;

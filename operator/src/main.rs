@@ -26,6 +26,14 @@ fn main() -> ExitCode {
         Command::Bundle(args) => written(args.run()),
         Command::Run(args) => {
             operator::telemetry::init(args.log_format);
+            // Flags first: a mistake in them is reported before anything connects anywhere.
+            let config = match operator::OperatorConfig::try_from(*args) {
+                Ok(config) => config,
+                Err(err) => {
+                    tracing::error!(error = %operator::kit::error::chain(&err), "invalid flags");
+                    return ExitCode::FAILURE;
+                }
+            };
             // Reconcile futures nest deeply (an Ironic's pipeline around its database's
             // version change); 8 MiB worker stacks leave a wide margin over tokio's 2 MiB.
             let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -39,10 +47,10 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(operator::runtime::run_until_signal(*args)) {
+            match runtime.block_on(operator::runtime::run_until_signal(config)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    tracing::error!(error = %operator::kube::error::chain(&err), "ferrometal stopped");
+                    tracing::error!(error = %operator::kit::error::chain(&err), "ferrometal stopped");
                     ExitCode::FAILURE
                 }
             }
@@ -54,7 +62,7 @@ fn written(result: Result<(), operator::install::Error>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {}", operator::kube::error::chain(&err));
+            eprintln!("error: {}", operator::kit::error::chain(&err));
             ExitCode::FAILURE
         }
     }

@@ -34,7 +34,7 @@ use operator::database::clean_stop::INIT_CONTAINER;
 use operator::database::names::JOB_LABEL;
 use operator::database::status::reasons;
 use operator::database::{self, Address, Config, DatabaseOutcome};
-use operator::kube::{Context, Ledger, Notices, Progress};
+use operator::kit::{Context, Ledger, Notices, Progress};
 use serde_json::json;
 use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
 use sqlx::{ConnectOptions, Connection, Executor, MySqlConnection};

@@ -247,7 +247,7 @@ async fn a_clear_text_managed_database_moves_to_tls_only_after_ironics_pods_trus
         }
         if requires {
             assert_eq!(mounted_ca(&workload).as_deref(), Some("ironic-mariadb-ca"), "Ironic first");
-            assert!(operator::kube::observe::deployment_rollout(&workload).is_done(), "rolled out first");
+            assert!(operator::kit::observe::deployment_rollout(&workload).is_done(), "rolled out first");
             return Ok(Some(()));
         }
         let ready = condition_of(&ironics(&env).get("ironic").await?, "DatabaseReady").map(|c| c.message);

@@ -148,7 +148,7 @@ fn terminated(pod: &Pod) -> Option<&ContainerStateTerminated> {
 pub fn refusal(pod: &Pod) -> Option<Refusal> {
     let exit = terminated(pod)?;
     let words = exit.message.as_deref().map(str::trim).filter(|m| !m.is_empty());
-    let words = crate::kube::condition::bounded_message(words.unwrap_or("no message"));
+    let words = crate::kit::condition::bounded_message(words.unwrap_or("no message"));
     Some(if exit.exit_code == EXIT_UNCLEAN {
         Refusal::Unclean(words)
     } else {

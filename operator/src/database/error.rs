@@ -1,12 +1,12 @@
 //! Why a reconcile of the database could not finish. Problems a user fixes (a missing Secret,
 //! a refused password, a failed step) are not errors: they are a failed or waiting
-//! [`crate::kube::Progress`] in the outcome. These are the Kubernetes API failing, and
+//! [`crate::kit::Progress`] in the outcome. These are the Kubernetes API failing, and
 //! certificates that cannot be made; [`Error::failure`] says which of them a person must fix.
 
 use super::status::reasons;
-use crate::kube::error::chain;
-use crate::kube::runner::MetricLabel;
-use crate::kube::{KubeError, Progress};
+use crate::kit::error::chain;
+use crate::kit::runner::MetricLabel;
+use crate::kit::{KubeError, Progress};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -42,8 +42,8 @@ impl MetricLabel for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::Verb;
-    use crate::kube::error::{FORBIDDEN, api_error};
+    use crate::kit::Verb;
+    use crate::kit::error::{FORBIDDEN, api_error};
 
     #[test]
     fn a_missing_permission_is_for_a_person_and_a_conflict_is_retried() {

@@ -9,8 +9,8 @@ use super::error::Error;
 use super::outcome::DatabaseOutcome;
 use super::run::Run;
 use super::status::reasons;
-use crate::kube::Progress;
-use crate::kube::content::Source;
+use crate::kit::Progress;
+use crate::kit::content::Source;
 use crds::ironic::status::{DatabaseMode, DatabaseStatus};
 use k8s_openapi::api::core::v1::Secret;
 

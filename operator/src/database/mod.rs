@@ -5,7 +5,7 @@
 //! validated the spec and before it resolves and builds its own objects, with a view of its
 //! ledger scoped to the database's objects. It returns a [`DatabaseOutcome`]: the
 //! [`Connection`] Ironic's pods use, `status.database` (already written), the DatabaseReady
-//! condition, the content of the Secrets Ironic's pods mount, and a [`crate::kube::Progress`]
+//! condition, the content of the Secrets Ironic's pods mount, and a [`crate::kit::Progress`]
 //! that says whether Ironic may roll out and run its schema Job now.
 //!
 //! It imports nothing from the Ironic controller: only the kit, `pki` and `crds`.

@@ -1,7 +1,7 @@
 //! Names and labels of everything the managed database consists of. One place, so that the
 //! builders, the driver and the tests agree.
 
-use crate::kube::names::{MANAGED_BY, MANAGED_BY_LABEL, bounded};
+use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL, bounded};
 use crds::ironic::{IRONIC_LABEL, Ironic};
 use kube::ResourceExt;
 use sha2::{Digest, Sha256};

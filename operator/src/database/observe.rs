@@ -4,7 +4,7 @@
 use super::build::CONTAINER;
 use super::clean_stop::{self, Refusal};
 use super::status::reasons;
-use crate::kube::Progress;
+use crate::kit::Progress;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
 

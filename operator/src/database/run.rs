@@ -7,8 +7,8 @@ use super::connection::Connection;
 use super::error::Error;
 use super::outcome::{self, DatabaseOutcome};
 use super::status;
-use crate::kube::condition::Conditions;
-use crate::kube::{Ledger, Notices, Progress};
+use crate::kit::condition::Conditions;
+use crate::kit::{Ledger, Notices, Progress};
 use crds::ironic::Ironic;
 use crds::ironic::status::DatabaseStatus;
 use kube::api::Api;
@@ -29,7 +29,7 @@ impl Persist {
         let Some(body) = status::database_patch(self.persisted.as_ref(), next) else {
             return Ok(());
         };
-        crate::kube::status::merge(&self.api, &self.name, &body).await?;
+        crate::kit::status::merge(&self.api, &self.name, &body).await?;
         self.persisted = next.cloned();
         Ok(())
     }

@@ -4,7 +4,7 @@
 //! its own that Ironic's pods mount at `/certs/ca/mariadb` (key `tls.crt`).
 
 use super::names::Names;
-use crate::kube::content::Source;
+use crate::kit::content::Source;
 use crate::pki::{self as auto, CA_CERT_KEY, CA_KEY_KEY, CertifiedPem, Decision, SubjectAltNames};
 use crds::ironic::ManagedDatabase;
 use crds::ironic::tls::{DEFAULT_AUTO_CA_VALIDITY_DAYS, DEFAULT_AUTO_CERTIFICATE_VALIDITY_DAYS};

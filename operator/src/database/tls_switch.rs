@@ -18,8 +18,8 @@ use super::build::CONTAINER;
 use super::build::stateful_set::{REQUIRE_TLS_ARG, SERVE_TLS_ARG_PREFIX};
 use super::names::Names;
 use super::run::Run;
-use crate::kube::Progress;
-use crate::kube::observe::{daemonset_rollout, deployment_rollout};
+use crate::kit::Progress;
+use crate::kit::observe::{daemonset_rollout, deployment_rollout};
 use crds::ironic::Ironic;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
@@ -167,7 +167,7 @@ pub fn clients(ironic: &Ironic, workload: Option<&Workload>, ca_secret: &str, wi
 }
 
 /// Reads the workload `status.workload` names, if it exists.
-pub(super) async fn workload(run: &Run<'_>) -> Result<Option<Workload>, crate::kube::KubeError> {
+pub(super) async fn workload(run: &Run<'_>) -> Result<Option<Workload>, crate::kit::KubeError> {
     let Some(named) = run.ironic.status.as_ref().and_then(|s| s.workload.as_ref()) else {
         return Ok(None);
     };
@@ -188,7 +188,7 @@ pub(super) async fn clients_of(
     names: &Names,
     wanted: bool,
     live: Option<Transport>,
-) -> Result<Clients, crate::kube::KubeError> {
+) -> Result<Clients, crate::kit::KubeError> {
     if !needs_clients(wanted, live) {
         return Ok(Clients::Ready);
     }

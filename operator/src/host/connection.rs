@@ -6,7 +6,7 @@
 //! that no provisioner is configured instead of crashing the operator.
 
 use crate::host::config::{CaSource, CredentialsSource, EndpointConfig, IronicSource};
-use crate::kube::names::controlled_by;
+use crate::kit::names::controlled_by;
 use crds::ironic::names::{CA_CERT_KEY, ca_bundle, endpoints, generated_credentials};
 use crds::ironic::{Ironic, TlsMode};
 use ironic_client::{Auth, IronicClient};

@@ -3,7 +3,6 @@
 //! refer to, and by the wake-ups of the bulk poller and the capacity limiter; and the poller
 //! itself, shared by all of them.
 
-use crate::host::Error;
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
 use crate::host::connection::Provisioner;
@@ -14,10 +13,11 @@ use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::secrets;
 use crate::host::trouble::Troubles;
 use crate::host::wake::Wakeups;
-use crate::kube::backoff::Backoff;
-use crate::kube::cache;
-use crate::kube::runner::{Runner, drive, fan_out};
-use crate::kube::{Context, Scope};
+use crate::install::rbac::table::HOST;
+use crate::kit::backoff::Backoff;
+use crate::kit::cache;
+use crate::kit::runner::{Runner, Stopped, drive, fan_out};
+use crate::kit::{Context, Scope};
 use crds::baremetalhost::BareMetalHost;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PartialObjectMeta;
@@ -29,7 +29,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the host controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
+pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
     let wakeups = Arc::new(Wakeups::default());
     let client_metrics = Arc::new(ironic_client::Metrics::new());
     // A failed reconcile (Ironic unreachable or locked, a conflict) is retried after about a
@@ -64,7 +64,7 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
         "starting the host controller"
     );
 
-    let controllers = fan_out(ctx.scopes(), |scope| {
+    let controllers = fan_out(CONTROLLER, ctx.scopes(), |scope| {
         let controller = watch(&host_ctx, &wakeups, &scope);
         drive(controller, host_ctx.clone(), shutdown.clone())
     });
@@ -81,10 +81,15 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
             .await;
     };
     let (controllers, ()) = futures::future::join(controllers, poll).await;
-    controllers.map_err(Error::Stopped)?;
+    controllers?;
     tracing::info!("the host controller stopped");
     Ok(())
 }
+
+// What the watches below and the finalizer use, checked against the RBAC table at compile time.
+crate::require_access!(HOST, BareMetalHost: Get, List, Watch, Patch);
+crate::require_access!(HOST, BareMetalHost, status: Patch);
+crate::require_access!(HOST, Secret: List, Watch);
 
 /// The controller of one scope: its hosts, woken by their events, by the poller and the
 /// capacity limiter, and by changes to the Secrets they name. Its cache of hosts joins the

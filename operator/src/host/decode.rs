@@ -14,7 +14,7 @@ use crate::host::secrets::{self, Credentials, HostDataError};
 use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED};
 use crate::host::unsupported::unsupported;
 use crate::host::wake::HostKey;
-use crate::kube::backoff::exponential as error_backoff;
+use crate::kit::backoff::exponential as error_backoff;
 use crds::baremetalhost::annotations::{
     DETACHED, DetachedAnnotation, INSPECT, REBOOT_PREFIX, RebootAnnotation, RebootMode, is_reboot_annotation,
 };

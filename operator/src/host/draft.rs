@@ -5,7 +5,7 @@
 use crate::host::machine::NodeView;
 use crate::host::status;
 use crate::host::wake::HostKey;
-use crate::kube::Notices;
+use crate::kit::Notices;
 use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, HardwareDetails, OperationalStatus, ProvisioningState};
 use ironic_client::{PowerState, ProvisionState};
 use k8s_openapi::jiff::Timestamp;

@@ -5,9 +5,9 @@
 //! status says so after a few attempts.
 
 use crate::host::connection::ProvisionerError;
-use crate::kube::KubeError;
-use crate::kube::ledger::Unstored;
-use crate::kube::runner::MetricLabel;
+use crate::kit::KubeError;
+use crate::kit::ledger::Unstored;
+use crate::kit::runner::MetricLabel;
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]

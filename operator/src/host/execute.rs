@@ -13,7 +13,7 @@ use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::request::Request;
 use crate::host::status::{self, error_reason, state_reason};
 use crate::host::trouble::IRONIC_CALL_FAILING;
-use crate::kube::backoff::{exponential as error_backoff, spread};
+use crate::kit::backoff::{exponential as error_backoff, spread};
 use crds::baremetalhost::annotations::{INSPECT, REBOOT_PREFIX};
 use crds::baremetalhost::{ErrorType, OperationMetric, ProvisioningState};
 use ironic_client::PowerTarget;
@@ -128,7 +128,7 @@ fn transition(ctx: &HostContext, draft: &mut Draft, to: ProvisioningState, now: 
 fn fail(ctx: &HostContext, draft: &mut Draft, error: ErrorType, message: String) -> Next {
     // Ironic's last_error and a BMC's answer may quote what they were sent: scrubbed and
     // bounded before status and the Event see them.
-    let message = crate::kube::scrub::scrubbed(&message, &[]);
+    let message = crate::kit::scrub::scrubbed(&message, &[]);
     status::record_failure(&mut draft.status, error, &message);
     draft.failed_now = true;
     draft.notices.warning(error_reason(error), message);
@@ -198,7 +198,7 @@ async fn run_act(
                 Act::Power(_) => ErrorType::PowerManagement,
                 _ => error_type_of(draft.status.provisioning.state),
             };
-            tracing::info!(?act, error = %crate::kube::scrub::scrubbed(&message, &[]), "step failed");
+            tracing::info!(?act, error = %crate::kit::scrub::scrubbed(&message, &[]), "step failed");
             Ok(fail(ctx, draft, error, message))
         }
         Answer::Called => {
@@ -233,7 +233,7 @@ fn transient(ctx: &HostContext, draft: &mut Draft, act: Act, source: &ironic_cli
     ctx.poller.expect_change(&draft.key);
     let delay = ctx.troubles.failed(&draft.key, act, source.to_string(), Instant::now());
     ctx.runner.metrics.reconcile_failed(CONTROLLER, "ironic");
-    tracing::warn!(?act, error = %crate::kube::error::chain(source), retry_in = ?delay, "Ironic call failed; retrying");
+    tracing::warn!(?act, error = %crate::kit::error::chain(source), retry_in = ?delay, "Ironic call failed; retrying");
     if draft.problem.is_none()
         && let Some(message) = ctx.troubles.problem(&draft.key)
     {

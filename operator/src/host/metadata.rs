@@ -4,55 +4,43 @@
 //! the apiserver refuses it (409) rather than overwrite a concurrent change;
 //! the next reconcile retries with fresh data.
 
-use crate::kube::{KubeError, Verb};
+use crate::kit::KubeError;
+use crate::kit::finalizer;
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::FINALIZER;
-use kube::api::{Api, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
-use serde_json::{Map, Value, json};
+use kube::api::Api;
+use serde_json::{Map, Value};
 
-fn guarded(host: &BareMetalHost, mut metadata: Map<String, Value>) -> Value {
-    metadata.insert("resourceVersion".into(), json!(host.resource_version().unwrap_or_default()));
-    json!({ "metadata": metadata })
-}
-
-/// The patch adding our finalizer (merge patches replace lists whole).
+/// The patch adding our finalizer.
 pub fn add_finalizer_patch(host: &BareMetalHost) -> Value {
-    let mut list = host.meta().finalizers.clone().unwrap_or_default();
-    if !list.iter().any(|f| f == FINALIZER) {
-        list.push(FINALIZER.to_string());
-    }
-    guarded(host, Map::from_iter([("finalizers".to_string(), json!(list))]))
+    finalizer::adding(host, FINALIZER)
 }
 
 /// The patch removing our finalizer.
 pub fn remove_finalizer_patch(host: &BareMetalHost) -> Value {
-    let rest: Vec<&String> = host.finalizers().iter().filter(|f| f.as_str() != FINALIZER).collect();
-    guarded(host, Map::from_iter([("finalizers".to_string(), json!(rest))]))
+    finalizer::removing(host, FINALIZER)
 }
 
 /// The patch removing annotations.
 pub fn remove_annotations_patch(host: &BareMetalHost, keys: &[&str]) -> Value {
     let annotations: Map<String, Value> = keys.iter().map(|k| (k.to_string(), Value::Null)).collect();
-    guarded(host, Map::from_iter([("annotations".to_string(), Value::Object(annotations))]))
+    finalizer::guarded(host, Map::from_iter([("annotations".to_string(), Value::Object(annotations))]))
 }
 
 pub fn has_finalizer(host: &BareMetalHost) -> bool {
-    host.finalizers().iter().any(|f| f == FINALIZER)
+    finalizer::has(host, FINALIZER)
 }
 
-/// Applies a merge patch to a host's metadata.
+/// Applies a guarded merge patch to a host's metadata, under our field manager.
 pub async fn patch(api: &Api<BareMetalHost>, host: &BareMetalHost, patch: Value) -> Result<BareMetalHost, KubeError> {
-    let name = host.name_any();
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-        .map_err(KubeError::of::<BareMetalHost>(Verb::Patch, &name))
+    finalizer::patch_metadata(api, host, patch).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crds::baremetalhost::BareMetalHostSpec;
+    use serde_json::json;
 
     fn host() -> BareMetalHost {
         let mut host = BareMetalHost::new("h", BareMetalHostSpec::default());

@@ -58,14 +58,3 @@ pub use config::{
     IronicSource,
 };
 pub use controller::run;
-
-/// Why the host controller stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The controller could not start.
-    #[error("the host controller cannot start: {0}")]
-    Start(String),
-    /// The controller of a scope stopped by panicking.
-    #[error("a host controller stopped unexpectedly")]
-    Stopped(#[source] tokio::task::JoinError),
-}

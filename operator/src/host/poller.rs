@@ -14,7 +14,7 @@
 use crate::host::connection::Provisioner;
 use crate::host::machine::NodeView;
 use crate::host::wake::{HostKey, Wakeups};
-use crate::kube::backoff::after;
+use crate::kit::backoff::after;
 use ironic_client::NodeStatusSummary;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -21,9 +21,9 @@ use crate::host::restore;
 use crate::host::trouble::Troubles;
 use crate::host::wake::HostKey;
 use crate::host::write;
-use crate::kube::Publisher;
-use crate::kube::backoff::spread;
-use crate::kube::runner::{Reconcile, Runner};
+use crate::kit::Publisher;
+use crate::kit::backoff::spread;
+use crate::kit::runner::{Reconcile, Runner};
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::PAUSED;
 use futures::future::BoxFuture;
@@ -152,7 +152,7 @@ async fn admit(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Re
     match metadata::patch(&api, &host, metadata::add_finalizer_patch(&host)).await {
         Ok(patched) => Ok(Some(Admitted { host: ctx.memory.remember(key, patched), finalizer: Ok(()) })),
         Err(err) => {
-            tracing::warn!(error = %crate::kube::error::chain(&err), "cannot add the finalizer; only steps without an Ironic call run");
+            tracing::warn!(error = %crate::kit::error::chain(&err), "cannot add the finalizer; only steps without an Ironic call run");
             Ok(Some(Admitted { host, finalizer: Err(err.into()) }))
         }
     }

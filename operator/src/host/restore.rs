@@ -6,7 +6,7 @@ use crate::host::error::ReconcileError;
 use crate::host::metadata;
 use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::wake::HostKey;
-use crate::kube::{Notice, Notices};
+use crate::kit::{Notice, Notices};
 use crds::baremetalhost::annotations::{STATUS, parse_status_annotation};
 use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ProvisioningState};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -86,7 +86,7 @@ pub async fn restore(ctx: &HostContext, host: &BareMetalHost, key: &HostKey) -> 
     };
     let api: Api<BareMetalHost> = Api::namespaced(ctx.kube.clone(), &key.namespace);
     restored.last_updated = Some(Time(now));
-    let written = crate::kube::status::apply(&api, &host.name_any(), &restored).await?;
+    let written = crate::kit::status::apply(&api, &host.name_any(), &restored).await?;
     ctx.runner.metrics.status_written(CONTROLLER);
     let mut notices = Notices::default();
     notices.push(Notice::normal(

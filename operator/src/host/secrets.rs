@@ -5,8 +5,8 @@
 
 use crate::host::configdrive::{self, ConfigDriveError, HostConfigData};
 use crate::host::driver::BmcCredentials;
-use crate::kube::names::{CrossNamespace, same_namespace};
-use crate::kube::{KubeError, Verb};
+use crate::kit::names::{CrossNamespace, same_namespace};
+use crate::kit::{KubeError, Verb};
 use crds::baremetalhost::credentials::{PASSWORD_KEY, USERNAME_KEY, validate_bmc_credentials};
 use crds::baremetalhost::{BareMetalHost, CredentialsStatus};
 use ironic_client::Secret as SecretValue;

@@ -2,7 +2,7 @@
 //! conditions, and when a write is warranted at all.
 
 use crate::host::machine::is_transitional;
-use crate::kube::condition::{AS_EXPECTED, Conditions, NOTHING_WRONG, set_all};
+use crate::kit::condition::{AS_EXPECTED, Conditions, NOTHING_WRONG, set_all};
 use crds::baremetalhost::{
     BareMetalHost, BareMetalHostStatus, ErrorType, OperationMetric, OperationalStatus, ProvisioningState,
 };

@@ -14,7 +14,7 @@
 
 use crate::host::machine::Act;
 use crate::host::wake::HostKey;
-use crate::kube::backoff::{Backoff, after};
+use crate::kit::backoff::{Backoff, after};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;

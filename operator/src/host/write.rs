@@ -11,7 +11,8 @@ use crate::host::execute::Next;
 use crate::host::machine::is_busy;
 use crate::host::metadata;
 use crate::host::reconcile::{CONTROLLER, HostContext};
-use crate::kube::{Ledger, Notice};
+use crate::kit::status::Commit;
+use crate::kit::{Ledger, Notice};
 use crds::baremetalhost::BareMetalHost;
 use crds::hardwaredata::{HardwareData, HardwareDataSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -51,22 +52,23 @@ async fn commit(ctx: &HostContext, mut draft: Draft, now: Timestamp) -> Result<(
         }
     }
     let api = api(ctx, &draft);
-    if draft.settle(now) {
+    let changed = draft.settle(now);
+    if changed {
         draft.status.last_updated = Some(Time(now));
-        let written = match crate::kube::status::apply(&api, &draft.host.name_any(), &draft.status).await {
-            Ok(written) => written,
-            Err(err) => {
-                return_unrecorded_slot(&ctx.capacity, &draft);
-                return Err(err.into());
-            }
-        };
-        ctx.runner.metrics.status_written(CONTROLLER);
-        draft.host = ctx.memory.remember(&draft.key, written);
+    }
+    let commit = Commit { controller: CONTROLLER, metrics: &ctx.runner.metrics, publisher: &ctx.publisher };
+    let notices = std::mem::take(&mut draft.notices);
+    match commit.write(&api, &*draft.host, changed.then_some(&draft.status), notices).await {
+        Ok(Some(written)) => draft.host = ctx.memory.remember(&draft.key, written),
+        Ok(None) => {}
+        Err(err) => {
+            return_unrecorded_slot(&ctx.capacity, &draft);
+            return Err(err.into());
+        }
     }
     if draft.release_slot {
         ctx.capacity.release(&draft.key);
     }
-    ctx.publisher.publish(&*draft.host, std::mem::take(&mut draft.notices)).await;
     let present: Vec<&'static str> =
         draft.remove_annotations.iter().copied().filter(|k| draft.host.annotations().contains_key(*k)).collect();
     if !present.is_empty() {

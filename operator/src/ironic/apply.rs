@@ -11,8 +11,8 @@ use super::monitor::{self, Monitoring};
 use super::status::reasons;
 use super::tls::cert_manager;
 use super::tls::csr::CsrPlan;
-use crate::kube::discovery::Discovery;
-use crate::kube::{KubeError, Ledger, Notices, Progress, Verb};
+use crate::kit::discovery::Discovery;
+use crate::kit::{KubeError, Ledger, Notices, Progress, Verb};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
@@ -127,14 +127,14 @@ async fn signing_requests(ledger: &Ledger, plan: &CsrPlan) -> Result<(), Error> 
         match api.create(&PostParams::default(), request).await {
             Ok(_) => {}
             // Made by a reconcile whose read came before it: the same key, the same request.
-            Err(err) if crate::kube::error::code(&err) == Some(409) => {}
+            Err(err) if crate::kit::error::code(&err) == Some(409) => {}
             Err(err) => return Err(KubeError::new(Verb::Create, "CertificateSigningRequest", name, err).into()),
         }
     }
     for name in &plan.delete {
         match api.delete(name, &DeleteParams::default()).await {
             Ok(_) => {}
-            Err(err) if crate::kube::error::code(&err) == Some(404) => {}
+            Err(err) if crate::kit::error::code(&err) == Some(404) => {}
             Err(err) => return Err(KubeError::new(Verb::Delete, "CertificateSigningRequest", name.clone(), err).into()),
         }
     }
@@ -149,7 +149,7 @@ fn certificate_time(certificate: &DynamicObject, field: &str) -> Option<Time> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::error::{APPLY_REJECTED, FORBIDDEN, api_error};
+    use crate::kit::error::{APPLY_REJECTED, FORBIDDEN, api_error};
 
     fn error(kind: &'static str, verb: Verb, code: u16) -> Error {
         Error::Kube(KubeError::new(verb, kind, "ironic-tls", api_error(code, "no")))

@@ -11,11 +11,12 @@ use super::config::Config;
 use super::error::Error;
 use super::linked::{self, SourceKind};
 use super::names::{FINALIZER, IRONIC_LABEL, Names};
-use crate::kube::backoff::Backoff;
-use crate::kube::cache;
-use crate::kube::discovery::Discovery;
-use crate::kube::runner::{self, Reconcile, Runner};
-use crate::kube::{Context, Publisher, Scope};
+use crate::install::rbac::table::IRONIC;
+use crate::kit::backoff::Backoff;
+use crate::kit::cache;
+use crate::kit::discovery::Discovery;
+use crate::kit::runner::{self, Reconcile, Runner};
+use crate::kit::{Context, Publisher, Scope, finalizer};
 use crds::ironic::Ironic;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
@@ -25,7 +26,6 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::finalizer::{Event, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
@@ -65,14 +65,24 @@ impl Reconcile for IronicController {
     fn reconcile(self: Arc<Self>, ironic: Arc<Ironic>) -> BoxFuture<'static, Result<Action, Error>> {
         Box::pin(async move {
             let api: Api<Ironic> = Api::namespaced(self.ctx.client.clone(), &ironic.namespace().unwrap_or_default());
-            finalizer(&api, FINALIZER, ironic, |event| async {
-                match event {
-                    Event::Apply(ironic) => self.apply(&ironic).await,
-                    Event::Cleanup(ironic) => self.cleanup(&ironic).await,
+            let ours = finalizer::has(ironic.as_ref(), FINALIZER);
+            if ironic.metadata.deletion_timestamp.is_some() {
+                // Deleted: the cleanup once, while our finalizer holds the object, then it goes.
+                if !ours {
+                    return Ok(Action::await_change());
                 }
-            })
-            .await
-            .map_err(|err| Error::Finalizer(Box::new(err)))
+                let action = self.cleanup(&ironic).await?;
+                return match finalizer::remove(&api, ironic.as_ref(), FINALIZER).await {
+                    Err(err) if !err.is_not_found() => Err(Error::Finalizer(err)),
+                    _ => Ok(action),
+                };
+            }
+            if !ours {
+                // The patch's own watch event brings the next reconcile, finalizer in place.
+                finalizer::add(&api, ironic.as_ref(), FINALIZER).await.map_err(Error::Finalizer)?;
+                return Ok(Action::await_change());
+            }
+            self.apply(&ironic).await
         })
     }
 }
@@ -98,6 +108,15 @@ fn concerned(store: &Store<Ironic>, kind: SourceKind, object: &kube::api::Object
     }
     out
 }
+
+// What the watches below and the finalizer use, checked against the RBAC table at compile time:
+// a watch the table does not grant does not build (the writes are checked where they are made).
+crate::require_access!(IRONIC, Ironic: Get, List, Watch, Patch);
+crate::require_access!(IRONIC, Ironic, status: Patch);
+crate::require_access!(
+    IRONIC,
+    [Deployment, DaemonSet, Service, Ingress, Job, StatefulSet, Secret, ConfigMap]: List, Watch
+);
 
 /// Runs the controller over one scope until `shutdown`.
 pub async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown: CancellationToken) {

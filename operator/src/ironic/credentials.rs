@@ -10,7 +10,7 @@
 
 use super::linked::{Source, SourceKind};
 use super::names::Names;
-use crate::kube::names::controlled_by;
+use crate::kit::names::controlled_by;
 use crate::pki::generate_password;
 use k8s_openapi::api::core::v1::Secret;
 use sha2::{Digest, Sha256};

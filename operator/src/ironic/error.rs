@@ -4,10 +4,9 @@
 
 use super::status::reasons;
 use super::{apply, credentials, dereference, resolve, sequence, tls, validate};
-use crate::kube::error::chain;
-use crate::kube::runner::MetricLabel;
-use crate::kube::{KubeError, Progress};
-use kube::runtime::finalizer;
+use crate::kit::error::chain;
+use crate::kit::runner::MetricLabel;
+use crate::kit::{KubeError, Progress};
 
 /// Why a reconcile of an Ironic did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -26,8 +25,8 @@ pub enum Error {
     Sequence(#[from] sequence::Error),
     #[error("cannot write the status")]
     Status(#[source] KubeError),
-    #[error("finalizer")]
-    Finalizer(#[source] Box<finalizer::Error<Error>>),
+    #[error("cannot add or remove the finalizer")]
+    Finalizer(#[source] KubeError),
 }
 
 impl Error {
@@ -80,11 +79,7 @@ impl MetricLabel for Error {
             Self::Apply(_) => "apply",
             Self::Sequence(_) => "sequence",
             Self::Status(_) => "status",
-            // The finalizer wraps the pipeline's error; count the pipeline's.
-            Self::Finalizer(err) => match err.as_ref() {
-                finalizer::Error::ApplyFailed(inner) | finalizer::Error::CleanupFailed(inner) => inner.metric_label(),
-                _ => "finalizer",
-            },
+            Self::Finalizer(_) => "finalizer",
         }
     }
 }
@@ -92,8 +87,8 @@ impl MetricLabel for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::Verb;
-    use crate::kube::error::api_error;
+    use crate::kit::Verb;
+    use crate::kit::error::api_error;
 
     fn kube(verb: Verb, kind: &'static str, name: &str, code: u16, message: &str) -> KubeError {
         KubeError::new(verb, kind, name, api_error(code, message))
@@ -151,11 +146,12 @@ mod tests {
     }
 
     #[test]
-    fn every_step_has_its_metric_label_and_the_finalizer_reports_the_steps() {
+    fn every_step_has_its_metric_label() {
         let validate = Error::Validate(validate::Error::InvalidLinked("x".into()));
         assert_eq!(validate.metric_label(), "validate");
-        let wrapped = Error::Finalizer(Box::new(finalizer::Error::ApplyFailed(validate)));
-        assert_eq!(wrapped.metric_label(), "validate");
+        let finalizer = Error::Finalizer(kube(Verb::Patch, "Ironic", "ironic", 500, "x"));
+        assert_eq!(finalizer.metric_label(), "finalizer");
+        assert!(finalizer.failure().is_none(), "retried");
         assert_eq!(Error::Status(kube(Verb::WriteStatus, "Ironic", "ironic", 500, "x")).metric_label(), "status");
     }
 }

@@ -3,7 +3,7 @@
 //! database module's: it reads and checks them, and hands their content back.
 
 use super::names::Names;
-pub use crate::kube::content::{Source, SourceKind};
+pub use crate::kit::content::{Source, SourceKind};
 use crds::ironic::{IronicSpec, ReferenceKind, TlsMode};
 
 /// The spec fields that name linked resources, as users see them in messages.

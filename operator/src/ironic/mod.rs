@@ -44,25 +44,16 @@ pub mod version;
 #[cfg(test)]
 mod fixtures;
 
-use crate::kube::Context;
-use crate::kube::runner::fan_out;
+use crate::kit::Context;
+use crate::kit::runner::{Stopped, fan_out};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{Config, DownloaderSettings, ImageDefaults, IronicArgs};
 pub use error::Error as ReconcileError;
 
-/// Why the Ironic controller stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("an Ironic controller task failed")]
-    Task(#[source] tokio::task::JoinError),
-}
-
 /// Runs the controller until `shutdown`: one per watched namespace, or one for all.
-pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
+pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
     let controller = Arc::new(controller::IronicController::new(ctx.clone(), config));
-    fan_out(ctx.scopes(), |scope| controller::run_scope(controller.clone(), scope, shutdown.clone()))
-        .await
-        .map_err(Error::Task)
+    fan_out("ironic", ctx.scopes(), |scope| controller::run_scope(controller.clone(), scope, shutdown.clone())).await
 }

@@ -6,8 +6,8 @@
 //! metrics either way).
 
 use super::build::service_monitor::api_resource;
-use crate::kube::discovery::Discovery;
-use crate::kube::{KubeError, Ledger};
+use crate::kit::discovery::Discovery;
+use crate::kit::{KubeError, Ledger};
 use kube::api::DynamicObject;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ pub const SERVICE_MONITOR_READY: &str = "ServiceMonitorReady";
 pub mod reasons {
     pub const CREATED: &str = "ServiceMonitorCreated";
     pub const CRD_MISSING: &str = "ServiceMonitorCRDMissing";
-    pub const FORBIDDEN: &str = crate::kube::error::FORBIDDEN;
+    pub const FORBIDDEN: &str = crate::kit::error::FORBIDDEN;
 }
 
 /// What became of the ServiceMonitor.
@@ -85,7 +85,7 @@ pub async fn run(
         Err(err) if desired.is_some() => return Err(err),
         // Nothing wanted, and no answer: nothing is known to remove; asked again soon.
         Err(err) => {
-            tracing::debug!(error = %crate::kube::error::chain(&err), "no answer from API discovery");
+            tracing::debug!(error = %crate::kit::error::chain(&err), "no answer from API discovery");
             return Ok(Monitoring { requeue_after: Some(discovery.refresh()), ..Monitoring::unwanted() });
         }
     };
@@ -116,9 +116,9 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::Verb;
-    use crate::kube::condition::valid_reason;
-    use crate::kube::error::api_error;
+    use crate::kit::Verb;
+    use crate::kit::condition::valid_reason;
+    use crate::kit::error::api_error;
 
     #[test]
     fn a_missing_api_says_what_to_install_and_asks_again_after_the_refresh() {

@@ -1,14 +1,14 @@
 //! Names, labels and annotations of everything the controller creates. One place, so that the
 //! builders, the ledger's scopes (and so its prunes) and the watches agree.
 
-use crate::kube::names::{COMPONENT_LABEL, MAX_LABEL_VALUE, bounded};
+use crate::kit::names::{COMPONENT_LABEL, MAX_LABEL_VALUE, bounded};
 use crds::ironic::Ironic;
 // What clients of an Ironic (the host controller) find by name: one definition for both.
 use crds::ironic::names as contract;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
 
-pub use crate::kube::names::{MANAGED_BY, MANAGED_BY_LABEL};
+pub use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL};
 pub use crds::ironic::IRONIC_LABEL;
 
 /// The finalizer the controller puts on every `Ironic`.

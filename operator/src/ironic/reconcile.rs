@@ -11,12 +11,12 @@ use super::error::Error;
 use super::names::{database_scope, ironic_scope};
 use super::status::{self, DatabaseFacts, Facts, Published};
 use super::{apply, build, dereference, resolve, sequence, validate};
-use crate::kube::progress::soonest;
-use crate::kube::{Ledger, Notice, Notices, Outcome, Progress};
+use crate::kit::progress::soonest;
+use crate::kit::status::Commit;
+use crate::kit::{Ledger, Notice, Notices, Outcome, Progress};
 use crds::ironic::Ironic;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
 impl IronicController {
@@ -86,15 +86,10 @@ impl IronicController {
         };
         let old = ironic.status.clone().unwrap_or_default();
         let status = status::compute(&old, &facts, &outcome.progress, ironic.metadata.generation, Time(now));
-        if status != old {
-            if let Err(err) = crate::kube::status::apply(&ledger.api::<Ironic>(), &ironic.name_any(), &status).await {
-                self.publisher.publish(&ironic, notices).await;
-                return Err(Error::Status(err));
-            }
-            self.ctx.metrics.status_written("ironic");
-        }
+        let commit = Commit { controller: "ironic", metrics: &self.ctx.metrics, publisher: &self.publisher };
         notices.extend(status::transitions(&old, &status));
-        self.publisher.publish(&ironic, notices).await;
+        let changed = (status != old).then_some(&status);
+        commit.write(&ledger.api::<Ironic>(), &ironic, changed, notices).await.map_err(Error::Status)?;
         Ok(self.requeue(&outcome))
     }
 

@@ -7,8 +7,8 @@ use super::resolve::Resolved;
 use super::tls;
 use super::tls::csr::{CERTIFICATE_READY, reasons as csr_reasons};
 use super::version::ResolvedVersion;
-use crate::kube::condition::{Conditions, ReadyReasons};
-use crate::kube::{Notices, Progress};
+use crate::kit::condition::{Conditions, ReadyReasons};
+use crate::kit::{Notices, Progress};
 use crds::condition::{self, Condition, DEGRADED, PROGRESSING, READY, TRUE};
 use crds::ironic::names::endpoints;
 use crds::ironic::status::{
@@ -27,16 +27,16 @@ pub mod reasons {
     pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
     pub const DOWNGRADE_REJECTED: &str = "DowngradeRejected";
     pub const UPGRADE_JOB_FAILED: &str = "UpgradeJobFailed";
-    pub const ROLLOUT_FAILED: &str = crate::kube::observe::ROLLOUT_FAILED;
-    pub const APPLY_REJECTED: &str = crate::kube::error::APPLY_REJECTED;
-    pub const FORBIDDEN: &str = crate::kube::error::FORBIDDEN;
+    pub const ROLLOUT_FAILED: &str = crate::kit::observe::ROLLOUT_FAILED;
+    pub const APPLY_REJECTED: &str = crate::kit::error::APPLY_REJECTED;
+    pub const FORBIDDEN: &str = crate::kit::error::FORBIDDEN;
     pub const CERT_MANAGER_MISSING: &str = "CertManagerMissing";
     pub const CERTIFICATE_FAILED: &str = "CertificateFailed";
     pub const DEPLOYING: &str = "Deploying";
     pub const WAITING_FOR_CERTIFICATE: &str = "WaitingForCertificate";
     pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
     pub const UPGRADING_DATABASE_SCHEMA: &str = "UpgradingDatabaseSchema";
-    pub const ROLLING_OUT: &str = crate::kube::observe::ROLLING_OUT;
+    pub const ROLLING_OUT: &str = crate::kit::observe::ROLLING_OUT;
     pub const MIGRATING_DATA: &str = "MigratingData";
 }
 
@@ -183,7 +183,7 @@ pub fn compute(
     let version = next.requested_version.clone().unwrap_or_default();
     let endpoint = next.api_endpoint.as_deref().map(|e| format!(" at {e}")).unwrap_or_default();
     let available = format!("Ironic {version} is available{endpoint}");
-    crate::kube::condition::set_all(
+    crate::kit::condition::set_all(
         &mut conditions,
         Conditions::new(generation, now).summary(progress, READY_REASONS, &available),
     );
@@ -255,8 +255,8 @@ pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Notices {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::Notice;
-    use crate::kube::events::Severity;
+    use crate::kit::Notice;
+    use crate::kit::events::Severity;
     use crds::condition::FALSE;
     use crds::ironic::TlsMode;
     use k8s_openapi::jiff::Timestamp;

@@ -8,7 +8,7 @@ use super::dereference::Found;
 use super::linked::{self, Linked, Reference, Source, SourceKind};
 use super::unsupported;
 use super::version::{self, ResolvedVersion, UnsupportedVersion};
-use crate::kube::Notices;
+use crate::kit::Notices;
 use crds::ironic::{Ironic, IronicNamespaces, IronicSpec, IronicValidationOptions};
 use crds::validation::{FieldError, summarize};
 
@@ -122,7 +122,7 @@ mod tests {
         let listed: IronicNamespaces = "metal3".parse().expect("parses");
         let err = namespace(&ironic, &listed).expect_err("refused");
         let failed = super::super::error::Error::Validate(err).failure();
-        let Some(crate::kube::Progress::Failed { reason, message }) = failed else { panic!("a failure") };
+        let Some(crate::kit::Progress::Failed { reason, message }) = failed else { panic!("a failure") };
         assert_eq!(reason, "NamespaceNotListed");
         assert!(message.contains("--ironic-namespaces") && message.contains("metal3"), "{message}");
         ironic.metadata.namespace = Some("metal3".into());

@@ -13,9 +13,9 @@ use super::job::COMPONENT;
 use super::memory::Memory;
 use super::plan::{NetworkData, Plan};
 use crate::FIELD_MANAGER;
-use crate::kube::error::{KubeError, Verb};
-use crate::kube::ledger::{Ledger, Unstored, apply_params};
-use crate::kube::names::COMPONENT_LABEL;
+use crate::kit::error::{KubeError, Verb};
+use crate::kit::ledger::{Ledger, Unstored, apply_params};
+use crate::kit::names::COMPONENT_LABEL;
 use crds::baremetalhost::BareMetalHost;
 use crds::nodeset::{DeletionPolicy, NODESET_LABEL, NodeSet};
 use k8s_openapi::ByteString;
@@ -177,8 +177,8 @@ async fn network_data(client: &Client, data: &NetworkData) -> Result<(), KubeErr
             name: Some(data.name.clone()),
             namespace: Some(data.namespace.clone()),
             labels: Some(BTreeMap::from([(
-                crate::kube::names::MANAGED_BY_LABEL.to_string(),
-                crate::kube::names::MANAGED_BY.to_string(),
+                crate::kit::names::MANAGED_BY_LABEL.to_string(),
+                crate::kit::names::MANAGED_BY.to_string(),
             )])),
             owner_references: Some(vec![owner]),
             ..Default::default()

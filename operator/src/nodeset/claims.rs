@@ -28,7 +28,7 @@ pub struct Owner {
 impl Owner {
     pub fn of(nodeset: &NodeSet) -> Self {
         let name = nodeset.name_any();
-        let label = crate::kube::names::bounded(&name, crate::kube::names::MAX_LABEL_VALUE);
+        let label = crate::kit::names::bounded(&name, crate::kit::names::MAX_LABEL_VALUE);
         Self { namespace: nodeset.namespace().unwrap_or_default(), name, label }
     }
 

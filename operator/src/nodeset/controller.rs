@@ -13,11 +13,12 @@ use super::reconcile::{CONTROLLER, NodeSetReconciler};
 use super::record;
 use super::service_status::{self, ServiceStatusReconciler};
 use super::validate::{Reach, bmh_namespace};
-use crate::kube::backoff::Backoff;
-use crate::kube::cache::{self, reflected};
-use crate::kube::names::COMPONENT_LABEL;
-use crate::kube::runner::{Runner, drive, fan_out};
-use crate::kube::{Context, Scope};
+use crate::install::rbac::table::NODESET;
+use crate::kit::backoff::Backoff;
+use crate::kit::cache::{self, reflected};
+use crate::kit::names::COMPONENT_LABEL;
+use crate::kit::runner::{Runner, Stopped, drive, fan_out};
+use crate::kit::{Context, Scope};
 use crds::baremetalhost::BareMetalHost;
 use crds::hardwaredata::HardwareData;
 use crds::nodeset::{NODESET_LABEL, NodeSet, SourceKind, SourceRef};
@@ -32,15 +33,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// Why the NodeSet controller stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("a NodeSet controller task failed")]
-    Task(#[from] tokio::task::JoinError),
-}
-
 /// Runs the NodeSet controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Error> {
+pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
     let memory = Arc::new(Memory::default());
     tracing::info!(
         concurrency = config.concurrency,
@@ -48,7 +42,7 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
         "starting the NodeSet controller"
     );
     let watched = Reach { watched: ctx.namespaces.clone(), pools: ctx.host_pools.clone() };
-    fan_out(ctx.scopes(), |scope| {
+    fan_out(CONTROLLER, ctx.scopes(), |scope| {
         let (ctx, config, memory, watched, shutdown) =
             (ctx.clone(), config.clone(), memory.clone(), watched.clone(), shutdown.clone());
         async move { run_scope(ctx, scope, config, memory, watched, shutdown).await }
@@ -57,6 +51,11 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
     tracing::info!("the NodeSet controller stopped");
     Ok(())
 }
+
+// What the watches below and the finalizer use, checked against the RBAC table at compile time.
+crate::require_access!(NODESET, NodeSet: Get, List, Watch, Patch);
+crate::require_access!(NODESET, NodeSet, status: Patch);
+crate::require_access!(NODESET, [BareMetalHost, HardwareData, NodeSetService, Job, ConfigMap, Secret]: List, Watch);
 
 async fn run_scope(
     ctx: Arc<Context>,

@@ -3,9 +3,9 @@
 //! (a restarted operator finds its Job instead of starting a second) and new work a new one.
 
 use super::rollout::{Batch, JobHost, JobOutcome, ObservedJob};
-use crate::kube::names::{MAX_LABEL_VALUE, bounded};
-use crate::kube::observe::{JobState, job_state};
-use crate::kube::pod::{mount, restricted_container, secret_volume};
+use crate::kit::names::{MAX_LABEL_VALUE, bounded};
+use crate::kit::observe::{JobState, job_state};
+use crate::kit::pod::{mount, restricted_container, secret_volume};
 use crds::nodeset::{NODESET_LABEL, SERVICE_LABEL};
 use crds::nodesetservice::{
     DEFAULT_ACTIVE_DEADLINE_SECONDS, DEFAULT_BACKOFF_LIMIT, INVENTORY_ENV, INVENTORY_PATH, NodeSetServiceSpec,

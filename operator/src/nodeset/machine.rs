@@ -131,7 +131,7 @@ pub fn epoch(host: &BareMetalHost, previous: Option<&HostStatus>) -> String {
     let uid = host.uid().unwrap_or_default();
     let short = uid.split('-').next().unwrap_or_default().to_string();
     if let Some(token) = annotation(host, REPROVISION_TOKEN_ANNOTATION) {
-        return format!("{short}/{}", crate::kube::names::bounded(token, 24));
+        return format!("{short}/{}", crate::kit::names::bounded(token, 24));
     }
     let recorded = previous
         .filter(|p| has_image(host) && p.bmh_ref.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str()))

@@ -2,7 +2,7 @@
 //! scope: its own writes until the caches show them, the claims it lost, and the failure
 //! messages of failed Jobs (read from their pods once; a failed Job never changes).
 
-use crate::kube::fresh::{Recent, version};
+use crate::kit::fresh::{Recent, version};
 use crds::baremetalhost::BareMetalHost;
 use crds::nodeset::NodeSet;
 use k8s_openapi::api::batch::v1::Job;

@@ -48,6 +48,6 @@ mod upgrade;
 mod validate;
 
 pub use config::{Config, NodeSetArgs};
-pub use controller::{Error, run};
+pub use controller::run;
 pub use job::{HOSTS_ANNOTATION, INVENTORY_KEY, SERVICE_ANNOTATION};
 pub use reconcile::CONTROLLER;

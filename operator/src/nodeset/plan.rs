@@ -150,7 +150,7 @@ pub fn network_data_name(owner: &Owner, hostname: &str) -> String {
     use sha2::{Digest, Sha256};
     let identity = format!("{}\0{}\0{hostname}", owner.namespace, owner.name);
     let digest = hex::encode(&Sha256::digest(identity.as_bytes())[..4]);
-    crate::kube::names::bounded(&format!("{}-{hostname}-network-data-{digest}", owner.label), 253)
+    crate::kit::names::bounded(&format!("{}-{hostname}-network-data-{digest}", owner.label), 253)
 }
 
 /// Plans the reconcile of a NodeSet that is not being deleted.

@@ -11,18 +11,18 @@ use super::plan::{self, Plan};
 use super::record;
 use super::status;
 use super::validate;
-use crate::kube::error::{KubeError, Verb};
-use crate::kube::runner::{MetricLabel, Reconcile, Runner};
-use crate::kube::{Notice, Publisher};
+use crate::kit::error::{KubeError, Verb};
+use crate::kit::runner::{MetricLabel, Reconcile, Runner};
+use crate::kit::status::Commit;
+use crate::kit::{Notice, Publisher, finalizer};
 use crds::nodeset::{DeletionPolicy, FINALIZER, NodeSet};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Client, ResourceExt};
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -99,13 +99,11 @@ impl NodeSetReconciler {
         let plan = plan::plan(&nodeset, &facts, &findings, self.config.job_history, &now);
         let applied = apply::apply(&self.client, &nodeset, &plan, &self.memory).await?;
         let (status, notices) = status::compute(&nodeset, &plan, &applied, &findings, &now);
-        if nodeset.status.as_ref() != Some(&status) {
-            let api: Api<NodeSet> = Api::namespaced(self.client.clone(), &nodeset.namespace().unwrap_or_default());
-            let stored = crate::kube::status::apply(&api, &nodeset.name_any(), &status).await?;
+        let changed = (nodeset.status.as_ref() != Some(&status)).then_some(&status);
+        let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
+        if let Some(stored) = commit.write(&self.api_of(&nodeset), nodeset.as_ref(), changed, notices).await? {
             self.memory.nodesets.remember(stored);
-            self.runner.metrics.status_written(CONTROLLER);
         }
-        self.publisher.publish(nodeset.as_ref(), notices).await;
         Ok(self.next(&plan, &applied))
     }
 
@@ -118,27 +116,20 @@ impl NodeSetReconciler {
         if !plan.jobs.is_empty() || !plan.writes.is_empty() {
             return Action::requeue(Duration::from_secs(30));
         }
-        Action::requeue(crate::kube::backoff::spread(self.config.resync_interval))
+        Action::requeue(crate::kit::backoff::spread(self.config.resync_interval))
     }
 
     /// Adds the finalizer that runs the deletion policy.
     async fn ensure_finalizer(&self, nodeset: Arc<NodeSet>) -> Result<Arc<NodeSet>, Error> {
-        if nodeset.finalizers().iter().any(|f| f == FINALIZER) {
+        if finalizer::has(nodeset.as_ref(), FINALIZER) {
             return Ok(nodeset);
         }
-        let mut finalizers = nodeset.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_string());
-        let stored = self.set_finalizers(&nodeset, finalizers).await?;
+        let stored = finalizer::add(&self.api_of(&nodeset), nodeset.as_ref(), FINALIZER).await?;
         Ok(self.memory.nodesets.remember(stored))
     }
-    /// Replaces the finalizers, guarded by the resourceVersion they were read at: a merge patch
-    /// replaces the whole list, so a concurrent change must fail it rather than be lost.
-    async fn set_finalizers(&self, nodeset: &NodeSet, finalizers: Vec<String>) -> Result<NodeSet, KubeError> {
-        let api: Api<NodeSet> = Api::namespaced(self.client.clone(), &nodeset.namespace().unwrap_or_default());
-        let name = nodeset.name_any();
-        let patch = json!({"metadata": {"resourceVersion": nodeset.resource_version(), "finalizers": finalizers}});
-        let params = PatchParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..Default::default() };
-        api.patch(&name, &params, &Patch::Merge(&patch)).await.map_err(KubeError::of::<NodeSet>(Verb::Patch, &name))
+
+    fn api_of(&self, nodeset: &NodeSet) -> Api<NodeSet> {
+        Api::namespaced(self.client.clone(), &nodeset.namespace().unwrap_or_default())
     }
 
     /// A deleted NodeSet's record of what ran goes with it, unless the policy retains its
@@ -205,8 +196,7 @@ impl NodeSetReconciler {
             return Ok(Action::requeue(Duration::from_secs(2)));
         }
         self.forget_record(nodeset).await?;
-        let rest: Vec<String> = nodeset.finalizers().iter().filter(|f| *f != FINALIZER).cloned().collect();
-        match self.set_finalizers(nodeset, rest).await {
+        match finalizer::remove(&self.api_of(nodeset), nodeset, FINALIZER).await {
             Ok(_) => Ok(Action::await_change()),
             Err(err) if err.is_not_found() => Ok(Action::await_change()),
             Err(err) => Err(err.into()),

@@ -16,7 +16,7 @@
 //! `Deprovision` delete them with the NodeSet.
 
 use super::claims::Owner;
-use crate::kube::names::{COMPONENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, bounded};
+use crate::kit::names::{COMPONENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, bounded};
 use crds::nodeset::{CompletedService, NODESET_LABEL};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::ObjectMeta;

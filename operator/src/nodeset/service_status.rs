@@ -3,9 +3,9 @@
 //! The NodeSets that list a service say what it did on their hosts; this says only what the
 //! service's own rules find, the same rules the webhook and the NodeSet controller apply.
 
-use crate::kube::condition::Conditions;
-use crate::kube::error::KubeError;
-use crate::kube::runner::{MetricLabel, Reconcile, Runner};
+use crate::kit::condition::Conditions;
+use crate::kit::error::KubeError;
+use crate::kit::runner::{MetricLabel, Reconcile, Runner};
 use crds::condition::{READY, set_condition};
 use crds::nodesetservice::{
     NodeSetService, NodeSetServiceStatus, ReservedAccount, service_hash, validate_nodeset_service,
@@ -80,7 +80,7 @@ impl Reconcile for ServiceStatusReconciler {
             if object.status.as_ref() != Some(&status) {
                 let api: Api<NodeSetService> =
                     Api::namespaced(self.client.clone(), &object.namespace().unwrap_or_default());
-                crate::kube::status::apply(&api, &object.name_any(), &status).await?;
+                crate::kit::status::apply(&api, &object.name_any(), &status).await?;
                 self.runner.metrics.status_written(CONTROLLER);
             }
             Ok(Action::await_change())

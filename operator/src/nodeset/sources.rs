@@ -7,7 +7,7 @@
 //! the inventory Secret (variables) and, as a digest, into the hashes that decide what reruns;
 //! never into status, Events or logs.
 
-use crate::kube::error::{KubeError, Verb};
+use crate::kit::error::{KubeError, Verb};
 use crds::FieldError;
 use crds::nodeset::sources::{self as source, SourceData, SourceKind, SourceRef, Sources};
 use crds::nodeset::{NodeSet, NodeSetSpec};

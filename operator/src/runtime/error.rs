@@ -5,8 +5,6 @@ use std::error::Error as StdError;
 /// Why the operator's runtime could not start or had to stop.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("invalid flags")]
-    Flags(#[source] crate::host::ConfigError),
     #[error("cannot build a Kubernetes client")]
     Client(#[source] kube::Error),
     #[error("cannot read the Kubernetes configuration")]

@@ -10,7 +10,7 @@
 //! running past it.
 
 use super::lease::{LeaseTiming, Observer, Verdict, claim, released};
-use crate::kube::error::{KubeError, Verb};
+use crate::kit::error::{KubeError, Verb};
 use crate::metrics::Metrics;
 use clap::Args;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -212,7 +212,7 @@ pub async fn acquire(
             }
             Ok(Err(err)) if err.is_forbidden() => return Err(Error::Forbidden(err)),
             Ok(Err(err)) => {
-                tracing::warn!(error = %crate::kube::error::chain(&err), "cannot take the leader lease; retrying")
+                tracing::warn!(error = %crate::kit::error::chain(&err), "cannot take the leader lease; retrying")
             }
             Err(_) => tracing::warn!("the apiserver did not answer about the leader lease in time; retrying"),
         }
@@ -254,7 +254,7 @@ async fn hold(
             Ok(Ok(Attempt::Raced)) => metrics.lease_renewal_failed(),
             Ok(Err(err)) => {
                 metrics.lease_renewal_failed();
-                tracing::warn!(error = %crate::kube::error::chain(&err), "cannot renew the leader lease");
+                tracing::warn!(error = %crate::kit::error::chain(&err), "cannot renew the leader lease");
             }
             Err(_) => {
                 metrics.lease_renewal_failed();
@@ -328,7 +328,7 @@ impl Elector {
             Ok(Some(lease)) => lease,
             Ok(None) => return,
             Err(err) => {
-                tracing::warn!(error = %crate::kube::error::chain(&err), "cannot read the leader lease to release it");
+                tracing::warn!(error = %crate::kit::error::chain(&err), "cannot read the leader lease to release it");
                 return;
             }
         };
@@ -340,7 +340,7 @@ impl Elector {
         next.spec = Some(released(&spec, Timestamp::now()));
         match self.api.replace(&self.name, &post_params(), &next).await {
             Ok(_) => tracing::info!(identity = %self.identity, "released the leader lease"),
-            Err(err) => tracing::warn!(error = %crate::kube::error::chain(&err), "cannot release the leader lease"),
+            Err(err) => tracing::warn!(error = %crate::kit::error::chain(&err), "cannot release the leader lease"),
         }
     }
 }

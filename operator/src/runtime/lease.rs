@@ -83,7 +83,7 @@ impl LeaseTiming {
 
     /// The end of the term that a renewal sent at `sent` gives.
     pub fn deadline_after(&self, sent: Instant) -> Instant {
-        crate::kube::backoff::after(sent, self.renew_deadline)
+        crate::kit::backoff::after(sent, self.renew_deadline)
     }
 
     /// How long a renewal sent at `sent` may wait for the apiserver before it is abandoned
@@ -92,7 +92,7 @@ impl LeaseTiming {
     /// would otherwise use the whole term, and the lease would be lost without a second try.
     pub fn attempt_limit(&self, sent: Instant, deadline: Instant) -> Instant {
         let patience = (self.renew_deadline / 2).max(self.retry_period);
-        crate::kube::backoff::after(sent, patience).min(deadline)
+        crate::kit::backoff::after(sent, patience).min(deadline)
     }
 
     fn seconds(&self) -> i32 {
@@ -137,7 +137,7 @@ impl Observer {
         }
         // A holder that wrote no duration (or a nonsensical one) has no term to wait out.
         let seconds = spec.lease_duration_seconds.and_then(|s| u64::try_from(s).ok()).unwrap_or(0);
-        let until = crate::kube::backoff::after(since, Duration::from_secs(seconds));
+        let until = crate::kit::backoff::after(since, Duration::from_secs(seconds));
         if now >= until { Verdict::Free } else { Verdict::Held { holder: holder.to_string(), until } }
     }
 }

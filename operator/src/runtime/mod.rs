@@ -8,9 +8,8 @@ pub mod lease;
 pub mod readiness;
 mod supervise;
 
-use crate::cli::RunArgs;
 use crate::config::OperatorConfig;
-use crate::kube::Context;
+use crate::kit::Context;
 use crate::metrics::Metrics;
 use crate::runtime::error::Error;
 use kube::Client;
@@ -116,10 +115,8 @@ impl Operator {
     }
 }
 
-/// `ferrometal run`: runs until SIGINT or SIGTERM.
-pub async fn run_until_signal(args: RunArgs) -> Result<(), Error> {
-    // Flags first: a mistake in them is reported before anything connects anywhere.
-    let operator_config = OperatorConfig::try_from(args).map_err(Error::Flags)?;
+/// `ferrometal run`: runs `operator_config` until SIGINT or SIGTERM.
+pub async fn run_until_signal(operator_config: OperatorConfig) -> Result<(), Error> {
     let config = kube::Config::infer().await.map_err(Error::KubeConfig)?;
     let client = Client::try_from(config).map_err(Error::Client)?;
     let operator = Operator::start(client, operator_config).await?;

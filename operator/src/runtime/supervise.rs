@@ -14,7 +14,7 @@ use super::error::Error;
 use super::leader::{self, Leadership, Loss};
 use super::readiness::Readiness;
 use crate::config::OperatorConfig;
-use crate::kube::Context;
+use crate::kit::Context;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;

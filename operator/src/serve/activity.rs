@@ -57,7 +57,7 @@ impl Activity {
     /// Resolves with the reason to close the connection: no request by `first_request_by`,
     /// no request in flight for `idle`, or `max_age` since it opened.
     pub async fn stalled(&self, first_request_by: Instant, idle: Duration, max_age: Duration) -> &'static str {
-        let aged = crate::kube::backoff::after(self.0.start, max_age);
+        let aged = crate::kit::backoff::after(self.0.start, max_age);
         tokio::select! {
             () = sleep_until(aged) => "max_age",
             reason = self.idle(first_request_by, idle) => reason,
@@ -76,7 +76,7 @@ impl Activity {
                 continue;
             }
             let last = self.0.start + Duration::from_millis(self.0.last_done.load(Ordering::Relaxed));
-            let until = crate::kube::backoff::after(last, idle);
+            let until = crate::kit::backoff::after(last, idle);
             if Instant::now() >= until {
                 return "idle";
             }

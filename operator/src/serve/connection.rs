@@ -99,7 +99,7 @@ where
     let builder = builder(h2, limits);
     let connection = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(connection);
-    let first_request_by = crate::kube::backoff::after(Instant::now(), limits.header_timeout);
+    let first_request_by = crate::kit::backoff::after(Instant::now(), limits.header_timeout);
     let cut = tokio::select! {
         result = connection.as_mut() => {
             if let Err(err) = result {

@@ -4,8 +4,8 @@
 
 use super::rotation::{self, Bundle, Pair, Plan};
 use super::{Certificates, Config, Error};
-use crate::kube::ledger::apply_params;
-use crate::kube::{KubeError, Verb};
+use crate::kit::ledger::apply_params;
+use crate::kit::{KubeError, Verb};
 use crate::pki::rotation as pki_rotation;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -116,7 +116,7 @@ pub fn spawn_renewal(
                                         published_ca = Some(trusted);
                                     }
                                     Err(err) => tracing::warn!(
-                                        error = %crate::kube::error::chain(&err),
+                                        error = %crate::kit::error::chain(&err),
                                         "cannot publish the webhook's new CA; retrying"
                                     ),
                                 }
@@ -130,7 +130,7 @@ pub fn spawn_renewal(
             match refreshed {
                 Ok(key) => resolver.replace(key),
                 Err(err) => {
-                    tracing::warn!(error = %crate::kube::error::chain(&err), "cannot refresh the webhook certificate")
+                    tracing::warn!(error = %crate::kit::error::chain(&err), "cannot refresh the webhook certificate")
                 }
             }
         }

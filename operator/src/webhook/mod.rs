@@ -31,7 +31,7 @@ pub use certs::SECRET_NAME;
 pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
 pub use server::{BODY_BUDGET, MAX_REVIEW_BYTES, PARSING};
 
-use crate::kube::Context;
+use crate::kit::Context;
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -159,13 +159,13 @@ pub enum Error {
     Generate(#[source] rcgen::Error),
     // Boxed: a Kubernetes error is large, and this one travels up to the runtime's.
     #[error("cannot store or read the webhook certificate Secret")]
-    Secret(#[source] Box<crate::kube::KubeError>),
+    Secret(#[source] Box<crate::kit::KubeError>),
     #[error("cannot apply the ValidatingWebhookConfiguration")]
-    Register(#[source] Box<crate::kube::KubeError>),
+    Register(#[source] Box<crate::kit::KubeError>),
 }
 
-impl From<crate::kube::KubeError> for Error {
-    fn from(err: crate::kube::KubeError) -> Self {
+impl From<crate::kit::KubeError> for Error {
+    fn from(err: crate::kit::KubeError) -> Self {
         Self::Secret(Box::new(err))
     }
 }

@@ -2,8 +2,8 @@
 //! its own registration (render is pure; apply is the only side effect).
 
 use super::admission::Kind;
-use crate::kube::ledger::apply_params;
-use crate::kube::{KubeError, Verb};
+use crate::kit::ledger::apply_params;
+use crate::kit::{KubeError, Verb};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     RuleWithOperations, ServiceReference, ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,

@@ -29,7 +29,7 @@ use operator::database::clean_stop::{INIT_CONTAINER, SCRIPT, SERIES_MARKER};
 use operator::database::names::Names;
 use operator::database::status::reasons;
 use operator::database::{self, Address, Config, DatabaseOutcome};
-use operator::kube::{Context, Ledger, Notices, Progress};
+use operator::kit::{Context, Ledger, Notices, Progress};
 use serde_json::json;
 use sqlx::{Connection, Executor, MySqlConnection};
 use std::sync::Arc;

@@ -127,7 +127,7 @@ pub fn secret_volume(name: &str, secret: &str) -> Volume {
     }
 }
 
-pub use crate::kube::pod::mount;
+pub use crate::kit::pod::mount;
 
 /// Runs as `mysql`, with the volumes' group set to it.
 pub fn pod_security() -> PodSecurityContext {
@@ -143,5 +143,5 @@ pub fn pod_security() -> PodSecurityContext {
 /// No privilege escalation and no capabilities: MariaDB needs none; the runtime's default
 /// seccomp profile.
 pub fn container_security() -> SecurityContext {
-    crate::kube::pod::restricted_container()
+    crate::kit::pod::restricted_container()
 }

@@ -4,9 +4,11 @@
 //! bundle's `permissions` and `clusterPermissions`, and the readiness check of the watches
 //! (`/readyz`) are all rendered from it ([`render`]), so there is one truth.
 //!
-//! A controller states what it uses with [`require_access!`](crate::require_access): the
-//! assertion is evaluated at compile time, so code that watches or writes a resource the
-//! table does not grant does not build.
+//! A controller states what its watches and its finalizer use with
+//! [`require_access!`](crate::require_access), beside them (each controller's `controller.rs`):
+//! the assertion is evaluated at compile time, so a watch the table does not grant does not
+//! build. The writes of a reconcile are checked at run time instead, by the audit test and the
+//! end-to-end tests that run the operator with the shipped permissions.
 
 #[cfg(test)]
 mod audit;
@@ -224,6 +226,8 @@ pub const fn permits(component: &Component, resource: Resource, verbs: &[Verb]) 
 /// use k8s_openapi::api::apps::v1::Deployment;
 /// operator::require_access!(operator::install::rbac::table::IRONIC, Deployment: Get, List, Watch);
 /// operator::require_access!(operator::install::rbac::table::IRONIC, crds::ironic::Ironic, status: Patch);
+/// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+/// operator::require_access!(operator::install::rbac::table::HOST, [Secret, ConfigMap]: Get);
 /// ```
 ///
 /// A watch the table does not grant does not compile:
@@ -234,6 +238,16 @@ pub const fn permits(component: &Component, resource: Resource, verbs: &[Verb]) 
 /// ```
 #[macro_export]
 macro_rules! require_access {
+    // Several kinds with the same verbs: one assertion each.
+    ($component:path, [$($kind:ty),+ $(,)?]: $($verb:ident),+ $(,)?) => {
+        $crate::require_access!(@each $component, [$($verb),+], $($kind),+);
+    };
+    (@each $component:path, $verbs:tt, $($kind:ty),+) => {
+        $($crate::require_access!(@one $component, $kind, $verbs);)+
+    };
+    (@one $component:path, $kind:ty, [$($verb:ident),+]) => {
+        $crate::require_access!($component, $kind: $($verb),+);
+    };
     ($component:path, $kind:ty, status: $($verb:ident),+ $(,)?) => {
         const _: () = assert!(
             $crate::install::rbac::permits(

@@ -9,7 +9,7 @@ use super::containers::METRICS_PORT_NAME;
 use super::meta::meta;
 use crate::ironic::names::{self, IRONIC_COMPONENT, IRONIC_LABEL};
 use crate::ironic::resolve::Resolved;
-use crate::kube::names::COMPONENT_LABEL;
+use crate::kit::names::COMPONENT_LABEL;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use serde_json::json;
 

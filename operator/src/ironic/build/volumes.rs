@@ -3,8 +3,8 @@
 use crate::database::Connection;
 use crate::ironic::linked::{CaReference, SourceKind};
 use crate::ironic::resolve::Resolved;
-use crate::kube::pod::secret_volume;
-pub use crate::kube::pod::{empty_dir, mount};
+use crate::kit::pod::secret_volume;
+pub use crate::kit::pod::{empty_dir, mount};
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
 
 pub const SHARED_DIR: &str = "/shared";

@@ -4,7 +4,7 @@ use crate::database::connection::{Connection, SecretKeyRef};
 use crate::ironic::credentials::{HTPASSWD_KEY, Stored};
 use crate::ironic::fixtures;
 use crate::ironic::validate;
-use crate::kube::Notices;
+use crate::kit::Notices;
 use crds::ironic::status::IronicStatus;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;

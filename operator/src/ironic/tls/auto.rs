@@ -16,7 +16,7 @@ use super::{CA_CERT_KEY, SubjectAltNames};
 use crate::ironic::hash;
 use crate::ironic::linked::{Source, SourceKind};
 use crate::ironic::names::{CONTENT_HASH_ANNOTATION, Names};
-use crate::kube::{KubeError, Ledger, Progress, observe};
+use crate::kit::{KubeError, Ledger, Progress, observe};
 use crate::pki::certificate::{self, CertifiedPem, inspect};
 use crate::pki::rotation::{self, Bundle, Issuer, Plan, Reached, Schedule};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};

@@ -11,7 +11,7 @@
 //! stored before creating it.
 
 use crate::ironic::names::Names;
-use crate::kube::names::{MANAGED_BY, MANAGED_BY_LABEL, bounded};
+use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL, bounded};
 use crate::pki::SubjectAltNames;
 use crate::pki::request::{self, Refusal};
 use crate::pki::{CertInfo, CertifiedPem};
@@ -315,7 +315,7 @@ pub fn render(
     let labels = BTreeMap::from([
         (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
         (NAMESPACE_LABEL.to_string(), namespace.to_string()),
-        (IRONIC_LABEL.to_string(), bounded(&names.ironic, crate::kube::names::MAX_LABEL_VALUE)),
+        (IRONIC_LABEL.to_string(), bounded(&names.ironic, crate::kit::names::MAX_LABEL_VALUE)),
     ]);
     CertificateSigningRequest {
         metadata: ObjectMeta { name: Some(name.to_string()), labels: Some(labels), ..Default::default() },

@@ -19,7 +19,7 @@ pub mod sans;
 
 use super::linked::{Linked, Source, SourceKind, fields};
 use super::names::Names;
-use crate::kube::names::controlled_by;
+use crate::kit::names::controlled_by;
 use crds::ironic::status::TlsStatus;
 use crds::ironic::{IronicSpec, TlsMode};
 use k8s_openapi::api::core::v1::Secret;

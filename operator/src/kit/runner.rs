@@ -105,13 +105,24 @@ where
         .await;
 }
 
-/// Runs `run(scope)` for every scope and waits for all of them; a task that panicked is an
-/// error, so that the runtime stops the process instead of running half a controller.
+/// Why a controller stopped before it was asked to: the task of one of its scopes failed
+/// (panicked). The one such error of every controller.
+#[derive(Debug, thiserror::Error)]
+#[error("a {controller} controller task failed")]
+pub struct Stopped {
+    pub controller: &'static str,
+    #[source]
+    pub source: tokio::task::JoinError,
+}
+
+/// Runs `run(scope)` for every scope of `controller` and waits for all of them; a task that
+/// panicked is an error, so that the runtime stops the process instead of running half a
+/// controller.
 ///
 /// `run` is called for every scope before any of the futures it returns starts, so what it
 /// sets up synchronously per scope (a cache registered with shared state) is complete by the
 /// time the first reconcile of any scope runs.
-pub async fn fan_out<F, Fut>(scopes: Vec<Scope>, run: F) -> Result<(), tokio::task::JoinError>
+pub async fn fan_out<F, Fut>(controller: &'static str, scopes: Vec<Scope>, run: F) -> Result<(), Stopped>
 where
     F: Fn(Scope) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
@@ -122,7 +133,7 @@ where
         tasks.spawn(future);
     }
     while let Some(done) = tasks.join_next().await {
-        done?;
+        done.map_err(|source| Stopped { controller, source })?;
     }
     Ok(())
 }
@@ -130,7 +141,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::Context;
+    use crate::kit::Context;
     use std::sync::Mutex;
 
     async fn context(namespaces: &[&str]) -> Context {
@@ -154,7 +165,7 @@ mod tests {
         let ctx = context(&["a", "b", "c"]).await;
         let set_up = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::new(Mutex::new(Vec::new()));
-        fan_out(ctx.scopes(), |scope| {
+        fan_out("test", ctx.scopes(), |scope| {
             set_up.lock().expect("lock").push(scope.to_string());
             let (set_up, seen) = (set_up.clone(), seen.clone());
             async move {
@@ -171,10 +182,10 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_scope_is_an_error() {
         let ctx = context(&[]).await;
-        let result = fan_out(ctx.scopes(), |scope| async move {
+        let result = fan_out("test", ctx.scopes(), |scope| async move {
             assert!(scope.namespace().is_some(), "one scope for the whole cluster");
         })
         .await;
-        assert!(result.is_err_and(|e| e.is_panic()));
+        assert!(result.is_err_and(|e| e.source.is_panic() && e.to_string() == "a test controller task failed"));
     }
 }

@@ -27,6 +27,7 @@ pub mod context;
 pub mod discovery;
 pub mod error;
 pub mod events;
+pub mod finalizer;
 pub mod fresh;
 pub mod jobs;
 pub mod ledger;

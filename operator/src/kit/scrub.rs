@@ -105,7 +105,7 @@ mod tests {
     fn known_secrets_are_redacted_and_the_result_is_bounded() {
         let out = scrubbed(&format!("BMC said: s3cr3t-value {}", "x".repeat(5000)), &["s3cr3t-value"]);
         assert!(!out.contains("s3cr3t-value"));
-        assert!(out.len() <= crate::kube::condition::MESSAGE_LIMIT + '…'.len_utf8());
+        assert!(out.len() <= crate::kit::condition::MESSAGE_LIMIT + '…'.len_utf8());
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Status writes, only through the status subresource and under the one field manager.
 
 use super::error::{KubeError, Verb};
+use super::events::{Notices, Publisher};
 use super::ledger::apply_params;
 use crate::FIELD_MANAGER;
+use crate::metrics::Metrics;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
@@ -25,6 +27,41 @@ where
     api.patch_status(name, &apply_params(), &Patch::Apply(&body))
         .await
         .map_err(KubeError::of::<K>(Verb::WriteStatus, name))
+}
+
+/// The tail every controller's reconcile ends with, one way: the status written when it
+/// changed (counted for the controller), then the reconcile's Events published, after the
+/// write and also when it failed (what the reconcile did was done; the retry will not see it
+/// again). The stored object when status was written.
+pub struct Commit<'a> {
+    pub controller: &'static str,
+    pub metrics: &'a Metrics,
+    pub publisher: &'a Publisher,
+}
+
+impl Commit<'_> {
+    pub async fn write<K, S>(
+        &self,
+        api: &Api<K>,
+        object: &K,
+        status: Option<&S>,
+        notices: Notices,
+    ) -> Result<Option<K>, KubeError>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
+        S: Serialize,
+    {
+        let name = object.meta().name.clone().unwrap_or_default();
+        let written = match status {
+            Some(status) => apply(api, &name, status).await.map(Some),
+            None => Ok(None),
+        };
+        if matches!(written, Ok(Some(_))) {
+            self.metrics.status_written(self.controller);
+        }
+        self.publisher.publish(object, notices).await;
+        written
+    }
 }
 
 /// Merges `body` (`{"status": {...}}`) into the status of `name`: for a part of status that
