@@ -128,8 +128,11 @@ async fn catalog_ready(client: &kube::Client, image: &str) -> anyhow::Result<()>
 }
 
 /// The OperatorGroup of the operator's namespace, targeting `targets` (none: all namespaces),
-/// and a Subscription to the channel with the harness's Ironic in the operator's environment.
-async fn subscribe(client: &kube::Client, targets: &[&str], ironic_endpoint: &str) -> anyhow::Result<()> {
+/// and the Subscription `name` to the channel with the harness's Ironic in the operator's
+/// environment. Each install has a Subscription name of its own: OLM's catalog operator may
+/// still write what it knew of a deleted Subscription onto a new one of the same name (an
+/// InstallPlan reference the garbage collector removed), which then never installs.
+async fn subscribe(client: &kube::Client, name: &str, targets: &[&str], ironic_endpoint: &str) -> anyhow::Result<()> {
     let mut group = json!({"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
         "metadata": {"name": PACKAGE, "namespace": OPERATOR_NAMESPACE}, "spec": {}});
     if !targets.is_empty() {
@@ -144,7 +147,7 @@ async fn subscribe(client: &kube::Client, targets: &[&str], ironic_endpoint: &st
     olm::apply(
         client,
         &json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-            "metadata": {"name": PACKAGE, "namespace": OPERATOR_NAMESPACE},
+            "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
             "spec": {"channel": CHANNEL, "name": PACKAGE, "source": CATALOG, "sourceNamespace": olm::NAMESPACE,
                 "installPlanApproval": "Automatic", "config": {"env": env}}}),
     )
@@ -152,11 +155,12 @@ async fn subscribe(client: &kube::Client, targets: &[&str], ironic_endpoint: &st
     Ok(())
 }
 
-/// OLM's uninstall: the Subscription, then the CSV (its Deployment goes with it).
-async fn unsubscribe(client: &kube::Client, csv: &str) -> anyhow::Result<()> {
+/// OLM's uninstall: the Subscription `name`, then the CSV (its Deployment goes with it); done
+/// once the Deployment and the Subscription's InstallPlans are gone.
+async fn unsubscribe(client: &kube::Client, name: &str, csv: &str) -> anyhow::Result<()> {
     let subscriptions: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), OPERATOR_NAMESPACE, &olm_resource("v1alpha1", "Subscription"));
-    subscriptions.delete(PACKAGE, &DeleteParams::default()).await?;
+    subscriptions.delete(name, &DeleteParams::default()).await?;
     let csvs: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), OPERATOR_NAMESPACE, &olm_resource("v1alpha1", "ClusterServiceVersion"));
     csvs.delete(csv, &DeleteParams::default()).await?;
@@ -164,6 +168,13 @@ async fn unsubscribe(client: &kube::Client, csv: &str) -> anyhow::Result<()> {
         let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
             Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
         async move { deployments.get_opt(operator::install::NAME).await.ok().filter(Option::is_none).map(drop) }
+    })
+    .await?;
+    let plans: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), OPERATOR_NAMESPACE, &olm_resource("v1alpha1", "InstallPlan"));
+    wait::until("the InstallPlans collected", Duration::from_secs(120), Duration::from_millis(500), || {
+        let plans = plans.clone();
+        async move { plans.list(&Default::default()).await.ok().filter(|l| l.items.is_empty()).map(drop) }
     })
     .await
 }
@@ -312,7 +323,7 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
     catalog_ready(&admin, &first_catalog).await?;
     cp.create_namespace(OPERATOR_NAMESPACE).await?;
     let hosts_ns = cp.namespace("olm-hosts").await?;
-    subscribe(&admin, &[hosts_ns.as_str()], &ironic_endpoint).await?;
+    subscribe(&admin, PACKAGE, &[hosts_ns.as_str()], &ironic_endpoint).await?;
     let csv = until_succeeded(&admin, &kubeconfig, OPERATOR_NAMESPACE, &csv_name(FIRST)).await?;
     eprintln!("---- install_real olm: {} Succeeded in {:.1?}", csv_name(FIRST), phase.elapsed());
     let mut pods = OperatorPods::new(&kubeconfig, OPERATOR_NAMESPACE);
@@ -353,14 +364,16 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
 
     // Every other install mode: uninstalled and installed again, the hosts left as they are.
     let other = cp.namespace("olm-other").await?;
+    let mut subscription = PACKAGE.to_string();
     for (mode, targets) in [
         ("OwnNamespace", vec![OPERATOR_NAMESPACE]),
         ("MultiNamespace", vec![hosts_ns.as_str(), other.as_str()]),
         ("AllNamespaces", vec![]),
     ] {
         let phase = Instant::now();
-        unsubscribe(&admin, &csv_name(NEXT)).await?;
-        subscribe(&admin, &targets, &ironic_endpoint).await?;
+        unsubscribe(&admin, &subscription, &csv_name(NEXT)).await?;
+        subscription = format!("{PACKAGE}-{}", mode.to_lowercase());
+        subscribe(&admin, &subscription, &targets, &ironic_endpoint).await?;
         let csv = until_succeeded(&admin, &kubeconfig, OPERATOR_NAMESPACE, &csv_name(NEXT)).await?;
         let modes = csv["spec"]["installModes"].as_array().cloned().unwrap_or_default();
         assert!(modes.iter().any(|m| m["type"] == mode && m["supported"] == true), "{mode} declared: {modes:?}");
