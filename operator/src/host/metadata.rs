@@ -6,6 +6,7 @@
 
 use crate::kit::KubeError;
 use crate::kit::finalizer;
+use crate::kit::metadata as kit_metadata;
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::FINALIZER;
 use kube::api::Api;
@@ -24,7 +25,7 @@ pub fn remove_finalizer_patch(host: &BareMetalHost) -> Value {
 /// The patch removing annotations.
 pub fn remove_annotations_patch(host: &BareMetalHost, keys: &[&str]) -> Value {
     let annotations: Map<String, Value> = keys.iter().map(|k| (k.to_string(), Value::Null)).collect();
-    finalizer::guarded(host, Map::from_iter([("annotations".to_string(), Value::Object(annotations))]))
+    kit_metadata::guarded(host, Map::from_iter([("annotations".to_string(), Value::Object(annotations))]))
 }
 
 pub fn has_finalizer(host: &BareMetalHost) -> bool {
@@ -33,7 +34,7 @@ pub fn has_finalizer(host: &BareMetalHost) -> bool {
 
 /// Applies a guarded merge patch to a host's metadata, under our field manager.
 pub async fn patch(api: &Api<BareMetalHost>, host: &BareMetalHost, patch: Value) -> Result<BareMetalHost, KubeError> {
-    finalizer::patch_metadata(api, host, patch).await
+    kit_metadata::patch_metadata(api, host, patch).await
 }
 
 #[cfg(test)]

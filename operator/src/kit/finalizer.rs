@@ -1,10 +1,11 @@
 //! Our finalizers, added and removed the same way by every controller: a merge patch of the
-//! whole list (merge patches replace lists) carrying the resourceVersion it was computed from,
-//! so the apiserver refuses it (409) rather than lose a concurrent change to the list, under
-//! the operator's field manager. The next reconcile retries with fresh data.
+//! whole list (merge patches replace lists), guarded and applied as [`super::metadata`] does,
+//! so a concurrent change to the list fails it (409) rather than being lost. The next
+//! reconcile retries with fresh data.
 
-use super::{KubeError, Verb};
-use kube::api::{Api, Patch, PatchParams};
+use super::KubeError;
+use super::metadata::{guarded, patch_metadata};
+use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -30,12 +31,6 @@ pub fn removing<K: Resource>(object: &K, finalizer: &str) -> Value {
     guarded(object, Map::from_iter([("finalizers".to_string(), json!(rest))]))
 }
 
-/// `metadata` as a merge patch guarded by the object's resourceVersion.
-pub fn guarded<K: Resource>(object: &K, mut metadata: Map<String, Value>) -> Value {
-    metadata.insert("resourceVersion".into(), json!(object.resource_version().unwrap_or_default()));
-    json!({ "metadata": metadata })
-}
-
 /// Adds `finalizer` to `object`; the stored object.
 pub async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<K, KubeError>
 where
@@ -51,16 +46,6 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
     patch_metadata(api, object, removing(object, finalizer)).await
-}
-
-/// Applies a guarded metadata merge patch under our field manager.
-pub async fn patch_metadata<K>(api: &Api<K>, object: &K, patch: Value) -> Result<K, KubeError>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
-{
-    let name = object.name_any();
-    let params = PatchParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..Default::default() };
-    api.patch(&name, &params, &Patch::Merge(&patch)).await.map_err(KubeError::of::<K>(Verb::Patch, &name))
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub mod finalizer;
 pub mod fresh;
 pub mod jobs;
 pub mod ledger;
+pub mod metadata;
 pub mod names;
 pub mod observe;
 pub mod pod;
