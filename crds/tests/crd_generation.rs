@@ -9,7 +9,11 @@ use serde_json::Value;
 use std::path::PathBuf;
 
 fn generated_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("generated")
+    // Read at run time first: clones on one machine share a target directory, and a binary
+    // reused from another clone has that clone's path compiled in.
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("generated")
 }
 
 #[test]

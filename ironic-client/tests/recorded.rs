@@ -10,7 +10,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 fn fixture<T: DeserializeOwned>(name: &str) -> T {
-    let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    // At run time first: a binary reused from another clone has that clone's path compiled in.
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    let path = format!("{dir}/tests/fixtures/{name}.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

@@ -18,6 +18,8 @@ pub mod nodeset;
 pub mod pki;
 pub mod runtime;
 pub mod serve;
+#[cfg(test)]
+mod source_tree;
 pub mod telemetry;
 pub mod webhook;
 

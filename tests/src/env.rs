@@ -6,7 +6,7 @@
 //! (etcd, MariaDB) are on the system path.
 
 use anyhow::{Context, bail};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const INSTALL_HINT: &str = "run `make install` (scripts/install.sh) to install the test environment";
 
@@ -97,7 +97,7 @@ pub fn python() -> crate::Result<PathBuf> {
 
 /// One of the harness's Python launchers in `tests/python/`.
 pub fn python_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(name)
+    crate::operator_process::manifest_dir().join("python").join(name)
 }
 
 /// A program installed from a Debian package.

@@ -13,7 +13,14 @@ use std::time::Duration;
 
 /// The repository's root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    manifest_dir().parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The `tests/` folder of the checkout under test. Read at run time first: every clone on a
+/// machine shares one cargo target directory, and cargo reuses a binary built in another clone
+/// when the sources match, so the path compiled in may name that other clone (its scripts).
+pub fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
 }
 
 /// The `ferrometal` binary, built once per test process by `scripts/build-release.sh` with the

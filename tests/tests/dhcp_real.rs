@@ -19,7 +19,7 @@ use ferrometal_tests::netns::{Client, Lease, ProvisioningLink};
 use ferrometal_tests::wait;
 use ferrometal_tests::workdir::WorkDir;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod};
 use kube::api::{ListParams, LogParams, PostParams};
 use real_ironic::{POLL, RealIronic};
 use serde_json::{Value, json};
@@ -220,32 +220,14 @@ async fn an_ironic_whose_dhcp_network_is_not_its_interfaces_gets_no_dnsmasq_the_
 
     // The dnsmasq container ends before dnsmasq runs, saying why in its output.
     let pods = env.api::<Pod>();
-    let refusal = wait::until("dnsmasq's container refusing", real_ironic::READY_TIMEOUT, POLL, || {
-        let pods = pods.clone();
-        async move {
-            let listed = pods.list(&ListParams::default()).await.ok()?;
-            listed.items.into_iter().find_map(|pod| {
-                let name = pod.metadata.name.clone()?;
-                let statuses = pod.status?.container_statuses?;
-                let dnsmasq = statuses.into_iter().find(|s| s.name == "dnsmasq")?;
-                // Ended now, or before the restart that is waiting in its back-off.
-                let now = dnsmasq.state.as_ref().and_then(|s| s.terminated.clone());
-                let (ended, previous) = match now {
-                    Some(ended) => (ended, false),
-                    None => (dnsmasq.last_state.as_ref()?.terminated.clone()?, true),
-                };
-                Some((name, dnsmasq, ended, previous))
-            })
-        }
-    })
-    .await;
-    let (pod, dnsmasq, ended, previous) = match refusal {
+    let refusal =
+        wait::until("dnsmasq's container refusing", real_ironic::READY_TIMEOUT, POLL, || ended_dnsmasq(pods.clone()))
+            .await;
+    let (dnsmasq, ended, said) = match refusal {
         Ok(found) => found,
         Err(err) => return Err(err.context(env.pod_report().await)),
     };
     assert_eq!(ended.exit_code, 1, "{ended:?}");
-    let params = LogParams { container: Some("dnsmasq".into()), previous, ..LogParams::default() };
-    let said = pods.logs(&pod, &params).await?;
     assert!(said.contains("DHCP range 172.30.0.100,172.30.0.149,24 is not on the provisioning network"), "{said}");
     assert!(said.contains("172.22.0.1/24"), "it names the interface's address: {said}");
     assert!(said.contains("not starting dnsmasq"), "{said}");
@@ -259,4 +241,27 @@ async fn an_ironic_whose_dhcp_network_is_not_its_interfaces_gets_no_dnsmasq_the_
     let ready = ironic.status.and_then(|s| s.conditions).into_iter().flatten().find(|c| c.type_ == "Ready");
     assert!(ready.as_ref().is_some_and(|c| c.status == "False"), "{ready:?}");
     Ok(())
+}
+
+/// The dnsmasq container that has ended (now, or before the restart waiting in its back-off),
+/// with what it said. None until its output can be read: the kubelet may restart it between
+/// the status read and the log read, and the new run's log is empty until it ends again.
+async fn ended_dnsmasq(pods: kube::Api<Pod>) -> Option<(ContainerStatus, ContainerStateTerminated, String)> {
+    let listed = pods.list(&ListParams::default()).await.ok()?;
+    for pod in listed.items {
+        let Some(name) = pod.metadata.name.clone() else { continue };
+        let statuses = pod.status.and_then(|s| s.container_statuses).unwrap_or_default();
+        let Some(dnsmasq) = statuses.into_iter().find(|s| s.name == "dnsmasq") else { continue };
+        let now = dnsmasq.state.as_ref().and_then(|s| s.terminated.clone());
+        let before = || dnsmasq.last_state.as_ref().and_then(|s| s.terminated.clone());
+        let Some((ended, previous)) = now.map(|e| (e, false)).or_else(|| before().map(|e| (e, true))) else {
+            continue;
+        };
+        let params = LogParams { container: Some("dnsmasq".into()), previous, ..LogParams::default() };
+        let said = pods.logs(&name, &params).await.ok()?;
+        if !said.trim().is_empty() {
+            return Some((dnsmasq, ended, said));
+        }
+    }
+    None
 }

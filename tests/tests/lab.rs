@@ -3,14 +3,11 @@
 //! `make lab-down`. The lab runs on the real node: the hosts are served by the Ironic the
 //! operator deployed there, and the NodeSet's services run as containers there.
 
+use ferrometal_tests::operator_process::repo_root;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the repository").to_path_buf()
-}
 
 fn make(target: &str, state: &Path) -> std::process::Output {
     let mut command = Command::new("make");

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+    crate::source_tree::manifest_dir().parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
 fn files_below(dir: &Path, root: &Path, out: &mut BTreeSet<PathBuf>) {

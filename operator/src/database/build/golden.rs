@@ -11,7 +11,6 @@ use crate::database::tls::{self, Generated, Material};
 use crate::pki::CertifiedPem;
 use crds::ironic::{Ironic, ManagedDatabase};
 use serde_json::Value;
-use std::path::PathBuf;
 
 fn ironic(yaml: &str) -> Ironic {
     let mut ironic: Ironic = serde_saphyr::from_str(yaml).expect("fixture parses");
@@ -105,7 +104,7 @@ fn render_case(yaml: &str) -> String {
 }
 
 fn check(case: &str, rendered: String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/database/testdata").join(format!("{case}.yaml"));
+    let path = crate::source_tree::manifest_dir().join("src/database/testdata").join(format!("{case}.yaml"));
     if std::env::var("FERROMETAL_UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
         std::fs::create_dir_all(path.parent().expect("parent")).expect("testdata dir");
         std::fs::write(&path, &rendered).expect("write golden");

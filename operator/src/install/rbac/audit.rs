@@ -53,7 +53,7 @@ fn resources_named(kind: &str) -> Vec<Resource> {
 
 #[test]
 fn every_kind_a_controller_names_in_an_api_call_is_in_its_part_of_the_table() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = crate::source_tree::manifest_dir().join("src");
     let mut missing = Vec::new();
     let mut seen = 0;
     for (module, component) in MODULES {
@@ -95,7 +95,7 @@ type Grant = (String, String, Vec<String>, Vec<String>);
 
 /// The rows of `design/install.md`'s table "Every cluster-wide grant".
 fn documented_grants() -> Vec<Grant> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../design/install.md");
+    let path = crate::source_tree::manifest_dir().join("../design/install.md");
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let Some((_, section)) = text.split_once("### Every cluster-wide grant") else { return Vec::new() };
     let cells = |line: &str| line.trim().trim_matches('|').split('|').map(|c| c.trim().to_string()).collect::<Vec<_>>();

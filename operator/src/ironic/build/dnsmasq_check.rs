@@ -90,8 +90,8 @@ fn the_rendered_dhcp_ranges_and_options_pass_dnsmasq_test() {
 /// The image's pool check (`rundnsmasq` runs it before dnsmasq) on `ranges` and `addresses`:
 /// whether it accepts them, and what it said.
 fn pool_check(ranges: &str, addresses: &[&str]) -> (bool, String) {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../images/ironic/rootfs/usr/lib/ferrometal-ironic/dhcp_pools.py");
+    let script =
+        crate::source_tree::manifest_dir().join("../images/ironic/rootfs/usr/lib/ferrometal-ironic/dhcp_pools.py");
     let output = Command::new("python3").arg(&script).arg(ranges).args(addresses).output().expect("python3 runs");
     assert!(matches!(output.status.code(), Some(0 | 1)), "{:?}", output);
     (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())

@@ -6,7 +6,6 @@
 use super::{Desired, Workload, build};
 use crate::ironic::fixtures;
 use serde_json::Value;
-use std::path::PathBuf;
 
 /// An object as JSON, with its apiVersion and kind.
 fn typed<K: k8s_openapi::Resource + serde::Serialize>(object: &K) -> Value {
@@ -42,7 +41,7 @@ fn render_case(yaml: &str, upgrade_from: Option<&str>) -> String {
 }
 
 fn check(case: &str, rendered: String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/ironic/testdata").join(format!("{case}.yaml"));
+    let path = crate::source_tree::manifest_dir().join("src/ironic/testdata").join(format!("{case}.yaml"));
     if std::env::var("FERROMETAL_UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
         std::fs::write(&path, &rendered).expect("write golden file");
         return;
