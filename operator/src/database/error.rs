@@ -3,8 +3,6 @@
 //! [`crate::kit::Progress`] in the outcome. These are the Kubernetes API failing, and
 //! certificates that cannot be made; [`Error::failure`] says which of them a person must fix.
 
-use super::status::reasons;
-use crate::kit::error::chain;
 use crate::kit::runner::MetricLabel;
 use crate::kit::{KubeError, Progress};
 
@@ -12,8 +10,16 @@ use crate::kit::{KubeError, Progress};
 pub enum Error {
     #[error(transparent)]
     Kube(#[from] KubeError),
-    #[error("cannot make the managed database's certificates")]
-    Certificates(#[source] crate::pki::certificate::Error),
+    /// Boxed: a step's error holds a whole [`KubeError`], and every reconcile result carries
+    /// this enum.
+    #[error("cannot reconcile the managed database")]
+    Managed(#[source] Box<super::managed::Error>),
+}
+
+impl From<super::managed::Error> for Error {
+    fn from(err: super::managed::Error) -> Self {
+        Self::Managed(Box::new(err))
+    }
 }
 
 impl Error {
@@ -22,10 +28,7 @@ impl Error {
     pub fn failure(&self) -> Option<Progress> {
         match self {
             Self::Kube(err) => err.failure(),
-            Self::Certificates(err) => Some(Progress::failed(
-                reasons::CERTIFICATE_FAILED,
-                format!("cannot make the managed database's certificates: {}", chain(err)),
-            )),
+            Self::Managed(err) => err.failure(),
         }
     }
 }
@@ -34,7 +37,7 @@ impl MetricLabel for Error {
     fn metric_label(&self) -> &'static str {
         match self {
             Self::Kube(_) => "database_kube",
-            Self::Certificates(_) => "database_certificates",
+            Self::Managed(err) => err.metric_label(),
         }
     }
 }
@@ -55,9 +58,10 @@ mod tests {
 
     #[test]
     fn certificates_that_cannot_be_made_are_reported() {
-        let err = Error::Certificates(crate::pki::certificate::Error::Time(i64::MAX));
+        let err =
+            Error::from(super::super::managed::Error::Certificates(crate::pki::certificate::Error::Time(i64::MAX)));
         let Some(Progress::Failed { reason, message }) = err.failure() else { panic!("a failure") };
-        assert_eq!(reason, reasons::CERTIFICATE_FAILED);
+        assert_eq!(reason, crate::database::status::reasons::CERTIFICATE_FAILED);
         assert!(message.contains("managed database's certificates"), "{message}");
     }
 }

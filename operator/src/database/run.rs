@@ -4,11 +4,10 @@
 
 use super::config::Config;
 use super::connection::Connection;
-use super::error::Error;
 use super::outcome::{self, DatabaseOutcome};
 use super::status;
 use crate::kit::condition::Conditions;
-use crate::kit::{Ledger, Notices, Progress};
+use crate::kit::{KubeError, Ledger, Notices, Progress};
 use crds::ironic::Ironic;
 use crds::ironic::status::DatabaseStatus;
 use kube::api::Api;
@@ -25,7 +24,7 @@ impl Persist {
         Self { api, name, persisted }
     }
 
-    pub async fn save(&mut self, next: Option<&DatabaseStatus>) -> Result<(), Error> {
+    pub async fn save(&mut self, next: Option<&DatabaseStatus>) -> Result<(), KubeError> {
         let Some(body) = status::database_patch(self.persisted.as_ref(), next) else {
             return Ok(());
         };

@@ -214,87 +214,84 @@ pub fn plan(current: Option<&Upgrade>, f: &Facts<'_>) -> Plan {
             return Plan::Idle;
         }
         let status = begin(f, live);
-        let note = Note::normal("DatabaseUpgradeStarted", format!("{} started", describe(&status)));
-        return Plan::Record { status: Some(Box::new(status)), note };
+        let message = format!("{} started", describe(&status));
+        return record(status, "DatabaseUpgradeStarted", message);
     };
-    let (from, to) = (u.from_image.as_deref().unwrap_or_default(), u.to_image.as_deref().unwrap_or_default());
-    let rolled = live == to;
-    if f.desired_image != to {
-        // The spec moved on before the StatefulSet did: nothing has changed yet, so start over
-        // toward the new target, or drop the change when the spec went back.
-        if !rolled {
-            if f.desired_image == live {
-                let message = format!("{} abandoned: the spec asks for {live} again", describe(u));
-                return Plan::Record { status: None, note: Note::normal("DatabaseUpgradeAbandoned", message) };
-            }
-            let status = begin(f, live);
-            let message =
-                format!("{} started; it replaces the {} that had not rolled yet", describe(&status), describe(u));
-            return Plan::Record {
-                status: Some(Box::new(status)),
-                note: Note::normal("DatabaseUpgradeStarted", message),
-            };
-        }
-        match (u.step, u.failed_step) {
-            // The new server never came up: the old one had stopped slowly and cleanly, so the
-            // roll can aim at the image the spec asks for now.
-            (Some(Step::Failed), Some(Step::RollingOut)) => {
-                let status = retarget(u, f);
-                let message = format!("{} now aims at {}", describe(u), f.desired_image);
-                return Plan::Record {
-                    status: Some(Box::new(status)),
-                    note: Note::normal("DatabaseUpgradeRetargeted", message),
-                };
-            }
-            // The new server runs but a later step failed: a new change from it starts, with
-            // its own slow shutdown, roll, mariadb-upgrade and check.
-            (Some(Step::Failed), _) => {
-                let status = begin(f, live);
-                let message = format!("{} started; it replaces the failed {}", describe(&status), describe(u));
-                return Plan::Record {
-                    status: Some(Box::new(status)),
-                    note: Note::normal("DatabaseUpgradeStarted", message),
-                };
-            }
-            // Under way: this change completes first, then the next one starts.
-            _ => {}
-        }
+    if let Some(replanned) = spec_moved_on(u, f, live) {
+        return replanned;
     }
+    next(u, f)
+}
+
+/// A transition to record, with its Event.
+fn record(status: Upgrade, reason: &'static str, message: String) -> Plan {
+    Plan::Record { status: Some(Box::new(status)), note: Note::normal(reason, message) }
+}
+
+/// When the spec asks for another image than the change under way aims at: the change
+/// dropped, restarted or retargeted; `None` when it completes first.
+fn spec_moved_on(u: &Upgrade, f: &Facts<'_>, live: &str) -> Option<Plan> {
+    let to = u.to_image.as_deref().unwrap_or_default();
+    if f.desired_image == to {
+        return None;
+    }
+    // The spec moved on before the StatefulSet did: nothing has changed yet, so start over
+    // toward the new target, or drop the change when the spec went back.
+    if live != to {
+        if f.desired_image == live {
+            let message = format!("{} abandoned: the spec asks for {live} again", describe(u));
+            return Some(Plan::Record { status: None, note: Note::normal("DatabaseUpgradeAbandoned", message) });
+        }
+        let status = begin(f, live);
+        let message = format!("{} started; it replaces the {} that had not rolled yet", describe(&status), describe(u));
+        return Some(record(status, "DatabaseUpgradeStarted", message));
+    }
+    match (u.step, u.failed_step) {
+        // The new server never came up: the old one had stopped slowly and cleanly, so the
+        // roll can aim at the image the spec asks for now.
+        (Some(Step::Failed), Some(Step::RollingOut)) => {
+            let message = format!("{} now aims at {}", describe(u), f.desired_image);
+            Some(record(retarget(u, f), "DatabaseUpgradeRetargeted", message))
+        }
+        // The new server runs but a later step failed: a new change from it starts, with
+        // its own slow shutdown, roll, mariadb-upgrade and check.
+        (Some(Step::Failed), _) => {
+            let status = begin(f, live);
+            let message = format!("{} started; it replaces the failed {}", describe(&status), describe(u));
+            Some(record(status, "DatabaseUpgradeStarted", message))
+        }
+        // Under way: this change completes first, then the next one starts.
+        _ => None,
+    }
+}
+
+/// The work of the change's current step, or its halt until a person asks for a retry.
+fn next(u: &Upgrade, f: &Facts<'_>) -> Plan {
+    let (from, to) = (u.from_image.as_deref().unwrap_or_default(), u.to_image.as_deref().unwrap_or_default());
     let attempt = u.attempt.unwrap_or(1);
+    let perform = |step: Step, work: Work| Plan::Perform { step, work };
     match u.step {
-        Some(Step::Failed) => {
-            if let Some(token) = f.retry_token
-                && u.retry_token.as_deref() != Some(token)
-            {
+        Some(Step::Failed) => match f.retry_token.filter(|token| u.retry_token.as_deref() != Some(*token)) {
+            Some(token) => {
                 let status = retry(u, f, token);
                 let step = status.step.map(step_name).unwrap_or_default();
-                let note = Note::normal(
-                    "DatabaseUpgradeRetried",
-                    format!("{}: attempt {} resumes at step {step}", describe(u), attempt.saturating_add(1)),
-                );
-                return Plan::Record { status: Some(Box::new(status)), note };
+                let next = attempt.saturating_add(1);
+                let message = format!("{}: attempt {next} resumes at step {step}", describe(u));
+                record(status, "DatabaseUpgradeRetried", message)
             }
-            Plan::Halted { failed_step: u.failed_step, message: halted_message(u) }
-        }
-        Some(Step::Backup) => Plan::Perform {
-            step: Step::Backup,
-            work: Work::Backup {
-                job: u.backup_job_name.clone().unwrap_or_else(|| f.names.backup_job(from, to, attempt)),
-                image: from.to_string(),
-            },
+            None => Plan::Halted { failed_step: u.failed_step, message: halted_message(u) },
         },
-        Some(Step::SlowShutdownEnabled) => {
-            Plan::Perform { step: Step::SlowShutdownEnabled, work: Work::EnableSlowShutdown }
+        Some(Step::Backup) => {
+            let job = u.backup_job_name.clone().unwrap_or_else(|| f.names.backup_job(from, to, attempt));
+            perform(Step::Backup, Work::Backup { job, image: from.to_string() })
         }
-        Some(Step::RollingOut) => Plan::Perform { step: Step::RollingOut, work: Work::Roll { image: to.to_string() } },
-        Some(Step::RunningMariadbUpgrade) => Plan::Perform {
-            step: Step::RunningMariadbUpgrade,
-            work: Work::MariadbUpgrade {
-                job: u.upgrade_job_name.clone().unwrap_or_else(|| f.names.upgrade_job(from, to, attempt)),
-                image: to.to_string(),
-            },
-        },
-        Some(Step::VerifyingVersion) => Plan::Perform { step: Step::VerifyingVersion, work: Work::VerifyVersion },
+        Some(Step::SlowShutdownEnabled) => perform(Step::SlowShutdownEnabled, Work::EnableSlowShutdown),
+        Some(Step::RollingOut) => perform(Step::RollingOut, Work::Roll { image: to.to_string() }),
+        Some(Step::RunningMariadbUpgrade) => {
+            let job = u.upgrade_job_name.clone().unwrap_or_else(|| f.names.upgrade_job(from, to, attempt));
+            perform(Step::RunningMariadbUpgrade, Work::MariadbUpgrade { job, image: to.to_string() })
+        }
+        Some(Step::VerifyingVersion) => perform(Step::VerifyingVersion, Work::VerifyVersion),
         Some(Step::Completed) | None => Plan::Idle,
     }
 }

@@ -7,15 +7,14 @@ use super::build::{self, Inputs};
 use super::check::{self, CheckError, Target};
 use super::clean_stop;
 use super::credentials::Credentials;
-use super::error::Error;
 use super::names::Names;
 use super::observe;
 use super::run::Run;
 use super::sequence::{self, Facts, Plan, Report, Work};
 use super::status::reasons;
 use super::version::{parse_major_minor, verify_after_change};
-use crate::kit::Progress;
 use crate::kit::jobs::{self, JobRun};
+use crate::kit::{KubeError, Progress};
 use crds::ironic::status::{DatabaseBackupStatus, DatabaseStatus, DatabaseUpgradeStep as Step};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -62,99 +61,123 @@ impl Driver<'_> {
 
     /// A Job of the sequence, created once. Whether it already ran is the sequence's business
     /// (each attempt has a Job of its own name), so status never stops one from being created.
-    async fn job(&self, run: &Run<'_>, job: Job) -> Result<JobRun, Error> {
-        Ok(jobs::run_once(run.ledger, job, false).await?)
+    async fn job(&self, run: &Run<'_>, job: Job) -> Result<JobRun, KubeError> {
+        jobs::run_once(run.ledger, job, false).await
     }
 
-    async fn perform(&mut self, run: &Run<'_>, work: &Work, db: &mut DatabaseStatus) -> Result<Report, Error> {
-        let upgrade = db.upgrade.clone().unwrap_or_default();
+    async fn perform(&mut self, run: &Run<'_>, work: &Work, db: &mut DatabaseStatus) -> Result<Report, KubeError> {
         match work {
-            Work::Backup { job, image } => {
-                let started = upgrade.started_at.as_ref().map(|t| t.0.as_second()).unwrap_or_default();
-                let file =
-                    build::jobs::backup_file(&self.inputs.names.stateful_set(), started, db.server_version.as_deref());
-                let keep = self.inputs.managed.backup.as_ref().map(|b| b.keep()).unwrap_or(1);
-                let state = self.job(run, build::jobs::backup(&self.inputs, job, image, &file, keep)).await?;
-                Ok(match state {
-                    JobRun::Succeeded => {
-                        db.last_backup = Some(DatabaseBackupStatus {
-                            completed_at: Some(Time(Timestamp::now())),
-                            file: Some(file),
-                            job_name: Some(job.clone()),
-                            server_version: db.server_version.clone(),
-                        });
-                        Report::Done { server_version: None }
-                    }
-                    JobRun::Failed(message) => Report::Failed(format!("backup Job {job} failed: {message}")),
-                    JobRun::Running { .. } => Report::Waiting(format!("backup Job {job} runs")),
-                })
-            }
+            Work::Backup { job, image } => self.backup(run, job, image, db).await,
             Work::EnableSlowShutdown => Ok(match check::prepare_for_version_change(self.maintenance).await {
                 Ok(version) => Report::Done { server_version: Some(version.raw) },
                 Err(e) => check_report(e),
             }),
-            Work::Roll { image } => {
-                if self.live_image.as_deref() != Some(image.as_str()) {
-                    // The old server is about to stop: make sure this stop is the slow one,
-                    // even if it restarted since the flag was set. A server that is not the
-                    // old one (a new image that never came up) has nothing to protect.
-                    if self.live_image.is_some()
-                        && self.live_image == upgrade.from_image
-                        && let Err(e) = check::prepare_for_version_change(self.maintenance).await
-                    {
-                        return Ok(check_report(e));
-                    }
-                    // The new server starts with the account mariadb-upgrade runs as.
-                    let sql = account::init_sql(self.account_hash, UpgradeAccount::Present);
-                    run.ledger.apply(account::render_init(self.inputs.names, self.inputs.secret_meta(), &sql)).await?;
-                    let rolled = Inputs { image: image.as_str(), ..self.inputs.clone() };
-                    run.ledger.apply(build::stateful_set::render(&rolled)).await?;
-                    self.live_image = Some(image.clone());
-                    db.image = Some(image.clone());
-                    return Ok(Report::Waiting(format!(
-                        "the StatefulSet now runs {image}; the old server shuts down slowly"
-                    )));
-                }
-                let names = self.inputs.names;
-                let sts = run.ledger.get::<StatefulSet>(&names.stateful_set()).await?;
-                let pod = run.ledger.get::<Pod>(&names.pod()).await?;
-                Ok(match observe::rollout(sts.as_ref(), pod.as_ref(), image) {
-                    Progress::Done => Report::Done { server_version: None },
-                    Progress::Waiting { message, .. } => Report::Waiting(message),
-                    // The new pod refused the directory: waiting changes nothing, a person must.
-                    Progress::Failed { reason, message } if reason == reasons::NOT_CLEANLY_STOPPED => {
-                        Report::Failed(clean_stop::refused_message(&upgrade, &names.pod(), &message))
-                    }
-                    // The kubelet keeps trying: an error that may pass, until the step times out.
-                    Progress::Failed { message, .. } => Report::Retrying(message),
-                })
+            Work::Roll { image } if self.live_image.as_deref() != Some(image.as_str()) => {
+                self.roll(run, image, db).await
             }
-            Work::MariadbUpgrade { job, image } => {
-                let state = self.job(run, build::jobs::upgrade(&self.inputs, job, image)).await?;
-                Ok(match state {
-                    // Its work done, the account that holds root's privileges goes at once.
-                    JobRun::Succeeded => match check::drop_upgrade_account(&self.upgrade_account()).await {
-                        Ok(()) => Report::Done { server_version: None },
-                        Err(e) if e.is_transient() => Report::Retrying(format!("removing the upgrade account: {e}")),
-                        Err(e) => Report::Failed(format!("mariadb-upgrade ran, but the upgrade account stays: {e}")),
-                    },
-                    JobRun::Failed(message) => Report::Failed(format!("mariadb-upgrade Job {job} failed: {message}")),
-                    JobRun::Running { .. } => Report::Waiting(format!("mariadb-upgrade Job {job} runs")),
-                })
+            Work::Roll { image } => self.rolled(run, image, db).await,
+            Work::MariadbUpgrade { job, image } => self.mariadb_upgrade(run, job, image).await,
+            Work::VerifyVersion => Ok(self.verify_version(db).await),
+        }
+    }
+
+    /// A backup of the old server by its Job; the file it wrote is recorded once it succeeds.
+    async fn backup(
+        &self,
+        run: &Run<'_>,
+        job: &str,
+        image: &str,
+        db: &mut DatabaseStatus,
+    ) -> Result<Report, KubeError> {
+        let started =
+            db.upgrade.as_ref().and_then(|u| u.started_at.as_ref()).map(|t| t.0.as_second()).unwrap_or_default();
+        let file = build::jobs::backup_file(&self.inputs.names.stateful_set(), started, db.server_version.as_deref());
+        let keep = self.inputs.managed.backup.as_ref().map(|b| b.keep()).unwrap_or(1);
+        let state = self.job(run, build::jobs::backup(&self.inputs, job, image, &file, keep)).await?;
+        Ok(match state {
+            JobRun::Succeeded => {
+                db.last_backup = Some(DatabaseBackupStatus {
+                    completed_at: Some(Time(Timestamp::now())),
+                    file: Some(file),
+                    job_name: Some(job.to_string()),
+                    server_version: db.server_version.clone(),
+                });
+                Report::Done { server_version: None }
             }
-            Work::VerifyVersion => Ok(match check::read_version(self.maintenance).await {
-                Ok(version) => {
-                    let target = upgrade.to_version.as_deref().and_then(parse_major_minor);
-                    match verify_after_change(upgrade.from_version.as_deref(), &version.raw, target) {
-                        Ok(_) => {
-                            db.server_version = Some(version.raw.clone());
-                            Report::Done { server_version: Some(version.raw) }
-                        }
-                        Err(reason) => Report::Failed(reason),
-                    }
-                }
-                Err(e) => check_report(e),
-            }),
+            JobRun::Failed(message) => Report::Failed(format!("backup Job {job} failed: {message}")),
+            JobRun::Running { .. } => Report::Waiting(format!("backup Job {job} runs")),
+        })
+    }
+
+    /// The StatefulSet moved to the new image, its old server stopping slowly.
+    async fn roll(&mut self, run: &Run<'_>, image: &str, db: &mut DatabaseStatus) -> Result<Report, KubeError> {
+        // The old server is about to stop: make sure this stop is the slow one, even if it
+        // restarted since the flag was set. A server that is not the old one (a new image that
+        // never came up) has nothing to protect.
+        let from_image = db.upgrade.as_ref().and_then(|u| u.from_image.as_deref());
+        if self.live_image.is_some()
+            && self.live_image.as_deref() == from_image
+            && let Err(e) = check::prepare_for_version_change(self.maintenance).await
+        {
+            return Ok(check_report(e));
+        }
+        // The new server starts with the account mariadb-upgrade runs as.
+        let sql = account::init_sql(self.account_hash, UpgradeAccount::Present);
+        run.ledger.apply(account::render_init(self.inputs.names, self.inputs.secret_meta(), &sql)).await?;
+        let rolled = Inputs { image, ..self.inputs.clone() };
+        run.ledger.apply(build::stateful_set::render(&rolled)).await?;
+        self.live_image = Some(image.to_string());
+        db.image = Some(image.to_string());
+        Ok(Report::Waiting(format!("the StatefulSet now runs {image}; the old server shuts down slowly")))
+    }
+
+    /// Whether the new server's pod runs, once the StatefulSet was rolled.
+    async fn rolled(&self, run: &Run<'_>, image: &str, db: &DatabaseStatus) -> Result<Report, KubeError> {
+        let names = self.inputs.names;
+        let sts = run.ledger.get::<StatefulSet>(&names.stateful_set()).await?;
+        let pod = run.ledger.get::<Pod>(&names.pod()).await?;
+        Ok(match observe::rollout(sts.as_ref(), pod.as_ref(), image) {
+            Progress::Done => Report::Done { server_version: None },
+            Progress::Waiting { message, .. } => Report::Waiting(message),
+            // The new pod refused the directory: waiting changes nothing, a person must.
+            Progress::Failed { reason, message } if reason == reasons::NOT_CLEANLY_STOPPED => {
+                let upgrade = db.upgrade.clone().unwrap_or_default();
+                Report::Failed(clean_stop::refused_message(&upgrade, &names.pod(), &message))
+            }
+            // The kubelet keeps trying: an error that may pass, until the step times out.
+            Progress::Failed { message, .. } => Report::Retrying(message),
+        })
+    }
+
+    /// `mariadb-upgrade` by its Job; the upgrade account goes as soon as it succeeded.
+    async fn mariadb_upgrade(&self, run: &Run<'_>, job: &str, image: &str) -> Result<Report, KubeError> {
+        let state = self.job(run, build::jobs::upgrade(&self.inputs, job, image)).await?;
+        Ok(match state {
+            // Its work done, the account that holds root's privileges goes at once.
+            JobRun::Succeeded => match check::drop_upgrade_account(&self.upgrade_account()).await {
+                Ok(()) => Report::Done { server_version: None },
+                Err(e) if e.is_transient() => Report::Retrying(format!("removing the upgrade account: {e}")),
+                Err(e) => Report::Failed(format!("mariadb-upgrade ran, but the upgrade account stays: {e}")),
+            },
+            JobRun::Failed(message) => Report::Failed(format!("mariadb-upgrade Job {job} failed: {message}")),
+            JobRun::Running { .. } => Report::Waiting(format!("mariadb-upgrade Job {job} runs")),
+        })
+    }
+
+    /// The server's version, read and held against what the change was to reach.
+    async fn verify_version(&self, db: &mut DatabaseStatus) -> Report {
+        let version = match check::read_version(self.maintenance).await {
+            Ok(version) => version,
+            Err(e) => return check_report(e),
+        };
+        let upgrade = db.upgrade.clone().unwrap_or_default();
+        let target = upgrade.to_version.as_deref().and_then(parse_major_minor);
+        match verify_after_change(upgrade.from_version.as_deref(), &version.raw, target) {
+            Ok(_) => {
+                db.server_version = Some(version.raw.clone());
+                Report::Done { server_version: Some(version.raw) }
+            }
+            Err(reason) => Report::Failed(reason),
         }
     }
 }
@@ -175,7 +198,7 @@ pub async fn run(
     driver: &mut Driver<'_>,
     request: &Request<'_>,
     db: &mut DatabaseStatus,
-) -> Result<Progress, Error> {
+) -> Result<Progress, KubeError> {
     for _ in 0..MAX_TRANSITIONS {
         let live_image = driver.live_image.clone();
         let facts = Facts {

@@ -2,6 +2,7 @@
 //! prefix and a gateway inside their network, and the version gate of extraRanges.
 
 use crate::ironic::IronicSpec;
+use crate::ironic::networking::{Dhcp, DhcpRange, Networking};
 use crate::ironic::versions::{self, IronicVersion};
 use crate::validation::net::to_u128;
 use crate::validation::{Errors, IpNet, is_set, parse_ip, parse_ip_net};
@@ -26,78 +27,10 @@ pub(super) fn validate_dhcp(errors: &mut Errors, spec: &IronicSpec) {
         errors.push(path, "requires networking.ipAddress, networking.interface or networking.macAddresses");
     }
     let extra_ranges = dhcp.extra_ranges.as_deref().unwrap_or_default();
-    let main = [&dhcp.network_cidr, &dhcp.range_begin, &dhcp.range_end];
-    let mut pools = Vec::new();
-    match main.iter().filter(|v| is_set(v)).count() {
-        0 if extra_ranges.is_empty() => errors.push(
-            format!("{path}.networkCIDR"),
-            "networkCIDR, rangeBegin and rangeEnd are required unless extraRanges is set",
-        ),
-        0 => {}
-        3 => {
-            if let Some((net_cidr, pool)) = check_pool(
-                errors,
-                path,
-                dhcp.network_cidr.as_deref(),
-                dhcp.range_begin.as_deref(),
-                dhcp.range_end.as_deref(),
-            ) {
-                if let Some(ip) = net.ip_address.as_deref().and_then(parse_ip)
-                    && !net_cidr.contains(ip)
-                {
-                    errors.push(
-                        "spec.networking.ipAddress",
-                        format!("must be inside dhcp.networkCIDR {}", dhcp.network_cidr.as_deref().unwrap_or_default()),
-                    );
-                }
-                pools.push(pool);
-            }
-        }
-        _ => errors.push(format!("{path}.networkCIDR"), "networkCIDR, rangeBegin and rangeEnd must be set together"),
-    }
-    for (field, value) in [("dnsAddress", &dhcp.dns_address), ("gatewayAddress", &dhcp.gateway_address)] {
-        if let Some(v) = value.as_deref()
-            && parse_ip(v).is_none()
-        {
-            errors.push(format!("{path}.{field}"), format!("{v:?} is not a valid IP address"));
-        }
-    }
-    if is_set(&dhcp.dns_address) && dhcp.serve_dns.unwrap_or(false) {
-        errors.push(format!("{path}.serveDNS"), "cannot be used together with dnsAddress");
-    }
+    let mut pools: Vec<_> = main_pool(errors, net, dhcp, path).into_iter().collect();
+    check_addresses(errors, dhcp, path);
     for (i, range) in extra_ranges.iter().enumerate() {
-        let rpath = format!("{path}.extraRanges[{i}]");
-        if let Some((_, pool)) = check_pool(
-            errors,
-            &rpath,
-            range.network_cidr.as_deref(),
-            range.range_begin.as_deref(),
-            range.range_end.as_deref(),
-        ) {
-            pools.push(pool);
-        }
-        let cidr = range.network_cidr.as_deref().unwrap_or_default();
-        let net = parse_ip_net(cidr);
-        if net.is_some_and(|n| n.prefix == 0) {
-            // A /0 range would hand out every address of the family: never a provisioning
-            // network.
-            errors.push(format!("{rpath}.networkCIDR"), format!("{cidr} must have a non-zero prefix length"));
-        }
-        if let Some(gateway) = range.gateway_address.as_deref() {
-            match parse_ip(gateway) {
-                None => {
-                    errors.push(format!("{rpath}.gatewayAddress"), format!("{gateway:?} is not a valid IP address"))
-                }
-                Some(IpAddr::V6(_)) => {
-                    errors.push(format!("{rpath}.gatewayAddress"), "per-range gateways are not supported for IPv6")
-                }
-                Some(ip @ IpAddr::V4(_)) if net.is_some_and(|n| !n.contains(ip)) => errors.push(
-                    format!("{rpath}.gatewayAddress"),
-                    format!("{gateway} is not inside {cidr}: hosts in this range could not reach it"),
-                ),
-                Some(IpAddr::V4(_)) => {}
-            }
-        }
+        pools.extend(extra_range(errors, range, &format!("{path}.extraRanges[{i}]")));
     }
     check_overlaps(errors, &pools);
     if !extra_ranges.is_empty()
@@ -113,6 +46,72 @@ pub(super) fn validate_dhcp(errors: &mut Errors, spec: &IronicSpec) {
             ),
         );
     }
+}
+
+/// The main range (networkCIDR, rangeBegin, rangeEnd: all or none, and none only beside
+/// extraRanges), with Ironic's own address inside its network.
+fn main_pool(errors: &mut Errors, net: &Networking, dhcp: &Dhcp, path: &str) -> Option<Pool> {
+    let extra_ranges = dhcp.extra_ranges.as_deref().unwrap_or_default();
+    let main = [&dhcp.network_cidr, &dhcp.range_begin, &dhcp.range_end];
+    match main.iter().filter(|v| is_set(v)).count() {
+        0 if extra_ranges.is_empty() => errors.push(
+            format!("{path}.networkCIDR"),
+            "networkCIDR, rangeBegin and rangeEnd are required unless extraRanges is set",
+        ),
+        0 => {}
+        3 => {
+            let cidr = dhcp.network_cidr.as_deref();
+            let (net_cidr, pool) =
+                check_pool(errors, path, cidr, dhcp.range_begin.as_deref(), dhcp.range_end.as_deref())?;
+            if let Some(ip) = net.ip_address.as_deref().and_then(parse_ip)
+                && !net_cidr.contains(ip)
+            {
+                let message = format!("must be inside dhcp.networkCIDR {}", cidr.unwrap_or_default());
+                errors.push("spec.networking.ipAddress", message);
+            }
+            return Some(pool);
+        }
+        _ => errors.push(format!("{path}.networkCIDR"), "networkCIDR, rangeBegin and rangeEnd must be set together"),
+    }
+    None
+}
+
+/// The DNS and gateway addresses handed out with the main range.
+fn check_addresses(errors: &mut Errors, dhcp: &Dhcp, path: &str) {
+    for (field, value) in [("dnsAddress", &dhcp.dns_address), ("gatewayAddress", &dhcp.gateway_address)] {
+        if let Some(v) = value.as_deref()
+            && parse_ip(v).is_none()
+        {
+            errors.push(format!("{path}.{field}"), format!("{v:?} is not a valid IP address"));
+        }
+    }
+    if is_set(&dhcp.dns_address) && dhcp.serve_dns.unwrap_or(false) {
+        errors.push(format!("{path}.serveDNS"), "cannot be used together with dnsAddress");
+    }
+}
+
+/// One of extraRanges: its pool, a non-zero prefix, and an IPv4 gateway inside it.
+fn extra_range(errors: &mut Errors, range: &DhcpRange, rpath: &str) -> Option<Pool> {
+    let (start, end) = (range.range_begin.as_deref(), range.range_end.as_deref());
+    let pool = check_pool(errors, rpath, range.network_cidr.as_deref(), start, end).map(|(_, pool)| pool);
+    let cidr = range.network_cidr.as_deref().unwrap_or_default();
+    let net = parse_ip_net(cidr);
+    if net.is_some_and(|n| n.prefix == 0) {
+        // A /0 range would hand out every address of the family: never a provisioning
+        // network.
+        errors.push(format!("{rpath}.networkCIDR"), format!("{cidr} must have a non-zero prefix length"));
+    }
+    let Some(gateway) = range.gateway_address.as_deref() else { return pool };
+    let field = format!("{rpath}.gatewayAddress");
+    match parse_ip(gateway) {
+        None => errors.push(field, format!("{gateway:?} is not a valid IP address")),
+        Some(IpAddr::V6(_)) => errors.push(field, "per-range gateways are not supported for IPv6"),
+        Some(ip @ IpAddr::V4(_)) if net.is_some_and(|n| !n.contains(ip)) => {
+            errors.push(field, format!("{gateway} is not inside {cidr}: hosts in this range could not reach it"))
+        }
+        Some(IpAddr::V4(_)) => {}
+    }
+    pool
 }
 
 /// Checks one pool; returns it when its addresses are usable for further checks.

@@ -2,7 +2,8 @@
 
 use crate::ironic::IronicSpec;
 use crate::ironic::tls::{
-    BUILT_IN_SIGNER_MESSAGE, CsrTls, MIN_EXPIRATION_SECONDS, ReferenceKind, SIGNER_NAME_MAX_LENGTH, Tls, TlsMode,
+    AutoTls, BUILT_IN_SIGNER_MESSAGE, CertManagerTls, CsrTls, MIN_EXPIRATION_SECONDS, ReferenceKind,
+    SIGNER_NAME_MAX_LENGTH, Tls, TlsMode,
 };
 use crate::validation::is_dns1123_subdomain;
 use crate::validation::{Errors, is_set, parse_go_duration};
@@ -99,42 +100,51 @@ fn validate_mode(errors: &mut Errors, tls: &Tls) {
     if mode == Some(TlsMode::CertManager) {
         match &tls.cert_manager {
             None => errors.push("spec.tls.certManager", "is required when mode is CertManager"),
-            Some(cm) => {
-                if cm.issuer_ref.name.trim().is_empty() {
-                    errors.push("spec.tls.certManager.issuerRef.name", "is required");
-                }
-                let duration = check_duration(
-                    errors,
-                    "spec.tls.certManager.duration",
-                    cm.duration.as_deref(),
-                    Duration::from_secs(3600),
-                    "1h",
-                );
-                let renew = check_duration(
-                    errors,
-                    "spec.tls.certManager.renewBefore",
-                    cm.renew_before.as_deref(),
-                    Duration::from_secs(300),
-                    "5m",
-                );
-                if let (Some(duration), Some(renew)) = (duration, renew)
-                    && renew >= duration
-                {
-                    errors.push("spec.tls.certManager.renewBefore", "must be shorter than duration");
-                }
-            }
+            Some(cm) => validate_cert_manager(errors, cm),
         }
     }
     if let Some(auto) = &tls.auto {
-        let (ca, cert) = (auto.ca_validity_days(), auto.certificate_validity_days());
-        if ca < 1 {
-            errors.push("spec.tls.auto.caValidityDays", "must be at least 1");
-        }
-        if cert < 1 {
-            errors.push("spec.tls.auto.certificateValidityDays", "must be at least 1");
-        } else if cert > ca {
-            errors.push("spec.tls.auto.certificateValidityDays", "cannot exceed caValidityDays");
-        }
+        validate_auto(errors, auto);
+    }
+}
+
+/// cert-manager's issuer and the certificate's lifetimes (duration at least 1h, renewBefore
+/// at least 5m and shorter).
+fn validate_cert_manager(errors: &mut Errors, cm: &CertManagerTls) {
+    if cm.issuer_ref.name.trim().is_empty() {
+        errors.push("spec.tls.certManager.issuerRef.name", "is required");
+    }
+    let duration = check_duration(
+        errors,
+        "spec.tls.certManager.duration",
+        cm.duration.as_deref(),
+        Duration::from_secs(3600),
+        "1h",
+    );
+    let renew = check_duration(
+        errors,
+        "spec.tls.certManager.renewBefore",
+        cm.renew_before.as_deref(),
+        Duration::from_secs(300),
+        "5m",
+    );
+    if let (Some(duration), Some(renew)) = (duration, renew)
+        && renew >= duration
+    {
+        errors.push("spec.tls.certManager.renewBefore", "must be shorter than duration");
+    }
+}
+
+/// The operator's CA and certificate lifetimes.
+fn validate_auto(errors: &mut Errors, auto: &AutoTls) {
+    let (ca, cert) = (auto.ca_validity_days(), auto.certificate_validity_days());
+    if ca < 1 {
+        errors.push("spec.tls.auto.caValidityDays", "must be at least 1");
+    }
+    if cert < 1 {
+        errors.push("spec.tls.auto.certificateValidityDays", "must be at least 1");
+    } else if cert > ca {
+        errors.push("spec.tls.auto.certificateValidityDays", "cannot exceed caValidityDays");
     }
 }
 

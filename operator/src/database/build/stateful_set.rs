@@ -13,7 +13,7 @@ use crate::pki::CA_CERT_KEY;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, ExecAction, Lifecycle, LifecycleHandler, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec, Probe, VolumeResourceRequirements,
+    PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec, Probe, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -56,8 +56,54 @@ pub const READINESS: &str =
 
 /// The StatefulSet.
 pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
-    let names = inputs.names;
-    let managed = inputs.managed;
+    let (names, managed) = (inputs.names, inputs.managed);
+    let wiring = wiring(inputs);
+    let template_meta =
+        ObjectMeta { labels: Some(names.labels()), annotations: Some(wiring.annotations), ..Default::default() };
+    StatefulSet {
+        metadata: inputs.meta(names.stateful_set(), names.labels()),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(1),
+            service_name: Some(names.service()),
+            selector: LabelSelector { match_labels: Some(names.selector()), ..Default::default() },
+            pod_management_policy: Some("OrderedReady".to_string()),
+            update_strategy: Some(StatefulSetUpdateStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                ..Default::default()
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(template_meta),
+                spec: Some(PodSpec {
+                    // Before the server: it must not open a directory a crash left to another series.
+                    init_containers: Some(vec![clean_stop::init_container(inputs)]),
+                    containers: vec![container(inputs, wiring.args, wiring.mounts)],
+                    volumes: Some(wiring.volumes),
+                    security_context: Some(pod_security()),
+                    automount_service_account_token: Some(false),
+                    enable_service_links: Some(false),
+                    // Covers the preStop hook's slow shutdown; see DEFAULT_DATABASE_TERMINATION_GRACE_PERIOD_SECONDS
+                    // and design/database.md for why 300 s is the default.
+                    termination_grace_period_seconds: Some(managed.termination_grace_period_seconds()),
+                    ..Default::default()
+                }),
+            },
+            volume_claim_templates: Some(vec![data_claim(inputs)]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The server's arguments, volumes and mounts, and the template annotations whose change
+/// restarts it (the accounts' digest, the TLS material's).
+struct Wiring {
+    args: Vec<String>,
+    volumes: Vec<Volume>,
+    mounts: Vec<VolumeMount>,
+    annotations: std::collections::BTreeMap<String, String>,
+}
+
+fn wiring(inputs: &Inputs<'_>) -> Wiring {
     let mut args = vec![
         "--skip-name-resolve".to_string(),
         // Every stop is the slow, complete one (the preStop hook's too), so the operator only
@@ -66,7 +112,7 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
         // The accounts, at every start: root kept to the socket, the maintenance account.
         format!("--init-file={INIT_DIR}/{INIT_KEY}"),
     ];
-    let mut volumes = vec![secret_volume(INIT_VOLUME, &names.init())];
+    let mut volumes = vec![secret_volume(INIT_VOLUME, &inputs.names.init())];
     let mut mounts = vec![mount(DATA_VOLUME, DATA_DIR, false), mount(INIT_VOLUME, INIT_DIR, true)];
     let mut annotations = std::collections::BTreeMap::new();
     annotations.insert(ACCOUNT_HASH_ANNOTATION.to_string(), inputs.account_digest.clone());
@@ -84,8 +130,14 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
         }
         annotations.insert(TLS_HASH_ANNOTATION.to_string(), tls.digest.clone());
     }
+    Wiring { args, volumes, mounts, annotations }
+}
+
+/// MariaDB's container: its accounts from the Secrets, probed and stopped on the socket.
+fn container(inputs: &Inputs<'_>, args: Vec<String>, mounts: Vec<VolumeMount>) -> Container {
+    let names = inputs.names;
     let shell = |script: &str| vec!["bash".to_string(), "-c".to_string(), script.to_string()];
-    let container = Container {
+    Container {
         name: CONTAINER.to_string(),
         image: Some(inputs.image.to_string()),
         args: Some(args),
@@ -119,14 +171,18 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
             }),
             ..Default::default()
         }),
-        resources: managed.resources.clone(),
+        resources: inputs.managed.resources.clone(),
         security_context: Some(container_security()),
         ..Default::default()
-    };
-    let claim = PersistentVolumeClaim {
+    }
+}
+
+/// The data volume's claim template (immutable once the StatefulSet exists).
+fn data_claim(inputs: &Inputs<'_>) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
         metadata: ObjectMeta {
             name: Some(DATA_VOLUME.to_string()),
-            labels: Some(names.labels()),
+            labels: Some(inputs.names.labels()),
             ..Default::default()
         },
         spec: Some(PersistentVolumeClaimSpec {
@@ -136,40 +192,6 @@ pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
                 ..Default::default()
             }),
             storage_class_name: inputs.claim.storage_class.clone(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let template_meta =
-        ObjectMeta { labels: Some(names.labels()), annotations: Some(annotations), ..Default::default() };
-    StatefulSet {
-        metadata: inputs.meta(names.stateful_set(), names.labels()),
-        spec: Some(StatefulSetSpec {
-            replicas: Some(1),
-            service_name: Some(names.service()),
-            selector: LabelSelector { match_labels: Some(names.selector()), ..Default::default() },
-            pod_management_policy: Some("OrderedReady".to_string()),
-            update_strategy: Some(StatefulSetUpdateStrategy {
-                type_: Some("RollingUpdate".to_string()),
-                ..Default::default()
-            }),
-            template: PodTemplateSpec {
-                metadata: Some(template_meta),
-                spec: Some(PodSpec {
-                    // Before the server: it must not open a directory a crash left to another series.
-                    init_containers: Some(vec![clean_stop::init_container(inputs)]),
-                    containers: vec![container],
-                    volumes: Some(volumes),
-                    security_context: Some(pod_security()),
-                    automount_service_account_token: Some(false),
-                    enable_service_links: Some(false),
-                    // Covers the preStop hook's slow shutdown; see DEFAULT_DATABASE_TERMINATION_GRACE_PERIOD_SECONDS
-                    // and design/database.md for why 300 s is the default.
-                    termination_grace_period_seconds: Some(managed.termination_grace_period_seconds()),
-                    ..Default::default()
-                }),
-            },
-            volume_claim_templates: Some(vec![claim]),
             ..Default::default()
         }),
         ..Default::default()

@@ -21,88 +21,107 @@ fn resources(kinds: &[(&str, &str)]) -> Vec<Value> {
 
 /// One entry per served version of every CRD, in `crds::all_crds` order.
 pub fn owned() -> Vec<Value> {
-    vec![
-        json!({
-            "name": "ironics.ironic.metal3.io", "version": "v1alpha1", "kind": "Ironic",
-            "displayName": "Ironic",
-            "description": "A running OpenStack Ironic: its workload, Services, DHCP, API credentials, TLS, a managed or external MariaDB, and version upgrades (ironic-standalone-operator's API).",
-            "resources": resources(&[("Deployment", "v1"), ("DaemonSet", "v1"), ("StatefulSet", "v1"), ("Service", "v1"),
-                ("Ingress", "v1"), ("Secret", "v1"), ("ConfigMap", "v1"), ("Job", "v1")]),
-            "specDescriptors": [
-                descriptor("version", "Version", "The Ironic release to run (default 38.0), or latest.", &[TEXT]),
-                descriptor("highAvailability", "High availability", "Run Ironic as a DaemonSet on every control-plane node; needs a database.", &[BOOLEAN]),
-                descriptor("apiCredentialsName", "API credentials", "A Secret with username and password for Ironic's API; generated when unset.", &[SECRET]),
-                descriptor("database", "Database", "A managed MariaDB, or an external database; SQLite when unset.", &[&format!("{FIELD_GROUP}database")]),
-                descriptor("database.credentialsName", "Database credentials", "The Secret with an external database's username and password.", &[SECRET, &format!("{FIELD_GROUP}database")]),
-                descriptor("tls.mode", "TLS mode", "Secret (your certificate), Auto (an operator-managed CA) or CertManager.", &[TEXT, &format!("{FIELD_GROUP}tls")]),
-                descriptor("tls.certificateName", "TLS certificate", "The Secret with the serving certificate (mode Secret).", &[SECRET, &format!("{FIELD_GROUP}tls")]),
-                descriptor("networking.ipAddress", "Provisioning IP", "The address Ironic serves on the provisioning network.", &[TEXT, &format!("{FIELD_GROUP}networking")]),
-            ],
-            "statusDescriptors": [
-                descriptor("conditions", "Conditions", "Ready, Progressing, Degraded and DatabaseReady.", &[CONDITIONS]),
-                descriptor("installedVersion", "Installed version", "The Ironic version running now.", &[TEXT]),
-                descriptor("apiEndpoint", "API endpoint", "Where Ironic's API is served.", &[LINK]),
-                descriptor("apiCredentialsSecretName", "Generated API credentials", "The Secret with the generated API credentials.", &[SECRET]),
-            ],
-        }),
-        json!({
-            "name": "baremetalhosts.metal3.io", "version": "v1alpha1", "kind": "BareMetalHost",
-            "displayName": "Bare Metal Host",
-            "description": "A machine with a BMC, registered, inspected, provisioned, deprovisioned and power-managed through Ironic (baremetal-operator's API).",
-            "resources": resources(&[("HardwareData", "v1alpha1"), ("Secret", "v1")]),
-            "specDescriptors": [
-                descriptor("online", "Online", "Whether the machine should be powered on.", &[BOOLEAN]),
-                descriptor("bmc.address", "BMC address", "The BMC's URL, e.g. redfish-virtualmedia+https://10.0.0.21/redfish/v1/Systems/1.", &[TEXT, &format!("{FIELD_GROUP}bmc")]),
-                descriptor("bmc.credentialsName", "BMC credentials", "The Secret with the BMC's username and password.", &[SECRET, &format!("{FIELD_GROUP}bmc")]),
-                descriptor("bootMACAddress", "Boot MAC address", "The MAC of the NIC the machine boots from.", &[TEXT]),
-                descriptor("image.url", "Image", "The image to provision; removing it deprovisions the machine.", &[TEXT, &format!("{FIELD_GROUP}image")]),
-            ],
-            "statusDescriptors": [
-                descriptor("provisioning.state", "State", "Where the host is in its lifecycle.", &[TEXT]),
-                descriptor("operationalStatus", "Operational status", "OK, discovered, error, delayed or detached.", &[TEXT]),
-                descriptor("poweredOn", "Powered on", "Whether the machine is powered on.", &[BOOLEAN]),
-                descriptor("errorMessage", "Error", "The last error, until it is resolved.", &[TEXT]),
-            ],
-        }),
-        json!({
-            "name": "hardwaredata.metal3.io", "version": "v1alpha1", "kind": "HardwareData",
-            "displayName": "Hardware Data",
-            "description": "What inspection found on a BareMetalHost: CPUs, memory, disks and NICs. Written by the operator.",
-            "resources": [],
-            "specDescriptors": [
-                descriptor("hardware", "Hardware", "The inspected hardware.", &[TEXT]),
-            ],
-        }),
-        json!({
-            "name": "nodesets.ferrometal.io", "version": "v1alpha1", "kind": "NodeSet",
-            "displayName": "Node Set",
-            "description": "A group of hosts with shared provisioning settings and day-2 configuration, edited in place; no machine is deprovisioned unless a user asks for that machine.",
-            "resources": resources(&[("BareMetalHost", "v1alpha1"), ("Job", "v1"), ("Secret", "v1")]),
-            "specDescriptors": [
-                descriptor("nodes", "Nodes", "The hosts by hostname, with per-host overrides.", &[TEXT]),
-                descriptor("baremetalSetTemplate.image.url", "Image", "The image new hosts are provisioned with.", &[TEXT, &format!("{FIELD_GROUP}baremetalSetTemplate")]),
-                descriptor("services", "Services", "The NodeSetServices run on every host, in order.", &[TEXT]),
-                descriptor("rollout.strategy", "Rollout strategy", "Automatic, or Manual (a new token starts a rollout).", &[TEXT, &format!("{FIELD_GROUP}rollout")]),
-                descriptor("deletionPolicy", "Deletion policy", "Retain (default), Detach or Deprovision, for removed hosts and the NodeSet.", &[TEXT]),
-            ],
-            "statusDescriptors": [
-                descriptor("conditions", "Conditions", "Ready, Progressing, Degraded, Provisioned and Configured.", &[CONDITIONS]),
-                descriptor("claimedHosts", "Claimed hosts", "Hosts with a BareMetalHost claimed.", &[NUMBER]),
-                descriptor("configHash", "Configuration hash", "The hash of every host's desired configuration and the services.", &[TEXT]),
-            ],
-        }),
-        json!({
-            "name": "nodesetservices.ferrometal.io", "version": "v1alpha1", "kind": "NodeSetService",
-            "displayName": "Node Set Service",
-            "description": "One configuration step, a Job a NodeSet runs on its hosts with their inventory.",
-            "resources": [],
-            "specDescriptors": [
-                descriptor("job.image", "Image", "The image of the service's Job.", &[TEXT, &format!("{FIELD_GROUP}job")]),
-                descriptor("runOnce", "Run once", "Run once per host, never again on configuration changes.", &[BOOLEAN]),
-            ],
-            "statusDescriptors": [
-                descriptor("conditions", "Conditions", "Ready: the service's spec is valid and can be run.", &[CONDITIONS]),
-            ],
-        }),
-    ]
+    vec![ironic(), bare_metal_host(), hardware_data(), node_set(), node_set_service()]
+}
+
+/// An `Ironic`.
+fn ironic() -> Value {
+    json!({
+        "name": "ironics.ironic.metal3.io", "version": "v1alpha1", "kind": "Ironic",
+        "displayName": "Ironic",
+        "description": "A running OpenStack Ironic: its workload, Services, DHCP, API credentials, TLS, a managed or external MariaDB, and version upgrades (ironic-standalone-operator's API).",
+        "resources": resources(&[("Deployment", "v1"), ("DaemonSet", "v1"), ("StatefulSet", "v1"), ("Service", "v1"),
+            ("Ingress", "v1"), ("Secret", "v1"), ("ConfigMap", "v1"), ("Job", "v1")]),
+        "specDescriptors": [
+            descriptor("version", "Version", "The Ironic release to run (default 38.0), or latest.", &[TEXT]),
+            descriptor("highAvailability", "High availability", "Run Ironic as a DaemonSet on every control-plane node; needs a database.", &[BOOLEAN]),
+            descriptor("apiCredentialsName", "API credentials", "A Secret with username and password for Ironic's API; generated when unset.", &[SECRET]),
+            descriptor("database", "Database", "A managed MariaDB, or an external database; SQLite when unset.", &[&format!("{FIELD_GROUP}database")]),
+            descriptor("database.credentialsName", "Database credentials", "The Secret with an external database's username and password.", &[SECRET, &format!("{FIELD_GROUP}database")]),
+            descriptor("tls.mode", "TLS mode", "Secret (your certificate), Auto (an operator-managed CA) or CertManager.", &[TEXT, &format!("{FIELD_GROUP}tls")]),
+            descriptor("tls.certificateName", "TLS certificate", "The Secret with the serving certificate (mode Secret).", &[SECRET, &format!("{FIELD_GROUP}tls")]),
+            descriptor("networking.ipAddress", "Provisioning IP", "The address Ironic serves on the provisioning network.", &[TEXT, &format!("{FIELD_GROUP}networking")]),
+        ],
+        "statusDescriptors": [
+            descriptor("conditions", "Conditions", "Ready, Progressing, Degraded and DatabaseReady.", &[CONDITIONS]),
+            descriptor("installedVersion", "Installed version", "The Ironic version running now.", &[TEXT]),
+            descriptor("apiEndpoint", "API endpoint", "Where Ironic's API is served.", &[LINK]),
+            descriptor("apiCredentialsSecretName", "Generated API credentials", "The Secret with the generated API credentials.", &[SECRET]),
+        ],
+    })
+}
+
+/// A `BareMetalHost`.
+fn bare_metal_host() -> Value {
+    json!({
+        "name": "baremetalhosts.metal3.io", "version": "v1alpha1", "kind": "BareMetalHost",
+        "displayName": "Bare Metal Host",
+        "description": "A machine with a BMC, registered, inspected, provisioned, deprovisioned and power-managed through Ironic (baremetal-operator's API).",
+        "resources": resources(&[("HardwareData", "v1alpha1"), ("Secret", "v1")]),
+        "specDescriptors": [
+            descriptor("online", "Online", "Whether the machine should be powered on.", &[BOOLEAN]),
+            descriptor("bmc.address", "BMC address", "The BMC's URL, e.g. redfish-virtualmedia+https://10.0.0.21/redfish/v1/Systems/1.", &[TEXT, &format!("{FIELD_GROUP}bmc")]),
+            descriptor("bmc.credentialsName", "BMC credentials", "The Secret with the BMC's username and password.", &[SECRET, &format!("{FIELD_GROUP}bmc")]),
+            descriptor("bootMACAddress", "Boot MAC address", "The MAC of the NIC the machine boots from.", &[TEXT]),
+            descriptor("image.url", "Image", "The image to provision; removing it deprovisions the machine.", &[TEXT, &format!("{FIELD_GROUP}image")]),
+        ],
+        "statusDescriptors": [
+            descriptor("provisioning.state", "State", "Where the host is in its lifecycle.", &[TEXT]),
+            descriptor("operationalStatus", "Operational status", "OK, discovered, error, delayed or detached.", &[TEXT]),
+            descriptor("poweredOn", "Powered on", "Whether the machine is powered on.", &[BOOLEAN]),
+            descriptor("errorMessage", "Error", "The last error, until it is resolved.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `HardwareData`.
+fn hardware_data() -> Value {
+    json!({
+        "name": "hardwaredata.metal3.io", "version": "v1alpha1", "kind": "HardwareData",
+        "displayName": "Hardware Data",
+        "description": "What inspection found on a BareMetalHost: CPUs, memory, disks and NICs. Written by the operator.",
+        "resources": [],
+        "specDescriptors": [
+            descriptor("hardware", "Hardware", "The inspected hardware.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `NodeSet`.
+fn node_set() -> Value {
+    json!({
+        "name": "nodesets.ferrometal.io", "version": "v1alpha1", "kind": "NodeSet",
+        "displayName": "Node Set",
+        "description": "A group of hosts with shared provisioning settings and day-2 configuration, edited in place; no machine is deprovisioned unless a user asks for that machine.",
+        "resources": resources(&[("BareMetalHost", "v1alpha1"), ("Job", "v1"), ("Secret", "v1")]),
+        "specDescriptors": [
+            descriptor("nodes", "Nodes", "The hosts by hostname, with per-host overrides.", &[TEXT]),
+            descriptor("baremetalSetTemplate.image.url", "Image", "The image new hosts are provisioned with.", &[TEXT, &format!("{FIELD_GROUP}baremetalSetTemplate")]),
+            descriptor("services", "Services", "The NodeSetServices run on every host, in order.", &[TEXT]),
+            descriptor("rollout.strategy", "Rollout strategy", "Automatic, or Manual (a new token starts a rollout).", &[TEXT, &format!("{FIELD_GROUP}rollout")]),
+            descriptor("deletionPolicy", "Deletion policy", "Retain (default), Detach or Deprovision, for removed hosts and the NodeSet.", &[TEXT]),
+        ],
+        "statusDescriptors": [
+            descriptor("conditions", "Conditions", "Ready, Progressing, Degraded, Provisioned and Configured.", &[CONDITIONS]),
+            descriptor("claimedHosts", "Claimed hosts", "Hosts with a BareMetalHost claimed.", &[NUMBER]),
+            descriptor("configHash", "Configuration hash", "The hash of every host's desired configuration and the services.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `NodeSetService`.
+fn node_set_service() -> Value {
+    json!({
+        "name": "nodesetservices.ferrometal.io", "version": "v1alpha1", "kind": "NodeSetService",
+        "displayName": "Node Set Service",
+        "description": "One configuration step, a Job a NodeSet runs on its hosts with their inventory.",
+        "resources": [],
+        "specDescriptors": [
+            descriptor("job.image", "Image", "The image of the service's Job.", &[TEXT, &format!("{FIELD_GROUP}job")]),
+            descriptor("runOnce", "Run once", "Run once per host, never again on configuration changes.", &[BOOLEAN]),
+        ],
+        "statusDescriptors": [
+            descriptor("conditions", "Conditions", "Ready: the service's spec is valid and can be run.", &[CONDITIONS]),
+        ],
+    })
 }

@@ -53,7 +53,16 @@ fn kustomization(dir: &str, comment: &str, resources: &[&str], patches: &[&str])
 /// Every file of the tree for `layout`.
 pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
     let mut files = Vec::new();
+    crd_dir(&mut files)?;
+    rbac_dir(layout, &mut files)?;
+    manager_dir(layout, &mut files)?;
+    webhook_dirs(layout, &mut files)?;
+    optional_dirs(layout, &mut files)?;
+    Ok(files)
+}
 
+/// `crd/`: the CustomResourceDefinitions.
+fn crd_dir(files: &mut Vec<File>) -> Result<(), Error> {
     let crds = crds::all_crds();
     let mut crd_files = Vec::new();
     for crd in &crds {
@@ -64,6 +73,11 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
     let crd_refs: Vec<&str> = crd_files.iter().map(String::as_str).collect();
     files.push(kustomization("crd", "The CustomResourceDefinitions.", &crd_refs, &[])?);
 
+    Ok(())
+}
+
+/// `rbac/`: the ServiceAccount and the roles every install grants.
+fn rbac_dir(layout: &Layout, files: &mut Vec<File>) -> Result<(), Error> {
     let grantee = layout.grantee();
     files.push(file("rbac/service_account.yaml", &[value(&workload::service_account(layout))])?);
     files.push(file("rbac/roles.yaml", &render::objects(&grantee, Feature::Always))?);
@@ -73,7 +87,11 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
         &["service_account.yaml", "roles.yaml"],
         &[],
     )?);
+    Ok(())
+}
 
+/// `manager/`: the Namespace, Deployment, metrics Service and NetworkPolicy.
+fn manager_dir(layout: &Layout, files: &mut Vec<File>) -> Result<(), Error> {
     files.push(file("manager/namespace.yaml", &[value(&workload::namespace(layout))])?);
     let self_managed = workload::deployment(layout, WebhookCertificates::SelfManaged);
     files.push(file("manager/manager.yaml", &[value(&self_managed)])?);
@@ -85,7 +103,13 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
         &["namespace.yaml", "manager.yaml", "metrics_service.yaml", "network_policy.yaml"],
         &[],
     )?);
+    Ok(())
+}
 
+/// `certmanager/` always; `webhook/`, `default/` and `cert-manager/` as the layout's scope
+/// allows (a self-managed webhook certificate needs cluster-wide grants).
+fn webhook_dirs(layout: &Layout, files: &mut Vec<File>) -> Result<(), Error> {
+    let grantee = layout.grantee();
     let service = value(&webhook::service(layout));
     files.push(file("certmanager/service.yaml", std::slice::from_ref(&service))?);
     files.push(file(
@@ -135,13 +159,18 @@ pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
             &["manager_patch.yaml"],
         )?);
     }
+    Ok(())
+}
 
+/// `optional/<feature>/`: the roles an install adds for one feature.
+fn optional_dirs(layout: &Layout, files: &mut Vec<File>) -> Result<(), Error> {
+    let grantee = layout.grantee();
     for feature in [Feature::CertManagerTls, Feature::CsrTls, Feature::NodeAddresses] {
         let dir = format!("optional/{}", feature.slug());
         files.push(file(&format!("{dir}/roles.yaml"), &render::objects(&grantee, feature))?);
         files.push(kustomization(&dir, &optional_comment(feature), &["roles.yaml"], &[])?);
     }
-    Ok(files)
+    Ok(())
 }
 
 fn optional_comment(feature: Feature) -> String {

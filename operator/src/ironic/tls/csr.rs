@@ -214,56 +214,32 @@ pub fn resolve(
     now: i64,
 ) -> Result<CsrPlan, Error> {
     let signer = settings.signer_name.clone();
-    let current = match (text(stored.serving.as_ref(), "tls.crt"), text(stored.serving.as_ref(), "tls.key")) {
-        (Some(cert), Some(key)) => Some(CertifiedPem { cert: cert.to_string(), key: key.to_string() }),
-        _ => None,
-    };
-    let same_signer = stored
-        .serving
-        .as_ref()
-        .and_then(|s| s.metadata.annotations.as_ref()?.get(SIGNER_ANNOTATION))
-        .is_some_and(|s| *s == signer);
+    let current = stored_serving(stored);
     // Usable: its own key, within validity; complete: it also covers today's names.
     let usable =
         current.as_ref().filter(|c| request::verify(&c.cert, &c.key, &SubjectAltNames::default(), now).is_ok());
     let complete: Option<CertInfo> =
-        usable.filter(|_| same_signer).and_then(|c| request::verify(&c.cert, &c.key, sans, now).ok());
-    let stored_key = text(stored.request_key.as_ref(), REQUEST_KEY);
-    let stored_name = stored_key.and_then(|k| request_name(namespace, names, k));
+        usable.filter(|_| signed_by(stored, &signer)).and_then(|c| request::verify(&c.cert, &c.key, sans, now).ok());
+    let stored_name = text(stored.request_key.as_ref(), REQUEST_KEY).and_then(|k| request_name(namespace, names, k));
     if complete.as_ref().is_some_and(|info| now < info.renewal_at()) {
         // Nothing to request: a request left from before (used, or abandoned) goes.
+        let delete = stored_name.into_iter().collect();
+        let serving = usable.cloned();
         return Ok(CsrPlan {
             signer,
-            serving: usable.cloned(),
+            serving,
             request_key: None,
             create: None,
-            delete: stored_name.into_iter().collect(),
+            delete,
             state: State::Issued,
             issued: None,
         });
     }
     let expiration = settings.expiration_seconds.filter(|_| stored.supports_expiration);
     let digest = request_digest(settings, expiration, sans);
-    let mut delete = Vec::new();
-    let reusable = stored_key
-        .filter(|_| text(stored.request_key.as_ref(), REQUEST_DIGEST_KEY) == Some(digest.as_str()))
-        .zip(stored_name.clone());
-    let (key, name, existing) = match reusable {
-        Some((key, name)) => {
-            let existing = stored.request.as_ref().filter(|r| r.metadata.name.as_deref() == Some(name.as_str()));
-            (key.to_string(), name, existing)
-        }
-        None => {
-            // What is asked changed (or nothing was asked): a new key, a new request, and
-            // the abandoned one goes.
-            delete.extend(stored_name);
-            let key = request::new_key()?;
-            let name = request_name(namespace, names, &key).unwrap_or_default();
-            (key, name, None)
-        }
-    };
+    let InFlight { key, name, existing, delete } = in_flight(names, namespace, stored, &digest, stored_name)?;
     let mut plan = CsrPlan {
-        signer: signer.clone(),
+        signer,
         serving: usable.cloned(),
         request_key: Some(RequestKey { key: key.clone(), digest }),
         create: None,
@@ -271,11 +247,68 @@ pub fn resolve(
         state: State::Pending { name: name.clone() },
         issued: None,
     };
-    let Some(csr) = existing else {
-        let pem = request::signing_request(&key, sans)?;
-        plan.create = Some(render(&name, namespace, names, settings, expiration, &pem));
-        return Ok(plan);
-    };
+    match existing {
+        Some(csr) => follow(&mut plan, csr, name, key, sans, now, current.is_some()),
+        None => {
+            let pem = request::signing_request(&key, sans)?;
+            plan.create = Some(render(&name, namespace, names, settings, expiration, &pem));
+        }
+    }
+    Ok(plan)
+}
+
+/// The serving certificate and key stored, when both are there.
+fn stored_serving(stored: &Stored) -> Option<CertifiedPem> {
+    let serving = stored.serving.as_ref();
+    let (cert, key) = (text(serving, "tls.crt")?, text(serving, "tls.key")?);
+    Some(CertifiedPem { cert: cert.to_string(), key: key.to_string() })
+}
+
+/// Whether the stored serving certificate was issued by `signer`.
+fn signed_by(stored: &Stored, signer: &str) -> bool {
+    let annotations = stored.serving.as_ref().and_then(|s| s.metadata.annotations.as_ref());
+    annotations.and_then(|a| a.get(SIGNER_ANNOTATION)).is_some_and(|s| s == signer)
+}
+
+/// The request to follow: the stored one when it asks for what is wanted now, else a new key
+/// and name (the abandoned request to delete).
+struct InFlight<'s> {
+    key: String,
+    name: String,
+    existing: Option<&'s CertificateSigningRequest>,
+    delete: Vec<String>,
+}
+
+fn in_flight<'s>(
+    names: &Names,
+    namespace: &str,
+    stored: &'s Stored,
+    digest: &str,
+    stored_name: Option<String>,
+) -> Result<InFlight<'s>, Error> {
+    let same_ask = text(stored.request_key.as_ref(), REQUEST_DIGEST_KEY) == Some(digest);
+    let stored_key = text(stored.request_key.as_ref(), REQUEST_KEY).filter(|_| same_ask);
+    if let Some((key, name)) = stored_key.zip(stored_name.clone()) {
+        let existing = stored.request.as_ref().filter(|r| r.metadata.name.as_deref() == Some(name.as_str()));
+        return Ok(InFlight { key: key.to_string(), name, existing, delete: Vec::new() });
+    }
+    // What is asked changed (or nothing was asked): a new key, a new request, and the
+    // abandoned one goes.
+    let key = request::new_key()?;
+    let name = request_name(namespace, names, &key).unwrap_or_default();
+    Ok(InFlight { key, name, existing: None, delete: stored_name.into_iter().collect() })
+}
+
+/// Where the request `name` stands: denied, failed, signed (and then verified), approved.
+fn follow(
+    plan: &mut CsrPlan,
+    csr: &CertificateSigningRequest,
+    name: String,
+    key: String,
+    sans: &SubjectAltNames,
+    now: i64,
+    renewing: bool,
+) {
     if let Some(detail) = condition_of(csr, "Denied") {
         plan.state = State::Denied { name, detail };
     } else if let Some(detail) = condition_of(csr, "Failed") {
@@ -284,7 +317,7 @@ pub fn resolve(
         let cert = String::from_utf8_lossy(&cert.0).into_owned();
         match request::verify(&cert, &key, sans, now) {
             Ok(_) => {
-                plan.issued = Some(if current.is_some() {
+                plan.issued = Some(if renewing {
                     "the signer renewed the certificate"
                 } else {
                     "the signer signed the certificate"
@@ -299,7 +332,6 @@ pub fn resolve(
     } else if condition_of(csr, "Approved").is_some() {
         plan.state = State::Signing { name };
     }
-    Ok(plan)
 }
 
 /// The request: the names to cover, `server auth` (with the usages a TLS server key needs),
