@@ -6,10 +6,10 @@
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
 use crate::host::connection::Provisioner;
+use crate::host::context::{CONTROLLER, HostContext};
 use crate::host::memory::Memory;
 use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
-use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::secrets;
 use crate::host::trouble::Troubles;
 use crate::host::wake::Wakeups;

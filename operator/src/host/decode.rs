@@ -5,10 +5,11 @@
 use crate::host::config::Config;
 use crate::host::configdrive::{self, HostIdentity};
 use crate::host::connection::ProvisionerError;
+use crate::host::context::Reads;
 use crate::host::draft::Draft;
 use crate::host::error::ReconcileError;
+use crate::host::handoff::Decoded;
 use crate::host::machine::{Act, Facts, NodeView, Plan, PowerGoal};
-use crate::host::reconcile::HostContext;
 use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
 use crate::host::secrets::{self, Credentials, HostDataError};
 use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED};
@@ -25,17 +26,6 @@ use ironic_client::PowerTarget;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Resource, ResourceExt};
 use std::time::Duration;
-
-/// What a reconcile decides from, and acts with.
-#[derive(Debug)]
-pub struct Decoded {
-    pub facts: Facts,
-    pub request: Request,
-    /// When a recorded error may be retried, while its backoff runs.
-    pub retry_in: Option<Duration>,
-    /// The time the reconcile decides at.
-    pub now: Timestamp,
-}
 
 /// What [`decode`] reads.
 pub struct Observed<'a> {
@@ -54,10 +44,10 @@ pub struct Observed<'a> {
 
 /// Reads the credentials Secret and the node as the poll saw it, drafts what the node tells
 /// into the status, and decodes the host.
-pub async fn gather(ctx: &HostContext, draft: &mut Draft, now: Timestamp) -> Result<Decoded, ReconcileError> {
+pub async fn gather(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Result<Decoded, ReconcileError> {
     let host = draft.host.clone();
     let bmc = parse_bmc(&host.spec);
-    let credentials = secrets::credentials(&ctx.kube, &host, is_fake(&bmc)).await?;
+    let credentials = secrets::credentials(ctx.kube, &host, is_fake(&bmc)).await?;
     let node = ctx.poller.view(&draft.key);
     draft.observe(&node);
     // A power change the node has reached is done with: only one still under way can fail.
@@ -78,7 +68,7 @@ pub async fn gather(ctx: &HostContext, draft: &mut Draft, now: Timestamp) -> Res
         power_attempt,
         now,
     };
-    let decoded = decode(&ctx.config, observed);
+    let decoded = decode(ctx.config, observed);
     if decoded.facts.detach.is_none() && draft.detached {
         // The detached annotation was removed: the host is registered again
         // (and adopted) by the plan.
@@ -94,7 +84,7 @@ pub async fn gather(ctx: &HostContext, draft: &mut Draft, now: Timestamp) -> Res
 /// Completes the request for the plan: a deployment's config drive is read from the userData,
 /// networkData and metaData Secrets only when the plan deploys (and never for a live ISO).
 pub async fn prepare(
-    ctx: &HostContext,
+    ctx: Reads<'_>,
     decoded: &mut Decoded,
     plan: &Plan,
     host: &BareMetalHost,
@@ -102,7 +92,7 @@ pub async fn prepare(
     if !needs_config_drive(plan, &decoded.request) {
         return Ok(());
     }
-    let data = match secrets::host_config_data(&ctx.kube, host).await {
+    let data = match secrets::host_config_data(ctx.kube, host).await {
         Ok(data) => data,
         Err(HostDataError::Read(err)) => return Err(err.into()),
         Err(problem) => {

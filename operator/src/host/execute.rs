@@ -4,12 +4,12 @@
 
 use crate::host::actions::{self, Answer, Learned};
 use crate::host::connection::ProvisionerError;
-use crate::host::decode::Decoded;
+use crate::host::context::{CONTROLLER, IronicSide};
 use crate::host::draft::Draft;
 use crate::host::error::ReconcileError;
+use crate::host::handoff::{Decoded, Next};
 use crate::host::hardware;
 use crate::host::machine::{Act, NodeView, Plan, error_type_of, is_busy};
-use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::request::Request;
 use crate::host::status::{self, error_reason, state_reason};
 use crate::host::trouble::IRONIC_CALL_FAILING;
@@ -24,54 +24,38 @@ use kube::runtime::controller::Action;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// What is left after execution.
-#[derive(Debug)]
-pub enum Next {
-    /// Write the status (when it changed), then look again as `Action` says.
-    Requeue(Action),
-    /// Nothing is left in Ironic: remove the finalizer and let the host go.
-    Release,
-}
-
-impl Next {
-    /// Look again at once: the step changed something the next one decides on.
-    fn now() -> Self {
-        Self::Requeue(Action::requeue(Duration::ZERO))
-    }
-}
-
 /// How often a host waiting for a provisioning slot looks again by itself.
 const DELAYED_RECHECK: Duration = Duration::from_secs(30);
 
 /// Carries out `plan`.
 pub async fn execute(
-    ctx: &HostContext,
+    ctx: IronicSide<'_>,
     draft: &mut Draft,
     decoded: &Decoded,
     plan: Plan,
 ) -> Result<Next, ReconcileError> {
     tracing::debug!(state = draft.status.provisioning.state.as_str(), ?plan, "planned");
     if !matches!(plan, Plan::Transition(to) if is_busy(to)) {
-        ctx.capacity.stop_waiting(&draft.key);
+        ctx.hosts.capacity.stop_waiting(&draft.key);
     }
     let resync = Next::Requeue(ctx.resync());
     // An Ironic call that kept failing is only held back while the plan still asks for it:
     // once the node or the host changed the plan, the next failure starts afresh.
-    let retrying = ctx.troubles.failing(&draft.key);
+    let retrying = ctx.hosts.troubles.failing(&draft.key);
     let same = matches!((&plan, retrying), (Plan::Act { act, .. }, Some(failing)) if *act == failing)
         || matches!((&plan, retrying), (Plan::Detach, Some(Act::DeleteNode)));
     if retrying.is_some() && !same {
-        ctx.troubles.clear(&draft.key);
+        ctx.hosts.troubles.clear(&draft.key);
     }
     if draft.problem.is_none()
-        && let Some(message) = ctx.troubles.problem(&draft.key)
+        && let Some(message) = ctx.hosts.troubles.problem(&draft.key)
     {
         draft.problem = Some((IRONIC_CALL_FAILING, message));
     }
     match plan {
         Plan::Wait if decoded.facts.node == NodeView::Unknown && ctx.provisioner.configured() => {
             // Nothing can be decided before the first poll: be woken by it.
-            ctx.poller.expect_change(&draft.key);
+            ctx.hosts.poller.expect_change(&draft.key);
             Ok(resync)
         }
         Plan::Idle | Plan::Wait => Ok(resync),
@@ -95,9 +79,9 @@ pub async fn execute(
 }
 
 /// Moves the draft to `to`, once a busy state has a provisioning slot.
-fn transition(ctx: &HostContext, draft: &mut Draft, to: ProvisioningState, now: Timestamp) -> Next {
+fn transition(ctx: IronicSide<'_>, draft: &mut Draft, to: ProvisioningState, now: Timestamp) -> Next {
     let from = draft.status.provisioning.state;
-    if is_busy(to) && !is_busy(from) && !ctx.capacity.try_acquire(&draft.key) {
+    if is_busy(to) && !is_busy(from) && !ctx.hosts.capacity.try_acquire(&draft.key) {
         if !draft.was_delayed() {
             draft.notices.normal("Delayed", format!("waiting for a provisioning slot before {}", to.as_str()));
         }
@@ -125,7 +109,7 @@ fn transition(ctx: &HostContext, draft: &mut Draft, to: ProvisioningState, now: 
 /// Records a failure. The plan never gets here again before the backoff
 /// expires (or the spec or credentials change), so every call is one more
 /// failed attempt.
-fn fail(ctx: &HostContext, draft: &mut Draft, error: ErrorType, message: String) -> Next {
+fn fail(ctx: IronicSide<'_>, draft: &mut Draft, error: ErrorType, message: String) -> Next {
     // Ironic's last_error and a BMC's answer may quote what they were sent: scrubbed and
     // bounded before status and the Event see them.
     let message = crate::kit::scrub::scrubbed(&message, &[]);
@@ -165,7 +149,7 @@ fn learn(draft: &mut Draft, request: &Request, learned: Learned, now: Timestamp)
 }
 
 async fn run_act(
-    ctx: &HostContext,
+    ctx: IronicSide<'_>,
     draft: &mut Draft,
     decoded: &Decoded,
     act: Act,
@@ -182,14 +166,14 @@ async fn run_act(
         }
         Err(source) => return Err(source.into()),
     };
-    if let Some(wait) = ctx.troubles.wait(&draft.key, act, Instant::now()) {
+    if let Some(wait) = ctx.hosts.troubles.wait(&draft.key, act, Instant::now()) {
         return Ok(Next::Requeue(Action::requeue(wait)));
     }
     let report = match actions::run(&client, &decoded.request, act).await {
         Ok(report) => report,
         Err(source) => return Ok(transient(ctx, draft, act, &source)),
     };
-    ctx.troubles.clear(&draft.key);
+    ctx.hosts.troubles.clear(&draft.key);
     draft.problem = draft.problem.take().filter(|(reason, _)| *reason != IRONIC_CALL_FAILING);
     learn(draft, &decoded.request, report.learned, decoded.now);
     match report.answer {
@@ -203,7 +187,7 @@ async fn run_act(
         }
         Answer::Called => {
             accepted(ctx, draft, decoded, act, retry);
-            ctx.poller.expect_change(&draft.key);
+            ctx.hosts.poller.expect_change(&draft.key);
             Ok(Next::Requeue(ctx.resync()))
         }
         Answer::Nothing => {
@@ -229,13 +213,13 @@ async fn run_act(
 /// that started after the call: a state change is never sent again on the snapshot taken
 /// before it. The call is retried with the host's own backoff, and after a few failures in a
 /// row the host's Degraded condition says what fails. Nothing counts as the host's error.
-fn transient(ctx: &HostContext, draft: &mut Draft, act: Act, source: &ironic_client::Error) -> Next {
-    ctx.poller.expect_change(&draft.key);
-    let delay = ctx.troubles.failed(&draft.key, act, source.to_string(), Instant::now());
-    ctx.runner.metrics.reconcile_failed(CONTROLLER, "ironic");
+fn transient(ctx: IronicSide<'_>, draft: &mut Draft, act: Act, source: &ironic_client::Error) -> Next {
+    ctx.hosts.poller.expect_change(&draft.key);
+    let delay = ctx.hosts.troubles.failed(&draft.key, act, source.to_string(), Instant::now());
+    ctx.metrics.reconcile_failed(CONTROLLER, "ironic");
     tracing::warn!(?act, error = %crate::kit::error::chain(source), retry_in = ?delay, "Ironic call failed; retrying");
     if draft.problem.is_none()
-        && let Some(message) = ctx.troubles.problem(&draft.key)
+        && let Some(message) = ctx.hosts.troubles.problem(&draft.key)
     {
         draft.problem = Some((IRONIC_CALL_FAILING, message));
     }
@@ -243,14 +227,14 @@ fn transient(ctx: &HostContext, draft: &mut Draft, act: Act, source: &ironic_cli
 }
 
 /// Ironic took the request.
-fn accepted(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded, act: Act, retry: bool) {
+fn accepted(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded, act: Act, retry: bool) {
     // The host is trying again, not failing. The count stays, so the next failure backs
     // off further.
     if retry || draft.status.error_type.is_some() {
         status::clear_error(&mut draft.status);
     }
     if let Act::Power(target) = act {
-        ctx.memory.set_power_attempt(&draft.key, Some(target));
+        ctx.hosts.memory.set_power_attempt(&draft.key, Some(target));
         draft.notices.normal("PowerChange", format!("asked Ironic to {}", target.as_str()));
         if matches!(target, PowerTarget::Reboot | PowerTarget::SoftReboot) && decoded.facts.reboot_oneshot {
             // A host that may not be powered off (disablePowerOff) is rebooted in
@@ -262,21 +246,21 @@ fn accepted(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded, act: Act, r
 }
 
 /// Removes the node from Ironic without deprovisioning.
-async fn detach(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded) -> Result<Next, ReconcileError> {
+async fn detach(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded) -> Result<Next, ReconcileError> {
     let deleting = decoded.facts.deleting;
     let client = match ctx.provisioner.client().await {
         Ok(client) => client,
         Err(ProvisionerError::NotConfigured) if deleting => return Ok(Next::Release),
         Err(source) => return Err(source.into()),
     };
-    if let Some(wait) = ctx.troubles.wait(&draft.key, Act::DeleteNode, Instant::now()) {
+    if let Some(wait) = ctx.hosts.troubles.wait(&draft.key, Act::DeleteNode, Instant::now()) {
         return Ok(Next::Requeue(Action::requeue(wait)));
     }
     let answer = match actions::detach(&client, &decoded.request).await {
         Ok(answer) => answer,
         Err(source) => return Ok(transient(ctx, draft, Act::DeleteNode, &source)),
     };
-    ctx.troubles.clear(&draft.key);
+    ctx.hosts.troubles.clear(&draft.key);
     if let Answer::Failed(message) = answer {
         return Ok(fail(ctx, draft, ErrorType::Detach, message));
     }
@@ -290,6 +274,6 @@ async fn detach(ctx: &HostContext, draft: &mut Draft, decoded: &Decoded) -> Resu
     if deleting {
         return Ok(Next::Release);
     }
-    ctx.poller.expect_change(&draft.key);
+    ctx.hosts.poller.expect_change(&draft.key);
     Ok(Next::Requeue(ctx.resync()))
 }

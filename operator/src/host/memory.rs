@@ -2,45 +2,35 @@
 //! returned it (the write cache), and the last power change it asked Ironic for.
 
 use crate::host::wake::HostKey;
+use crate::kit::fresh::Recent;
 use crds::baremetalhost::BareMetalHost;
 use ironic_client::PowerTarget;
-use kube::ResourceExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Shared by the reconciles of every host.
 #[derive(Default)]
 pub struct Memory {
-    /// The host as our last write returned it: newer than the informer's
-    /// cache until the watch event arrives.
-    written: Mutex<HashMap<HostKey, Arc<BareMetalHost>>>,
+    /// The host as our last write returned it: newer than the informer's cache until the watch
+    /// event arrives. The kit's write cache fits as it is: a host is keyed by its namespace and
+    /// name, which are its [`HostKey`] (`HostKey::of`), and every copy remembered here is one
+    /// the apiserver returned for that very host; the newer resourceVersion wins, and a copy
+    /// the cache caught up with is dropped, with nothing expiring by time.
+    written: Recent<BareMetalHost>,
     /// The last power change asked for.
     power: Mutex<HashMap<HostKey, PowerTarget>>,
 }
 
-fn resource_version(host: &BareMetalHost) -> u64 {
-    host.resource_version().and_then(|rv| rv.parse().ok()).unwrap_or(0)
-}
-
 impl Memory {
     /// The newer of the cached host and the one we last wrote.
-    pub fn freshest(&self, key: &HostKey, cached: Arc<BareMetalHost>) -> Arc<BareMetalHost> {
-        let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        match written.get(key) {
-            Some(ours) if resource_version(ours) > resource_version(&cached) => ours.clone(),
-            Some(_) => {
-                written.remove(key);
-                cached
-            }
-            None => cached,
-        }
+    pub fn freshest(&self, cached: Arc<BareMetalHost>) -> Arc<BareMetalHost> {
+        self.written.freshest(cached)
     }
 
-    /// Keeps `host` as the freshest copy until the cache catches up, and returns it.
-    pub fn remember(&self, key: &HostKey, host: BareMetalHost) -> Arc<BareMetalHost> {
-        let host = Arc::new(host);
-        self.written.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), host.clone());
-        host
+    /// Keeps `host`, as a write returned it, as the freshest copy until the cache catches up,
+    /// and returns it.
+    pub fn remember(&self, host: BareMetalHost) -> Arc<BareMetalHost> {
+        self.written.remember(host)
     }
 
     pub fn power_attempt(&self, key: &HostKey) -> Option<PowerTarget> {
@@ -56,7 +46,7 @@ impl Memory {
     }
 
     pub fn forget(&self, key: &HostKey) {
-        self.written.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.written.forget(&key.namespace, &key.name);
         self.power.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }
 }
@@ -65,6 +55,7 @@ impl Memory {
 mod tests {
     use super::*;
     use crds::baremetalhost::BareMetalHostSpec;
+    use kube::ResourceExt;
 
     #[test]
     fn the_freshest_copy_of_a_host_wins() {
@@ -72,13 +63,20 @@ mod tests {
         let key = HostKey::new("ns", "h");
         let versioned = |rv: &str| {
             let mut h = BareMetalHost::new("h", BareMetalHostSpec::default());
+            h.metadata.namespace = Some("ns".into());
             h.metadata.resource_version = Some(rv.into());
             Arc::new(h)
         };
-        memory.remember(&key, (*versioned("10")).clone());
-        assert_eq!(memory.freshest(&key, versioned("9")).resource_version().as_deref(), Some("10"));
-        assert_eq!(memory.freshest(&key, versioned("11")).resource_version().as_deref(), Some("11"));
+        memory.remember((*versioned("10")).clone());
+        assert_eq!(memory.freshest(versioned("9")).resource_version().as_deref(), Some("10"));
+        assert_eq!(memory.freshest(versioned("11")).resource_version().as_deref(), Some("11"));
         // Once the cache caught up, the remembered copy is dropped.
-        assert_eq!(memory.freshest(&key, versioned("9")).resource_version().as_deref(), Some("9"));
+        assert_eq!(memory.freshest(versioned("9")).resource_version().as_deref(), Some("9"));
+        // A host that is gone is forgotten with its power change.
+        memory.remember((*versioned("12")).clone());
+        memory.set_power_attempt(&key, Some(PowerTarget::On));
+        memory.forget(&key);
+        assert_eq!(memory.freshest(versioned("9")).resource_version().as_deref(), Some("9"));
+        assert_eq!(memory.power_attempt(&key), None);
     }
 }

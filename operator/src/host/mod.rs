@@ -8,8 +8,11 @@
 //!
 //! - [`config`]: flags and configuration (how to find Ironic, limits, intervals);
 //! - `controller`: the kube-runtime controller per scope, run by the kit, and the poller task;
-//! - `reconcile`: the shared context and the list of steps; `error`: why a reconcile fails;
-//! - `memory`: the host as our last write returned it, and the last power change asked for;
+//! - `reconcile`: the list of steps, the only module that sees all of them; `context`: what
+//!   the reconciles share, and the narrow view of it each step takes (reads, the Ironic side,
+//!   the writer); `handoff`: what one step hands to the next; `error`: why a reconcile fails;
+//! - `memory`: the host as our last write returned it (the kit's write cache, `Recent`), and
+//!   the last power change asked for;
 //! - `decode`: fact gathering (facts and request from one look at the host);
 //!   `request`: the request value, with the BMC address parsed once;
 //! - [`machine`]: the provisioning state machine;
@@ -29,12 +32,14 @@ mod capacity;
 pub mod config;
 mod configdrive;
 mod connection;
+mod context;
 mod controller;
 mod decode;
 mod draft;
 pub mod driver;
 mod error;
 mod execute;
+mod handoff;
 mod hardware;
 mod instance;
 pub mod machine;

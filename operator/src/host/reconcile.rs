@@ -5,24 +5,16 @@
 //! Events, consumed annotations; or the finalizer when the host is released).
 
 use crate::host::actions;
-use crate::host::capacity::Capacity;
-use crate::host::config::Config;
-use crate::host::connection::Provisioner;
+use crate::host::context::HostContext;
 use crate::host::decode;
 use crate::host::draft::Draft;
 use crate::host::error::ReconcileError;
 use crate::host::execute;
 use crate::host::machine::{self, Plan};
-use crate::host::memory::Memory;
 use crate::host::metadata;
-use crate::host::metrics::IronicMetricsSync;
-use crate::host::poller::Poller;
 use crate::host::restore;
-use crate::host::trouble::Troubles;
 use crate::host::wake::HostKey;
 use crate::host::write;
-use crate::kit::Publisher;
-use crate::kit::backoff::spread;
 use crate::kit::runner::{Reconcile, Runner};
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::PAUSED;
@@ -33,28 +25,9 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
 
-/// The controller's name: in metrics, logs and as the Events' reporter.
-pub const CONTROLLER: &str = "host";
-
-/// Everything the reconciles of all hosts share.
-pub struct HostContext {
-    pub runner: Runner,
-    pub kube: kube::Client,
-    pub config: Config,
-    pub provisioner: Provisioner,
-    pub poller: Poller,
-    pub capacity: Capacity,
-    pub publisher: Publisher,
-    pub memory: Memory,
-    /// Ironic calls that keep failing, per host: their backoff and what status says of them.
-    pub troubles: Troubles,
-    pub ironic_metrics: IronicMetricsSync,
-    /// Bounds reconciles across the controllers of all namespaces.
-    pub permits: Semaphore,
-}
-
+// Here rather than beside `HostContext`: the context is a shared piece the steps' views come
+// from, and running the steps belongs to the one module above them all.
 impl Reconcile for HostContext {
     type Object = BareMetalHost;
     type Error = ReconcileError;
@@ -68,7 +41,7 @@ impl Reconcile for HostContext {
             // A closed semaphore only happens at shutdown; run unbounded then.
             let _permit = self.permits.acquire().await.ok();
             let key = HostKey::of(&host);
-            let host = self.memory.freshest(&key, host);
+            let host = self.memory.freshest(host);
             let result = reconcile(&self, host, &key).await;
             self.ironic_metrics.sync();
             self.ironic_metrics.slots_in_use(self.capacity.held());
@@ -77,27 +50,12 @@ impl Reconcile for HostContext {
     }
 }
 
-impl HostContext {
-    /// The requeue of a host that waits for nothing in particular: the safety net.
-    pub fn resync(&self) -> Action {
-        Action::requeue(spread(self.config.resync_interval))
-    }
-
-    /// Forgets a host that is gone.
-    pub fn forget(&self, key: &HostKey) {
-        self.poller.forget(key);
-        self.capacity.release(key);
-        self.memory.forget(key);
-        self.troubles.clear(key);
-    }
-}
-
 /// Reconciles one host.
 async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Action, ReconcileError> {
     let Some(Admitted { host, finalizer }) = admit(ctx, host, key).await? else {
         return Ok(Action::await_change());
     };
-    if restore::restore(ctx, &host, key).await? {
+    if restore::restore(ctx.writer(), &host, key).await? {
         return Ok(Action::requeue(Duration::ZERO));
     }
     // The node as seen before our last call tells nothing yet: the poller
@@ -109,9 +67,9 @@ async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -
     ctx.capacity.ready().await;
     let now = Timestamp::now();
     let mut draft = Draft::new(host.clone(), key.clone());
-    let mut decoded = decode::gather(ctx, &mut draft, now).await?;
+    let mut decoded = decode::gather(ctx.reads(), &mut draft, now).await?;
     let plan = machine::plan(&decoded.facts);
-    decode::prepare(ctx, &mut decoded, &plan, &host).await?;
+    decode::prepare(ctx.reads(), &mut decoded, &plan, &host).await?;
     // Without our finalizer nothing may reach Ironic: a node made now could outlive a deleted
     // host. What needs no Ironic call, such as reporting an invalid BMC address, still goes on.
     if let Err(refused) = finalizer
@@ -120,8 +78,8 @@ async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -
     {
         return Err(refused);
     }
-    let next = execute::execute(ctx, &mut draft, &decoded, plan).await?;
-    write::write(ctx, draft, next, now).await
+    let next = execute::execute(ctx.ironic(), &mut draft, &decoded, plan).await?;
+    write::write(ctx.writer(), draft, next, now).await
 }
 
 /// A host admitted to a reconcile, and whether it carries our finalizer.
@@ -150,7 +108,7 @@ async fn admit(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Re
     }
     let api: Api<BareMetalHost> = Api::namespaced(ctx.kube.clone(), &key.namespace);
     match metadata::patch(&api, &host, metadata::add_finalizer_patch(&host)).await {
-        Ok(patched) => Ok(Some(Admitted { host: ctx.memory.remember(key, patched), finalizer: Ok(()) })),
+        Ok(patched) => Ok(Some(Admitted { host: ctx.memory.remember(patched), finalizer: Ok(()) })),
         Err(err) => {
             tracing::warn!(error = %crate::kit::error::chain(&err), "cannot add the finalizer; only steps without an Ironic call run");
             Ok(Some(Admitted { host, finalizer: Err(err.into()) }))

@@ -2,9 +2,9 @@
 //! status is still empty gets it back from its `baremetalhost.metal3.io/status` annotation,
 //! which is then dropped.
 
+use crate::host::context::{CONTROLLER, Writer};
 use crate::host::error::ReconcileError;
 use crate::host::metadata;
-use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::host::wake::HostKey;
 use crate::kit::{Notice, Notices};
 use crds::baremetalhost::annotations::{STATUS, parse_status_annotation};
@@ -79,7 +79,7 @@ pub fn clamp(status: &mut BareMetalHostStatus, now: Timestamp) -> Vec<&'static s
 
 /// Restores the status of a re-created host, then drops the annotation; true when it did
 /// (the reconcile then starts over from the restored status).
-pub async fn restore(ctx: &HostContext, host: &BareMetalHost, key: &HostKey) -> Result<bool, ReconcileError> {
+pub async fn restore(ctx: Writer<'_>, host: &BareMetalHost, key: &HostKey) -> Result<bool, ReconcileError> {
     let now = Timestamp::now();
     let Some((mut restored, corrected)) = restorable_status(host, now) else {
         return Ok(false);
@@ -87,7 +87,7 @@ pub async fn restore(ctx: &HostContext, host: &BareMetalHost, key: &HostKey) -> 
     let api: Api<BareMetalHost> = Api::namespaced(ctx.kube.clone(), &key.namespace);
     restored.last_updated = Some(Time(now));
     let written = crate::kit::status::apply(&api, &host.name_any(), &restored).await?;
-    ctx.runner.metrics.status_written(CONTROLLER);
+    ctx.metrics.status_written(CONTROLLER);
     let mut notices = Notices::default();
     notices.push(Notice::normal(
         "StatusRestored",
@@ -101,7 +101,7 @@ pub async fn restore(ctx: &HostContext, host: &BareMetalHost, key: &HostKey) -> 
     }
     ctx.publisher.publish(&written, notices).await;
     let patched = metadata::patch(&api, &written, metadata::remove_annotations_patch(&written, &[STATUS])).await?;
-    ctx.memory.remember(key, patched);
+    ctx.hosts.memory.remember(patched);
     Ok(true)
 }
 

@@ -5,12 +5,12 @@
 //! them for the retry.
 
 use crate::host::capacity::Capacity;
+use crate::host::context::{CONTROLLER, Writer};
 use crate::host::draft::Draft;
 use crate::host::error::ReconcileError;
-use crate::host::execute::Next;
+use crate::host::handoff::Next;
 use crate::host::machine::is_busy;
 use crate::host::metadata;
-use crate::host::reconcile::{CONTROLLER, HostContext};
 use crate::kit::status::Commit;
 use crate::kit::{Ledger, Notice};
 use crds::baremetalhost::BareMetalHost;
@@ -23,7 +23,7 @@ use kube::runtime::controller::Action;
 use std::collections::BTreeMap;
 
 /// Writes what the draft holds, or releases the host.
-pub async fn write(ctx: &HostContext, draft: Draft, next: Next, now: Timestamp) -> Result<Action, ReconcileError> {
+pub async fn write(ctx: Writer<'_>, draft: Draft, next: Next, now: Timestamp) -> Result<Action, ReconcileError> {
     match next {
         Next::Release => release(ctx, &draft).await,
         Next::Requeue(action) => {
@@ -33,11 +33,11 @@ pub async fn write(ctx: &HostContext, draft: Draft, next: Next, now: Timestamp) 
     }
 }
 
-fn api(ctx: &HostContext, draft: &Draft) -> Api<BareMetalHost> {
+fn api(ctx: &Writer<'_>, draft: &Draft) -> Api<BareMetalHost> {
     Api::namespaced(ctx.kube.clone(), &draft.key.namespace)
 }
 
-async fn commit(ctx: &HostContext, mut draft: Draft, now: Timestamp) -> Result<(), ReconcileError> {
+async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<(), ReconcileError> {
     if let Some(details) = draft.hardware_data.take() {
         // The full inventory, owned by the host (the garbage collector removes it with the host).
         let applied: Result<(), ReconcileError> = async {
@@ -47,34 +47,34 @@ async fn commit(ctx: &HostContext, mut draft: Draft, now: Timestamp) -> Result<(
         }
         .await;
         if let Err(err) = applied {
-            return_unrecorded_slot(&ctx.capacity, &draft);
+            return_unrecorded_slot(ctx.hosts.capacity, &draft);
             return Err(err);
         }
     }
-    let api = api(ctx, &draft);
+    let api = api(&ctx, &draft);
     let changed = draft.settle(now);
     if changed {
         draft.status.last_updated = Some(Time(now));
     }
-    let commit = Commit { controller: CONTROLLER, metrics: &ctx.runner.metrics, publisher: &ctx.publisher };
+    let commit = Commit { controller: CONTROLLER, metrics: ctx.metrics, publisher: ctx.publisher };
     let notices = std::mem::take(&mut draft.notices);
     match commit.write(&api, &*draft.host, changed.then_some(&draft.status), notices).await {
-        Ok(Some(written)) => draft.host = ctx.memory.remember(&draft.key, written),
+        Ok(Some(written)) => draft.host = ctx.hosts.memory.remember(written),
         Ok(None) => {}
         Err(err) => {
-            return_unrecorded_slot(&ctx.capacity, &draft);
+            return_unrecorded_slot(ctx.hosts.capacity, &draft);
             return Err(err.into());
         }
     }
     if draft.release_slot {
-        ctx.capacity.release(&draft.key);
+        ctx.hosts.capacity.release(&draft.key);
     }
     let present: Vec<&'static str> =
         draft.remove_annotations.iter().copied().filter(|k| draft.host.annotations().contains_key(*k)).collect();
     if !present.is_empty() {
         let patch = metadata::remove_annotations_patch(&draft.host, &present);
         let patched = metadata::patch(&api, &draft.host, patch).await?;
-        ctx.memory.remember(&draft.key, patched);
+        ctx.hosts.memory.remember(patched);
     }
     Ok(())
 }
@@ -90,11 +90,11 @@ fn return_unrecorded_slot(capacity: &Capacity, draft: &Draft) {
 
 /// Removes the finalizer: nothing is left in Ironic. The Event goes out first, while the
 /// host still exists to be its subject; what else the reconcile noted goes with the host.
-async fn release(ctx: &HostContext, draft: &Draft) -> Result<Action, ReconcileError> {
+async fn release(ctx: Writer<'_>, draft: &Draft) -> Result<Action, ReconcileError> {
     let host = &draft.host;
     ctx.publisher.one(&**host, &Notice::normal("Deleted", "the host is released")).await;
-    metadata::patch(&api(ctx, draft), host, metadata::remove_finalizer_patch(host)).await?;
-    ctx.forget(&draft.key);
+    metadata::patch(&api(&ctx, draft), host, metadata::remove_finalizer_patch(host)).await?;
+    ctx.hosts.forget(&draft.key);
     Ok(Action::await_change())
 }
 

@@ -54,6 +54,8 @@ pub(super) fn plan_registering(f: &Facts) -> Plan {
     }
 }
 
+/// The plan of a host whose node Ironic has: the node's own demands first (managed again
+/// after a re-registration, verified, new credentials), then those of the host's state.
 pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeStatusSummary) -> Plan {
     let busy = node.target_provision_state.is_some();
     let Some(ps) = node.provision_state.clone() else {
@@ -73,123 +75,152 @@ pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeSta
     if f.credentials_changed && !busy {
         return act(Act::UpdateCredentials);
     }
+    let seen = Seen { node, ps, busy };
     match state {
-        S::Inspecting => match ps {
-            _ if busy => Plan::Wait,
-            ProvisionState::Manageable if f.inspection_started => act(Act::FinishInspection),
-            ProvisionState::Manageable => act(Act::Inspect),
-            ProvisionState::Available => act(Act::Manage),
-            ProvisionState::InspectFailed => {
-                failed(f, ErrorType::Inspection, last_error(node, "inspection failed"), Act::Inspect)
-            }
-            _ => Plan::Wait,
-        },
-        S::Preparing | S::MatchProfile => match ps {
-            _ if busy => Plan::Wait,
-            // Refused, once: the error (and its conditions) stays until the spec changes.
-            ProvisionState::Manageable | ProvisionState::Available if f.unsupported.is_some() => {
-                if f.error_type == Some(ErrorType::Preparation) {
-                    Plan::Idle
-                } else {
-                    let message = f.unsupported.clone().unwrap_or_default();
-                    Plan::Fail { error: ErrorType::Preparation, message, then: None }
-                }
-            }
-            ProvisionState::Manageable | ProvisionState::Available => Plan::Transition(S::Available),
-            ProvisionState::CleanFailed => {
-                failed(f, ErrorType::Preparation, last_error(node, "cleaning failed"), Act::Manage)
-            }
-            _ => Plan::Wait,
-        },
-        S::Available | S::Ready => {
-            if f.externally_provisioned {
-                return Plan::Transition(S::ExternallyProvisioned);
-            }
-            // As baremetal-operator goes back to preparing when RAID changes: there the
-            // refusal is recorded, and nothing is provisioned without what was asked for.
-            if f.unsupported.is_some() {
-                return Plan::Transition(S::Preparing);
-            }
-            if f.inspect_requested && !f.inspection_disabled {
-                return Plan::Transition(S::Inspecting);
-            }
-            if f.provision_requested {
-                return Plan::Transition(S::Provisioning);
-            }
-            match ps {
-                _ if busy => Plan::Wait,
-                ProvisionState::Manageable | ProvisionState::Available => plan_power(f, node),
-                ProvisionState::CleanFailed => {
-                    failed(f, ErrorType::Preparation, last_error(node, "cleaning failed"), Act::Manage)
-                }
-                _ => Plan::Idle,
-            }
-        }
-        S::Provisioning => {
-            if f.provisioning_target_changed {
-                return Plan::Transition(S::Deprovisioning);
-            }
-            match ps {
-                _ if busy => Plan::Wait,
-                ProvisionState::Manageable => act(Act::Provide),
-                ProvisionState::Available => act(Act::Deploy),
-                ProvisionState::Active => power_on_before_provisioned(f, node),
-                ProvisionState::DeployFailed => {
-                    if f.error_type.is_some() {
-                        // Retry from scratch: clean the failed attempt away first.
-                        Plan::Transition(S::Deprovisioning)
-                    } else {
-                        Plan::Fail {
-                            error: ErrorType::Provisioning,
-                            message: last_error(node, "deployment failed"),
-                            then: None,
-                        }
-                    }
-                }
-                ProvisionState::CleanFailed => {
-                    failed(f, ErrorType::Provisioning, last_error(node, "cleaning failed"), Act::Manage)
-                }
-                _ => Plan::Wait,
-            }
-        }
-        S::Provisioned | S::ExternallyProvisioned => {
-            if state == S::ExternallyProvisioned && !f.externally_provisioned {
-                return Plan::Transition(S::Provisioned);
-            }
-            if state == S::Provisioned && f.image_changed {
-                return Plan::Transition(S::Deprovisioning);
-            }
-            match ps {
-                _ if busy => Plan::Wait,
-                ProvisionState::Active => plan_power(f, node),
-                ProvisionState::Manageable => act(Act::Adopt),
-                // Adoption starts from manageable.
-                ProvisionState::Available => act(Act::Manage),
-                ProvisionState::AdoptFailed => {
-                    failed(f, ErrorType::ProvisionedRegistration, last_error(node, "adoption failed"), Act::Adopt)
-                }
-                _ => Plan::Idle,
-            }
-        }
-        S::Deprovisioning => match ps {
-            ProvisionState::Deploying | ProvisionState::Deleting | ProvisionState::Cleaning => Plan::Wait,
-            ProvisionState::CleanWait if busy => Plan::Wait,
-            // A deployment waiting for its agent can be torn down.
-            ProvisionState::Active | ProvisionState::DeployFailed | ProvisionState::DeployWait => act(Act::Undeploy),
-            _ if busy => Plan::Wait,
-            ProvisionState::Available | ProvisionState::Manageable => Plan::Transition(S::Available),
-            ProvisionState::Error => {
-                failed(f, ErrorType::Provisioning, last_error(node, "deprovisioning failed"), Act::Undeploy)
-            }
-            ProvisionState::CleanFailed => {
-                failed(f, ErrorType::Provisioning, last_error(node, "cleaning failed"), Act::Manage)
-            }
-            _ => Plan::Wait,
-        },
+        S::Inspecting => plan_inspecting(f, &seen),
+        S::Preparing | S::MatchProfile => plan_preparing(f, &seen),
+        S::Available | S::Ready => plan_available(f, &seen),
+        S::Provisioning => plan_provisioning(f, &seen),
+        S::Provisioned | S::ExternallyProvisioned => plan_provisioned(f, state, &seen),
+        S::Deprovisioning => plan_deprovisioning(f, &seen),
         // Handled by plan_delete; reached only if deletion was cancelled,
         // which Kubernetes does not allow.
         S::PoweringOffBeforeDelete | S::Deleting => Plan::Idle,
         S::None | S::Unmanaged | S::Registering => Plan::Idle,
+    }
+}
+
+/// The node as each state's plan reads it: its provision state, and whether Ironic is still
+/// moving it somewhere (`target_provision_state` set).
+struct Seen<'a> {
+    node: &'a NodeStatusSummary,
+    ps: ProvisionState,
+    busy: bool,
+}
+
+fn plan_inspecting(f: &Facts, seen: &Seen<'_>) -> Plan {
+    match seen.ps {
+        _ if seen.busy => Plan::Wait,
+        ProvisionState::Manageable if f.inspection_started => act(Act::FinishInspection),
+        ProvisionState::Manageable => act(Act::Inspect),
+        ProvisionState::Available => act(Act::Manage),
+        ProvisionState::InspectFailed => {
+            failed(f, ErrorType::Inspection, last_error(seen.node, "inspection failed"), Act::Inspect)
+        }
+        _ => Plan::Wait,
+    }
+}
+
+fn plan_preparing(f: &Facts, seen: &Seen<'_>) -> Plan {
+    match seen.ps {
+        _ if seen.busy => Plan::Wait,
+        // Refused, once: the error (and its conditions) stays until the spec changes.
+        ProvisionState::Manageable | ProvisionState::Available if f.unsupported.is_some() => {
+            if f.error_type == Some(ErrorType::Preparation) {
+                Plan::Idle
+            } else {
+                let message = f.unsupported.clone().unwrap_or_default();
+                Plan::Fail { error: ErrorType::Preparation, message, then: None }
+            }
+        }
+        ProvisionState::Manageable | ProvisionState::Available => Plan::Transition(S::Available),
+        ProvisionState::CleanFailed => {
+            failed(f, ErrorType::Preparation, last_error(seen.node, "cleaning failed"), Act::Manage)
+        }
+        _ => Plan::Wait,
+    }
+}
+
+fn plan_available(f: &Facts, seen: &Seen<'_>) -> Plan {
+    if f.externally_provisioned {
+        return Plan::Transition(S::ExternallyProvisioned);
+    }
+    // As baremetal-operator goes back to preparing when RAID changes: there the
+    // refusal is recorded, and nothing is provisioned without what was asked for.
+    if f.unsupported.is_some() {
+        return Plan::Transition(S::Preparing);
+    }
+    if f.inspect_requested && !f.inspection_disabled {
+        return Plan::Transition(S::Inspecting);
+    }
+    if f.provision_requested {
+        return Plan::Transition(S::Provisioning);
+    }
+    match seen.ps {
+        _ if seen.busy => Plan::Wait,
+        ProvisionState::Manageable | ProvisionState::Available => plan_power(f, seen.node),
+        ProvisionState::CleanFailed => {
+            failed(f, ErrorType::Preparation, last_error(seen.node, "cleaning failed"), Act::Manage)
+        }
+        _ => Plan::Idle,
+    }
+}
+
+fn plan_provisioning(f: &Facts, seen: &Seen<'_>) -> Plan {
+    if f.provisioning_target_changed {
+        return Plan::Transition(S::Deprovisioning);
+    }
+    match seen.ps {
+        _ if seen.busy => Plan::Wait,
+        ProvisionState::Manageable => act(Act::Provide),
+        ProvisionState::Available => act(Act::Deploy),
+        ProvisionState::Active => power_on_before_provisioned(f, seen.node),
+        ProvisionState::DeployFailed => {
+            if f.error_type.is_some() {
+                // Retry from scratch: clean the failed attempt away first.
+                Plan::Transition(S::Deprovisioning)
+            } else {
+                Plan::Fail {
+                    error: ErrorType::Provisioning,
+                    message: last_error(seen.node, "deployment failed"),
+                    then: None,
+                }
+            }
+        }
+        ProvisionState::CleanFailed => {
+            failed(f, ErrorType::Provisioning, last_error(seen.node, "cleaning failed"), Act::Manage)
+        }
+        _ => Plan::Wait,
+    }
+}
+
+/// `provisioned` and `externallyProvisioned`: the two move into each other as the spec says.
+fn plan_provisioned(f: &Facts, state: ProvisioningState, seen: &Seen<'_>) -> Plan {
+    if state == S::ExternallyProvisioned && !f.externally_provisioned {
+        return Plan::Transition(S::Provisioned);
+    }
+    if state == S::Provisioned && f.image_changed {
+        return Plan::Transition(S::Deprovisioning);
+    }
+    match seen.ps {
+        _ if seen.busy => Plan::Wait,
+        ProvisionState::Active => plan_power(f, seen.node),
+        ProvisionState::Manageable => act(Act::Adopt),
+        // Adoption starts from manageable.
+        ProvisionState::Available => act(Act::Manage),
+        ProvisionState::AdoptFailed => {
+            failed(f, ErrorType::ProvisionedRegistration, last_error(seen.node, "adoption failed"), Act::Adopt)
+        }
+        _ => Plan::Idle,
+    }
+}
+
+fn plan_deprovisioning(f: &Facts, seen: &Seen<'_>) -> Plan {
+    let busy = seen.busy;
+    match seen.ps {
+        ProvisionState::Deploying | ProvisionState::Deleting | ProvisionState::Cleaning => Plan::Wait,
+        ProvisionState::CleanWait if busy => Plan::Wait,
+        // A deployment waiting for its agent can be torn down.
+        ProvisionState::Active | ProvisionState::DeployFailed | ProvisionState::DeployWait => act(Act::Undeploy),
+        _ if busy => Plan::Wait,
+        ProvisionState::Available | ProvisionState::Manageable => Plan::Transition(S::Available),
+        ProvisionState::Error => {
+            failed(f, ErrorType::Provisioning, last_error(seen.node, "deprovisioning failed"), Act::Undeploy)
+        }
+        ProvisionState::CleanFailed => {
+            failed(f, ErrorType::Provisioning, last_error(seen.node, "cleaning failed"), Act::Manage)
+        }
+        _ => Plan::Wait,
     }
 }
 
