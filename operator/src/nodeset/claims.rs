@@ -9,7 +9,9 @@
 
 use super::select::{Matcher, Tally, candidate_with, explain, not_free, selector_matches};
 use crds::baremetalhost::{BareMetalHost, HardwareDetails};
-use crds::nodeset::{HOSTNAME_LABEL, HardwareReqs, NODESET_LABEL, NodeSection, NodeSet, NodeSetSpec};
+use crds::nodeset::{
+    BaremetalSetTemplate, HOSTNAME_LABEL, HardwareReqs, NODESET_LABEL, NodeSection, NodeSet, NodeSetSpec,
+};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::{Resource, ResourceExt};
@@ -100,89 +102,126 @@ pub fn plan_claims(
         return plan;
     };
     let nodes = spec.nodes.clone().unwrap_or_default();
-    let namespace = hosts.first().and_then(|h| h.namespace()).unwrap_or_default();
+    for (hostname, found) in labelled(owner, hosts, preferred) {
+        plan.found(hostname, &found, nodes.get(hostname), template);
+    }
+    let unclaimed: Vec<(&String, &NodeSection)> = nodes
+        .iter()
+        .filter(|(hostname, _)| !plan.claimed.contains_key(*hostname) && !plan.unmatched.contains_key(*hostname))
+        .collect();
+    if !unclaimed.is_empty() {
+        plan.choose(&unclaimed, template, hosts, hardware, lost);
+    }
+    plan
+}
 
+/// The BareMetalHosts that carry this NodeSet's claim, by hostname: the one status last
+/// recorded for the host first, then by name.
+fn labelled<'a>(
+    owner: &Owner,
+    hosts: &'a [Arc<BareMetalHost>],
+    preferred: &BTreeMap<String, String>,
+) -> BTreeMap<&'a str, Vec<&'a Arc<BareMetalHost>>> {
     let mut labelled: BTreeMap<&str, Vec<&Arc<BareMetalHost>>> = BTreeMap::new();
     for host in hosts {
         if let Some(hostname) = owner.hostname_of(host) {
             labelled.entry(hostname).or_default().push(host);
         }
     }
-    for (hostname, mut found) in labelled {
-        found.sort_by_key(|h| (preferred.get(hostname) != Some(&h.name_any()), h.name_any()));
-        let Some(first) = found.first() else { continue };
+    for (hostname, found) in labelled.iter_mut() {
+        found.sort_by_key(|h| (preferred.get(*hostname) != Some(&h.name_any()), h.name_any()));
+    }
+    labelled
+}
+
+impl ClaimPlan {
+    /// Records the claim `found` carries for `hostname` (its first BareMetalHost; the others
+    /// are duplicates): a host no longer in spec.nodes (`section`) was removed; a host whose
+    /// machine no longer matches its selectors gets no other, since a second machine must not
+    /// be claimed while the first still carries its labels.
+    fn found(
+        &mut self,
+        hostname: &str,
+        found: &[&Arc<BareMetalHost>],
+        section: Option<&NodeSection>,
+        template: &BaremetalSetTemplate,
+    ) {
+        let Some(first) = found.first() else { return };
         if found.len() > 1 {
-            plan.duplicates.insert(hostname.to_string(), found[1..].iter().map(|h| h.name_any()).collect());
+            self.duplicates.insert(hostname.to_string(), found[1..].iter().map(|h| h.name_any()).collect());
         }
-        match nodes.get(hostname) {
-            None => {
-                plan.removed.insert(hostname.to_string(), (*first).clone());
-            }
-            Some(section) => {
-                let selectors = [template.bmh_label_selector.as_ref(), section.bmh_label_selector.as_ref()];
-                if selectors.iter().all(|s| selector_matches(*s, first.labels())) {
-                    plan.claimed.insert(hostname.to_string(), (*first).clone());
-                } else {
-                    plan.unmatched.insert(
-                        hostname.to_string(),
-                        format!(
-                            "BareMetalHost {} carries this host's labels but no longer matches its selectors; \
-                             restore the selectors, or release {} (remove its ferrometal.io labels and consumerRef)",
-                            first.name_any(),
-                            first.name_any()
-                        ),
-                    );
+        let Some(section) = section else {
+            self.removed.insert(hostname.to_string(), (*first).clone());
+            return;
+        };
+        let selectors = [template.bmh_label_selector.as_ref(), section.bmh_label_selector.as_ref()];
+        if selectors.iter().all(|s| selector_matches(*s, first.labels())) {
+            self.claimed.insert(hostname.to_string(), (*first).clone());
+        } else {
+            self.unmatched.insert(
+                hostname.to_string(),
+                format!(
+                    "BareMetalHost {} carries this host's labels but no longer matches its selectors; \
+                     restore the selectors, or release {} (remove its ferrometal.io labels and consumerRef)",
+                    first.name_any(),
+                    first.name_any()
+                ),
+            );
+        }
+    }
+
+    /// Chooses a free matching BareMetalHost for each host of `unclaimed`, or says why none.
+    /// Candidates are worked out once per distinct host selector (usually one: the
+    /// template's), not once per host, and each BareMetalHost's name and freedom once, so 1000
+    /// hosts against 5000 BareMetalHosts cost one pass.
+    fn choose(
+        &mut self,
+        unclaimed: &[(&String, &NodeSection)],
+        template: &BaremetalSetTemplate,
+        hosts: &[Arc<BareMetalHost>],
+        hardware: &BTreeMap<String, HardwareDetails>,
+        lost: &BTreeSet<String>,
+    ) {
+        let namespace = hosts.first().and_then(|h| h.namespace()).unwrap_or_default();
+        let mut free: Vec<Free> = hosts
+            .iter()
+            .filter(|h| !lost.contains(&h.name_any()))
+            .map(|h| Free { name: h.name_any(), host: h, busy: not_free(h) })
+            .collect();
+        free.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut groups: Vec<Group> = Vec::new();
+        let mut wanting: Vec<(&String, usize)> = Vec::new();
+        for (hostname, section) in unclaimed {
+            let selector = section.bmh_label_selector.as_ref();
+            let group = match groups.iter().position(|g| g.selector == selector) {
+                Some(i) => i,
+                None => {
+                    let selectors = [template.bmh_label_selector.as_ref(), selector];
+                    groups.push(Group::of(selector, &selectors, template.hardware_reqs.as_ref(), &free, hardware));
+                    groups.len().saturating_sub(1)
+                }
+            };
+            wanting.push((hostname, group));
+        }
+        // Most constrained first; names break ties, so the order is always the same.
+        wanting
+            .sort_by(|a, b| groups[a.1].candidates.len().cmp(&groups[b.1].candidates.len()).then_with(|| a.0.cmp(b.0)));
+        let lefts: Vec<(&[usize], usize)> =
+            wanting.iter().map(|(_, g)| (groups[*g].candidates.as_slice(), *g)).collect();
+        let assignment = max_matching(&lefts, free.len());
+        for (i, (hostname, group)) in wanting.iter().enumerate() {
+            match assignment.get(i).copied().flatten() {
+                Some(chosen) => {
+                    self.new.insert((*hostname).clone(), free[chosen].host.clone());
+                }
+                None => {
+                    let group = &groups[*group];
+                    self.unmatched
+                        .insert((*hostname).clone(), explain(&namespace, &group.tally, group.candidates.len()));
                 }
             }
         }
     }
-
-    // Candidates of every host still without a BareMetalHost: worked out once per distinct
-    // host selector (usually one: the template's), not once per host, and each BareMetalHost's
-    // name and freedom once, so 1000 hosts against 5000 BareMetalHosts cost one pass.
-    let unclaimed: Vec<(&String, &NodeSection)> = nodes
-        .iter()
-        .filter(|(hostname, _)| !plan.claimed.contains_key(*hostname) && !plan.unmatched.contains_key(*hostname))
-        .collect();
-    if unclaimed.is_empty() {
-        return plan;
-    }
-    let mut free: Vec<Free> = hosts
-        .iter()
-        .filter(|h| !lost.contains(&h.name_any()))
-        .map(|h| Free { name: h.name_any(), host: h, busy: not_free(h) })
-        .collect();
-    free.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut groups: Vec<Group> = Vec::new();
-    let mut wanting: Vec<(&String, usize)> = Vec::new();
-    for (hostname, section) in unclaimed {
-        let selector = section.bmh_label_selector.as_ref();
-        let group = match groups.iter().position(|g| g.selector == selector) {
-            Some(i) => i,
-            None => {
-                let selectors = [template.bmh_label_selector.as_ref(), selector];
-                groups.push(Group::of(selector, &selectors, template.hardware_reqs.as_ref(), &free, hardware));
-                groups.len() - 1
-            }
-        };
-        wanting.push((hostname, group));
-    }
-    // Most constrained first; names break ties, so the order is always the same.
-    wanting.sort_by(|a, b| groups[a.1].candidates.len().cmp(&groups[b.1].candidates.len()).then_with(|| a.0.cmp(b.0)));
-    let lefts: Vec<(&[usize], usize)> = wanting.iter().map(|(_, g)| (groups[*g].candidates.as_slice(), *g)).collect();
-    let assignment = max_matching(&lefts, free.len());
-    for (i, (hostname, group)) in wanting.iter().enumerate() {
-        match assignment.get(i).copied().flatten() {
-            Some(chosen) => {
-                plan.new.insert((*hostname).clone(), free[chosen].host.clone());
-            }
-            None => {
-                let group = &groups[*group];
-                plan.unmatched.insert((*hostname).clone(), explain(&namespace, &group.tally, group.candidates.len()));
-            }
-        }
-    }
-    plan
 }
 
 /// A BareMetalHost a claim may choose, with what is worked out once about it.

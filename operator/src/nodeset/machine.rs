@@ -143,57 +143,104 @@ pub fn epoch(host: &BareMetalHost, previous: Option<&HostStatus>) -> String {
 /// Decides what happens to the machine `host`, claimed for `hostname`, given the host's
 /// previous status (`None`: seen for the first time, or status was lost).
 pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous: Option<&HostStatus>) -> Decision {
-    let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
-    let wanted_token = section.and_then(|s| s.reprovision_token.clone()).filter(|t| !t.is_empty());
-    let recorded_token = previous.and_then(|p| p.reprovision_token.clone());
-    let acted = annotation(host, REPROVISION_TOKEN_ANNOTATION);
+    let token = Token::of(hostname, host, spec, previous);
     let provisioned = annotation(host, PROVISIONED_HASH_ANNOTATION)
         .map(str::to_string)
         .or_else(|| same_epoch(host, previous).and_then(|p| p.provisioned_hash.clone()));
-    let image = has_image(host);
-    let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
-    let current = provisioning_hash(hostname, spec);
-
-    // The token: a change is acted on once (the annotation written with the clear says it
-    // was); a token seen for the first time is only recorded; removing it does nothing.
-    let token = wanted_token.clone().or(recorded_token.clone()).unwrap_or_default();
-    let asked = match (&wanted_token, &recorded_token) {
-        (Some(wanted), Some(recorded)) => previous.is_some() && wanted != recorded,
-        (Some(_), None) => false,
-        (None, _) => false,
-    };
-    // A value that reprovisioned this machine before (an undo, a GitOps self-heal) is recorded
-    // and said, never acted on again.
-    let reused = wanted_token.as_deref().is_some_and(|t| acted != Some(t) && token_used(host, t));
-    if asked && !reused && acted != wanted_token.as_deref() && (image || provisioned.is_some()) {
+    if token.reprovisions(host, provisioned.is_some()) {
         return Decision {
             phase: Phase::Waiting("deprovisioning for a reprovision".into()),
-            action: Action::Reprovision { token: token.clone() },
-            token,
+            action: Action::Reprovision { token: token.token.clone() },
+            token: token.token,
             provisioned_hash: None,
             outdated: None,
             epoch: String::new(),
             message: None,
         };
     }
-
     let base = Decision {
         phase: Phase::Provisioned,
         action: Action::Keep,
-        token,
+        message: token.reused_message(host),
+        token: token.token,
         provisioned_hash: provisioned.clone(),
         outdated: None,
         epoch: epoch(host, previous),
-        message: reused.then(|| {
+    };
+    standing(base, hostname, host, spec, provisioned.as_deref())
+}
+
+/// The reprovisionToken of a machine's host: the one the spec asks for, and the one status
+/// recorded.
+struct Token {
+    /// The spec's token, if it sets one.
+    wanted: Option<String>,
+    /// The token to record in status: the spec's, else the recorded one.
+    token: String,
+    /// The spec asks for a reprovision: a change is acted on once (the annotation written with
+    /// the clear says it was); a token seen for the first time is only recorded; removing it
+    /// does nothing.
+    asked: bool,
+    /// The spec's token reprovisioned this machine before (an undo, a GitOps self-heal): it is
+    /// recorded and said, never acted on again.
+    reused: bool,
+    /// The machine acted on the spec's token already (its annotation says so).
+    acted: bool,
+}
+
+impl Token {
+    /// The token of `hostname`, from the spec, status (`previous`) and the machine's record.
+    fn of(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous: Option<&HostStatus>) -> Self {
+        let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
+        let wanted = section.and_then(|s| s.reprovision_token.clone()).filter(|t| !t.is_empty());
+        let recorded = previous.and_then(|p| p.reprovision_token.clone());
+        let acted_on = annotation(host, REPROVISION_TOKEN_ANNOTATION);
+        let asked = match (&wanted, &recorded) {
+            (Some(wanted), Some(recorded)) => previous.is_some() && wanted != recorded,
+            (Some(_), None) => false,
+            (None, _) => false,
+        };
+        Token {
+            token: wanted.clone().or(recorded).unwrap_or_default(),
+            asked,
+            reused: wanted.as_deref().is_some_and(|t| acted_on != Some(t) && token_used(host, t)),
+            acted: acted_on == wanted.as_deref(),
+            wanted,
+        }
+    }
+
+    /// True when the machine is to be reprovisioned now: asked for, neither acted on nor used
+    /// before, and there is an installation to clear (an image, or a provisioning recorded).
+    fn reprovisions(&self, host: &BareMetalHost, provisioned: bool) -> bool {
+        self.asked && !self.reused && !self.acted && (has_image(host) || provisioned)
+    }
+
+    /// What status says of a reused token.
+    fn reused_message(&self, host: &BareMetalHost) -> Option<String> {
+        self.reused.then(|| {
             format!(
                 "reprovisionToken {:?} reprovisioned BareMetalHost {} before; a value reprovisions a machine once, \
                  ever: choose a new one to reprovision it again",
-                wanted_token.as_deref().unwrap_or_default(),
+                self.wanted.as_deref().unwrap_or_default(),
                 host.name_any()
             )
-        }),
-    };
-    match (&provisioned, image) {
+        })
+    }
+}
+
+/// Where a machine not being reprovisioned stands, from what it was provisioned with
+/// (`provisioned`, recorded on it or in status) and whether it has an image: it is provisioned
+/// once, only when free and without either, and otherwise left alone.
+fn standing(
+    base: Decision,
+    hostname: &str,
+    host: &BareMetalHost,
+    spec: &NodeSetSpec,
+    provisioned: Option<&str>,
+) -> Decision {
+    let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
+    let current = provisioning_hash(hostname, spec);
+    match (provisioned, has_image(host)) {
         (Some(hash), true) => {
             let outdated = current.as_ref().map(|c| c != hash);
             let phase = if state == ProvisioningState::Provisioned { Phase::Provisioned } else { Phase::Provisioning };

@@ -7,9 +7,10 @@
 //! - `dereference`: the NodeSet's BareMetalHosts, HardwareData, NodeSetServices and Jobs,
 //!   from watch caches (`facts`);
 //! - `validate` (pure): the webhook's rules again, unknown services, refused namespaces;
-//! - `plan` (pure): `claims` (which BareMetalHost backs each host, `select` says which may),
-//!   `machine` (provision once, reprovision on request), `rollout` (which services run on which
-//!   hosts, in batches of `maxUnavailable`), and the writes: `consumer` (a consumer's fields on
+//! - `plan` (pure): from its `basis` (what every step reads), `placement` with `claims` (which
+//!   BareMetalHost backs each host, `select` says which may) and `machine` (provision once,
+//!   reprovision on request), `rollout` (which services run on which hosts, in batches of
+//!   `maxUnavailable`), and the writes: `machine_writes` and `consumer` (a consumer's fields on
 //!   a BareMetalHost), `job` and `inventory` (service Jobs), `network_data`;
 //! - `apply`: the writes, BareMetalHosts with the one field manager, Jobs and inventory
 //!   Secrets through a ledger owned by the NodeSet;
@@ -19,6 +20,7 @@
 //! watches; `memory` keeps what the caches do not show yet.
 
 mod apply;
+mod basis;
 mod claims;
 pub mod config;
 mod consumer;
@@ -26,14 +28,17 @@ mod controller;
 mod dereference;
 mod facts;
 mod guard;
+mod host_status;
 mod inventory;
 mod job;
 mod lost;
 mod machine;
+mod machine_writes;
 mod memory;
 #[cfg(test)]
 mod model;
 mod network_data;
+mod placement;
 mod plan;
 mod reconcile;
 mod record;

@@ -2,28 +2,21 @@
 //! make. Claims first, then each claimed machine's decision, then the rollout of services on
 //! the machines that run, then the writes that record it all on the BareMetalHosts.
 
-use super::claims::{ClaimPlan, Owner, plan_claims};
-use super::consumer::{
-    Body, Consumer, HostWrite, Purpose, apply_body, deprovision_patch, detach_patch, live_provisioning_fields,
-    provisioning_fields, recorded_completions, reprovision_patch,
-};
+use super::basis::Basis;
+use super::claims::Owner;
+use super::consumer::{Body, Consumer, HostWrite, Purpose, deprovision_patch, detach_patch};
 use super::facts::Facts;
 use super::guard;
 use super::inventory::{InventoryHost, inventory};
 use super::job;
-use super::lost;
-use super::machine::{Action, Decision, decide, has_image, same_epoch};
-use super::network_data::network_data;
+use super::machine::{Action, Decision};
+use super::machine_writes::machine_writes;
+use super::placement::{claims, listed_hosts, place};
 use super::record;
-use super::rollout::{self, HostWork, RolloutPlan, Service};
-use super::upgrade::Upgrade;
+use super::rollout::{self, HostWork, RolloutPlan};
 use super::validate::Findings;
 use crds::baremetalhost::BareMetalHost;
-use crds::nodeset::{
-    ApprovedService, CompletedService, DeletionPolicy, EffectiveHostConfig, HostStatus, NodeSet, RolloutStatus,
-    effective_host_config_with, host_config_hash_with, nodeset_config_hash_with,
-};
-use crds::nodesetservice::{missing_sources, run_hash};
+use crds::nodeset::{CompletedService, DeletionPolicy, EffectiveHostConfig, NodeSet, RolloutStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -153,283 +146,78 @@ pub fn network_data_name(owner: &Owner, hostname: &str) -> String {
     crate::kit::names::bounded(&format!("{}-{hostname}-network-data-{digest}", owner.label), 253)
 }
 
-/// Plans the reconcile of a NodeSet that is not being deleted.
+/// Plans the reconcile of a NodeSet that is not being deleted: the hosts as listed, where each
+/// stands (claims, then each claimed machine's decision), the rollout of services on the
+/// machines that run, what each machine gets written, then the hosts that leave, the Jobs and
+/// the record of what ran.
 pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usize, now: &Time) -> Plan {
-    let owner = Owner::of(nodeset);
-    let spec = &nodeset.spec;
-    let previous: BTreeMap<String, HostStatus> =
-        nodeset.status.as_ref().and_then(|s| s.hosts.clone()).unwrap_or_default();
-    let services = listed_services(spec, facts);
-    let upgrade = Upgrade::of(facts);
-    let (config_hash, rollout_status, approve_all) = acknowledged(nodeset, &services, &facts.sources, &upgrade, now);
-    let mut plan = Plan { config_hash, rollout_status, ..Plan::default() };
-    let recorded = record::merged(&facts.records, &owner);
-    let nodes = spec.nodes.clone().unwrap_or_default();
-    for (hostname, section) in &nodes {
-        let config = effective_host_config_with(hostname, spec.node_template.as_ref(), Some(section), &facts.sources);
-        let desired = host_config_hash_with(hostname, spec.node_template.as_ref(), Some(section), &facts.sources);
-        let phase =
-            if spec.pre_provisioned() { HostPhase::PreProvisioned } else { HostPhase::Unclaimed(String::new()) };
-        // A preProvisioned host's completions: the record that outlives the NodeSet, else
-        // what status held before the record did (an operator upgrade).
-        let completed = if spec.pre_provisioned() {
-            recorded
-                .get(hostname)
-                // A machine's entry (a NodeSet of that name that claimed BareMetalHosts) is not
-                // what ran on a preProvisioned host.
-                .filter(|e| e.machine.is_none())
-                .map(|e| e.completed.clone())
-                .filter(|c| !c.is_empty())
-                .or_else(|| previous.get(hostname).and_then(|p| p.services_completed.clone()))
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        // What a rollout approved for the host: what it asks now for a new approval, else what
-        // was approved for it before (nothing for a host new to the NodeSet).
-        let approved = if approve_all {
-            Some(desired.clone())
-        } else {
-            previous.get(hostname).and_then(|p| p.approved_config_hash.clone())
-        };
-        plan.hosts.insert(
-            hostname.clone(),
-            HostPlan {
-                phase,
-                bmh: None,
-                config,
-                desired,
-                completed,
-                configured: false,
-                approved,
-                pending: false,
-                at_approved: false,
-                message: None,
-            },
-        );
-    }
+    let basis = Basis::of(nodeset, facts, now);
+    let mut plan = Plan {
+        config_hash: basis.acknowledged.config_hash.clone(),
+        rollout_status: basis.acknowledged.status.clone(),
+        hosts: listed_hosts(&basis, facts),
+        ..Plan::default()
+    };
     if findings.blocks() {
         return plan;
     }
-
-    let claims = if spec.pre_provisioned() {
-        ClaimPlan::default()
-    } else {
-        let held = lost::lost_claims(&owner, spec, &previous, &facts.hosts);
-        for (hostname, why) in &held {
-            if let Some(entry) = plan.hosts.get_mut(hostname) {
-                entry.phase = HostPhase::Lost(why.clone());
-            }
-        }
-        let preferred =
-            previous.iter().filter_map(|(h, s)| s.bmh_ref.as_ref().map(|r| (h.clone(), r.name.clone()))).collect();
-        plan_claims(&owner, &lost::without(spec, &held), &facts.hosts, &facts.hardware, &preferred, &facts.lost)
-    };
-    for (hostname, host) in &claims.new {
-        if let (Some(entry), Some(body)) =
-            (plan.hosts.get_mut(hostname), apply_body(&owner, host, &Consumer::claim(hostname, spec), Purpose::Claim))
-        {
-            entry.phase = HostPhase::Claiming;
-            entry.bmh = Some(host.clone());
-            plan.writes.push(write(host, hostname, Purpose::Claim, Body::Apply(body)));
-        }
-    }
-    for (hostname, why) in &claims.unmatched {
-        if let Some(entry) = plan.hosts.get_mut(hostname) {
-            entry.phase = HostPhase::Unclaimed(why.clone());
-        }
-    }
-    for (hostname, host) in &claims.claimed {
-        let Some(entry) = plan.hosts.get_mut(hostname) else { continue };
-        let decision = decide(hostname, host, spec, previous.get(hostname));
-        entry.completed = match decision.action {
-            Action::Reprovision { .. } => Vec::new(),
-            // The machine's record, else (someone removed it) the NodeSet's record of the same
-            // machine in the same epoch, else what status held before the record did: a
-            // runOnce service never runs twice.
-            _ => Some(recorded_completions(host))
-                .filter(|c| !c.is_empty())
-                .or_else(|| {
-                    recorded
-                        .get(hostname)
-                        .filter(|e| {
-                            has_image(host) && e.machine == host.uid() && e.epoch.as_ref() == Some(&decision.epoch)
-                        })
-                        .map(|e| e.completed.clone())
-                })
-                .or_else(|| same_epoch(host, previous.get(hostname)).and_then(|p| p.services_completed.clone()))
-                .unwrap_or_default(),
-        };
-        entry.message = decision.message.clone();
-        if let Some(others) = claims.duplicates.get(hostname) {
-            entry.message = Some(format!(
-                "BareMetalHosts {} also carry this host's labels; {} is used",
-                others.join(", "),
-                host.name_any()
-            ));
-        }
-        entry.bmh = Some(host.clone());
-        entry.phase = HostPhase::Machine(decision);
-    }
-
-    // The rollout, on the hosts whose machines run.
-    let work: Vec<HostWork> = plan
-        .hosts
-        .iter()
-        .map(|(name, host)| {
-            let before = previous.get(name);
-            HostWork {
-                name: name.clone(),
-                desired: host.desired.clone(),
-                epoch: match &host.phase {
-                    HostPhase::Machine(d) => d.epoch.clone(),
-                    _ => String::new(),
-                },
-                completed: upgrade.completions(&host.completed),
-                ready: host.runs_services(),
-                configured_before: !host.completed.is_empty()
-                    && before.is_none_or(|b| b.deployed_config_hash.is_some()),
-                approved: host.approved.clone(),
-            }
-        })
-        .collect();
-    let max_unavailable =
-        rollout::max_unavailable(spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()), plan.hosts.len());
-    let approved = plan.rollout_status.approved_services.as_deref();
-    plan.rollout = rollout::plan(&work, &services, &facts.jobs, approved, max_unavailable, history);
-    for (name, host) in plan.hosts.iter_mut() {
-        if let Some(completed) = plan.rollout.completed.get(name) {
-            host.completed = completed.clone();
-        }
-        host.configured = plan.rollout.configured.contains(name);
-        host.pending = plan.rollout.pending.contains(name);
-        host.at_approved = host.configured || plan.rollout.at_approved.contains(name);
-    }
-
-    // What each claimed machine gets written.
-    for (hostname, host) in &claims.claimed {
-        let Some(entry) = plan.hosts.get(hostname) else { continue };
-        let HostPhase::Machine(decision) = &entry.phase else { continue };
-        let cleaning = spec
-            .baremetal_set_template
-            .as_ref()
-            .and_then(|t| t.automated_cleaning_mode)
-            .and_then(|m| serde_json::to_value(m).ok());
-        match &decision.action {
-            Action::Reprovision { token } => {
-                plan.writes.push(write(
-                    host,
-                    hostname,
-                    Purpose::Reprovision,
-                    Body::Merge(reprovision_patch(host, token)),
-                ));
-            }
-            Action::Provision => {
-                let generated = generated_network_data(&owner, spec, entry, facts, host, hostname);
-                let generated_name = generated.as_ref().map(|g| g.name.clone());
-                plan.network_data.extend(generated);
-                let consumer = Consumer {
-                    hostname: hostname.clone(),
-                    cleaning,
-                    provisioned_hash: decision.provisioned_hash.clone(),
-                    completed: entry.completed.clone(),
-                    provisioning: Some(provisioning_fields(
-                        hostname,
-                        spec,
-                        &facts.bmh_namespace,
-                        generated_name.as_deref(),
-                    )),
-                };
-                if let Some(body) = apply_body(&owner, host, &consumer, Purpose::Provision) {
-                    plan.writes.push(write(host, hostname, Purpose::Provision, Body::Apply(body)));
-                }
-            }
-            Action::Keep => {
-                let consumer = Consumer {
-                    hostname: hostname.clone(),
-                    cleaning,
-                    provisioned_hash: decision.provisioned_hash.clone(),
-                    completed: entry.completed.clone(),
-                    // Only what this NodeSet provisioned is its to apply, and as it is now.
-                    provisioning: decision.provisioned_hash.as_ref().map(|_| live_provisioning_fields(host)),
-                };
-                if let Some(body) = apply_body(&owner, host, &consumer, Purpose::Update) {
-                    plan.writes.push(write(host, hostname, Purpose::Update, Body::Apply(body)));
-                }
-            }
-        }
-    }
-
-    // Hosts removed from spec.nodes leave per the deletion policy, once.
-    let removed: Vec<(&str, &Arc<BareMetalHost>)> =
-        claims.removed.iter().filter(|(h, _)| previous.contains_key(*h)).map(|(h, b)| (h.as_str(), b)).collect();
-    let total = plan.hosts.len().saturating_add(removed.len());
-    plan.release_all(nodeset, &removed, total);
-
-    plan.jobs_for(nodeset, &owner, facts);
-    plan.record(nodeset, &owner, &recorded, facts);
+    let claims = claims(&basis, facts);
+    plan.writes = place(&basis, &claims, &mut plan.hosts);
+    plan.rollout = rollout_of(&basis, facts, &plan.hosts, history);
+    settle(&mut plan.hosts, &plan.rollout);
+    let machines = machine_writes(&basis, facts, &plan.hosts, &claims.plan.claimed);
+    plan.writes.extend(machines.writes);
+    plan.network_data = machines.network_data;
+    plan.release_removed(&basis, &claims.plan.removed);
+    plan.jobs_for(nodeset, &basis.owner, facts);
+    plan.record(nodeset, &basis.owner, &basis.recorded, facts);
     plan
 }
 
-/// `spec.services` in order, `None` where no such NodeSetService exists or its Job needs a
-/// Secret or ConfigMap that does not (it waits: nothing new runs). A service's hash counts the
-/// content of what its Job reads (`run_hash`), so a content change reruns it like an edit.
-fn listed_services(spec: &crds::nodeset::NodeSetSpec, facts: &Facts) -> Vec<Option<Service>> {
-    spec.services
-        .iter()
-        .flatten()
-        .map(|name| {
-            facts.services.get(name).filter(|s| missing_sources(&s.spec, &facts.sources).is_empty()).map(|s| Service {
-                name: name.clone(),
-                run_once: s.spec.run_once.unwrap_or(false),
-                hash: run_hash(&s.spec, &facts.sources),
-            })
-        })
-        .collect()
+/// The rollout, on the hosts whose machines run: which services run on which hosts, in
+/// batches of `maxUnavailable` (`rollout`).
+fn rollout_of(basis: &Basis, facts: &Facts, hosts: &BTreeMap<String, HostPlan>, history: usize) -> RolloutPlan {
+    let work: Vec<HostWork> = hosts.iter().map(|(name, host)| host_work(basis, name, host)).collect();
+    let spec = basis.spec;
+    let max_unavailable =
+        rollout::max_unavailable(spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()), hosts.len());
+    let approved = basis.acknowledged.status.approved_services.as_deref();
+    rollout::plan(&work, &basis.services, &facts.jobs, approved, max_unavailable, history)
 }
 
-/// The NodeSet's hash (the hosts' configurations, the service list and every listed service's
-/// spec), the rollout's record with the services it approved, and whether every host's
-/// configuration is approved as it is now (`rollout::acknowledge`).
-fn acknowledged(
-    nodeset: &NodeSet,
-    services: &[Option<Service>],
-    sources: &crds::nodeset::Sources,
-    upgrade: &Upgrade,
-    now: &Time,
-) -> (String, RolloutStatus, bool) {
-    let spec = &nodeset.spec;
-    let config_hash = nodeset_config_hash_with(spec, sources);
-    let listed: Vec<ApprovedService> = spec
-        .services
-        .iter()
-        .flatten()
-        .zip(services)
-        .map(|(name, s)| ApprovedService { name: name.clone(), service_hash: s.as_ref().map(|s| s.hash.clone()) })
-        .collect();
-    let hashes: Vec<(String, Option<String>)> =
-        listed.iter().map(|s| (s.name.clone(), s.service_hash.clone())).collect();
-    let gated = rollout::gated_hash(&config_hash, &hashes);
-    let mut previous = migrated(nodeset, &config_hash, &gated);
-    if let Some(approved) = previous.as_mut().and_then(|p| p.approved_services.as_mut()) {
-        upgrade.approvals(approved);
+/// A host as the rollout sees it: completions recorded by an older operator read as this one
+/// records them (`upgrade`), and a host that ran a configuration before is not brought up anew.
+fn host_work(basis: &Basis, name: &str, host: &HostPlan) -> HostWork {
+    let before = basis.previous.get(name);
+    HostWork {
+        name: name.to_string(),
+        desired: host.desired.clone(),
+        epoch: match &host.phase {
+            HostPhase::Machine(d) => d.epoch.clone(),
+            _ => String::new(),
+        },
+        completed: basis.upgrade.completions(&host.completed),
+        ready: host.runs_services(),
+        configured_before: !host.completed.is_empty() && before.is_none_or(|b| b.deployed_config_hash.is_some()),
+        approved: host.approved.clone(),
     }
-    let (status, approve_all) = rollout::acknowledge(spec.rollout.as_ref(), previous.as_ref(), &gated, &listed, now);
-    (gated, status, approve_all)
 }
 
-/// The rollout status as `acknowledge` reads it: one recorded by an operator that gated on the
-/// config hash alone counts as having acknowledged the services as they are now, so an upgrade
-/// of the operator neither starts a rollout nor holds a Manual NodeSet back.
-fn migrated(nodeset: &NodeSet, config_hash: &str, gated: &str) -> Option<RolloutStatus> {
-    let mut status = nodeset.status.as_ref()?.rollout.clone()?;
-    if status.config_hash.as_deref() == Some(config_hash) {
-        status.config_hash = Some(gated.to_string());
+/// Each host as the rollout leaves it: its completions with the finished Jobs recorded, and
+/// whether it is configured, waits for a token, or runs what was approved for it.
+fn settle(hosts: &mut BTreeMap<String, HostPlan>, rollout: &RolloutPlan) {
+    for (name, host) in hosts.iter_mut() {
+        if let Some(completed) = rollout.completed.get(name) {
+            host.completed = completed.clone();
+        }
+        host.configured = rollout.configured.contains(name);
+        host.pending = rollout.pending.contains(name);
+        host.at_approved = host.configured || rollout.at_approved.contains(name);
     }
-    Some(status)
 }
 
-fn write(host: &BareMetalHost, hostname: &str, purpose: Purpose, body: Body) -> HostWrite {
+/// A write on `host` (claimed for `hostname`).
+pub(super) fn write(host: &BareMetalHost, hostname: &str, purpose: Purpose, body: Body) -> HostWrite {
     HostWrite {
         host: host.name_any(),
         namespace: host.namespace().unwrap_or_default(),
@@ -437,28 +225,6 @@ fn write(host: &BareMetalHost, hostname: &str, purpose: Purpose, body: Body) -> 
         purpose,
         body,
     }
-}
-
-fn generated_network_data(
-    owner: &Owner,
-    spec: &crds::nodeset::NodeSetSpec,
-    entry: &HostPlan,
-    facts: &Facts,
-    host: &Arc<BareMetalHost>,
-    hostname: &str,
-) -> Option<NetworkData> {
-    let template = spec.baremetal_set_template.as_ref()?;
-    let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
-    if template.network_data.is_some() || section.is_some_and(|s| s.network_data.is_some()) {
-        return None;
-    }
-    let content = network_data(&entry.config, facts.hardware.get(&host.name_any()))?;
-    Some(NetworkData {
-        name: network_data_name(owner, hostname),
-        namespace: facts.bmh_namespace.clone(),
-        owner: host.clone(),
-        content,
-    })
 }
 
 impl Consumer {
@@ -493,6 +259,15 @@ impl Plan {
             }
         }
         self.releases.push(Release { hostname: hostname.to_string(), bmh: host.name_any(), policy, held: false });
+    }
+
+    /// Hosts removed from spec.nodes leave per the deletion policy, once (those status still
+    /// lists).
+    fn release_removed(&mut self, basis: &Basis, removed: &BTreeMap<String, Arc<BareMetalHost>>) {
+        let leaving: Vec<(&str, &Arc<BareMetalHost>)> =
+            removed.iter().filter(|(h, _)| basis.previous.contains_key(*h)).map(|(h, b)| (h.as_str(), b)).collect();
+        let total = self.hosts.len().saturating_add(leaving.len());
+        self.release_all(basis.nodeset, &leaving, total);
     }
 
     /// Releases `leaving` per the NodeSet's release policy; under Deprovision, more than

@@ -5,7 +5,7 @@
 use super::*;
 use crate::nodeset::job::INVENTORY_KEY;
 use crds::nodeset::sources::{SourceData, SourceRef, Sources};
-use crds::nodeset::{SERVICES_COMPLETED_ANNOTATION, host_config_hash_with};
+use crds::nodeset::{ApprovedService, SERVICES_COMPLETED_ANNOTATION, host_config_hash_with};
 use crds::nodesetservice::run_hash;
 
 const SENTINEL: &str = "s3cr3t-sentinel";

@@ -1,9 +1,9 @@
 use super::*;
-use crate::nodeset::consumer::Purpose;
+use crate::nodeset::consumer::{Purpose, recorded_completions};
 use crate::nodeset::machine::Phase;
 use crds::baremetalhost::{BareMetalHostStatus, ProvisionStatus, ProvisioningState};
 use crds::nodeset::{
-    BmhRef, HOSTNAME_LABEL, NODESET_LABEL, NodeSetStatus, PROVISIONED_HASH_ANNOTATION, provisioning_hash,
+    BmhRef, HOSTNAME_LABEL, HostStatus, NODESET_LABEL, NodeSetStatus, PROVISIONED_HASH_ANNOTATION, provisioning_hash,
 };
 use crds::nodeset::{host_config_hash, nodeset_config_hash};
 use crds::nodesetservice::{NodeSetService, service_hash};

@@ -14,7 +14,11 @@
 //! Approvals are per host so that adding or removing hosts, which changes no other host's
 //! configuration, holds back no approved rollout of the others.
 
+#[path = "rollout_jobs.rs"]
+mod jobs;
+
 use crds::nodeset::{ApprovedService, CompletedService, Rollout, RolloutStatus, RolloutStrategy};
+use jobs::{Running, completions, failures, prunable};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
@@ -82,26 +86,6 @@ pub fn fingerprint(entry: Option<&CompletedService>) -> String {
         digest.update([0]);
     }
     hex::encode(&digest.finalize()[..8])
-}
-
-/// Whether a run of a service (`ran`, finished `at`) is newer than the host's recorded
-/// completion `entry` of it: planned after that very completion, or finished later.
-fn supersedes(entry: Option<&CompletedService>, ran: &JobHost, at: &Time) -> bool {
-    let Some(entry) = entry else { return true };
-    if ran.after.as_deref().is_some_and(|after| after == fingerprint(Some(entry))) {
-        return true;
-    }
-    entry.completed_at.as_ref().is_none_or(|t| t.0 < at.0)
-}
-
-/// Whether no completion of the service arrived on the host since a Job (`ran`, created
-/// `created`) was planned: the host's completion is still the one the Job came after.
-fn nothing_completed_since(entry: Option<&CompletedService>, ran: &JobHost, created: &Time) -> bool {
-    match &ran.after {
-        Some(after) => *after == fingerprint(entry),
-        // An older operator's Job: by the clock.
-        None => entry.and_then(|e| e.completed_at.as_ref()).is_none_or(|t| t.0 < created.0),
-    }
 }
 
 /// How a Job ended, or that it has not yet.
@@ -296,47 +280,6 @@ fn at_approved(
     })
 }
 
-/// Records the success of `job` (finished `at`) on each of its hosts where it is newer than
-/// what is recorded; true when anything changed.
-fn record(
-    completed: &mut BTreeMap<String, Vec<CompletedService>>,
-    hosts: &BTreeMap<&str, &HostWork>,
-    job: &ObservedJob,
-    at: &Time,
-) -> bool {
-    let mut changed = false;
-    for (hostname, ran) in &job.hosts {
-        let (Some(host), Some(completed)) = (hosts.get(hostname.as_str()), completed.get_mut(hostname)) else {
-            continue;
-        };
-        if ran.epoch != host.epoch {
-            continue;
-        }
-        let record = CompletedService {
-            name: job.service.clone(),
-            config_hash: Some(ran.config_hash.clone()),
-            service_hash: Some(job.service_hash.clone()),
-            completed_at: Some(at.clone()),
-        };
-        let position = completed.iter().position(|c| c.name == job.service);
-        if !supersedes(position.map(|i| &completed[i]), ran, at) {
-            continue;
-        }
-        match position {
-            Some(i) if completed[i] == record => {}
-            Some(i) => {
-                completed[i] = record;
-                changed = true;
-            }
-            None => {
-                completed.push(record);
-                changed = true;
-            }
-        }
-    }
-    changed
-}
-
 /// Plans the rollout. `services` is `spec.services` in order, `None` where no such
 /// NodeSetService exists (nothing new runs then); `approved` is the services a rollout
 /// approved: a configured host gets new work only while they are the services as they are and
@@ -349,210 +292,138 @@ pub fn plan(
     max_unavailable: usize,
     history: usize,
 ) -> RolloutPlan {
-    let mut plan = RolloutPlan::default();
-    let by_name: BTreeMap<&str, &HostWork> = hosts.iter().map(|h| (h.name.as_str(), h)).collect();
-    let known: BTreeMap<&str, &Service> = services.iter().flatten().map(|s| (s.name.as_str(), s)).collect();
-
-    // Record what finished Jobs completed, oldest first so that the newest run wins.
-    plan.completed = hosts.iter().map(|h| (h.name.clone(), h.completed.clone())).collect();
-    let mut succeeded: Vec<(&ObservedJob, &Time)> = jobs
-        .iter()
-        .filter_map(|j| match &j.outcome {
-            JobOutcome::Succeeded { at } => Some((j, at)),
-            _ => None,
-        })
-        .collect();
-    succeeded.sort_by(|a, b| a.1.0.cmp(&b.1.0).then_with(|| a.0.name.cmp(&b.0.name)));
-    // Runs of one service that finished within the same second are ordered by what they were
-    // planned after, which one pass in time order may see in the wrong order: repeat until
-    // nothing changes (a chain of n such runs takes n passes).
-    for _ in 0..=succeeded.len() {
-        let mut changed = false;
-        for (job, at) in &succeeded {
-            changed |= record(&mut plan.completed, &by_name, job, at);
-        }
-        if !changed {
-            break;
-        }
-    }
-
-    let all_known = services.iter().all(Option::is_some);
-    let ordered: Vec<&Service> = services.iter().flatten().collect();
-    for host in hosts {
-        let completed = &plan.completed[&host.name];
-        if all_known && ordered.iter().all(|s| done(completed, s, &host.desired)) {
-            plan.configured.insert(host.name.clone());
-        }
-    }
-
-    // Hosts whose running Job began on an earlier installation (a reprovision asked for while
-    // it ran): that installation ran a configuration, so the Job takes a slot of
-    // maxUnavailable although the new installation is being brought up.
-    let mut earlier_installation = BTreeSet::new();
-    for job in jobs {
-        match &job.outcome {
-            JobOutcome::Running => {
-                plan.running.extend(job.hosts.keys().cloned());
-                for (hostname, ran) in &job.hosts {
-                    if by_name.get(hostname.as_str()).is_some_and(|h| h.epoch != ran.epoch) {
-                        earlier_installation.insert(hostname.clone());
-                    }
-                }
-            }
-            JobOutcome::Failed { message, .. } => {
-                let Some(service) = known.get(job.service.as_str()).filter(|s| s.hash == job.service_hash) else {
-                    continue;
-                };
-                let blocked: Vec<String> = job
-                    .hosts
-                    .iter()
-                    .filter(|(hostname, ran)| {
-                        by_name.get(hostname.as_str()).is_some_and(|host| {
-                            let completed = &plan.completed[hostname.as_str()];
-                            ran.epoch == host.epoch
-                                && ran.config_hash == host.desired
-                                && !done(completed, service, &host.desired)
-                                && nothing_completed_since(entry(completed, &service.name), ran, &job.created)
-                        })
-                    })
-                    .map(|(h, _)| h.clone())
-                    .collect();
-                if !blocked.is_empty() {
-                    plan.failures.push(Failure {
-                        job: job.name.clone(),
-                        service: job.service.clone(),
-                        hosts: blocked,
-                        message: message.clone(),
-                    });
-                }
-            }
-            JobOutcome::Succeeded { .. } => {}
-        }
-    }
-
-    plan.prunable = prunable(jobs, &plan, &by_name, history);
-
-    // A failure stops the rollout (no configured host gets new work) and holds its own hosts;
-    // hosts being brought up that it does not concern go on.
-    let failed: BTreeSet<&str> = plan.failures.iter().flat_map(|f| f.hosts.iter().map(String::as_str)).collect();
-    let wanting: Vec<&HostWork> = hosts
-        .iter()
-        .filter(|h| h.ready && !plan.configured.contains(&h.name) && !plan.running.contains(&h.name))
-        .filter(|h| !failed.contains(h.name.as_str()) && (failed.is_empty() || !h.configured_before))
-        .collect();
-    if !all_known {
+    let lookup = Lookup::of(hosts, services);
+    let completed = completions(hosts, jobs, &lookup);
+    let configured = configured(hosts, &lookup, &completed);
+    let running = Running::of(jobs, &lookup);
+    let failures = failures(jobs, &lookup, &completed);
+    let mut plan =
+        RolloutPlan { completed, configured, running: running.hosts.clone(), failures, ..RolloutPlan::default() };
+    plan.prunable = prunable(jobs, &plan, &lookup.hosts, history);
+    if !lookup.all_known {
         return plan;
     }
-    let busy = plan
-        .running
-        .iter()
-        .filter(|h| earlier_installation.contains(*h) || by_name.get(h.as_str()).is_some_and(|h| h.configured_before))
-        .count();
-    let mut slots = max_unavailable.saturating_sub(busy);
-    // Hosts that started a rollout finish it before others start one.
-    let partial = |h: &HostWork| {
-        let completed = &plan.completed[&h.name];
-        ordered.iter().any(|s| !s.run_once && done(completed, s, &h.desired))
-    };
-    // Configured hosts get what was approved for them; the others wait for a token.
-    let services_ok = services_approved(approved, services);
-    let (mut updates, held): (Vec<&HostWork>, Vec<&HostWork>) = wanting
-        .iter()
-        .copied()
-        .filter(|h| h.configured_before)
-        .partition(|h| services_ok && h.approved.as_deref() == Some(h.desired.as_str()));
+    let wanting = wanting(hosts, &plan);
+    let slots = max_unavailable.saturating_sub(running.busy(&lookup));
+    let (updates, held) = approved_updates(&wanting, services_approved(approved, services));
     for host in held {
-        if at_approved(host, &plan.completed[&host.name], approved, &known) {
+        if at_approved(host, &plan.completed[&host.name], approved, &lookup.known) {
             plan.at_approved.insert(host.name.clone());
         }
         plan.pending.insert(host.name.clone());
     }
-    updates.sort_by_key(|h| (!partial(h), h.name.clone()));
-    let mut chosen: Vec<&HostWork> = wanting.iter().copied().filter(|h| !h.configured_before).collect();
-    for host in updates {
-        if slots == 0 {
-            break;
-        }
-        slots -= 1;
-        chosen.push(host);
-    }
-    let mut groups: BTreeMap<&str, Vec<&HostWork>> = BTreeMap::new();
-    for host in chosen {
-        let completed = &plan.completed[&host.name];
-        if let Some(next) = ordered.iter().find(|s| !done(completed, s, &host.desired)) {
-            groups.entry(next.name.as_str()).or_default().push(host);
-        }
-    }
-    for (service, mut members) in groups {
-        let Some(service) = known.get(service) else { continue };
-        members.sort_by(|a, b| a.name.cmp(&b.name));
-        for chunk in members.chunks(MAX_BATCH_HOSTS) {
-            plan.batches.push(Batch {
-                service: service.name.clone(),
-                service_hash: service.hash.clone(),
-                hosts: chunk
-                    .iter()
-                    .map(|h| {
-                        let after = fingerprint(entry(&plan.completed[&h.name], &service.name));
-                        (
-                            h.name.clone(),
-                            JobHost { config_hash: h.desired.clone(), epoch: h.epoch.clone(), after: Some(after) },
-                        )
-                    })
-                    .collect(),
-            });
-        }
-    }
+    let chosen = chosen(&wanting, updates, slots, &lookup, &plan.completed);
+    plan.batches = batches(&chosen, &lookup, &plan.completed);
     plan
 }
 
-/// Finished Jobs beyond the newest `history` of each service whose outcome is recorded: a
-/// success that every host's stored completions reflect (or whose host left), a failure that
-/// stops nothing any more.
-fn prunable(
-    jobs: &[ObservedJob],
-    plan: &RolloutPlan,
-    hosts: &BTreeMap<&str, &HostWork>,
-    history: usize,
-) -> Vec<String> {
-    let blocking: BTreeSet<&str> = plan.failures.iter().map(|f| f.job.as_str()).collect();
-    let mut by_service: BTreeMap<&str, Vec<&ObservedJob>> = BTreeMap::new();
-    for job in jobs.iter().filter(|j| j.finished().is_some()) {
-        by_service.entry(job.service.as_str()).or_default().push(job);
-    }
-    let mut out = Vec::new();
-    for (_, mut finished) in by_service {
-        finished.sort_by(|a, b| {
-            let (ta, tb) = (a.finished().map(|t| t.0), b.finished().map(|t| t.0));
-            tb.cmp(&ta).then_with(|| b.name.cmp(&a.name))
-        });
-        for job in finished.into_iter().skip(history) {
-            let recorded = match &job.outcome {
-                JobOutcome::Succeeded { at } => job.hosts.iter().all(|(hostname, ran)| {
-                    match hosts.get(hostname.as_str()) {
-                        None => true,
-                        Some(host) if host.epoch != ran.epoch => true,
-                        // What was persisted before this plan, not what it records now: a Job
-                        // goes only once its outcome is stored, or a later one's (a later
-                        // second: within the same second, "later" is not known here).
-                        Some(host) => entry(&host.completed, &job.service).is_some_and(|e| {
-                            e.completed_at.as_ref().is_some_and(|t| t.0 > at.0)
-                                || (e.completed_at.as_ref() == Some(at)
-                                    && e.config_hash.as_deref() == Some(ran.config_hash.as_str())
-                                    && e.service_hash.as_deref() == Some(job.service_hash.as_str()))
-                        }),
-                    }
-                }),
-                JobOutcome::Failed { .. } => !blocking.contains(job.name.as_str()),
-                JobOutcome::Running => false,
-            };
-            if recorded {
-                out.push(job.name.clone());
-            }
+/// The hosts and services of a rollout, by name.
+struct Lookup<'a> {
+    hosts: BTreeMap<&'a str, &'a HostWork>,
+    /// The listed services that exist.
+    known: BTreeMap<&'a str, &'a Service>,
+    /// The same, in the listed order: the order they run in.
+    ordered: Vec<&'a Service>,
+    /// Every listed service exists: only then does anything new run.
+    all_known: bool,
+}
+
+impl<'a> Lookup<'a> {
+    /// Worked out once: the steps look hosts and services up by name many times over.
+    fn of(hosts: &'a [HostWork], services: &'a [Option<Service>]) -> Self {
+        Lookup {
+            hosts: hosts.iter().map(|h| (h.name.as_str(), h)).collect(),
+            known: services.iter().flatten().map(|s| (s.name.as_str(), s)).collect(),
+            ordered: services.iter().flatten().collect(),
+            all_known: services.iter().all(Option::is_some),
         }
     }
-    out.sort();
-    out
+}
+
+/// The hosts with every service done for their desired hash (none while a service is missing).
+fn configured(
+    hosts: &[HostWork],
+    lookup: &Lookup,
+    completed: &BTreeMap<String, Vec<CompletedService>>,
+) -> BTreeSet<String> {
+    hosts
+        .iter()
+        .filter(|host| {
+            lookup.all_known && lookup.ordered.iter().all(|s| done(&completed[&host.name], s, &host.desired))
+        })
+        .map(|host| host.name.clone())
+        .collect()
+}
+
+/// The hosts that want work: ready, neither configured nor in a running Job. A failure stops
+/// the rollout (no configured host gets new work) and holds its own hosts; hosts being brought
+/// up that it does not concern go on.
+fn wanting<'a>(hosts: &'a [HostWork], plan: &RolloutPlan) -> Vec<&'a HostWork> {
+    let failed: BTreeSet<&str> = plan.failures.iter().flat_map(|f| f.hosts.iter().map(String::as_str)).collect();
+    hosts
+        .iter()
+        .filter(|h| h.ready && !plan.configured.contains(&h.name) && !plan.running.contains(&h.name))
+        .filter(|h| !failed.contains(h.name.as_str()) && (failed.is_empty() || !h.configured_before))
+        .collect()
+}
+
+/// Of the configured hosts among `wanting`, those a rollout approved new work for (`services_ok`:
+/// the approved services are the services as they are; and the host's desired configuration),
+/// and those held: configured hosts get what was approved for them; the others wait for a token.
+fn approved_updates<'a>(wanting: &[&'a HostWork], services_ok: bool) -> (Vec<&'a HostWork>, Vec<&'a HostWork>) {
+    wanting
+        .iter()
+        .copied()
+        .filter(|h| h.configured_before)
+        .partition(|h| services_ok && h.approved.as_deref() == Some(h.desired.as_str()))
+}
+
+/// The hosts that get work now: every host being brought up (it is not serving), and of the
+/// approved `updates`, as many as `slots` allows, those that started a rollout first (they
+/// finish it before others start one), then by name.
+fn chosen<'a>(
+    wanting: &[&'a HostWork],
+    mut updates: Vec<&'a HostWork>,
+    slots: usize,
+    lookup: &Lookup,
+    completed: &BTreeMap<String, Vec<CompletedService>>,
+) -> Vec<&'a HostWork> {
+    let partial = |h: &HostWork| {
+        let completed = &completed[&h.name];
+        lookup.ordered.iter().any(|s| !s.run_once && done(completed, s, &h.desired))
+    };
+    updates.sort_by_key(|h| (!partial(h), h.name.clone()));
+    let mut chosen: Vec<&HostWork> = wanting.iter().copied().filter(|h| !h.configured_before).collect();
+    chosen.extend(updates.into_iter().take(slots));
+    chosen
+}
+
+/// The Jobs to create: each chosen host with the next service it has not done, grouped by
+/// service, in batches of at most [`MAX_BATCH_HOSTS`] by host name.
+fn batches(chosen: &[&HostWork], lookup: &Lookup, completed: &BTreeMap<String, Vec<CompletedService>>) -> Vec<Batch> {
+    let mut groups: BTreeMap<&str, Vec<&HostWork>> = BTreeMap::new();
+    for host in chosen {
+        if let Some(next) = lookup.ordered.iter().find(|s| !done(&completed[&host.name], s, &host.desired)) {
+            groups.entry(next.name.as_str()).or_default().push(host);
+        }
+    }
+    let mut batches = Vec::new();
+    for (service, mut members) in groups {
+        let Some(service) = lookup.known.get(service) else { continue };
+        members.sort_by(|a, b| a.name.cmp(&b.name));
+        for chunk in members.chunks(MAX_BATCH_HOSTS) {
+            let hosts = chunk
+                .iter()
+                .map(|h| {
+                    let after = fingerprint(entry(&completed[&h.name], &service.name));
+                    let ran = JobHost { config_hash: h.desired.clone(), epoch: h.epoch.clone(), after: Some(after) };
+                    (h.name.clone(), ran)
+                })
+                .collect();
+            batches.push(Batch { service: service.name.clone(), service_hash: service.hash.clone(), hosts });
+        }
+    }
+    batches
 }
 
 #[cfg(test)]

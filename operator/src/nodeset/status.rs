@@ -2,16 +2,16 @@
 //! conditions, and an Event for every transition.
 
 use super::apply::Applied;
-use super::machine::{Action, Phase};
-use super::plan::{HostPhase, HostPlan, Plan};
+use super::host_status::{host_notices, host_status};
+use super::machine::Phase;
+use super::plan::{HostPhase, Plan};
 use super::validate::Findings;
 use crate::kit::Notices;
 use crate::kit::condition::{AS_EXPECTED, COMPLETE, Conditions, NOTHING_WRONG, bounded_message, set_all};
-use crds::condition::{DEGRADED, PROGRESSING, READY};
+use crds::condition::{Condition, DEGRADED, PROGRESSING, READY};
 use crds::nodeset::status::conditions::{CONFIGURED, OUTDATED, PROVISIONED, ROLLOUT_PENDING};
-use crds::nodeset::{BmhRef, HostStatus, NodeSet, NodeSetStatus, RolloutPhase};
+use crds::nodeset::{HostStatus, NodeSet, NodeSetStatus, RolloutPhase, RolloutStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::ResourceExt;
 use std::collections::BTreeMap;
 
 /// Ready's reasons.
@@ -34,84 +34,23 @@ pub fn compute(
     if let Some(found) = findings.problem().filter(|_| findings.blocks()) {
         return (blocked(nodeset, previous, found, now), Notices::default());
     }
-    let before = previous.hosts.clone().unwrap_or_default();
     let mut notices = Notices::default();
-    let failures_by_host: BTreeMap<&str, String> = plan
-        .rollout
-        .failures
-        .iter()
-        .flat_map(|f| {
-            f.hosts
-                .iter()
-                .map(move |h| (h.as_str(), format!("service {} failed in Job {}: {}", f.service, f.job, f.message)))
-        })
-        .collect();
-
-    let mut hosts = BTreeMap::new();
-    for (name, host) in &plan.hosts {
-        let prev = before.get(name);
-        let mut status = host_status(nodeset, name, host, prev, applied);
-        if let Some(failure) = failures_by_host.get(name.as_str()) {
-            status.message = Some(bounded_message(failure.clone()));
-        }
-        if let Some(refused) = applied.refused.get(name) {
-            status.message = Some(bounded_message(refused.clone()));
-        }
-        host_notices(&mut notices, name, host, prev, &status, applied);
-        hosts.insert(name.clone(), status);
-    }
-    for released in &plan.releases {
-        if applied.released.contains(&released.hostname) {
-            notices.normal("HostReleased", released.note());
-        }
-    }
-    // A host released by a failed write stays until the write succeeds.
-    for (name, prev) in &before {
-        if !hosts.contains_key(name)
-            && plan.releases.iter().any(|r| &r.hostname == name && !applied.released.contains(name))
-        {
-            hosts.insert(name.clone(), prev.clone());
-        }
-    }
-    for name in &applied.jobs_created {
-        notices.normal("JobCreated", format!("created Job {name}"));
-    }
-
+    let hosts = hosts(nodeset, plan, applied, &previous, &mut notices);
+    applied_notices(&mut notices, plan, applied);
     let counts = Counts::of(plan);
-    let phase = if !plan.rollout.failures.is_empty() {
-        RolloutPhase::Failed
-    } else if !counts.pending.is_empty() {
-        RolloutPhase::Pending
-    } else if plan.hosts.values().all(|h| h.configured) {
-        RolloutPhase::Complete
-    } else if plan.hosts.values().any(|h| h.runs_services() && !h.configured) {
-        RolloutPhase::RollingOut
-    } else {
-        RolloutPhase::Waiting
-    };
-    let mut rollout = plan.rollout_status.clone();
+    let phase = rollout_phase(plan, &counts);
+    let rollout = rollout_status(plan, &previous, phase, now);
     let previous_phase = previous.rollout.as_ref().and_then(|r| r.phase);
-    rollout.phase = Some(phase);
-    if phase == RolloutPhase::Complete && rollout.completed_at.is_none() {
-        let same = previous.rollout.as_ref().filter(|r| r.config_hash == rollout.config_hash);
-        rollout.completed_at = same.and_then(|r| r.completed_at.clone()).or_else(|| Some(now.clone()));
-    }
     rollout_notices(&mut notices, &previous, &rollout, plan, previous_phase, phase);
-
     let problem = problem(plan, findings, applied, &hosts);
-    let degraded_before = previous.conditions.iter().flatten().find(|c| c.type_ == DEGRADED).map(|c| c.reason.as_str());
-    if let Some((DEPROVISION_UNCONFIRMED, message)) = &problem
-        && degraded_before != Some(DEPROVISION_UNCONFIRMED)
-    {
-        notices.warning(DEPROVISION_UNCONFIRMED, message.clone());
-    }
+    problem_notice(&mut notices, &previous, problem.as_ref());
+    let outdated: Vec<&str> =
+        hosts.iter().filter(|(_, h)| h.provisioning_outdated == Some(true)).map(|(n, _)| n.as_str()).collect();
     // Transition times stay while a condition's status does.
     let mut conditions = previous.conditions.clone().unwrap_or_default();
     set_all(&mut conditions, make_conditions(nodeset, plan, phase, problem.as_ref(), &counts, now));
-    let claimed = hosts.values().filter(|h| h.bmh_ref.is_some()).count();
-    let outdated: Vec<&str> =
-        hosts.iter().filter(|(_, h)| h.provisioning_outdated == Some(true)).map(|(n, _)| n.as_str()).collect();
     set_all(&mut conditions, vec![outdated_condition(nodeset, &outdated, now)]);
+    let claimed = hosts.values().filter(|h| h.bmh_ref.is_some()).count();
     let status = NodeSetStatus {
         observed_generation: nodeset.metadata.generation,
         conditions: Some(conditions),
@@ -127,6 +66,100 @@ pub fn compute(
         rollout: Some(rollout),
     };
     (status, notices)
+}
+
+/// Each host's status, with the Events of its transitions. A failed Job or a refused write on
+/// a host is its message; a host released by a failed write stays until the write succeeds.
+fn hosts(
+    nodeset: &NodeSet,
+    plan: &Plan,
+    applied: &Applied,
+    previous: &NodeSetStatus,
+    notices: &mut Notices,
+) -> BTreeMap<String, HostStatus> {
+    let before = previous.hosts.clone().unwrap_or_default();
+    let failures_by_host: BTreeMap<&str, String> = plan
+        .rollout
+        .failures
+        .iter()
+        .flat_map(|f| {
+            f.hosts
+                .iter()
+                .map(move |h| (h.as_str(), format!("service {} failed in Job {}: {}", f.service, f.job, f.message)))
+        })
+        .collect();
+    let mut hosts = BTreeMap::new();
+    for (name, host) in &plan.hosts {
+        let prev = before.get(name);
+        let mut status = host_status(nodeset, name, host, prev, applied);
+        if let Some(failure) = failures_by_host.get(name.as_str()) {
+            status.message = Some(bounded_message(failure.clone()));
+        }
+        if let Some(refused) = applied.refused.get(name) {
+            status.message = Some(bounded_message(refused.clone()));
+        }
+        host_notices(notices, name, host, prev, &status, applied);
+        hosts.insert(name.clone(), status);
+    }
+    for (name, prev) in &before {
+        if !hosts.contains_key(name)
+            && plan.releases.iter().any(|r| &r.hostname == name && !applied.released.contains(name))
+        {
+            hosts.insert(name.clone(), prev.clone());
+        }
+    }
+    hosts
+}
+
+/// The Events of what was applied besides the hosts: releases, and Jobs created.
+fn applied_notices(notices: &mut Notices, plan: &Plan, applied: &Applied) {
+    for released in &plan.releases {
+        if applied.released.contains(&released.hostname) {
+            notices.normal("HostReleased", released.note());
+        }
+    }
+    for name in &applied.jobs_created {
+        notices.normal("JobCreated", format!("created Job {name}"));
+    }
+}
+
+/// Where the rollout stands: a failure first, then a wait for a token, then whether every host
+/// is configured, some are being, or none may be yet.
+fn rollout_phase(plan: &Plan, counts: &Counts) -> RolloutPhase {
+    if !plan.rollout.failures.is_empty() {
+        RolloutPhase::Failed
+    } else if !counts.pending.is_empty() {
+        RolloutPhase::Pending
+    } else if plan.hosts.values().all(|h| h.configured) {
+        RolloutPhase::Complete
+    } else if plan.hosts.values().any(|h| h.runs_services() && !h.configured) {
+        RolloutPhase::RollingOut
+    } else {
+        RolloutPhase::Waiting
+    }
+}
+
+/// The rollout's record in `phase`. A rollout completes once: the time it completed stays
+/// while the configuration it rolled out does.
+fn rollout_status(plan: &Plan, previous: &NodeSetStatus, phase: RolloutPhase, now: &Time) -> RolloutStatus {
+    let mut rollout = plan.rollout_status.clone();
+    rollout.phase = Some(phase);
+    if phase == RolloutPhase::Complete && rollout.completed_at.is_none() {
+        let same = previous.rollout.as_ref().filter(|r| r.config_hash == rollout.config_hash);
+        rollout.completed_at = same.and_then(|r| r.completed_at.clone()).or_else(|| Some(now.clone()));
+    }
+    rollout
+}
+
+/// A warning when hosts start waiting for a confirmation to be deprovisioned: once, not at
+/// every reconcile while they wait.
+fn problem_notice(notices: &mut Notices, previous: &NodeSetStatus, problem: Option<&(&'static str, String)>) {
+    let degraded_before = previous.conditions.iter().flatten().find(|c| c.type_ == DEGRADED).map(|c| c.reason.as_str());
+    if let Some((DEPROVISION_UNCONFIRMED, message)) = problem
+        && degraded_before != Some(DEPROVISION_UNCONFIRMED)
+    {
+        notices.warning(DEPROVISION_UNCONFIRMED, message.clone());
+    }
 }
 
 /// The host counts status reports.
@@ -191,7 +224,7 @@ fn blocked(
 
 /// `Outdated`: hosts that run provisioning inputs changed since (an image edit), which no write
 /// of the NodeSet's ever changes on its own; each is reprovisioned only for its own new token.
-fn outdated_condition(nodeset: &NodeSet, outdated: &[&str], now: &Time) -> crds::condition::Condition {
+fn outdated_condition(nodeset: &NodeSet, outdated: &[&str], now: &Time) -> Condition {
     let make = Conditions::new(nodeset.metadata.generation, now.clone());
     if outdated.is_empty() {
         return make.make(OUTDATED, false, "UpToDate", "every machine runs the current provisioning inputs");
@@ -202,167 +235,6 @@ fn outdated_condition(nodeset: &NodeSet, outdated: &[&str], now: &Time) -> crds:
         outdated.join(", ")
     );
     make.make(OUTDATED, true, "ProvisioningInputsChanged", bounded_message(message))
-}
-
-fn host_status(
-    nodeset: &NodeSet,
-    name: &str,
-    host: &HostPlan,
-    prev: Option<&HostStatus>,
-    applied: &Applied,
-) -> HostStatus {
-    let bmh = applied.written.get(name).or(host.bmh.as_ref());
-    let bmh_ref = |b: &crds::baremetalhost::BareMetalHost| BmhRef {
-        name: b.name_any(),
-        namespace: b.namespace().unwrap_or_default(),
-        uid: b.uid(),
-    };
-    let spec_token = nodeset
-        .spec
-        .nodes
-        .as_ref()
-        .and_then(|n| n.get(name))
-        .and_then(|s| s.reprovision_token.clone())
-        .unwrap_or_default();
-    let mut status = HostStatus {
-        approved_config_hash: host.approved.clone(),
-        desired_config_hash: Some(host.desired.clone()),
-        reprovision_token: prev.and_then(|p| p.reprovision_token.clone()).or(Some(spec_token)),
-        // What ran is in the NodeSet's record and on the machines, not here (`record`): status
-        // stays bounded at 1000 hosts.
-        services_completed: None,
-        deployed_config_hash: if host.configured {
-            Some(host.desired.clone())
-        } else if host.completed.is_empty() {
-            None
-        } else {
-            match prev {
-                Some(prev) => prev.deployed_config_hash.clone(),
-                // Seen for the first time with completions (a recreated NodeSet, a status lost,
-                // a host removed and added back): it ran a configuration, so it is not being
-                // brought up, and a rollout keeps it within maxUnavailable.
-                None => host.completed.iter().find_map(|c| c.config_hash.clone()),
-            }
-        },
-        ..HostStatus::default()
-    };
-    match &host.phase {
-        HostPhase::Lost(why) => {
-            // The record stays: it is what keeps the host held, and what a restore needs.
-            let mut kept = prev.cloned().unwrap_or_default();
-            kept.desired_config_hash = Some(host.desired.clone());
-            // A token given meanwhile approved its configuration too.
-            kept.approved_config_hash = host.approved.clone();
-            kept.message = Some(bounded_message(why.clone()));
-            return kept;
-        }
-        HostPhase::PreProvisioned => {}
-        HostPhase::Unclaimed(why) => {
-            status.message = (!why.is_empty()).then(|| bounded_message(format!("no BareMetalHost: {why}")));
-        }
-        HostPhase::Claiming => {
-            if applied.claims_won.contains(name) {
-                status.bmh_ref = bmh.map(|b| bmh_ref(b));
-                status.provisioning_state = bmh.and_then(|b| b.status.as_ref()).map(|s| s.provisioning.state);
-            }
-        }
-        HostPhase::Machine(decision) => {
-            status.bmh_ref = bmh.map(|b| bmh_ref(b));
-            status.provisioning_state = bmh.and_then(|b| b.status.as_ref()).map(|s| s.provisioning.state);
-            status.message = decision.message.clone().or(host.message.clone());
-            status.provisioning_outdated = decision.outdated;
-            status.provisioned_hash = decision.provisioned_hash.clone();
-            status.reprovision_token = Some(decision.token.clone());
-            status.machine_epoch = Some(decision.epoch.clone()).filter(|e| !e.is_empty());
-            match &decision.action {
-                Action::Provision if !applied.provisioned.contains(name) => {
-                    status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
-                    status.provisioning_outdated = prev.and_then(|p| p.provisioning_outdated);
-                }
-                Action::Reprovision { .. } if !applied.reprovisioned.contains(name) => {
-                    // Not acted on yet: what status said stays, so the next reconcile acts.
-                    status.reprovision_token = prev.and_then(|p| p.reprovision_token.clone());
-                    status.deployed_config_hash = prev.and_then(|p| p.deployed_config_hash.clone());
-                    status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
-                    status.machine_epoch = prev.and_then(|p| p.machine_epoch.clone());
-                }
-                Action::Reprovision { .. } => {
-                    status.deployed_config_hash = None;
-                    status.provisioning_outdated = None;
-                }
-                _ => {}
-            }
-        }
-    }
-    status
-}
-
-fn host_notices(
-    notices: &mut Notices,
-    name: &str,
-    host: &HostPlan,
-    prev: Option<&HostStatus>,
-    now: &HostStatus,
-    applied: &Applied,
-) {
-    let prev_bmh = prev.and_then(|p| p.bmh_ref.as_ref()).map(|r| r.name.as_str());
-    if let Some(bmh) = now.bmh_ref.as_ref().map(|r| r.name.as_str())
-        && prev_bmh != Some(bmh)
-    {
-        let how = if applied.claims_won.contains(name) { "claimed" } else { "adopted" };
-        notices.normal("Claimed", format!("{name}: {how} BareMetalHost {bmh}"));
-    }
-    let state = |s: Option<&HostStatus>| s.and_then(|s| s.provisioning_state);
-    // Written now, or written by a reconcile that ended (a crash, a refused status write)
-    // before its status recorded the machine's provisioning hash: the machine's annotation
-    // tells, and the status that knew the machine unprovisioned had none. So a crash between
-    // the image write and the status loses no Event (Claimed and Provisioned are told from
-    // status the same way).
-    let recorded_now = prev_bmh.is_some()
-        && prev.is_some_and(|p| p.provisioned_hash.is_none())
-        && now.provisioned_hash.is_some()
-        && state(prev) != Some(crds::baremetalhost::ProvisioningState::Provisioned);
-    if applied.provisioned.contains(name) || recorded_now {
-        notices.normal(
-            "Provisioning",
-            format!(
-                "{name}: provisioning BareMetalHost {}",
-                prev_bmh.or(now.bmh_ref.as_ref().map(|r| r.name.as_str())).unwrap_or("")
-            ),
-        );
-    }
-    if applied.reprovisioned.contains(name) {
-        notices.normal(
-            "Reprovisioning",
-            format!("{name}: reprovisioning for reprovisionToken {:?}", now.reprovision_token.as_deref().unwrap_or("")),
-        );
-    }
-    // Only a machine this NodeSet saw before it was provisioned: one adopted already
-    // provisioned (a recreated NodeSet) was not provisioned now, and says so as `Claimed`.
-    if state(Some(now)) == Some(crds::baremetalhost::ProvisioningState::Provisioned)
-        && prev_bmh.is_some()
-        && state(prev) != Some(crds::baremetalhost::ProvisioningState::Provisioned)
-        && matches!(&host.phase, HostPhase::Machine(d) if d.phase == Phase::Provisioned)
-    {
-        notices.normal(
-            "Provisioned",
-            format!(
-                "{name}: BareMetalHost {} is provisioned",
-                prev_bmh.unwrap_or_else(|| now.bmh_ref.as_ref().map(|r| r.name.as_str()).unwrap_or(""))
-            ),
-        );
-    }
-    if let HostPhase::Unclaimed(why) = &host.phase
-        && !why.is_empty()
-        && prev.and_then(|p| p.message.as_ref()) != now.message.as_ref()
-    {
-        notices.warning("NoMatchingHost", format!("{name}: {why}"));
-    }
-    if let HostPhase::Lost(why) = &host.phase
-        && prev.and_then(|p| p.message.as_ref()) != now.message.as_ref()
-    {
-        notices.warning("MachineLost", format!("{name}: {why}"));
-    }
 }
 
 fn rollout_notices(
@@ -470,6 +342,8 @@ fn problem(
     (!stranded.is_empty()).then(|| ("ImageRemoved", stranded.join("; ")))
 }
 
+/// The five conditions but Outdated: Ready, Progressing, Degraded, Provisioned (not for a
+/// preProvisioned NodeSet) and Configured.
 fn make_conditions(
     nodeset: &NodeSet,
     plan: &Plan,
@@ -477,15 +351,46 @@ fn make_conditions(
     problem: Option<&(&'static str, String)>,
     counts: &Counts,
     now: &Time,
-) -> Vec<crds::condition::Condition> {
-    let (total, provisioned, configured) = (counts.total, counts.provisioned, counts.configured);
+) -> Vec<Condition> {
     let make = Conditions::new(nodeset.metadata.generation, now.clone());
-    let moving = plan.hosts.values().any(|h| match &h.phase {
-        HostPhase::Claiming => true,
-        HostPhase::Machine(d) => matches!(d.phase, Phase::Waiting(_) | Phase::Provisioning),
-        _ => false,
-    });
-    let running = !plan.rollout.running.is_empty() || !plan.jobs.is_empty();
+    let messages = Messages {
+        provisioned: provisioned_message(plan, counts),
+        configured: bounded_message(counts.configured_message()),
+    };
+    let mut list = vec![
+        ready_condition(&make, phase, problem, counts, &messages),
+        progressing_condition(&make, plan, phase, problem, &messages),
+        match problem {
+            Some((reason, message)) => make.make(DEGRADED, true, reason, message.clone()),
+            None => make.make(DEGRADED, false, AS_EXPECTED, NOTHING_WRONG),
+        },
+    ];
+    if !nodeset.spec.pre_provisioned() {
+        list.push(if counts.provisioned == counts.total {
+            make.make(PROVISIONED, true, "Provisioned", messages.provisioned.clone())
+        } else {
+            make.make(PROVISIONED, false, REASON_PROVISIONING, messages.provisioned.clone())
+        });
+    }
+    let configured_reason = match phase {
+        RolloutPhase::Complete => "Configured",
+        RolloutPhase::Failed => REASON_FAILED,
+        RolloutPhase::Pending => ROLLOUT_PENDING,
+        RolloutPhase::RollingOut => REASON_ROLLING_OUT,
+        RolloutPhase::Waiting => REASON_PROVISIONING,
+    };
+    list.push(make.make(CONFIGURED, counts.configured == counts.total, configured_reason, messages.configured));
+    list
+}
+
+/// What Provisioned and Configured say, which Ready and Progressing say too.
+struct Messages {
+    provisioned: String,
+    configured: String,
+}
+
+/// What Provisioned says: the hosts not provisioned yet, and what each waits for.
+fn provisioned_message(plan: &Plan, counts: &Counts) -> String {
     let waiting: Vec<String> = plan
         .hosts
         .iter()
@@ -501,59 +406,62 @@ fn make_conditions(
             _ => format!("{name} (unclaimed)"),
         })
         .collect();
-    let provisioned_message = if waiting.is_empty() {
+    if waiting.is_empty() {
         "every host's machine is provisioned".to_string()
     } else {
-        format!("{provisioned} of {total} hosts provisioned; waiting for {}", waiting.join(", "))
-    };
-    let configured_message = bounded_message(counts.configured_message());
+        format!("{} of {} hosts provisioned; waiting for {}", counts.provisioned, counts.total, waiting.join(", "))
+    }
+}
 
-    let mut list = Vec::new();
-    let (ready, ready_reason, ready_message) = if let Some((_, message)) = problem {
+/// Ready: the problem first, then provisioning, a wait for a token, the rollout.
+fn ready_condition(
+    make: &Conditions,
+    phase: RolloutPhase,
+    problem: Option<&(&'static str, String)>,
+    counts: &Counts,
+    messages: &Messages,
+) -> Condition {
+    let (ready, reason, message) = if let Some((_, message)) = problem {
         (false, REASON_FAILED, message.clone())
-    } else if provisioned < total {
-        (false, REASON_PROVISIONING, provisioned_message.clone())
+    } else if counts.provisioned < counts.total {
+        (false, REASON_PROVISIONING, messages.provisioned.clone())
     } else if phase == RolloutPhase::Pending {
         // Not ready for what the spec asks, yet nothing is broken: the hosts run what was
         // approved for them, and the message says so.
-        (false, ROLLOUT_PENDING, configured_message.clone())
-    } else if configured < total {
-        (false, REASON_ROLLING_OUT, configured_message.clone())
+        (false, ROLLOUT_PENDING, messages.configured.clone())
+    } else if counts.configured < counts.total {
+        (false, REASON_ROLLING_OUT, messages.configured.clone())
     } else {
-        (true, REASON_READY, format!("{total} hosts provisioned and configured"))
+        (true, REASON_READY, format!("{} hosts provisioned and configured", counts.total))
     };
-    list.push(make.make(READY, ready, ready_reason, ready_message));
-    list.push(if moving {
-        make.make(PROGRESSING, true, REASON_PROVISIONING, provisioned_message.clone())
+    make.make(READY, ready, reason, message)
+}
+
+/// Progressing: machines being claimed or provisioned, else Jobs running, else why nothing is.
+fn progressing_condition(
+    make: &Conditions,
+    plan: &Plan,
+    phase: RolloutPhase,
+    problem: Option<&(&'static str, String)>,
+    messages: &Messages,
+) -> Condition {
+    let moving = plan.hosts.values().any(|h| match &h.phase {
+        HostPhase::Claiming => true,
+        HostPhase::Machine(d) => matches!(d.phase, Phase::Waiting(_) | Phase::Provisioning),
+        _ => false,
+    });
+    let running = !plan.rollout.running.is_empty() || !plan.jobs.is_empty();
+    if moving {
+        make.make(PROGRESSING, true, REASON_PROVISIONING, messages.provisioned.clone())
     } else if running {
-        make.make(PROGRESSING, true, REASON_ROLLING_OUT, configured_message.clone())
+        make.make(PROGRESSING, true, REASON_ROLLING_OUT, messages.configured.clone())
     } else if phase == RolloutPhase::Pending {
         make.make(PROGRESSING, false, ROLLOUT_PENDING, "waiting for a new spec.rollout.token")
     } else if problem.is_some() {
         make.make(PROGRESSING, false, "Stopped", "stopped until the problem is fixed")
     } else {
         make.make(PROGRESSING, false, COMPLETE, "nothing is in progress")
-    });
-    list.push(match problem {
-        Some((reason, message)) => make.make(DEGRADED, true, reason, message.clone()),
-        None => make.make(DEGRADED, false, AS_EXPECTED, NOTHING_WRONG),
-    });
-    if !nodeset.spec.pre_provisioned() {
-        list.push(if provisioned == total {
-            make.make(PROVISIONED, true, "Provisioned", provisioned_message)
-        } else {
-            make.make(PROVISIONED, false, REASON_PROVISIONING, provisioned_message)
-        });
     }
-    let configured_reason = match phase {
-        RolloutPhase::Complete => "Configured",
-        RolloutPhase::Failed => REASON_FAILED,
-        RolloutPhase::Pending => ROLLOUT_PENDING,
-        RolloutPhase::RollingOut => REASON_ROLLING_OUT,
-        RolloutPhase::Waiting => REASON_PROVISIONING,
-    };
-    list.push(make.make(CONFIGURED, configured == total, configured_reason, configured_message));
-    list
 }
 
 #[cfg(test)]

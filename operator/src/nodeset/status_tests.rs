@@ -1,10 +1,10 @@
 use super::*;
-use crate::nodeset::machine::Decision;
-use crate::nodeset::plan::Release;
+use crate::nodeset::machine::{Action, Decision};
+use crate::nodeset::plan::{HostPlan, Release};
 use crate::nodeset::rollout::Failure;
 use crds::baremetalhost::{BareMetalHostStatus, ProvisionStatus, ProvisioningState};
 use crds::condition::{FALSE, TRUE};
-use crds::nodeset::DeletionPolicy;
+use crds::nodeset::{BmhRef, DeletionPolicy};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 use std::sync::Arc;
