@@ -37,7 +37,7 @@ test: build
 # to keep CI's time in bounds.
 test-oldest-ironic:
 	FERROMETAL_IRONIC=oldest $(CARGO) nextest run --profile ci --locked -p ironic-client --tests
-	FERROMETAL_IRONIC=oldest $(CARGO) nextest run --profile ci --locked -p ferrometal-tests --test host_lifecycle
+	FERROMETAL_IRONIC=oldest $(CARGO) nextest run --profile ci --locked -p ferrometal-tests --test host -E 'test(/^lifecycle::/)'
 
 # The CRD install, the CEL rules and the webhooks again, against the oldest Kubernetes release
 # ferrometal supports (scripts/build-kubernetes.sh oldest; design/testing.md).

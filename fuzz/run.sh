@@ -8,7 +8,7 @@
 #   FUZZ_TARGETS="a b"     only these targets (default: every [[bin]] of fuzz/Cargo.toml)
 #   MODEL_CASES=N          runs of the NodeSet planner's model-based test (default 100000;
 #                          0 skips it), after the targets, as one more row
-#   MODEL_E2E_STEPS=N      steps of the model's end-to-end short form (tests/tests/nodeset_model.rs,
+#   MODEL_E2E_STEPS=N      steps of the model's end-to-end short form (tests/tests/nodeset/model.rs,
 #                          default 40, a fresh seed; 0 skips it), as one more row
 #   FUZZ_SANITIZER=address build with AddressSanitizer (default none: the code under test is
 #                          safe Rust; a sanitizer needs -Z flags, which the stable toolchain
@@ -95,7 +95,7 @@ fi
 e2e_steps="${MODEL_E2E_STEPS:-40}"
 if [ "$e2e_steps" -gt 0 ]; then
   model_row nodeset-model-e2e "$e2e_steps" "FERROMETAL_MODEL_SEED" env FERROMETAL_MODEL_STEPS="$e2e_steps" \
-    cargo nextest run --locked --profile ci -p ferrometal-tests --test nodeset_model --no-capture
+    cargo nextest run --locked --profile ci -p ferrometal-tests --test nodeset -E 'test(/^model::/)' --no-capture
 fi
 
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"

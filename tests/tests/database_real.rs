@@ -4,7 +4,7 @@
 //! its `preStop` hook, its init container (the clean-stop check) and the `mariadb-upgrade` Job
 //! are the operator's own and really run; nothing plays the kubelet or the server.
 //!
-//! The operator is driven as `database_e2e.rs` drives it: `database::reconcile` in-process,
+//! The operator is driven as `database/e2e.rs` drives it: `database::reconcile` in-process,
 //! through a ledger scoped as the Ironic controller scopes it. Its own connections go to the
 //! pod's address (the address override, followed to each new pod: this process is outside the
 //! cluster); the Jobs inside reach the Service's name through CoreDNS. No Ironic runs (its
@@ -17,6 +17,7 @@
 //! A third test runs the image alone, for the part of the official image's contract the
 //! operator does not use (`images/mariadb/README.md`).
 
+mod common;
 mod mariadb_common;
 
 use anyhow::{Context as _, ensure};
@@ -79,17 +80,7 @@ impl Cluster {
         eprintln!("both MariaDB images imported in {:?}", start.elapsed());
         // The data directory: the server runs as mysql (999) from its first instruction.
         let data = ferrometal_tests::node::host_path_volume(&cp.client(), &format!("{ns}-data"), MARIADB_UID).await?;
-        let ctx = Context {
-            client: cp.client(),
-            metrics: Arc::new(operator::metrics::Metrics::new()),
-            namespaces: vec![ns.clone()],
-            identity: format!("database-real-{ns}"),
-            features: Default::default(),
-            host_pools: Default::default(),
-            host_access: Default::default(),
-            ironic_namespaces: crds::ironic::IronicNamespaces::Any,
-            reserved_account: None,
-        };
+        let ctx = crate::common::kit_context(cp.client(), &ns, format!("database-real-{ns}"));
         Ok(Self { cp, ns, ctx, data })
     }
 

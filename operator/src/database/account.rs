@@ -35,7 +35,7 @@ pub const UPGRADE_USER: &str = "ferrometal-upgrade";
 pub const INIT_KEY: &str = "init.sql";
 
 /// The privileges of the maintenance account, each with the reason it is needed (measured
-/// against MariaDB 10.11; `tests/tests/database_account.rs` runs the Jobs' scripts and the
+/// against MariaDB 10.11; `tests/tests/database/account.rs` runs the Jobs' scripts and the
 /// checks as the account):
 /// - the checks read `VERSION()`, `@@GLOBAL.innodb_fast_shutdown` and Ironic's
 ///   `alembic_version` as Ironic's own user: none needs a privilege of this account;

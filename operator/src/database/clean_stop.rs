@@ -4,7 +4,7 @@
 //!
 //! Why: a slow shutdown that outlasts the grace period is killed, and a newer major version
 //! must not be the one to replay the older one's redo log. What InnoDB leaves behind, measured
-//! against real MariaDB 10.11 data directories (`tests/tests/database_clean_stop.rs`):
+//! against real MariaDB 10.11 data directories (`tests/tests/database/clean_stop.rs`):
 //! - a normal shutdown ends by writing a checkpoint at the end of the log, then removes the
 //!   temporary tablespace `ibtmp1`. In the 10.8+ log format the newest of the two checkpoint
 //!   blocks of `ib_logfile0` (0x1000, 0x2000) then has its checkpoint LSN equal to its end LSN,

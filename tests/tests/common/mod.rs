@@ -60,3 +60,20 @@ impl Env {
 pub const SECOND: Duration = Duration::from_secs(1);
 /// Polling interval for waits on the apiserver.
 pub const POLL: Duration = Duration::from_millis(200);
+
+/// The operator's controller context for a reconcile driven in-process (the database module's
+/// `reconcile`, with no runtime around it): `namespace` watched, every option at its default,
+/// `identity` as the holder's name.
+pub fn kit_context(client: kube::Client, namespace: &str, identity: String) -> operator::kit::Context {
+    operator::kit::Context {
+        client,
+        metrics: std::sync::Arc::new(operator::metrics::Metrics::new()),
+        namespaces: vec![namespace.to_string()],
+        identity,
+        features: Default::default(),
+        host_pools: Default::default(),
+        host_access: Default::default(),
+        ironic_namespaces: crds::ironic::IronicNamespaces::Any,
+        reserved_account: None,
+    }
+}

@@ -1,5 +1,5 @@
 //! MariaDB killed during a managed version change, on the harness apiserver with the real
-//! MariaDB 10.11 behind the simulated pod (as in `database_e2e.rs`: `database::reconcile` driven
+//! MariaDB 10.11 behind the simulated pod (as in `database/e2e.rs`: `database::reconcile` driven
 //! directly, the address override pointing at the real server). The test plays the kubelet of
 //! the MariaDB pod: it stops the real server when the old pod goes (cleanly, as the preStop
 //! hook does, or with a kill), runs the new pod's clean-stop check (the init container's
@@ -32,7 +32,6 @@ use operator::database::{self, Address, Config, DatabaseOutcome};
 use operator::kit::{Context, Ledger, Notices, Progress};
 use serde_json::json;
 use sqlx::{Connection, Executor, MySqlConnection};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const POD: &str = "ironic-mariadb-0";
@@ -71,17 +70,7 @@ impl Scenario {
         Api::<Ironic>::namespaced(env.client(), &env.ns)
             .create(&PostParams::default(), &serde_json::from_value(ironic)?)
             .await?;
-        let ctx = Context {
-            client: env.client(),
-            metrics: Arc::new(operator::metrics::Metrics::new()),
-            namespaces: vec![env.ns.clone()],
-            identity: format!("faults-db-{}", env.ns),
-            features: Default::default(),
-            host_pools: Default::default(),
-            host_access: Default::default(),
-            ironic_namespaces: crds::ironic::IronicNamespaces::Any,
-            reserved_account: None,
-        };
+        let ctx = crate::common::kit_context(env.client(), &env.ns, format!("faults-db-{}", env.ns));
         let config = Config {
             address_override: Some(Address { host: "127.0.0.1".into(), port: db.port() }),
             job_backoff_limit: 0,

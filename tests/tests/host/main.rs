@@ -1,0 +1,16 @@
+//! The host end-to-end tests, one binary: each module was its own test binary, and every
+//! binary links the whole harness (on a 2-core CI the links alone took minutes).
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../host_common/mod.rs"]
+mod host_common;
+
+mod annotations;
+mod errors;
+mod ironic_resource;
+mod ironic_restart;
+mod lifecycle;
+mod modes;
+mod power;
+mod scale;
