@@ -11,16 +11,20 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// The repository's root.
+/// The repository's root: the checkout under test. Read at run time first: every clone on a
+/// machine shares one cargo target directory, and cargo reuses a binary built in another clone
+/// when the sources match, so a path compiled in may name that other clone (its scripts). The
+/// test runner gives a test its package's folder, and every package of the workspace is one
+/// level below the root (the harness also serves ironic-client's tests).
 pub fn repo_root() -> PathBuf {
-    manifest_dir().parent().map(Path::to_path_buf).unwrap_or_default()
+    let package =
+        std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    package.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
-/// The `tests/` folder of the checkout under test. Read at run time first: every clone on a
-/// machine shares one cargo target directory, and cargo reuses a binary built in another clone
-/// when the sources match, so the path compiled in may name that other clone (its scripts).
+/// The harness's folder, `tests/`, of the checkout under test.
 pub fn manifest_dir() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+    repo_root().join("tests")
 }
 
 /// The `ferrometal` binary, built once per test process by `scripts/build-release.sh` with the
