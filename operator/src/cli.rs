@@ -131,7 +131,7 @@ pub struct RunArgs {
 /// `ferrometal run`'s flags as the runtime's configuration: the one place flags become it, so
 /// that neither the configuration nor the runtime knows the command line.
 impl TryFrom<RunArgs> for OperatorConfig {
-    type Error = crate::host::ConfigError;
+    type Error = crate::host::config::Error;
 
     /// Fails on flags that name something in a form that cannot be used.
     fn try_from(args: RunArgs) -> Result<Self, Self::Error> {

@@ -3,7 +3,7 @@
 //! change, whether the next stop is the slow one (`innodb_fast_shutdown = 0`); after
 //! `mariadb-upgrade`, the removal of the account that ran it.
 //!
-//! Every failure becomes a [`CheckError`] that says precisely what went wrong, for the
+//! Every failure becomes a [`Error`] that says precisely what went wrong, for the
 //! DatabaseReady condition. No message ever contains a password: the operator never builds a
 //! connection URL, and whatever the server or the network says is scrubbed of the password
 //! before it is kept.
@@ -70,7 +70,7 @@ impl Target {
 
 /// Why a check failed. `Display` is the message users read in the DatabaseReady condition.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum CheckError {
+pub enum Error {
     #[error("cannot reach the database server at {address}: {detail}")]
     Unreachable { address: String, detail: String },
     #[error("the database server at {address} refused the credentials of user {user:?}: {detail}")]
@@ -95,7 +95,7 @@ pub enum CheckError {
     Query { address: String, what: String, detail: String },
 }
 
-impl CheckError {
+impl Error {
     /// The condition reason.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -138,26 +138,24 @@ fn scrub(text: &str, target: &Target) -> String {
 }
 
 /// Classifies a server's error by number (and message, where servers disagree on numbers).
-pub fn classify_server(number: Option<u16>, message: &str, what: &str, target: &Target) -> CheckError {
+pub fn classify_server(number: Option<u16>, message: &str, what: &str, target: &Target) -> Error {
     let address = target.address();
     let user = target.credentials.username.clone();
     let detail = scrub(message, target);
     match number {
-        _ if message.to_ascii_lowercase().contains("insecure transport") => CheckError::TlsRequired { address, detail },
-        Some(ER_SECURE_TRANSPORT_REQUIRED) => CheckError::TlsRequired { address, detail },
-        Some(ER_ACCESS_DENIED | ER_HOST_NOT_PRIVILEGED) => CheckError::AuthenticationFailed { address, user, detail },
-        Some(ER_DBACCESS_DENIED) => CheckError::AccessDenied {
+        _ if message.to_ascii_lowercase().contains("insecure transport") => Error::TlsRequired { address, detail },
+        Some(ER_SECURE_TRANSPORT_REQUIRED) => Error::TlsRequired { address, detail },
+        Some(ER_ACCESS_DENIED | ER_HOST_NOT_PRIVILEGED) => Error::AuthenticationFailed { address, user, detail },
+        Some(ER_DBACCESS_DENIED) => Error::AccessDenied {
             address,
             user,
             what: format!("database {:?}", target.database.clone().unwrap_or_default()),
             detail,
         },
-        Some(ER_SPECIFIC_ACCESS_DENIED) => CheckError::AccessDenied { address, user, what: what.to_string(), detail },
-        Some(ER_BAD_DB) => {
-            CheckError::UnknownDatabase { address, database: target.database.clone().unwrap_or_default() }
-        }
-        Some(ER_CON_COUNT | ER_SERVER_SHUTDOWN) => CheckError::Unreachable { address, detail },
-        _ => CheckError::Query { address, what: what.to_string(), detail },
+        Some(ER_SPECIFIC_ACCESS_DENIED) => Error::AccessDenied { address, user, what: what.to_string(), detail },
+        Some(ER_BAD_DB) => Error::UnknownDatabase { address, database: target.database.clone().unwrap_or_default() },
+        Some(ER_CON_COUNT | ER_SERVER_SHUTDOWN) => Error::Unreachable { address, detail },
+        _ => Error::Query { address, what: what.to_string(), detail },
     }
 }
 
@@ -181,36 +179,32 @@ fn tls_cause(err: &(dyn StdError + 'static)) -> Option<String> {
 }
 
 /// Classifies what sqlx reports.
-pub fn classify(err: &sqlx::Error, what: &str, target: &Target) -> CheckError {
+pub fn classify(err: &sqlx::Error, what: &str, target: &Target) -> Error {
     let address = target.address();
     match err {
         sqlx::Error::Database(db) => {
             let number = db.try_downcast_ref::<MySqlDatabaseError>().map(MySqlDatabaseError::number);
             classify_server(number, db.message(), what, target)
         }
-        sqlx::Error::Tls(e) => CheckError::Tls { address, detail: scrub(&e.to_string(), target) },
+        sqlx::Error::Tls(e) => Error::Tls { address, detail: scrub(&e.to_string(), target) },
         sqlx::Error::Io(e) => match tls_cause(e) {
-            Some(detail) => CheckError::Tls { address, detail: scrub(&detail, target) },
-            None => CheckError::Unreachable { address, detail: scrub(&e.to_string(), target) },
+            Some(detail) => Error::Tls { address, detail: scrub(&detail, target) },
+            None => Error::Unreachable { address, detail: scrub(&e.to_string(), target) },
         },
-        sqlx::Error::Configuration(e) if e.to_string().contains("RSA") => CheckError::TlsRequired {
+        sqlx::Error::Configuration(e) if e.to_string().contains("RSA") => Error::TlsRequired {
             address,
             detail: "the server authenticates this user with caching_sha2_password or sha256_password, which \
                      needs an encrypted connection; give the database a CA (tlsCertificateName)"
                 .to_string(),
         },
-        other => CheckError::Query { address, what: what.to_string(), detail: scrub(&other.to_string(), target) },
+        other => Error::Query { address, what: what.to_string(), detail: scrub(&other.to_string(), target) },
     }
 }
 
-async fn timed<T>(
-    target: &Target,
-    what: &str,
-    work: impl Future<Output = Result<T, sqlx::Error>>,
-) -> Result<T, CheckError> {
+async fn timed<T>(target: &Target, what: &str, work: impl Future<Output = Result<T, sqlx::Error>>) -> Result<T, Error> {
     match tokio::time::timeout(target.timeout, work).await {
         Ok(result) => result.map_err(|e| classify(&e, what, target)),
-        Err(_) => Err(CheckError::Unreachable {
+        Err(_) => Err(Error::Unreachable {
             address: target.address(),
             detail: format!("{what}: no answer within {} s", target.timeout.as_secs()),
         }),
@@ -223,14 +217,14 @@ async fn timed<T>(
 /// same "Access denied" as a wrong password. So when a connection without TLS is refused, the
 /// same credentials are tried once more over (unverified) TLS: if they pass there, the precise
 /// answer is that TLS is required.
-pub async fn connect(target: &Target) -> Result<MySqlConnection, CheckError> {
+pub async fn connect(target: &Target) -> Result<MySqlConnection, Error> {
     match timed(target, "connecting", target.options().connect()).await {
-        Err(refused @ CheckError::AuthenticationFailed { .. }) if target.tls == Tls::Disabled => {
+        Err(refused @ Error::AuthenticationFailed { .. }) if target.tls == Tls::Disabled => {
             let encrypted = target.plain_options().ssl_mode(MySqlSslMode::Required);
             match timed(target, "connecting over TLS", encrypted.connect()).await {
                 Ok(conn) => {
                     let _ = tokio::time::timeout(target.timeout, conn.close()).await;
-                    Err(CheckError::TlsRequired {
+                    Err(Error::TlsRequired {
                         address: target.address(),
                         detail: "it refuses these credentials without TLS and accepts them over TLS \
                                  (require_secure_transport or REQUIRE SSL); give the database a CA"
@@ -245,10 +239,10 @@ pub async fn connect(target: &Target) -> Result<MySqlConnection, CheckError> {
 }
 
 /// `VERSION()`.
-pub async fn server_version(conn: &mut MySqlConnection, target: &Target) -> Result<ServerVersion, CheckError> {
+pub async fn server_version(conn: &mut MySqlConnection, target: &Target) -> Result<ServerVersion, Error> {
     let row = timed(target, "reading the server version", conn.fetch_one("SELECT VERSION()")).await?;
     let raw: String = row.try_get(0).map_err(|e| classify(&e, "reading the server version", target))?;
-    ServerVersion::parse(&raw).ok_or_else(|| CheckError::Query {
+    ServerVersion::parse(&raw).ok_or_else(|| Error::Query {
         address: target.address(),
         what: "reading the server version".to_string(),
         detail: format!("the server reports {raw:?}, which is not a version"),
@@ -256,7 +250,7 @@ pub async fn server_version(conn: &mut MySqlConnection, target: &Target) -> Resu
 }
 
 /// Ironic's alembic revision in the connection's database.
-pub async fn schema_revision(conn: &mut MySqlConnection, target: &Target) -> Result<SchemaRevision, CheckError> {
+pub async fn schema_revision(conn: &mut MySqlConnection, target: &Target) -> Result<SchemaRevision, Error> {
     let what = "reading Ironic's schema revision";
     match tokio::time::timeout(target.timeout, conn.fetch_all("SELECT version_num FROM alembic_version")).await {
         Ok(Ok(rows)) => {
@@ -274,7 +268,7 @@ pub async fn schema_revision(conn: &mut MySqlConnection, target: &Target) -> Res
             Ok(SchemaRevision::Missing)
         }
         Ok(Err(e)) => Err(classify(&e, what, target)),
-        Err(_) => Err(CheckError::Unreachable {
+        Err(_) => Err(Error::Unreachable {
             address: target.address(),
             detail: format!("{what}: no answer within {} s", target.timeout.as_secs()),
         }),
@@ -282,7 +276,7 @@ pub async fn schema_revision(conn: &mut MySqlConnection, target: &Target) -> Res
 }
 
 /// `@@GLOBAL.innodb_fast_shutdown`.
-pub async fn fast_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<String, CheckError> {
+pub async fn fast_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<String, Error> {
     let what = "reading innodb_fast_shutdown";
     // As text: the variable's integer type differs between servers.
     let row = timed(target, what, conn.fetch_one("SELECT CAST(@@GLOBAL.innodb_fast_shutdown AS CHAR)")).await?;
@@ -292,9 +286,9 @@ pub async fn fast_shutdown(conn: &mut MySqlConnection, target: &Target) -> Resul
 /// Reads `innodb_fast_shutdown` and requires `0`: the next stop of this server is the slow,
 /// complete one. The server starts with `--innodb-fast-shutdown=0`, so reading it takes no
 /// privilege (setting it would take `SUPER`, which no network account has).
-pub async fn require_slow_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<(), CheckError> {
+pub async fn require_slow_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<(), Error> {
     let actual = fast_shutdown(conn, target).await?;
-    if actual.trim() == "0" { Ok(()) } else { Err(CheckError::FastShutdown { address: target.address(), actual }) }
+    if actual.trim() == "0" { Ok(()) } else { Err(Error::FastShutdown { address: target.address(), actual }) }
 }
 
 /// What a successful check found.
@@ -307,13 +301,13 @@ pub struct Report {
 
 /// Connectivity, authentication, TLS and the server's version; with `read_schema`, Ironic's
 /// schema revision in the target's database.
-pub async fn check(target: &Target, read_schema: bool) -> Result<Report, CheckError> {
+pub async fn check(target: &Target, read_schema: bool) -> Result<Report, Error> {
     let mut conn = connect(target).await?;
     let result = async {
         let version = server_version(&mut conn, target).await?;
         if !version.is_supported() {
             let (major, minor) = version.minimum();
-            return Err(CheckError::UnsupportedVersion {
+            return Err(Error::UnsupportedVersion {
                 address: target.address(),
                 version: version.raw.clone(),
                 minimum: format!("{} {major}.{minor}", version.flavor),
@@ -329,7 +323,7 @@ pub async fn check(target: &Target, read_schema: bool) -> Result<Report, CheckEr
 
 /// Requires the slow shutdown and returns the server's version: the first step of a version
 /// change, as the maintenance account.
-pub async fn prepare_for_version_change(target: &Target) -> Result<ServerVersion, CheckError> {
+pub async fn prepare_for_version_change(target: &Target) -> Result<ServerVersion, Error> {
     let mut conn = connect(target).await?;
     let result = async {
         require_slow_shutdown(&mut conn, target).await?;
@@ -341,7 +335,7 @@ pub async fn prepare_for_version_change(target: &Target) -> Result<ServerVersion
 }
 
 /// The server's version, as the maintenance account: the last step of a version change.
-pub async fn read_version(target: &Target) -> Result<ServerVersion, CheckError> {
+pub async fn read_version(target: &Target) -> Result<ServerVersion, Error> {
     let mut conn = connect(target).await?;
     let result = server_version(&mut conn, target).await;
     let _ = tokio::time::timeout(target.timeout, conn.close()).await;
@@ -351,10 +345,10 @@ pub async fn read_version(target: &Target) -> Result<ServerVersion, CheckError> 
 /// Removes the upgrade account, connected as that account (it holds the privilege to), once
 /// `mariadb-upgrade` ran. Refused credentials mean it is gone already (an earlier attempt
 /// dropped it, or the server restarted and its init file did).
-pub async fn drop_upgrade_account(target: &Target) -> Result<(), CheckError> {
+pub async fn drop_upgrade_account(target: &Target) -> Result<(), Error> {
     let mut conn = match connect(target).await {
         Ok(conn) => conn,
-        Err(CheckError::AuthenticationFailed { .. }) => return Ok(()),
+        Err(Error::AuthenticationFailed { .. }) => return Ok(()),
         Err(other) => return Err(other),
     };
     let statement = super::account::drop_upgrade_account();

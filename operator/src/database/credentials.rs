@@ -47,7 +47,7 @@ pub struct Credentials {
 
 /// What is wrong with a credentials Secret.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum CredentialsError {
+pub enum Error {
     #[error("Secret {name} has no non-empty key {key:?}")]
     MissingKey { name: String, key: &'static str },
     #[error("Secret {name}: key {key:?} is not UTF-8 text")]
@@ -61,7 +61,7 @@ pub enum CredentialsError {
 }
 
 /// A non-empty text value of a Secret.
-fn text(secret: &Secret, key: &'static str) -> Result<String, CredentialsError> {
+fn text(secret: &Secret, key: &'static str) -> Result<String, Error> {
     let name = || secret.metadata.name.clone().unwrap_or_default();
     let bytes = secret
         .data
@@ -70,12 +70,12 @@ fn text(secret: &Secret, key: &'static str) -> Result<String, CredentialsError> 
         .map(|v| v.0.clone())
         .or_else(|| secret.string_data.as_ref().and_then(|d| d.get(key)).map(|v| v.as_bytes().to_vec()))
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| CredentialsError::MissingKey { name: name(), key })?;
-    String::from_utf8(bytes).map_err(|_| CredentialsError::NotText { name: name(), key })
+        .ok_or_else(|| Error::MissingKey { name: name(), key })?;
+    String::from_utf8(bytes).map_err(|_| Error::NotText { name: name(), key })
 }
 
 /// Reads `username` and `password` from a Secret.
-pub fn from_secret(secret: &Secret) -> Result<Credentials, CredentialsError> {
+pub fn from_secret(secret: &Secret) -> Result<Credentials, Error> {
     Ok(Credentials { username: text(secret, USERNAME_KEY)?, password: Password(text(secret, PASSWORD_KEY)?) })
 }
 
@@ -94,10 +94,10 @@ pub fn resolve(
     username: &str,
     data_exists: bool,
     claim: &str,
-) -> Result<Resolved, CredentialsError> {
+) -> Result<Resolved, Error> {
     match stored {
         Some(secret) => Ok(Resolved { credentials: from_secret(secret)?, generated: false }),
-        None if data_exists => Err(CredentialsError::Lost { name: name.to_string(), claim: claim.to_string() }),
+        None if data_exists => Err(Error::Lost { name: name.to_string(), claim: claim.to_string() }),
         None => Ok(Resolved {
             credentials: Credentials { username: username.to_string(), password: Password(generate_password()) },
             generated: true,
@@ -108,7 +108,7 @@ pub fn resolve(
 /// The maintenance account's credentials: the stored password, or a new one when the Secret
 /// does not exist (whether or not data does). The username is always
 /// [`super::account::MAINTENANCE_USER`]: the account's name is the operator's, not the Secret's.
-pub fn resolve_maintenance(stored: Option<&Secret>) -> Result<Resolved, CredentialsError> {
+pub fn resolve_maintenance(stored: Option<&Secret>) -> Result<Resolved, Error> {
     let (password, generated) = match stored {
         Some(secret) => (Password(text(secret, PASSWORD_KEY)?), false),
         None => (Password(generate_password()), true),
@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn a_lost_secret_with_existing_data_is_not_regenerated() {
         let err = resolve("creds", None, IRONIC_USER, true, "data-ironic-mariadb-0").expect_err("lost");
-        assert!(matches!(err, CredentialsError::Lost { .. }));
+        assert!(matches!(err, Error::Lost { .. }));
         assert!(err.to_string().contains("Restore the Secret"), "{err}");
     }
 
@@ -173,7 +173,7 @@ mod tests {
         let mut stored = secret("ironic", "");
         assert_eq!(
             resolve("creds", Some(&stored), IRONIC_USER, true, "c"),
-            Err(CredentialsError::MissingKey { name: "creds".into(), key: "password" })
+            Err(Error::MissingKey { name: "creds".into(), key: "password" })
         );
         stored.data = None;
         stored.string_data =
@@ -194,7 +194,7 @@ mod tests {
         let broken = secret("ferrometal-maintenance", "");
         assert_eq!(
             resolve_maintenance(Some(&broken)),
-            Err(CredentialsError::MissingKey { name: "creds".into(), key: "password" })
+            Err(Error::MissingKey { name: "creds".into(), key: "password" })
         );
     }
 

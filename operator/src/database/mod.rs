@@ -47,7 +47,6 @@ pub mod tls_switch;
 mod upgrade;
 pub mod version;
 
-pub use check::CheckError;
 pub use config::{Address, Config, DatabaseArgs};
 pub use connection::{Connection, SecretKeyRef, resolve_external};
 pub use error::Error;

@@ -5,7 +5,7 @@
 use crds::ironic::status::DatabaseStatus;
 use serde_json::{Map, Value, json};
 
-/// Reasons of DatabaseReady (besides those of [`super::check::CheckError::reason`]).
+/// Reasons of DatabaseReady (besides those of [`super::check::Error::reason`]).
 pub mod reasons {
     /// Reachable, authenticated, verified and recent enough.
     pub const AVAILABLE: &str = "DatabaseAvailable";

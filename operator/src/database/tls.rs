@@ -78,7 +78,7 @@ pub struct Generated {
 
 /// Why TLS material is not usable.
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub enum Error {
     #[error("Secret {name} (spec.database.managed.tls.certificateName) does not exist")]
     Missing { name: String },
     #[error(
@@ -100,13 +100,13 @@ fn digest(parts: &[&str]) -> String {
 }
 
 /// The material in the user's Secret.
-pub fn from_user_secret(name: &str, secret: Option<&Secret>) -> Result<Material, TlsError> {
-    let source = Source::from_secret(secret.ok_or_else(|| TlsError::Missing { name: name.to_string() })?);
+pub fn from_user_secret(name: &str, secret: Option<&Secret>) -> Result<Material, Error> {
+    let source = Source::from_secret(secret.ok_or_else(|| Error::Missing { name: name.to_string() })?);
     let text = |key: &'static str| {
         source
             .text(key)
             .filter(|v| !v.trim().is_empty())
-            .ok_or_else(|| TlsError::MissingKey { name: name.to_string(), key })
+            .ok_or_else(|| Error::MissingKey { name: name.to_string(), key })
     };
     let (cert, key, ca) = (text(CERT_KEY)?, text(KEY_KEY)?, text(CA_CERT_KEY)?);
     Ok(Material {
@@ -131,7 +131,7 @@ pub fn generated(
     stored_serving: Option<&Secret>,
     sans: &SubjectAltNames,
     now: i64,
-) -> Result<Material, TlsError> {
+) -> Result<Material, Error> {
     let ca = stored_pair(stored_ca, CA_CERT_KEY, CA_KEY_KEY);
     let serving = stored_pair(stored_serving, CERT_KEY, KEY_KEY);
     let days = i64::from(DEFAULT_AUTO_CERTIFICATE_VALIDITY_DAYS);
@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn a_user_certificate_needs_its_ca() {
-        assert!(matches!(from_user_secret("db-tls", None), Err(TlsError::Missing { .. })));
+        assert!(matches!(from_user_secret("db-tls", None), Err(Error::Missing { .. })));
         let partial = secret_of("db-tls", &[("tls.crt", "C"), ("tls.key", "K")]);
         let err = from_user_secret("db-tls", Some(&partial)).expect_err("no ca.crt");
         assert!(err.to_string().contains("no key \"ca.crt\""), "{err}");

@@ -4,7 +4,7 @@
 
 use super::account::{self, UPGRADE_USER, UpgradeAccount};
 use super::build::{self, Inputs};
-use super::check::{self, CheckError, Target};
+use super::check::{self, Target};
 use super::clean_stop;
 use super::credentials::Credentials;
 use super::names::Names;
@@ -48,7 +48,7 @@ pub struct Driver<'a> {
     pub live_image: Option<String>,
 }
 
-fn check_report(error: CheckError) -> Report {
+fn check_report(error: check::Error) -> Report {
     if error.is_transient() { Report::Retrying(error.to_string()) } else { Report::Failed(error.to_string()) }
 }
 

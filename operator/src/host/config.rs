@@ -206,7 +206,7 @@ pub fn split_namespaced(value: &str, default_namespace: Option<&str>) -> Option<
 /// to start: falling back to no provisioner, or to no authentication, would hide the mistake
 /// behind hosts that never progress, or send requests unauthenticated.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
+pub enum Error {
     #[error("--ironic-name {0:?} must be namespace/name (or a name with --ironic-namespace)")]
     IronicName(String),
     #[error("--ironic-credentials-secret {0:?} must be namespace/name")]
@@ -216,24 +216,24 @@ pub enum ConfigError {
 }
 
 impl TryFrom<HostArgs> for Config {
-    type Error = ConfigError;
+    type Error = Error;
 
-    fn try_from(args: HostArgs) -> Result<Self, ConfigError> {
+    fn try_from(args: HostArgs) -> Result<Self, Error> {
         let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
         let (name, endpoint, secret) =
             (given(&args.ironic_name), given(&args.ironic_endpoint), given(&args.ironic_credentials_secret));
         let ironic = if let Some(name) = name {
             if secret.is_some() {
-                return Err(ConfigError::CredentialsWithoutEndpoint);
+                return Err(Error::CredentialsWithoutEndpoint);
             }
             let (namespace, name) = split_namespaced(&name, args.ironic_namespace.as_deref())
-                .ok_or_else(|| ConfigError::IronicName(name.clone()))?;
+                .ok_or_else(|| Error::IronicName(name.clone()))?;
             IronicSource::Resource { namespace, name, connect_to: args.ironic_connect_address }
         } else if let Some(url) = endpoint {
             let credentials = match secret {
                 Some(secret) => {
-                    let (namespace, name) = split_namespaced(&secret, None)
-                        .ok_or_else(|| ConfigError::CredentialsSecret(secret.clone()))?;
+                    let (namespace, name) =
+                        split_namespaced(&secret, None).ok_or_else(|| Error::CredentialsSecret(secret.clone()))?;
                     CredentialsSource::Secret { namespace, name }
                 }
                 None => CredentialsSource::Directory(args.ironic_auth_dir),
@@ -245,7 +245,7 @@ impl TryFrom<HostArgs> for Config {
                 insecure: args.ironic_insecure,
             })
         } else if secret.is_some() {
-            return Err(ConfigError::CredentialsWithoutEndpoint);
+            return Err(Error::CredentialsWithoutEndpoint);
         } else {
             IronicSource::NotConfigured
         };
@@ -274,7 +274,7 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
-    fn try_parse(args: &[&str]) -> Result<Config, ConfigError> {
+    fn try_parse(args: &[&str]) -> Result<Config, Error> {
         let mut argv = vec!["ferrometal", "run"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).expect("flags parse");
@@ -288,14 +288,14 @@ mod tests {
 
     #[test]
     fn unusable_ironic_flags_stop_the_operator_instead_of_falling_back() {
-        assert_eq!(try_parse(&["--ironic-name", "ironic"]).err(), Some(ConfigError::IronicName("ironic".into())));
+        assert_eq!(try_parse(&["--ironic-name", "ironic"]).err(), Some(Error::IronicName("ironic".into())));
         assert_eq!(
             try_parse(&["--ironic-endpoint", "https://i:6385", "--ironic-credentials-secret", "creds"]).err(),
-            Some(ConfigError::CredentialsSecret("creds".into())),
+            Some(Error::CredentialsSecret("creds".into())),
         );
         assert_eq!(
             try_parse(&["--ironic-credentials-secret", "metal3/creds"]).err(),
-            Some(ConfigError::CredentialsWithoutEndpoint),
+            Some(Error::CredentialsWithoutEndpoint),
             "credentials for no endpoint are a mistake, not noauth"
         );
         let config = parse(&["--ironic-endpoint", "https://i:6385", "--ironic-credentials-secret", "metal3/creds"]);

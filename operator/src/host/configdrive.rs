@@ -15,7 +15,7 @@ const FALLBACK_KEY: &str = "value";
 
 /// Why a config drive cannot be built.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum ConfigDriveError {
+pub enum Error {
     #[error("{key} in Secret {secret} is not UTF-8")]
     NotText { secret: String, key: &'static str },
     #[error("{key} in Secret {secret} is not a YAML or JSON mapping: {message}")]
@@ -44,19 +44,17 @@ pub fn secret_text(
     secret: &str,
     data: &BTreeMap<String, ByteString>,
     key: &'static str,
-) -> Result<Option<String>, ConfigDriveError> {
+) -> Result<Option<String>, Error> {
     let Some(bytes) = data.get(key).or_else(|| data.get(FALLBACK_KEY)) else {
         return Ok(None);
     };
-    String::from_utf8(bytes.0.clone())
-        .map(Some)
-        .map_err(|_| ConfigDriveError::NotText { secret: secret.to_string(), key })
+    String::from_utf8(bytes.0.clone()).map(Some).map_err(|_| Error::NotText { secret: secret.to_string(), key })
 }
 
-fn mapping(secret: &str, key: &'static str, text: &str) -> Result<JsonObject, ConfigDriveError> {
+fn mapping(secret: &str, key: &'static str, text: &str) -> Result<JsonObject, Error> {
     // Where the YAML breaks, never what it says: the parser's message quotes the Secret's
     // content, and this message goes to status, Events and logs.
-    let value: Value = serde_saphyr::from_str(text).map_err(|e| ConfigDriveError::NotAMapping {
+    let value: Value = serde_saphyr::from_str(text).map_err(|e| Error::NotAMapping {
         secret: secret.to_string(),
         key,
         message: match e.location() {
@@ -67,11 +65,9 @@ fn mapping(secret: &str, key: &'static str, text: &str) -> Result<JsonObject, Co
     match value {
         Value::Object(map) => Ok(map),
         Value::Null => Ok(JsonObject::new()),
-        other => Err(ConfigDriveError::NotAMapping {
-            secret: secret.to_string(),
-            key,
-            message: format!("found {}", kind(&other)),
-        }),
+        other => {
+            Err(Error::NotAMapping { secret: secret.to_string(), key, message: format!("found {}", kind(&other)) })
+        }
     }
 }
 
@@ -88,7 +84,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// Builds the config drive: default metadata naming the host, overridden
 /// by the metaData Secret; network data and user data as given.
-pub fn build(identity: &HostIdentity, data: &HostConfigData) -> Result<ConfigDriveData, ConfigDriveError> {
+pub fn build(identity: &HostIdentity, data: &HostConfigData) -> Result<ConfigDriveData, Error> {
     let mut meta = JsonObject::new();
     for (key, value) in [
         ("uuid", identity.uid.as_str()),
@@ -156,7 +152,7 @@ mod tests {
     fn malformed_parts_are_reported_with_their_secret() {
         let data = HostConfigData { network_data: Some(("nd".into(), "- a list".into())), ..Default::default() };
         let err = build(&identity(), &data).expect_err("a list is not network data");
-        assert!(matches!(err, ConfigDriveError::NotAMapping { ref secret, .. } if secret == "nd"), "{err}");
+        assert!(matches!(err, Error::NotAMapping { ref secret, .. } if secret == "nd"), "{err}");
     }
 
     #[test]

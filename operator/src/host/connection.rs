@@ -26,7 +26,7 @@ const RETRY: Duration = Duration::from_secs(5);
 
 /// Why there is no Ironic client.
 #[derive(Clone, Debug, thiserror::Error)]
-pub enum ProvisionerError {
+pub enum Error {
     #[error("no provisioner is configured: start the operator with --ironic-name or --ironic-endpoint")]
     NotConfigured,
     #[error("Ironic {ironic} is not ready: {reason}")]
@@ -71,7 +71,7 @@ impl Settings {
 struct State {
     client: Option<(IronicClient, Vec<u8>)>,
     checked: Option<Instant>,
-    failure: Option<(Instant, ProvisionerError)>,
+    failure: Option<(Instant, Error)>,
 }
 
 /// Hands out the Ironic client.
@@ -99,7 +99,7 @@ impl Provisioner {
     }
 
     /// The client, connecting (or reconnecting after a change) as needed.
-    pub async fn client(&self) -> Result<IronicClient, ProvisionerError> {
+    pub async fn client(&self) -> Result<IronicClient, Error> {
         let mut state = self.state.lock().await;
         if let (Some((client, _)), Some(checked)) = (&state.client, state.checked)
             && checked.elapsed() < RECHECK
@@ -120,7 +120,7 @@ impl Provisioner {
             }
             Err(err) => {
                 // An unreadable source does not invalidate a working client.
-                let keep = matches!(err, ProvisionerError::Settings(_) | ProvisionerError::NotReady { .. });
+                let keep = matches!(err, Error::Settings(_) | Error::NotReady { .. });
                 if let (true, Some((client, _))) = (keep, state.client.clone()) {
                     tracing::warn!(error = %err, "keeping the current Ironic connection");
                     state.checked = Some(Instant::now());
@@ -132,10 +132,7 @@ impl Provisioner {
         }
     }
 
-    async fn connect(
-        &self,
-        current: Option<&(IronicClient, Vec<u8>)>,
-    ) -> Result<(IronicClient, Vec<u8>), ProvisionerError> {
+    async fn connect(&self, current: Option<&(IronicClient, Vec<u8>)>) -> Result<(IronicClient, Vec<u8>), Error> {
         let settings = self.resolve().await?;
         let fingerprint = settings.fingerprint();
         if let Some((client, current)) = current
@@ -156,17 +153,15 @@ impl Provisioner {
         if let Some(addr) = settings.connect_to {
             builder = builder.connect_to(addr);
         }
-        let client = builder
-            .build()
-            .await
-            .map_err(|source| ProvisionerError::Connect { endpoint: settings.endpoint.clone(), source })?;
+        let client =
+            builder.build().await.map_err(|source| Error::Connect { endpoint: settings.endpoint.clone(), source })?;
         tracing::info!(endpoint = %settings.endpoint, api_version = %client.api_version(), "connected to Ironic");
         Ok((client, fingerprint))
     }
 
-    async fn resolve(&self) -> Result<Settings, ProvisionerError> {
+    async fn resolve(&self) -> Result<Settings, Error> {
         match &self.source {
-            IronicSource::NotConfigured => Err(ProvisionerError::NotConfigured),
+            IronicSource::NotConfigured => Err(Error::NotConfigured),
             IronicSource::Endpoint(endpoint) => self.resolve_endpoint(endpoint).await,
             IronicSource::Resource { namespace, name, connect_to } => {
                 self.resolve_resource(namespace, name, *connect_to).await
@@ -174,7 +169,7 @@ impl Provisioner {
         }
     }
 
-    async fn resolve_endpoint(&self, config: &EndpointConfig) -> Result<Settings, ProvisionerError> {
+    async fn resolve_endpoint(&self, config: &EndpointConfig) -> Result<Settings, Error> {
         let (username, password) = match &config.credentials {
             CredentialsSource::None => (None, None),
             CredentialsSource::Inline { username, password } => {
@@ -192,14 +187,14 @@ impl Provisioner {
                 (Some(u), Some(p))
             }
         };
-        let ca_pem =
-            match &config.ca {
-                None => None,
-                Some(CaSource::Pem(pem)) => Some(pem.clone().into_bytes()),
-                Some(CaSource::File(path)) => Some(std::fs::read(path).map_err(|e| {
-                    ProvisionerError::Settings(format!("cannot read the CA file {}: {e}", path.display()))
-                })?),
-            };
+        let ca_pem = match &config.ca {
+            None => None,
+            Some(CaSource::Pem(pem)) => Some(pem.clone().into_bytes()),
+            Some(CaSource::File(path)) => Some(
+                std::fs::read(path)
+                    .map_err(|e| Error::Settings(format!("cannot read the CA file {}: {e}", path.display())))?,
+            ),
+        };
         Ok(Settings {
             endpoint: config.url.clone(),
             username,
@@ -220,9 +215,9 @@ impl Provisioner {
         namespace: &str,
         name: &str,
         connect_to: Option<std::net::SocketAddr>,
-    ) -> Result<Settings, ProvisionerError> {
+    ) -> Result<Settings, Error> {
         let ironic_name = format!("{namespace}/{name}");
-        let not_ready = |reason: String| ProvisionerError::NotReady { ironic: ironic_name.clone(), reason };
+        let not_ready = |reason: String| Error::NotReady { ironic: ironic_name.clone(), reason };
         let api: Api<Ironic> = Api::namespaced(self.kube.clone(), namespace);
         let ironic = api
             .get_opt(name)
@@ -241,10 +236,10 @@ impl Provisioner {
         let secret = secrets
             .get_opt(&secret_name)
             .await
-            .map_err(|e| ProvisionerError::Settings(format!("Secret {namespace}/{secret_name}: {e}")))?
+            .map_err(|e| Error::Settings(format!("Secret {namespace}/{secret_name}: {e}")))?
             .ok_or_else(|| not_ready(format!("its API credentials Secret {secret_name} does not exist yet")))?;
         if generated && !controlled_by(&secret.metadata, &uid) {
-            return Err(ProvisionerError::Settings(format!(
+            return Err(Error::Settings(format!(
                 "Secret {namespace}/{secret_name} is not controlled by Ironic {ironic_name}: its credentials are not used"
             )));
         }
@@ -257,10 +252,10 @@ impl Provisioner {
                 let bundle = configmaps
                     .get_opt(&bundle_name)
                     .await
-                    .map_err(|e| ProvisionerError::Settings(format!("ConfigMap {namespace}/{bundle_name}: {e}")))?;
+                    .map_err(|e| Error::Settings(format!("ConfigMap {namespace}/{bundle_name}: {e}")))?;
                 match bundle {
                     Some(bundle) if !controlled_by(&bundle.metadata, &uid) => {
-                        return Err(ProvisionerError::Settings(format!(
+                        return Err(Error::Settings(format!(
                             "ConfigMap {namespace}/{bundle_name} is not controlled by Ironic {ironic_name}: its CA is not trusted"
                         )));
                     }
@@ -271,9 +266,7 @@ impl Provisioner {
                             .remove(CA_CERT_KEY)
                             .filter(|pem| !pem.trim().is_empty())
                             .ok_or_else(|| {
-                                ProvisionerError::Settings(format!(
-                                    "ConfigMap {namespace}/{bundle_name} holds no {CA_CERT_KEY}"
-                                ))
+                                Error::Settings(format!("ConfigMap {namespace}/{bundle_name} holds no {CA_CERT_KEY}"))
                             })?
                             .into_bytes(),
                     ),
@@ -296,29 +289,24 @@ impl Provisioner {
         })
     }
 
-    async fn secret_data(&self, namespace: &str, name: &str) -> Result<BTreeMap<String, ByteString>, ProvisionerError> {
+    async fn secret_data(&self, namespace: &str, name: &str) -> Result<BTreeMap<String, ByteString>, Error> {
         let api: Api<Secret> = Api::namespaced(self.kube.clone(), namespace);
-        let secret =
-            api.get(name).await.map_err(|e| ProvisionerError::Settings(format!("Secret {namespace}/{name}: {e}")))?;
+        let secret = api.get(name).await.map_err(|e| Error::Settings(format!("Secret {namespace}/{name}: {e}")))?;
         Ok(secret.data.unwrap_or_default())
     }
 
-    async fn basic_auth_secret(&self, namespace: &str, name: &str) -> Result<(String, String), ProvisionerError> {
+    async fn basic_auth_secret(&self, namespace: &str, name: &str) -> Result<(String, String), Error> {
         basic_auth(namespace, name, &self.secret_data(namespace, name).await?)
     }
 }
 
 /// `username` and `password` of a Secret's data.
-fn basic_auth(
-    namespace: &str,
-    name: &str,
-    data: &BTreeMap<String, ByteString>,
-) -> Result<(String, String), ProvisionerError> {
+fn basic_auth(namespace: &str, name: &str, data: &BTreeMap<String, ByteString>) -> Result<(String, String), Error> {
     let text =
         |key: &str| data.get(key).and_then(|v| String::from_utf8(v.0.clone()).ok()).map(|s| s.trim().to_string());
     match (text("username"), text("password")) {
         (Some(u), Some(p)) if !u.is_empty() => Ok((u, p)),
-        _ => Err(ProvisionerError::Settings(format!("Secret {namespace}/{name} must hold a username and a password"))),
+        _ => Err(Error::Settings(format!("Secret {namespace}/{name} must hold a username and a password"))),
     }
 }
 

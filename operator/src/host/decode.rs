@@ -4,14 +4,14 @@
 
 use crate::host::config::Config;
 use crate::host::configdrive::{self, HostIdentity};
-use crate::host::connection::ProvisionerError;
+use crate::host::connection;
 use crate::host::context::Reads;
 use crate::host::draft::Draft;
-use crate::host::error::ReconcileError;
+use crate::host::error;
 use crate::host::handoff::Decoded;
 use crate::host::machine::{Act, Facts, NodeView, Plan, PowerGoal};
 use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
-use crate::host::secrets::{self, Credentials, HostDataError};
+use crate::host::secrets::{self, Credentials};
 use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED};
 use crate::host::unsupported::unsupported;
 use crate::host::wake::HostKey;
@@ -44,7 +44,7 @@ pub struct Observed<'a> {
 
 /// Reads the credentials Secret and the node as the poll saw it, drafts what the node tells
 /// into the status, and decodes the host.
-pub async fn gather(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Result<Decoded, ReconcileError> {
+pub async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Result<Decoded, error::Error> {
     let host = draft.host.clone();
     let bmc = parse_bmc(&host.spec);
     let credentials = secrets::credentials(ctx.kube, &host, is_fake(&bmc)).await?;
@@ -76,7 +76,7 @@ pub async fn gather(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Result
         draft.notices.normal("Reattached", "the detached annotation was removed; registering the host again");
     }
     if !ctx.provisioner.configured() {
-        draft.problem = Some((PROVISIONER_NOT_CONFIGURED, ProvisionerError::NotConfigured.to_string()));
+        draft.problem = Some((PROVISIONER_NOT_CONFIGURED, connection::Error::NotConfigured.to_string()));
     }
     Ok(decoded)
 }
@@ -88,13 +88,13 @@ pub async fn prepare(
     decoded: &mut Decoded,
     plan: &Plan,
     host: &BareMetalHost,
-) -> Result<(), ReconcileError> {
+) -> Result<(), error::Error> {
     if !needs_config_drive(plan, &decoded.request) {
         return Ok(());
     }
     let data = match secrets::host_config_data(ctx.kube, host).await {
         Ok(data) => data,
-        Err(HostDataError::Read(err)) => return Err(err.into()),
+        Err(secrets::Error::Read(err)) => return Err(err.into()),
         Err(problem) => {
             decoded.request.config_drive = ConfigDrive::Invalid(problem.to_string());
             return Ok(());

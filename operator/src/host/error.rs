@@ -4,24 +4,24 @@
 //! fail transiently: each host retries those with its own backoff (`trouble`), and its
 //! status says so after a few attempts.
 
-use crate::host::connection::ProvisionerError;
+use crate::host::connection;
 use crate::kit::KubeError;
 use crate::kit::ledger::Unstored;
 use crate::kit::runner::MetricLabel;
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
+pub enum Error {
     #[error(transparent)]
     Kube(#[from] KubeError),
     /// The host has no namespace or uid, so nothing can be owned by it.
     #[error(transparent)]
     Unstored(#[from] Unstored),
     #[error("no Ironic connection")]
-    Provisioner(#[from] ProvisionerError),
+    Provisioner(#[from] connection::Error),
 }
 
-impl MetricLabel for ReconcileError {
+impl MetricLabel for Error {
     fn metric_label(&self) -> &'static str {
         match self {
             Self::Kube(_) => "kube",

@@ -3,10 +3,10 @@
 //! too. Nothing here writes to Kubernetes: [`Next`] tells the write step what is left.
 
 use crate::host::actions::{self, Answer, Learned};
-use crate::host::connection::ProvisionerError;
+use crate::host::connection;
 use crate::host::context::{CONTROLLER, IronicSide};
 use crate::host::draft::Draft;
-use crate::host::error::ReconcileError;
+use crate::host::error;
 use crate::host::handoff::{Decoded, Next};
 use crate::host::hardware;
 use crate::host::machine::{Act, NodeView, Plan, error_type_of, is_busy};
@@ -28,12 +28,7 @@ use tokio::time::Instant;
 const DELAYED_RECHECK: Duration = Duration::from_secs(30);
 
 /// Carries out `plan`.
-pub async fn execute(
-    ctx: IronicSide<'_>,
-    draft: &mut Draft,
-    decoded: &Decoded,
-    plan: Plan,
-) -> Result<Next, ReconcileError> {
+pub async fn run(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded, plan: Plan) -> Result<Next, error::Error> {
     tracing::debug!(state = draft.status.provisioning.state.as_str(), ?plan, "planned");
     if !matches!(plan, Plan::Transition(to) if is_busy(to)) {
         ctx.hosts.capacity.stop_waiting(&draft.key);
@@ -154,10 +149,10 @@ async fn run_act(
     decoded: &Decoded,
     act: Act,
     retry: bool,
-) -> Result<Next, ReconcileError> {
+) -> Result<Next, error::Error> {
     let client = match ctx.provisioner.client().await {
         Ok(client) => client,
-        Err(ProvisionerError::NotConfigured) => {
+        Err(connection::Error::NotConfigured) => {
             if decoded.facts.deleting && draft.status.provisioning.id.is_empty() {
                 // Never registered anywhere: nothing to clean up.
                 return Ok(Next::Release);
@@ -246,11 +241,11 @@ fn accepted(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded, act: Act,
 }
 
 /// Removes the node from Ironic without deprovisioning.
-async fn detach(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded) -> Result<Next, ReconcileError> {
+async fn detach(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded) -> Result<Next, error::Error> {
     let deleting = decoded.facts.deleting;
     let client = match ctx.provisioner.client().await {
         Ok(client) => client,
-        Err(ProvisionerError::NotConfigured) if deleting => return Ok(Next::Release),
+        Err(connection::Error::NotConfigured) if deleting => return Ok(Next::Release),
         Err(source) => return Err(source.into()),
     };
     if let Some(wait) = ctx.hosts.troubles.wait(&draft.key, Act::DeleteNode, Instant::now()) {

@@ -59,7 +59,6 @@ mod wake;
 mod write;
 
 pub use config::{
-    CaSource, Config, ConfigError, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs,
-    IronicSource,
+    CaSource, Config, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs, IronicSource,
 };
 pub use controller::run;

@@ -8,7 +8,7 @@ use crate::host::actions;
 use crate::host::context::HostContext;
 use crate::host::decode;
 use crate::host::draft::Draft;
-use crate::host::error::ReconcileError;
+use crate::host::error;
 use crate::host::execute;
 use crate::host::machine::{self, Plan};
 use crate::host::metadata;
@@ -30,13 +30,13 @@ use std::time::Duration;
 // from, and running the steps belongs to the one module above them all.
 impl Reconcile for HostContext {
     type Object = BareMetalHost;
-    type Error = ReconcileError;
+    type Error = error::Error;
 
     fn runner(&self) -> &Runner {
         &self.runner
     }
 
-    fn reconcile(self: Arc<Self>, host: Arc<BareMetalHost>) -> BoxFuture<'static, Result<Action, ReconcileError>> {
+    fn reconcile(self: Arc<Self>, host: Arc<BareMetalHost>) -> BoxFuture<'static, Result<Action, error::Error>> {
         Box::pin(async move {
             // A closed semaphore only happens at shutdown; run unbounded then.
             let _permit = self.permits.acquire().await.ok();
@@ -51,11 +51,11 @@ impl Reconcile for HostContext {
 }
 
 /// Reconciles one host.
-async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Action, ReconcileError> {
+async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Action, error::Error> {
     let Some(Admitted { host, finalizer }) = admit(ctx, host, key).await? else {
         return Ok(Action::await_change());
     };
-    if restore::restore(ctx.writer(), &host, key).await? {
+    if restore::run(ctx.writer(), &host, key).await? {
         return Ok(Action::requeue(Duration::ZERO));
     }
     // The node as seen before our last call tells nothing yet: the poller
@@ -67,7 +67,7 @@ async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -
     ctx.capacity.ready().await;
     let now = Timestamp::now();
     let mut draft = Draft::new(host.clone(), key.clone());
-    let mut decoded = decode::gather(ctx.reads(), &mut draft, now).await?;
+    let mut decoded = decode::run(ctx.reads(), &mut draft, now).await?;
     let plan = machine::plan(&decoded.facts);
     decode::prepare(ctx.reads(), &mut decoded, &plan, &host).await?;
     // Without our finalizer nothing may reach Ironic: a node made now could outlive a deleted
@@ -78,8 +78,8 @@ async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -
     {
         return Err(refused);
     }
-    let next = execute::execute(ctx.ironic(), &mut draft, &decoded, plan).await?;
-    write::write(ctx.writer(), draft, next, now).await
+    let next = execute::run(ctx.ironic(), &mut draft, &decoded, plan).await?;
+    write::run(ctx.writer(), draft, next, now).await
 }
 
 /// A host admitted to a reconcile, and whether it carries our finalizer.
@@ -87,13 +87,13 @@ struct Admitted {
     host: Arc<BareMetalHost>,
     /// Why the finalizer could not be added (for example, a validating webhook that cannot be
     /// reached refuses every write of the object, while status writes still pass).
-    finalizer: Result<(), ReconcileError>,
+    finalizer: Result<(), error::Error>,
 }
 
 /// The host to work on, with our finalizer when it could be added; `None` when there is
 /// nothing to do: it is paused (no finalizer, no status, no Ironic call), or it is going away
 /// without our finalizer.
-async fn admit(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Option<Admitted>, ReconcileError> {
+async fn admit(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Option<Admitted>, error::Error> {
     if host.annotations().contains_key(PAUSED) {
         tracing::debug!("host is paused, no work to do");
         return Ok(None);

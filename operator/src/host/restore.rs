@@ -3,7 +3,7 @@
 //! which is then dropped.
 
 use crate::host::context::{CONTROLLER, Writer};
-use crate::host::error::ReconcileError;
+use crate::host::error;
 use crate::host::metadata;
 use crate::host::wake::HostKey;
 use crate::kit::{Notice, Notices};
@@ -79,7 +79,7 @@ pub fn clamp(status: &mut BareMetalHostStatus, now: Timestamp) -> Vec<&'static s
 
 /// Restores the status of a re-created host, then drops the annotation; true when it did
 /// (the reconcile then starts over from the restored status).
-pub async fn restore(ctx: Writer<'_>, host: &BareMetalHost, key: &HostKey) -> Result<bool, ReconcileError> {
+pub async fn run(ctx: Writer<'_>, host: &BareMetalHost, key: &HostKey) -> Result<bool, error::Error> {
     let now = Timestamp::now();
     let Some((mut restored, corrected)) = restorable_status(host, now) else {
         return Ok(false);

@@ -3,7 +3,7 @@
 //! or status; only the credentials Secret's resourceVersion is recorded, to
 //! notice rotations.
 
-use crate::host::configdrive::{self, ConfigDriveError, HostConfigData};
+use crate::host::configdrive::{self, HostConfigData};
 use crate::host::driver::BmcCredentials;
 use crate::kit::names::{CrossNamespace, same_namespace};
 use crate::kit::{KubeError, Verb};
@@ -69,7 +69,7 @@ pub async fn credentials(client: &Client, host: &BareMetalHost, fake: bool) -> R
 
 /// Why the config drive's data could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum HostDataError {
+pub enum Error {
     #[error(transparent)]
     Read(#[from] KubeError),
     #[error("Secret {0} does not exist")]
@@ -77,7 +77,7 @@ pub enum HostDataError {
     #[error("{0}")]
     CrossNamespace(#[from] CrossNamespace),
     #[error(transparent)]
-    Content(#[from] ConfigDriveError),
+    Content(#[from] configdrive::Error),
 }
 
 async fn read(
@@ -86,7 +86,7 @@ async fn read(
     field: &'static str,
     reference: Option<(&str, Option<&str>)>,
     key: &'static str,
-) -> Result<Option<(String, String)>, HostDataError> {
+) -> Result<Option<(String, String)>, Error> {
     let Some((name, namespace)) = reference.filter(|(n, _)| !n.is_empty()) else {
         return Ok(None);
     };
@@ -97,7 +97,7 @@ async fn read(
     let full = format!("{namespace}/{name}");
     let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
     let secret = api.get_opt(name).await.map_err(KubeError::of::<Secret>(Verb::Get, &full))?;
-    let secret = secret.ok_or_else(|| HostDataError::Missing(full.clone()))?;
+    let secret = secret.ok_or_else(|| Error::Missing(full.clone()))?;
     let data = secret.data.unwrap_or_default();
     Ok(configdrive::secret_text(&full, &data, key)?.map(|text| (full, text)))
 }
@@ -108,7 +108,7 @@ fn reference(r: &Option<SecretReference>) -> Option<(&str, Option<&str>)> {
 
 /// Reads the user, network and meta data Secrets. Network data falls back
 /// to the preprovisioning network data, as in baremetal-operator.
-pub async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<HostConfigData, HostDataError> {
+pub async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<HostConfigData, Error> {
     let spec = &host.spec;
     let user_data = read(client, host, "spec.userData", reference(&spec.user_data), configdrive::USER_DATA_KEY).await?;
     let (network_field, network_ref) = match reference(&spec.network_data) {

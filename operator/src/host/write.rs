@@ -7,7 +7,7 @@
 use crate::host::capacity::Capacity;
 use crate::host::context::{CONTROLLER, Writer};
 use crate::host::draft::Draft;
-use crate::host::error::ReconcileError;
+use crate::host::error;
 use crate::host::handoff::Next;
 use crate::host::machine::is_busy;
 use crate::host::metadata;
@@ -23,7 +23,7 @@ use kube::runtime::controller::Action;
 use std::collections::BTreeMap;
 
 /// Writes what the draft holds, or releases the host.
-pub async fn write(ctx: Writer<'_>, draft: Draft, next: Next, now: Timestamp) -> Result<Action, ReconcileError> {
+pub async fn run(ctx: Writer<'_>, draft: Draft, next: Next, now: Timestamp) -> Result<Action, error::Error> {
     match next {
         Next::Release => release(ctx, &draft).await,
         Next::Requeue(action) => {
@@ -37,10 +37,10 @@ fn api(ctx: &Writer<'_>, draft: &Draft) -> Api<BareMetalHost> {
     Api::namespaced(ctx.kube.clone(), &draft.key.namespace)
 }
 
-async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<(), ReconcileError> {
+async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<(), error::Error> {
     if let Some(details) = draft.hardware_data.take() {
         // The full inventory, owned by the host (the garbage collector removes it with the host).
-        let applied: Result<(), ReconcileError> = async {
+        let applied: Result<(), error::Error> = async {
             let ledger = Ledger::new(ctx.kube.clone(), &*draft.host, BTreeMap::new())?;
             ledger.apply(HardwareData::new(&draft.key.name, HardwareDataSpec { hardware: Some(details) })).await?;
             Ok(())
@@ -90,7 +90,7 @@ fn return_unrecorded_slot(capacity: &Capacity, draft: &Draft) {
 
 /// Removes the finalizer: nothing is left in Ironic. The Event goes out first, while the
 /// host still exists to be its subject; what else the reconcile noted goes with the host.
-async fn release(ctx: Writer<'_>, draft: &Draft) -> Result<Action, ReconcileError> {
+async fn release(ctx: Writer<'_>, draft: &Draft) -> Result<Action, error::Error> {
     let host = &draft.host;
     ctx.publisher.one(&**host, &Notice::normal("Deleted", "the host is released")).await;
     metadata::patch(&api(&ctx, draft), host, metadata::remove_finalizer_patch(host)).await?;

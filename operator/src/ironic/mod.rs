@@ -50,7 +50,6 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{Config, DownloaderSettings, ImageDefaults, IronicArgs};
-pub use error::Error as ReconcileError;
 
 /// Runs the controller until `shutdown`: one per watched namespace, or one for all.
 pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {

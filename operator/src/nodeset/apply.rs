@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 /// Why applying failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
+pub enum Error {
     #[error(transparent)]
     Kube(#[from] KubeError),
     #[error(transparent)]
@@ -59,7 +59,7 @@ pub struct Applied {
 }
 
 /// Applies `plan` for `nodeset`.
-pub async fn apply(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Memory) -> Result<Applied, ApplyError> {
+pub async fn run(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Memory) -> Result<Applied, Error> {
     let mut applied = Applied::default();
     for data in &plan.network_data {
         if let Err(err) = network_data(client, data).await {
@@ -96,7 +96,7 @@ pub async fn apply_host_writes(
     plan: &Plan,
     memory: &Memory,
     applied: &mut Applied,
-) -> Result<(), ApplyError> {
+) -> Result<(), Error> {
     for write in &plan.writes {
         if applied.refused.contains_key(&write.hostname) {
             continue;
@@ -222,7 +222,7 @@ async fn apply_jobs(
     plan: &Plan,
     memory: &Memory,
     applied: &mut Applied,
-) -> Result<(), ApplyError> {
+) -> Result<(), Error> {
     let ledger = ledger(client, nodeset)?;
     for name in &plan.keep {
         ledger.keep("Job", name);

@@ -44,7 +44,7 @@ pub struct Caches {
 
 /// Why the facts could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum DereferenceError {
+pub enum Error {
     /// A cache has not listed its objects yet: acting on an empty cache would, for one, report
     /// every claimed host as unclaimed.
     #[error("the {0} watch cache is not ready")]
@@ -55,7 +55,7 @@ pub enum DereferenceError {
 
 impl Caches {
     /// Waits until every cache holds its first list.
-    pub async fn ready(&self) -> Result<(), DereferenceError> {
+    pub async fn ready(&self) -> Result<(), Error> {
         let all = async {
             self.nodesets.wait_until_ready().await.map_err(|_| "NodeSet")?;
             self.hosts.wait_until_ready().await.map_err(|_| "BareMetalHost")?;
@@ -67,8 +67,8 @@ impl Caches {
         };
         match tokio::time::timeout(READY_TIMEOUT, all).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(what)) => Err(DereferenceError::NotReady(what)),
-            Err(_) => Err(DereferenceError::NotReady("NodeSet controller's")),
+            Ok(Err(what)) => Err(Error::NotReady(what)),
+            Err(_) => Err(Error::NotReady("NodeSet controller's")),
         }
     }
 
@@ -101,13 +101,13 @@ pub fn hosts(caches: &Caches, memory: &Memory, namespace: &str) -> Vec<std::sync
 }
 
 /// Reads the facts of `nodeset`.
-pub async fn facts(
+pub async fn run(
     caches: &Caches,
     memory: &Memory,
     client: &Client,
     nodeset: &NodeSet,
     now: &Time,
-) -> Result<Facts, DereferenceError> {
+) -> Result<Facts, Error> {
     let namespace = nodeset.namespace().unwrap_or_default();
     let uid = nodeset.uid().unwrap_or_default();
     let bmh_namespace = bmh_namespace(nodeset);
@@ -163,7 +163,7 @@ pub async fn facts(
 
 /// The Secrets and ConfigMaps the NodeSet's variablesFrom and its listed services name, read
 /// by GET in its own namespace (`sources`).
-pub async fn sources(caches: &Caches, client: &Client, nodeset: &NodeSet) -> Result<Sources, DereferenceError> {
+pub async fn sources(caches: &Caches, client: &Client, nodeset: &NodeSet) -> Result<Sources, Error> {
     let namespace = nodeset.namespace().unwrap_or_default();
     let services = caches.services.state_filter(|s| s.namespace().as_deref() == Some(namespace.as_str()));
     let wanted = super::sources::referenced(&nodeset.spec, |name| {

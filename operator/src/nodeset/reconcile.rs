@@ -1,10 +1,10 @@
 //! One reconcile of a NodeSet: dereference → validate → plan → apply → status, and, for a
 //! NodeSet being deleted, the deletion policy behind the finalizer.
 
-use super::apply::{self, Applied, ApplyError};
+use super::apply::{self, Applied};
 use super::claims::Owner;
 use super::config::Config;
-use super::dereference::{self, Caches, DereferenceError};
+use super::dereference::{self, Caches};
 use super::facts::Facts;
 use super::memory::Memory;
 use super::plan::{self, Plan};
@@ -33,9 +33,9 @@ pub const CONTROLLER: &str = "nodeset";
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot read what the NodeSet depends on")]
-    Dereference(#[from] DereferenceError),
+    Dereference(#[from] dereference::Error),
     #[error("cannot apply the NodeSet's plan")]
-    Apply(#[from] ApplyError),
+    Apply(#[from] apply::Error),
     #[error("cannot write the NodeSet's status or finalizer")]
     Write(#[from] KubeError),
 }
@@ -85,19 +85,19 @@ impl NodeSetReconciler {
         }
         let nodeset = self.ensure_finalizer(nodeset).await?;
         let existing = self.caches.services_of(&nodeset.namespace().unwrap_or_default());
-        let mut findings = validate::check(&nodeset, &existing, &self.watched);
+        let mut findings = validate::run(&nodeset, &existing, &self.watched);
         // A blocked NodeSet reads nothing more: its hosts may be in a namespace out of its reach.
         let facts = match findings.blocks() {
             true => Facts::default(),
             false => {
-                let mut facts = dereference::facts(&self.caches, &self.memory, &self.client, &nodeset, &now).await?;
+                let mut facts = dereference::run(&self.caches, &self.memory, &self.client, &nodeset, &now).await?;
                 facts.sources = dereference::sources(&self.caches, &self.client, &nodeset).await?;
                 findings.sources(&nodeset, &facts.sources, &facts.services);
                 facts
             }
         };
         let plan = plan::plan(&nodeset, &facts, &findings, self.config.job_history, &now);
-        let applied = apply::apply(&self.client, &nodeset, &plan, &self.memory).await?;
+        let applied = apply::run(&self.client, &nodeset, &plan, &self.memory).await?;
         let (status, notices) = status::compute(&nodeset, &plan, &applied, &findings, &now);
         let changed = (nodeset.status.as_ref() != Some(&status)).then_some(&status);
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
@@ -161,7 +161,7 @@ impl NodeSetReconciler {
         }
         // Hosts in a namespace out of the NodeSet's reach (a pool no admin opened, or no longer)
         // are not its to release: they stay as they are, claimed.
-        let out_of_reach = validate::check(nodeset, &Default::default(), &self.watched).refused;
+        let out_of_reach = validate::run(nodeset, &Default::default(), &self.watched).refused;
         if let Some((reason, message)) = &out_of_reach {
             self.publisher.one(nodeset, &Notice::warning(*reason, format!("no host released: {message}"))).await;
         }

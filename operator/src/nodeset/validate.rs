@@ -97,7 +97,7 @@ pub struct Reach {
 
 /// Validates `nodeset`. `existing` holds the NodeSetServices of its namespace, by name, each
 /// with its own violations.
-pub fn check(nodeset: &NodeSet, existing: &BTreeMap<String, Vec<FieldError>>, reach: &Reach) -> Findings {
+pub fn run(nodeset: &NodeSet, existing: &BTreeMap<String, Vec<FieldError>>, reach: &Reach) -> Findings {
     let mut invalid = validate_nodeset(nodeset, None);
     invalid.extend(locked_by_status(nodeset));
     let mut findings = Findings { invalid, refused: refusal(nodeset, reach), ..Findings::default() };
@@ -181,7 +181,7 @@ mod tests {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({})), "services": ["a", "b"]}));
         let mut existing = services(&["a"]);
         existing.insert("b".into(), vec![FieldError::new("spec.job.image", "is required")]);
-        let findings = check(&n, &existing, &Reach::default());
+        let findings = run(&n, &existing, &Reach::default());
         assert!(!findings.blocks(), "hosts are still claimed and provisioned");
         let (reason, message) = findings.problem().expect("a problem");
         assert_eq!(reason, "InvalidService");
@@ -204,13 +204,13 @@ mod tests {
     #[test]
     fn a_valid_nodeset_with_its_services_passes() {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({})), "nodes": {"c-0": {}}, "services": ["a"]}));
-        assert_eq!(check(&n, &services(&["a"]), &Reach::default()), Findings::default());
+        assert_eq!(run(&n, &services(&["a"]), &Reach::default()), Findings::default());
     }
 
     #[test]
     fn an_unknown_service_is_a_finding_not_a_block() {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({})), "services": ["a", "b"]}));
-        let findings = check(&n, &services(&["a"]), &Reach::default());
+        let findings = run(&n, &services(&["a"]), &Reach::default());
         assert_eq!(findings.unknown_services, ["b"]);
         assert!(!findings.blocks());
         assert_eq!(findings.problem().map(|p| p.0), Some("ServiceNotFound"));
@@ -219,7 +219,7 @@ mod tests {
     #[test]
     fn the_webhooks_rules_are_checked_again() {
         let n = nodeset(json!({"nodes": {"c-0": {}}}));
-        let findings = check(&n, &services(&[]), &Reach::default());
+        let findings = run(&n, &services(&[]), &Reach::default());
         assert!(findings.blocks());
         assert!(findings.problem().is_some_and(|(_, m)| m.contains("spec.baremetalSetTemplate")));
     }
@@ -231,12 +231,12 @@ mod tests {
             json!({"baremetalSetTemplate": template(json!({})),
                    "nodes": {"c-0": {"networkData": {"name": "n", "namespace": "other"}}}}),
         ] {
-            let findings = check(&nodeset(spec), &services(&[]), &Reach::default());
+            let findings = run(&nodeset(spec), &services(&[]), &Reach::default());
             assert!(findings.blocks(), "nothing is claimed or written");
             assert!(findings.problem().is_some_and(|(_, m)| m.contains(".namespace")), "{findings:?}");
         }
         let same = json!({"baremetalSetTemplate": template(json!({"userData": {"name": "u", "namespace": "metal3"}}))});
-        assert!(!check(&nodeset(same), &services(&[]), &Reach::default()).blocks());
+        assert!(!run(&nodeset(same), &services(&[]), &Reach::default()).blocks());
     }
 
     #[test]
@@ -244,23 +244,23 @@ mod tests {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({"bmhNamespace": "hosts"}))}));
         let pools: HostPools = "metal3=hosts".parse().expect("pools");
         let scoped = Reach { watched: vec!["metal3".to_string(), "hosts".to_string()], pools: pools.clone() };
-        let findings = check(&n, &services(&[]), &scoped);
+        let findings = run(&n, &services(&[]), &scoped);
         assert_eq!(findings.refused.map(|r| r.0), Some("NamespaceNotWatched"));
         let cluster = Reach { watched: vec![], pools };
-        assert_eq!(check(&n, &services(&[]), &cluster).refused, None, "an opened pool, every namespace seen");
+        assert_eq!(run(&n, &services(&[]), &cluster).refused, None, "an opened pool, every namespace seen");
         assert_eq!(bmh_namespace(&n), "hosts");
     }
 
     #[test]
     fn another_bmh_namespace_is_refused_by_the_controller_unless_an_admin_opened_it_as_a_pool() {
         let n = nodeset(json!({"baremetalSetTemplate": template(json!({"bmhNamespace": "team-b"}))}));
-        let findings = check(&n, &services(&[]), &Reach::default());
+        let findings = run(&n, &services(&[]), &Reach::default());
         assert!(findings.blocks(), "nothing is read, claimed or written in team-b");
         let (reason, message) = findings.problem().expect("a problem");
         assert_eq!(reason, "HostPoolNotOpened");
         assert!(message.contains("--nodeset-host-pools metal3=team-b"), "{message}");
         let opened = Reach { pools: "metal3=team-b".parse().expect("pools"), ..Reach::default() };
-        assert!(!check(&n, &services(&[]), &opened).blocks());
+        assert!(!run(&n, &services(&[]), &opened).blocks());
     }
 
     fn with_status(mut n: NodeSet, hosts: serde_json::Value) -> NodeSet {
@@ -275,7 +275,7 @@ mod tests {
             nodeset(json!({"baremetalSetTemplate": template(json!({"bmhNamespace": "team-b"})), "nodes": {"c-0": {}}})),
             json!({"c-0": {"bmhRef": {"name": "server-0", "namespace": "metal3"}}}),
         );
-        let findings = check(&moved, &services(&[]), &pools);
+        let findings = run(&moved, &services(&[]), &pools);
         assert!(findings.blocks(), "claiming in team-b would double c-0's machine");
         assert!(findings.invalid.iter().any(|e| e.path == "spec.baremetalSetTemplate.bmhNamespace"), "{findings:?}");
     }
@@ -287,17 +287,17 @@ mod tests {
             nodeset(json!({"baremetalSetTemplate": template(json!({})), "nodes": {"c-0": {}}})),
             json!({"c-0": {"servicesCompleted": completed}}),
         );
-        let findings = check(&was_bare, &services(&[]), &Reach::default());
+        let findings = run(&was_bare, &services(&[]), &Reach::default());
         assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
         // As status says it now: the NodeSet was preProvisioned and the host is configured.
         let mut configured = with_status(
             nodeset(json!({"baremetalSetTemplate": template(json!({})), "nodes": {"c-0": {}}})),
             json!({"c-0": {"deployedConfigHash": "77de"}}),
         );
-        let findings = check(&configured, &services(&[]), &Reach::default());
+        let findings = run(&configured, &services(&[]), &Reach::default());
         assert!(findings.invalid.is_empty(), "a host with nothing to run is configured before its claim: {findings:?}");
         configured.status.as_mut().expect("status").pre_provisioned = Some(true);
-        let findings = check(&configured, &services(&[]), &Reach::default());
+        let findings = run(&configured, &services(&[]), &Reach::default());
         assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
         // Before anything ran on it, too: its machine may already run.
         let mut fresh = with_status(
@@ -305,13 +305,13 @@ mod tests {
             json!({"c-0": {"desiredConfigHash": "77de"}}),
         );
         fresh.status.as_mut().expect("status").pre_provisioned = Some(true);
-        let findings = check(&fresh, &services(&[]), &Reach::default());
+        let findings = run(&fresh, &services(&[]), &Reach::default());
         assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
         let was_claimed = with_status(
             nodeset(json!({"preProvisioned": true, "nodes": {"c-0": {}}})),
             json!({"c-0": {"bmhRef": {"name": "server-0", "namespace": "metal3"}}}),
         );
-        let findings = check(&was_claimed, &services(&[]), &Reach::default());
+        let findings = run(&was_claimed, &services(&[]), &Reach::default());
         assert!(findings.invalid.iter().any(|e| e.path == "spec.preProvisioned"), "{findings:?}");
     }
 
@@ -326,7 +326,7 @@ mod tests {
             "spec": {"job": {"image": "x", "envFrom": [{"secretRef": {"name": "db"}}]}}}))
         .expect("service");
         let listed = BTreeMap::from([("a".to_string(), Arc::new(service))]);
-        let mut findings = check(&n, &services(&["a"]), &Reach::default());
+        let mut findings = run(&n, &services(&["a"]), &Reach::default());
         findings.sources(&n, &Sources::default(), &listed);
         assert!(findings.blocks(), "nothing is claimed, provisioned or run");
         let (reason, message) = findings.problem().expect("a problem");
@@ -337,7 +337,7 @@ mod tests {
         let value = "sentinel-value-never-quoted";
         let vars = SourceData { data: BTreeMap::from([("ok".into(), value.into())]), binary: Vec::new() };
         let read = Sources(BTreeMap::from([(SourceRef::secret("vars"), vars)]));
-        let mut findings = check(&n, &services(&["a"]), &Reach::default());
+        let mut findings = run(&n, &services(&["a"]), &Reach::default());
         findings.sources(&n, &read, &listed);
         assert!(!findings.blocks());
         let (reason, message) = findings.problem().expect("a problem");

@@ -164,7 +164,7 @@ impl Drop for Leadership {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("invalid leader election timing")]
-    Timing(#[source] super::lease::TimingError),
+    Timing(#[source] super::lease::Error),
     #[error("the operator may not use its leader Lease; grant its service account get, create and update on leases")]
     Forbidden(#[source] KubeError),
 }

@@ -41,7 +41,7 @@ impl Default for LeaseTiming {
 
 /// Lease timings that cannot work.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum TimingError {
+pub enum Error {
     #[error("the lease duration must be a whole number of seconds, at least 1, not {0:?}")]
     Duration(Duration),
     #[error("the renew deadline ({deadline:?}) must be shorter than the lease duration ({duration:?})")]
@@ -53,18 +53,18 @@ pub enum TimingError {
 impl LeaseTiming {
     /// Checks that a holder can renew before its deadline and stop before the
     /// lease expires.
-    pub fn validate(&self) -> Result<(), TimingError> {
+    pub fn validate(&self) -> Result<(), Error> {
         if self.duration < Duration::from_secs(1)
             || self.duration.subsec_nanos() != 0
             || i32::try_from(self.duration.as_secs()).is_err()
         {
-            return Err(TimingError::Duration(self.duration));
+            return Err(Error::Duration(self.duration));
         }
         if self.renew_deadline >= self.duration || self.renew_deadline.is_zero() {
-            return Err(TimingError::Deadline { deadline: self.renew_deadline, duration: self.duration });
+            return Err(Error::Deadline { deadline: self.renew_deadline, duration: self.duration });
         }
         if self.retry_period >= self.renew_deadline || self.retry_period.is_zero() {
-            return Err(TimingError::Retry { retry: self.retry_period, deadline: self.renew_deadline });
+            return Err(Error::Retry { retry: self.retry_period, deadline: self.renew_deadline });
         }
         Ok(())
     }
@@ -218,11 +218,11 @@ mod tests {
             }
             .validate()
         };
-        assert!(matches!(bad(0.5, 0.2, 0.1), Err(TimingError::Duration(_))));
-        assert!(matches!(bad(4.5, 2.0, 0.5), Err(TimingError::Duration(_))), "not a whole second");
-        assert!(matches!(bad(4.0, 4.0, 0.5), Err(TimingError::Deadline { .. })));
-        assert!(matches!(bad(4.0, 2.0, 2.0), Err(TimingError::Retry { .. })));
-        assert!(matches!(bad(4.0, 2.0, 0.0), Err(TimingError::Retry { .. })));
+        assert!(matches!(bad(0.5, 0.2, 0.1), Err(Error::Duration(_))));
+        assert!(matches!(bad(4.5, 2.0, 0.5), Err(Error::Duration(_))), "not a whole second");
+        assert!(matches!(bad(4.0, 4.0, 0.5), Err(Error::Deadline { .. })));
+        assert!(matches!(bad(4.0, 2.0, 2.0), Err(Error::Retry { .. })));
+        assert!(matches!(bad(4.0, 2.0, 0.0), Err(Error::Retry { .. })));
         assert_eq!(bad(4.0, 2.5, 0.5), Ok(()));
     }
 

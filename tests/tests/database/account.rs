@@ -13,7 +13,7 @@ use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServedCertificate, Serve
 use ferrometal_tests::pki::{Authority, loopback};
 use operator::database::account::{self, MAINTENANCE_USER, UPGRADE_USER, UpgradeAccount};
 use operator::database::build::{CLIENT_CA_DIR, ClaimSettings, Inputs, jobs};
-use operator::database::check::{self, CheckError};
+use operator::database::check;
 use operator::database::credentials::{Credentials, Password};
 use operator::database::names::Names;
 use operator::database::tls::Material;
@@ -70,7 +70,7 @@ async fn grants(server: &MariaDb, user: &str) -> anyhow::Result<Vec<String>> {
 }
 
 /// `user` over TCP, as a client elsewhere in the cluster would come.
-async fn over_tcp(server: &MariaDb, user: &str, password: &str) -> Result<MySqlConnection, CheckError> {
+async fn over_tcp(server: &MariaDb, user: &str, password: &str) -> Result<MySqlConnection, check::Error> {
     check::connect(&target(server, credentials(user, password))).await
 }
 

@@ -5,7 +5,7 @@
 
 use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServerOptions};
 use ferrometal_tests::pki::{Authority, loopback};
-use operator::database::check::{self, CheckError, Target, Tls};
+use operator::database::check::{self, Target, Tls};
 use operator::database::credentials::{Credentials, Password};
 use operator::database::schema::SchemaRevision;
 use operator::database::version::Flavor;
@@ -71,7 +71,7 @@ async fn a_wrong_password_is_refused_with_a_clear_error_without_the_password() -
     let server = server().await?;
     let wrong = "not-the-Password-42";
     let err = check::check(&target(&server, wrong, Tls::Disabled), true).await.expect_err("refused");
-    assert!(matches!(err, CheckError::AuthenticationFailed { .. }), "{err:?}");
+    assert!(matches!(err, check::Error::AuthenticationFailed { .. }), "{err:?}");
     assert_eq!(err.reason(), "AuthenticationFailed");
     assert!(!err.is_transient());
     let message = err.to_string();
@@ -96,7 +96,7 @@ async fn an_unreachable_host_is_reported_as_unreachable() -> anyhow::Result<()> 
         timeout: Duration::from_secs(5),
     };
     let err = check::check(&refused, true).await.expect_err("nothing listens");
-    assert!(matches!(err, CheckError::Unreachable { .. }), "{err:?}");
+    assert!(matches!(err, check::Error::Unreachable { .. }), "{err:?}");
     assert_eq!(err.reason(), "DatabaseUnreachable");
     assert!(err.is_transient(), "a server that is down may come back");
     assert!(err.to_string().contains(&format!("cannot reach the database server at 127.0.0.1:{port}")), "{err}");
@@ -104,7 +104,7 @@ async fn an_unreachable_host_is_reported_as_unreachable() -> anyhow::Result<()> 
 
     let unknown = Target { host: "mariadb.ferrometal.invalid".into(), port: 3306, ..refused };
     let err = check::check(&unknown, true).await.expect_err("no such host");
-    assert!(matches!(err, CheckError::Unreachable { .. }), "{err:?}");
+    assert!(matches!(err, check::Error::Unreachable { .. }), "{err:?}");
     assert!(err.to_string().contains("mariadb.ferrometal.invalid:3306"), "{err}");
     Ok(())
 }
@@ -123,7 +123,7 @@ async fn a_missing_database_and_a_forbidden_one_are_told_apart() -> anyhow::Resu
         ..forbidden
     };
     let err = check::check(&admin, true).await.expect_err("no such database");
-    assert!(matches!(&err, CheckError::UnknownDatabase { database, .. } if database == "other"), "{err:?}");
+    assert!(matches!(&err, check::Error::UnknownDatabase { database, .. } if database == "other"), "{err:?}");
     assert_eq!(
         err.to_string(),
         format!("database \"other\" does not exist on the server at 127.0.0.1:{}", server.port())
@@ -151,7 +151,7 @@ async fn tls_with_another_ca_fails_as_tls() -> anyhow::Result<()> {
     let other = Authority::new("some-other-ca")?;
     let tls = Tls::Verify { ca_pem: other.cert_pem().as_bytes().to_vec(), verify_hostname: true };
     let err = check::check(&target(&server, PASSWORD, tls), true).await.expect_err("untrusted");
-    assert!(matches!(err, CheckError::Tls { .. }), "{err:?}");
+    assert!(matches!(err, check::Error::Tls { .. }), "{err:?}");
     assert_eq!(err.reason(), "TLSFailed");
     assert!(!err.is_transient());
     let message = err.to_string();
@@ -179,7 +179,7 @@ async fn a_server_that_requires_tls_refuses_a_plain_connection_clearly() -> anyh
     let mut admin = MySqlConnection::connect(&server.admin_url(None)).await?;
     admin.execute("SET GLOBAL require_secure_transport = ON").await?;
     let err = check::check(&target(&server, PASSWORD, Tls::Disabled), true).await.expect_err("plain refused");
-    assert!(matches!(err, CheckError::TlsRequired { .. }), "{err:?}");
+    assert!(matches!(err, check::Error::TlsRequired { .. }), "{err:?}");
     assert_eq!(err.reason(), "TLSRequired");
     // The same user over verified TLS is fine.
     check::check(&target(&server, PASSWORD, Tls::Verify { ca_pem: ca.into_bytes(), verify_hostname: true }), true)

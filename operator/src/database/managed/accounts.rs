@@ -2,7 +2,7 @@
 //! data exists; the maintenance account's are made whenever missing.
 
 use super::super::account;
-use super::super::credentials::{self, ADMIN_USER, CredentialsError, IRONIC_USER, Resolved};
+use super::super::credentials::{self, ADMIN_USER, IRONIC_USER, Resolved};
 use super::super::run::Run;
 use super::super::status::reasons;
 use super::found::Found;
@@ -21,7 +21,7 @@ pub(super) struct Accounts {
 }
 
 /// The accounts, or why they cannot be used.
-pub(super) async fn resolve(run: &Run<'_>, found: &Found) -> Result<Result<Accounts, Progress>, KubeError> {
+pub(super) async fn run(run: &Run<'_>, found: &Found) -> Result<Result<Accounts, Progress>, KubeError> {
     let names = &found.names;
     let admin_secret = run.ledger.get::<Secret>(&names.admin()).await?;
     let user_secret = run.ledger.get::<Secret>(&names.credentials()).await?;
@@ -36,7 +36,7 @@ pub(super) async fn resolve(run: &Run<'_>, found: &Found) -> Result<Result<Accou
             Ok(Accounts { admin, user, maintenance, maintenance_hash })
         }
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            let reason = if matches!(e, CredentialsError::Lost { .. }) {
+            let reason = if matches!(e, credentials::Error::Lost { .. }) {
                 reasons::CREDENTIALS_LOST
             } else {
                 reasons::CREDENTIALS_INVALID

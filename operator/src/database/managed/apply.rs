@@ -54,7 +54,7 @@ pub(super) fn inputs<'f>(
     }
 }
 
-pub(super) async fn apply(
+pub(super) async fn run(
     run: &mut Run<'_>,
     connection: &Connection,
     found: &Found,

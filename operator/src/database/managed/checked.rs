@@ -1,6 +1,6 @@
 //! The server checked the way Ironic will reach it, once its pod runs the applied template.
 
-use super::super::check::{self, CheckError, Report, Target, Tls};
+use super::super::check::{self, Report, Target, Tls};
 use super::super::connection::Connection;
 use super::super::observe;
 use super::super::run::Run;
@@ -17,12 +17,12 @@ pub(super) struct Checked {
     /// Whether the StatefulSet's pod runs what was applied.
     pub rollout: Progress,
     /// The check, once the rollout is done.
-    pub report: Option<Result<Report, CheckError>>,
+    pub report: Option<Result<Report, check::Error>>,
     /// The server as the operator's own account reaches it, for the version change.
     pub maintenance: Target,
 }
 
-pub(super) async fn check(
+pub(super) async fn run(
     run: &Run<'_>,
     connection: &Connection,
     found: &Found,

@@ -34,7 +34,7 @@ impl Found {
     }
 }
 
-pub(super) async fn observe(run: &Run<'_>, connection: &Connection) -> Result<(Found, DatabaseStatus), KubeError> {
+pub(super) async fn run(run: &Run<'_>, connection: &Connection) -> Result<(Found, DatabaseStatus), KubeError> {
     let ironic = run.ironic;
     let names = Names::of(ironic);
     let status = starting_status(ironic, &names, connection);

@@ -22,20 +22,20 @@ use super::run::Run;
 use crate::kit::Progress;
 
 pub(super) async fn reconcile(run: &mut Run<'_>, connection: Connection) -> Result<DatabaseOutcome, Error> {
-    let (found, mut status) = found::observe(run, &connection).await.map_err(Error::Observe)?;
-    let accounts = match accounts::resolve(run, &found).await.map_err(Error::Credentials)? {
+    let (found, mut status) = found::run(run, &connection).await.map_err(Error::Observe)?;
+    let accounts = match accounts::run(run, &found).await.map_err(Error::Credentials)? {
         Ok(accounts) => accounts,
         Err(refused) => return Ok(refuse(run, connection, status, refused)),
     };
-    let wire = match transport::choose(run, &found).await? {
+    let wire = match transport::run(run, &found).await? {
         Ok(wire) => wire,
         Err(refused) => return Ok(refuse(run, connection, status, refused)),
     };
     let image = found.image_to_apply(&status);
     let inputs = apply::inputs(run, &found, &accounts, &wire, &image);
-    let applied = apply::apply(run, &connection, &found, &inputs, &accounts, &wire, &mut status).await?;
-    let checked = checked::check(run, &connection, &found, &accounts, &wire, &applied, &mut status).await?;
-    let sequenced = version_change::step(run, &found, &inputs, &accounts, &checked, &mut status).await?;
+    let applied = apply::run(run, &connection, &found, &inputs, &accounts, &wire, &mut status).await?;
+    let checked = checked::run(run, &connection, &found, &accounts, &wire, &applied, &mut status).await?;
+    let sequenced = version_change::run(run, &found, &inputs, &accounts, &checked, &mut status).await?;
     Ok(outcome::of(run, connection, status, &wire, applied, checked, sequenced))
 }
 

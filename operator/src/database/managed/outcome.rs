@@ -1,6 +1,6 @@
 //! Where the managed database stands: the version change first, then the server.
 
-use super::super::check::{CheckError, Report};
+use super::super::check::{self, Report};
 use super::super::connection::Connection;
 use super::super::outcome::DatabaseOutcome;
 use super::super::run::Run;
@@ -43,7 +43,7 @@ pub(super) fn of(
 /// the check say, and the condition's message when the server is available.
 fn settled(
     rollout: Progress,
-    checked: Option<&Result<Report, CheckError>>,
+    checked: Option<&Result<Report, check::Error>>,
     available: impl FnOnce(&Report) -> String,
 ) -> (Progress, String) {
     match (rollout, checked) {

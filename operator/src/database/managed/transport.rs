@@ -4,7 +4,7 @@
 use super::super::names::Names;
 use super::super::run::Run;
 use super::super::status::reasons;
-use super::super::tls::{self, Material, TlsError};
+use super::super::tls::{self, Material};
 use super::super::tls_switch::{self, Clients, Transport};
 use super::error::Error;
 use super::found::Found;
@@ -54,7 +54,7 @@ impl Wire {
 }
 
 /// The transport, or why TLS the spec asks for cannot be served.
-pub(super) async fn choose(run: &Run<'_>, found: &Found) -> Result<Result<Wire, Progress>, Error> {
+pub(super) async fn run(run: &Run<'_>, found: &Found) -> Result<Result<Wire, Progress>, Error> {
     let wanted = tls::enabled(&found.managed);
     let live = found.stateful_set.as_ref().map(tls_switch::live_transport);
     let material = if wanted || live.is_some_and(Transport::serves) {
@@ -85,7 +85,7 @@ async fn material(run: &Run<'_>, names: &Names, managed: &ManagedDatabase) -> Re
     let sans = tls::subject_alt_names(names, run.namespace(), &run.config.cluster_domain);
     match tls::generated(names, run.namespace(), ca.as_ref(), serving.as_ref(), &sans, run.now) {
         Ok(material) => Ok(Ok(material)),
-        Err(TlsError::Generate(e)) => Err(Error::Certificates(e)),
+        Err(tls::Error::Generate(e)) => Err(Error::Certificates(e)),
         Err(other) => Ok(Err(other.to_string())),
     }
 }

@@ -13,7 +13,7 @@ use crate::kit::Progress;
 use crds::ironic::database::DEFAULT_MARIADB_VERSION;
 use crds::ironic::status::DatabaseStatus;
 
-pub(super) async fn step(
+pub(super) async fn run(
     run: &mut Run<'_>,
     found: &Found,
     inputs: &Inputs<'_>,

@@ -1,4 +1,4 @@
-//! One reconcile against the simulated world: the real pure steps (validate::check,
+//! One reconcile against the simulated world: the real pure steps (validate::run,
 //! plan::plan or plan::plan_deletion, status::compute), with apply simulated from the plan's
 //! writes and Jobs the way `apply.rs` does it.
 
@@ -22,7 +22,7 @@ pub fn reconcile(world: &mut World) -> Reconciled {
     let facts = world.facts();
     let existing: BTreeMap<String, Vec<crds::FieldError>> =
         world.services.keys().map(|name| (name.clone(), Vec::new())).collect();
-    let mut findings = validate::check(&nodeset, &existing, &validate::Reach::default());
+    let mut findings = validate::run(&nodeset, &existing, &validate::Reach::default());
     findings.sources(&nodeset, &facts.sources, &facts.services);
     assert!(findings.invalid.is_empty(), "the model wrote an invalid NodeSet: {:?}", findings.invalid);
     let now = world.now();
