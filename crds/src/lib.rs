@@ -11,6 +11,9 @@
 //! webhook and again by the controllers. [`all_crds`] and [`render_yaml`] produce the CRDs
 //! that `ferrometal crds` prints and that are checked in under `crds/generated/`.
 
+// The product is safe Rust; only the test harness calls libc.
+#![forbid(unsafe_code)]
+
 pub mod baremetalhost;
 pub mod condition;
 mod generate;

@@ -37,6 +37,8 @@
 //! flight per client; and secrets never appear in `Debug` output, errors or
 //! traces. See `design/ironic-client.md`.
 
+// The product is safe Rust; only the test harness calls libc.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod bulk;

@@ -6,6 +6,9 @@
 //! → status) on the shared controller kit ([`kit`]); dependencies point one way: controllers
 //! → kit → `crds` and `ironic-client`. `design/architecture.md` draws the modules.
 
+// The product is safe Rust; only the test harness calls libc.
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod config;
 pub mod database;

@@ -2,6 +2,9 @@
 //! webhooks; `ferrometal crds` prints the CustomResourceDefinitions; `ferrometal manifests`
 //! and `ferrometal bundle` write the install manifests and the OLM bundle.
 
+// The product is safe Rust; only the test harness calls libc.
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use operator::cli::{Cli, Command};
 use std::process::ExitCode;

@@ -3,7 +3,6 @@
 //! [`crate::kit::Progress`] in the outcome. These are the Kubernetes API failing, and
 //! certificates that cannot be made; [`Error::failure`] says which of them a person must fix.
 
-use crate::kit::runner::MetricLabel;
 use crate::kit::{KubeError, Progress};
 
 #[derive(Debug, thiserror::Error)]
@@ -29,15 +28,6 @@ impl Error {
         match self {
             Self::Kube(err) => err.failure(),
             Self::Managed(err) => err.failure(),
-        }
-    }
-}
-
-impl MetricLabel for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Self::Kube(_) => "database_kube",
-            Self::Managed(err) => err.metric_label(),
         }
     }
 }

@@ -7,7 +7,6 @@
 use crate::host::connection;
 use crate::kit::KubeError;
 use crate::kit::ledger::Unstored;
-use crate::kit::runner::MetricLabel;
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -21,12 +20,4 @@ pub enum Error {
     Provisioner(#[from] connection::Error),
 }
 
-impl MetricLabel for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Self::Kube(_) => "kube",
-            Self::Unstored(_) => "unstored",
-            Self::Provisioner(_) => "provisioner",
-        }
-    }
-}
+crate::metric_labels!(Error: Kube, Unstored, Provisioner);

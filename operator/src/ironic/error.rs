@@ -5,7 +5,6 @@
 use super::status::reasons;
 use super::{apply, credentials, dereference, resolve, sequence, tls, validate};
 use crate::kit::error::chain;
-use crate::kit::runner::MetricLabel;
 use crate::kit::{KubeError, Progress};
 
 /// Why a reconcile of an Ironic did not finish.
@@ -69,26 +68,14 @@ impl Error {
     }
 }
 
-impl MetricLabel for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Self::Dereference(_) => "dereference",
-            Self::Validate(_) => "validate",
-            Self::Database(_) => "database",
-            Self::Resolve(_) => "resolve",
-            Self::Apply(_) => "apply",
-            Self::Sequence(_) => "sequence",
-            Self::Status(_) => "status",
-            Self::Finalizer(_) => "finalizer",
-        }
-    }
-}
+crate::metric_labels!(Error: Dereference, Validate, Database, Resolve, Apply, Sequence, Status, Finalizer);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kit::Verb;
     use crate::kit::error::api_error;
+    use crate::kit::runner::MetricLabel;
 
     fn kube(verb: Verb, kind: &'static str, name: &str, code: u16, message: &str) -> KubeError {
         KubeError::new(verb, kind, name, api_error(code, message))

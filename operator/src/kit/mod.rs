@@ -30,6 +30,7 @@ pub mod events;
 pub mod finalizer;
 pub mod fresh;
 pub mod jobs;
+pub mod label;
 pub mod ledger;
 pub mod metadata;
 pub mod names;

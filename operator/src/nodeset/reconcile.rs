@@ -12,7 +12,7 @@ use super::record;
 use super::status;
 use super::validate;
 use crate::kit::error::{KubeError, Verb};
-use crate::kit::runner::{MetricLabel, Reconcile, Runner};
+use crate::kit::runner::{Reconcile, Runner};
 use crate::kit::status::Commit;
 use crate::kit::{Notice, Publisher, finalizer};
 use crds::nodeset::{DeletionPolicy, FINALIZER, NodeSet};
@@ -40,15 +40,7 @@ pub enum Error {
     Write(#[from] KubeError),
 }
 
-impl MetricLabel for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Self::Dereference(_) => "dereference",
-            Self::Apply(_) => "apply",
-            Self::Write(_) => "write",
-        }
-    }
-}
+crate::metric_labels!(Error: Dereference, Apply, Write);
 
 /// The reconciler of one scope.
 pub struct NodeSetReconciler {

@@ -5,7 +5,7 @@
 
 use crate::kit::condition::Conditions;
 use crate::kit::error::KubeError;
-use crate::kit::runner::{MetricLabel, Reconcile, Runner};
+use crate::kit::runner::{Reconcile, Runner};
 use crds::condition::{READY, set_condition};
 use crds::nodesetservice::{
     NodeSetService, NodeSetServiceStatus, ReservedAccount, service_hash, validate_nodeset_service,
@@ -33,11 +33,7 @@ pub enum Error {
     Write(#[from] KubeError),
 }
 
-impl MetricLabel for Error {
-    fn metric_label(&self) -> &'static str {
-        "write"
-    }
-}
+crate::metric_labels!(Error: Write);
 
 /// The status `service` should have, the previous conditions' transition times kept.
 pub fn compute(service: &NodeSetService, reserved: Option<&ReservedAccount>, now: &Time) -> NodeSetServiceStatus {

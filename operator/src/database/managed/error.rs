@@ -39,17 +39,4 @@ impl Error {
             )),
         }
     }
-
-    /// The step's name, for metrics.
-    pub fn metric_label(&self) -> &'static str {
-        match self {
-            Self::Observe(_) => "database_observe",
-            Self::Credentials(_) => "database_credentials",
-            Self::Transport(_) => "database_transport",
-            Self::Certificates(_) => "database_certificates",
-            Self::Apply(_) => "database_apply",
-            Self::Check(_) => "database_check",
-            Self::VersionChange(_) => "database_version_change",
-        }
-    }
 }
