@@ -100,6 +100,11 @@ pub struct ManagedDatabase {
 }
 
 impl ManagedDatabase {
+    /// The backup settings when backups are on (present and not `enabled: false`).
+    pub fn backups(&self) -> Option<&DatabaseBackup> {
+        self.backup.as_ref().filter(|b| b.enabled != Some(false))
+    }
+
     /// The MariaDB version, defaulted.
     pub fn version(&self) -> &str {
         self.version.as_deref().unwrap_or(DEFAULT_MARIADB_VERSION)

@@ -30,7 +30,7 @@ pub(super) async fn run(
         names: &found.names,
         desired_image: &desired_image,
         desired_version: desired_version.as_deref(),
-        backup_keep: managed.backup.as_ref().filter(|b| b.enabled != Some(false)).map(|b| b.keep()),
+        backup_keep: managed.backups().map(|b| b.keep()),
         retry_token: annotations.and_then(|a| a.get(RETRY_ANNOTATION)).map(String::as_str),
         step_timeout_seconds: i64::try_from(run.config.step_timeout.as_secs()).unwrap_or(i64::MAX),
     };

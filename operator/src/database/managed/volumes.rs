@@ -68,7 +68,7 @@ async fn grow(run: &mut Run<'_>, claim: Option<&PersistentVolumeClaim>, wanted: 
 pub(super) async fn apply(run: &mut Run<'_>, found: &Found, inputs: &Inputs<'_>) -> Result<(), KubeError> {
     let managed = &found.managed;
     grow(run, found.data_claim.as_ref(), &spec_claim(managed.storage.as_ref()).size).await;
-    let Some(backup) = managed.backup.as_ref().filter(|b| b.enabled != Some(false)) else { return Ok(()) };
+    let Some(backup) = managed.backups() else { return Ok(()) };
     let wanted = spec_claim(backup.storage.as_ref());
     match run.ledger.get::<PersistentVolumeClaim>(&found.names.backup_claim()).await? {
         Some(existing) => grow(run, Some(&existing), &wanted.size).await,
