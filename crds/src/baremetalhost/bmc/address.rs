@@ -129,8 +129,23 @@ pub fn parse_bmc_address(address: &str) -> Result<BmcAddress, BmcAddressError> {
     match split_scheme(address)? {
         Some((scheme_text, rest)) => parse_with_scheme(scheme_text, rest, address),
         // A bare host[:port] means IPMI.
-        None => parse_url(BmcScheme::Ipmi, None, &format!("ipmi://{address}"), address),
+        None => {
+            refuse_bracketed_host_without_port(address)?;
+            parse_url(BmcScheme::Ipmi, None, &format!("ipmi://{address}"), address)
+        }
     }
+}
+
+/// baremetal-operator reads a bare address with a colon only as `host:port` (Go's
+/// `net.SplitHostPort`), so a bracketed IPv6 address without a scheme needs its port:
+/// `[fd00::1]:623`, or `ipmi://[fd00::1]`.
+fn refuse_bracketed_host_without_port(address: &str) -> Result<(), BmcAddressError> {
+    let has_port = address.split_once("]:").is_some_and(|(_, port)| !port.is_empty());
+    if address.starts_with('[') && !has_port {
+        let hint = "a bracketed IPv6 address needs a port (`[fd00::1]:623`) or a scheme (`ipmi://[fd00::1]`)";
+        return Err(BmcAddressError::Malformed(address.into(), hint.into()));
+    }
+    Ok(())
 }
 
 /// Splits off the scheme: `scheme://rest`, or `scheme:rest` when the scheme is one we know
@@ -287,6 +302,16 @@ mod tests {
             assert_eq!(parsed.to_string(), canonical, "{address}");
             assert_eq!(parse_bmc_address(canonical), Ok(parsed), "{address}");
         }
+    }
+
+    #[test]
+    fn a_bracketed_ipv6_address_without_a_scheme_needs_a_port_as_in_baremetal_operator() {
+        for refused in ["[fe80::1]", "[fe80::1]:", "[fd00::1]/redfish/v1"] {
+            let err = parse_bmc_address(refused).expect_err(refused);
+            assert!(matches!(err, BmcAddressError::Malformed(..)), "{refused}: {err:?}");
+        }
+        assert_eq!(parsed("[fe80::1]:623").host, "fe80::1");
+        assert_eq!(parsed("ipmi://[fe80::1]").port, None);
     }
 
     #[test]
