@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages every part of the test environment and the lab needs.
 # Idempotent: only missing packages are installed.
-# busybox: udhcpc and tftp, the machine's firmware in tests/tests/dhcp_real.rs.
+# busybox: udhcpc and tftp, the machine's firmware in tests/tests/real/dhcp.rs.
 source "$(dirname "$0")/lib.sh"
 
 apt_install \

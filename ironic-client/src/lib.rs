@@ -39,6 +39,7 @@
 
 // The product is safe Rust; only the test harness calls libc.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 #![warn(missing_docs)]
 
 mod bulk;

@@ -106,7 +106,7 @@ impl IronicClient {
 /// The most pages one listing follows: ten million nodes at Ironic's default
 /// `[api]max_limit` of 1000, ten thousand on a server clamped to one per page.
 /// No real collection comes near it; a server that never stops does.
-pub const MAX_PAGES: usize = 10_000;
+pub(crate) const MAX_PAGES: usize = 10_000;
 
 #[cfg(test)]
 mod tests {

@@ -13,9 +13,9 @@ use serde::Deserialize;
 /// The header that carries the microversion on requests and responses.
 pub const VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Version";
 /// Response header: the oldest microversion the server accepts.
-pub const MIN_VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Minimum-Version";
+pub(crate) const MIN_VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Minimum-Version";
 /// Response header: the newest microversion the server accepts.
-pub const MAX_VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Maximum-Version";
+pub(crate) const MAX_VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Maximum-Version";
 
 /// An Ironic API microversion, `major.minor`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 /// How long the controllers get to finish their reconciles on shutdown
 /// before they are aborted; inside Kubernetes' default 30 s termination grace.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+pub(crate) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
 
 /// Everything the runtime needs to start. `ferrometal run` builds it from
 /// its flags; tests build it directly.

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
             let config = match operator::OperatorConfig::try_from(*args) {
                 Ok(config) => config,
                 Err(err) => {
-                    tracing::error!(error = %operator::kit::error::chain(&err), "invalid flags");
+                    tracing::error!(error = %operator::error_chain(&err), "invalid flags");
                     return ExitCode::FAILURE;
                 }
             };
@@ -50,10 +50,10 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(operator::runtime::run_until_signal(config)) {
+            match runtime.block_on(operator::run_until_signal(config)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
-                    tracing::error!(error = %operator::kit::error::chain(&err), "ferrometal stopped");
+                    tracing::error!(error = %operator::error_chain(&err), "ferrometal stopped");
                     ExitCode::FAILURE
                 }
             }
@@ -61,11 +61,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn written(result: Result<(), operator::install::Error>) -> ExitCode {
+fn written(result: Result<(), operator::InstallError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {}", operator::kit::error::chain(&err));
+            eprintln!("error: {}", operator::error_chain(&err));
             ExitCode::FAILURE
         }
     }

@@ -13,29 +13,29 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ControllerLabels {
+pub(crate) struct ControllerLabels {
     pub controller: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ErrorLabels {
+pub(crate) struct ErrorLabels {
     pub controller: String,
     pub error: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ServerLabels {
+pub(crate) struct ServerLabels {
     pub server: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CutLabels {
+pub(crate) struct CutLabels {
     pub server: String,
     pub reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OperationLabels {
+pub(crate) struct OperationLabels {
     pub operation: String,
 }
 

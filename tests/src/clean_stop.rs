@@ -1,5 +1,5 @@
 //! Runs the operator's clean-stop check (the MariaDB pod's init container,
-//! `operator::database::clean_stop::SCRIPT`, passed in: the operator is only a dev-dependency
+//! `operator::testing::database::clean_stop::SCRIPT`, passed in: the operator is only a dev-dependency
 //! of this crate) on this machine against a real data directory,
 //! as the container would: bash, the script, the directory in place of the volume.
 

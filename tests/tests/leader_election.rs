@@ -11,9 +11,9 @@ use common::{Env, POLL};
 use ferrometal_tests::proxy::TcpProxy;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use operator::runtime::error::Error;
-use operator::runtime::leader::{LeaderElection, Loss};
-use operator::runtime::lease::LeaseTiming;
+use operator::testing::runtime::error::Error;
+use operator::testing::runtime::leader::{LeaderElection, Loss};
+use operator::testing::runtime::lease::LeaseTiming;
 use operator::{Operator, OperatorConfig};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -30,7 +30,7 @@ fn replica(env: &Env, identity: &str) -> OperatorConfig {
     config.identity = identity.to_string();
     config.leader_election =
         Some(LeaderElection { namespace: env.ns.clone(), lease: LEASE.to_string(), timing: TIMING });
-    config.ironic = Some(operator::ironic::Config::default());
+    config.ironic = Some(operator::testing::ironic::Config::default());
     config
 }
 

@@ -72,7 +72,7 @@ fn degraded_reason(nodeset: &NodeSet) -> Option<String> {
 /// A cluster-wide operator running only the NodeSet controller, no webhook.
 fn cluster_wide(pools: &str) -> anyhow::Result<OperatorConfig> {
     let mut config = OperatorConfig::minimal("tenancy");
-    config.nodeset = Some(operator::nodeset::Config::default());
+    config.nodeset = Some(operator::testing::nodeset::Config::default());
     config.host_pools = pools.parse().map_err(anyhow::Error::msg)?;
     Ok(config)
 }
@@ -152,9 +152,9 @@ async fn no_controller_reads_other_secrets_or_config_maps_beyond_their_metadata(
     let env = Env::start("watch-scope").await?;
     let sent = Sent::default();
     let mut config = OperatorConfig::minimal("watch-scope");
-    config.ironic = Some(operator::ironic::Config::default());
-    config.host = Some(operator::host::Config::default());
-    config.nodeset = Some(operator::nodeset::Config::default());
+    config.ironic = Some(operator::testing::ironic::Config::default());
+    config.host = Some(operator::testing::host::Config::default());
+    config.nodeset = Some(operator::testing::nodeset::Config::default());
     let operator = operator::Operator::start(recording(env.client(), sent.clone()), config).await?;
     // Until all three controllers have listed Secrets and ConfigMaps (the Ironic controller
     // both, the host and NodeSet controllers Secrets).

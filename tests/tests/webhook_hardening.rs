@@ -10,7 +10,7 @@ use crds::ironic::Ironic;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
-use operator::webhook::{CONFIGURATION_NAME, Limits};
+use operator::testing::webhook::{CONFIGURATION_NAME, Limits};
 use operator::{Operator, OperatorConfig};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};

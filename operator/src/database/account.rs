@@ -47,7 +47,7 @@ pub const INIT_KEY: &str = "init.sql";
 ///
 /// Not granted, and refused: any write, any other database (`mysql.user` and its password
 /// hashes included), `SUPER` (`SET GLOBAL` of anything), account management.
-pub const MAINTENANCE_GRANTS: [(&str, &str); 2] =
+pub(crate) const MAINTENANCE_GRANTS: [(&str, &str); 2] =
     [("SELECT, SHOW VIEW, TRIGGER, EVENT", "`ironic`.*"), ("SELECT", "`mysql`.`proc`")];
 
 /// The privileges of the upgrade account: `mariadb-upgrade` alters and fills the system tables
@@ -55,7 +55,7 @@ pub const MAINTENANCE_GRANTS: [(&str, &str); 2] =
 /// privilege on every database let it finish (10.11: `SUPER` and `SELECT` stop at the `sys`
 /// schema), and write access to `mysql.*` is equal to root's anyway. No `GRANT OPTION`: the
 /// upgrade does not need it.
-pub const UPGRADE_GRANTS: (&str, &str) = ("ALL PRIVILEGES", "*.*");
+pub(crate) const UPGRADE_GRANTS: (&str, &str) = ("ALL PRIVILEGES", "*.*");
 
 /// Whether the upgrade account exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +88,7 @@ pub fn password_hash(password: &Password) -> String {
 }
 
 /// A digest of the password hash for the pod template: a new password restarts the server.
-pub fn digest(hash: &str) -> String {
+pub(crate) fn digest(hash: &str) -> String {
     use sha2::Digest as _;
     hex::encode(&Sha256::digest(hash.as_bytes())[..16])
 }
@@ -111,7 +111,7 @@ fn ensure(user: &str, hash: &str, grants: &[(&str, &str)]) -> Vec<String> {
 
 /// Drops every `root` but the socket's, whichever there are: `EXECUTE IMMEDIATE` takes no
 /// subquery, so the statement is made in a variable first (`DO 0` when there is none).
-pub const DROP_NETWORK_ROOT: [&str; 2] = [
+pub(crate) const DROP_NETWORK_ROOT: [&str; 2] = [
     "SET @ferrometal_drop_root = (SELECT COALESCE(CONCAT('DROP USER IF EXISTS ', \
      GROUP_CONCAT(CONCAT(QUOTE(User), '@', QUOTE(Host)))), 'DO 0') FROM mysql.user \
      WHERE User = 'root' AND Host <> 'localhost');",
@@ -133,7 +133,7 @@ pub fn init_sql(hash: &str, upgrade: UpgradeAccount) -> String {
 }
 
 /// The Secret the MariaDB pod mounts its init file from.
-pub fn render_init(names: &Names, meta: ObjectMeta, sql: &str) -> Secret {
+pub(crate) fn render_init(names: &Names, meta: ObjectMeta, sql: &str) -> Secret {
     Secret {
         metadata: ObjectMeta { name: Some(names.init()), ..meta },
         data: Some([(INIT_KEY.to_string(), ByteString(sql.as_bytes().to_vec()))].into()),
@@ -144,7 +144,7 @@ pub fn render_init(names: &Names, meta: ObjectMeta, sql: &str) -> Secret {
 
 /// The statement with which the upgrade account removes itself once `mariadb-upgrade` ran; the
 /// init file drops it at every later start too.
-pub fn drop_upgrade_account() -> String {
+pub(crate) fn drop_upgrade_account() -> String {
     format!("DROP USER IF EXISTS {}", account(UPGRADE_USER))
 }
 

@@ -138,7 +138,7 @@ fn scrub(text: &str, target: &Target) -> String {
 }
 
 /// Classifies a server's error by number (and message, where servers disagree on numbers).
-pub fn classify_server(number: Option<u16>, message: &str, what: &str, target: &Target) -> Error {
+pub(crate) fn classify_server(number: Option<u16>, message: &str, what: &str, target: &Target) -> Error {
     let address = target.address();
     let user = target.credentials.username.clone();
     let detail = scrub(message, target);
@@ -179,7 +179,7 @@ fn tls_cause(err: &(dyn StdError + 'static)) -> Option<String> {
 }
 
 /// Classifies what sqlx reports.
-pub fn classify(err: &sqlx::Error, what: &str, target: &Target) -> Error {
+pub(crate) fn classify(err: &sqlx::Error, what: &str, target: &Target) -> Error {
     let address = target.address();
     match err {
         sqlx::Error::Database(db) => {
@@ -239,7 +239,7 @@ pub async fn connect(target: &Target) -> Result<MySqlConnection, Error> {
 }
 
 /// `VERSION()`.
-pub async fn server_version(conn: &mut MySqlConnection, target: &Target) -> Result<ServerVersion, Error> {
+pub(crate) async fn server_version(conn: &mut MySqlConnection, target: &Target) -> Result<ServerVersion, Error> {
     let row = timed(target, "reading the server version", conn.fetch_one("SELECT VERSION()")).await?;
     let raw: String = row.try_get(0).map_err(|e| classify(&e, "reading the server version", target))?;
     ServerVersion::parse(&raw).ok_or_else(|| Error::Query {
@@ -250,7 +250,7 @@ pub async fn server_version(conn: &mut MySqlConnection, target: &Target) -> Resu
 }
 
 /// Ironic's alembic revision in the connection's database.
-pub async fn schema_revision(conn: &mut MySqlConnection, target: &Target) -> Result<SchemaRevision, Error> {
+pub(crate) async fn schema_revision(conn: &mut MySqlConnection, target: &Target) -> Result<SchemaRevision, Error> {
     let what = "reading Ironic's schema revision";
     match tokio::time::timeout(target.timeout, conn.fetch_all("SELECT version_num FROM alembic_version")).await {
         Ok(Ok(rows)) => {
@@ -286,7 +286,7 @@ pub async fn fast_shutdown(conn: &mut MySqlConnection, target: &Target) -> Resul
 /// Reads `innodb_fast_shutdown` and requires `0`: the next stop of this server is the slow,
 /// complete one. The server starts with `--innodb-fast-shutdown=0`, so reading it takes no
 /// privilege (setting it would take `SUPER`, which no network account has).
-pub async fn require_slow_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<(), Error> {
+pub(crate) async fn require_slow_shutdown(conn: &mut MySqlConnection, target: &Target) -> Result<(), Error> {
     let actual = fast_shutdown(conn, target).await?;
     if actual.trim() == "0" { Ok(()) } else { Err(Error::FastShutdown { address: target.address(), actual }) }
 }

@@ -37,7 +37,7 @@ pub const SERIES_MARKER: &str = ".ferrometal-series";
 /// The check's exit code when the directory was not stopped cleanly.
 pub const EXIT_UNCLEAN: i32 = 3;
 /// Every message of a refused roll starts with this, so a halted sequence keeps its reason.
-pub const REFUSED: &str = "the new version was not started: the old server did not stop cleanly";
+pub(crate) const REFUSED: &str = "the new version was not started: the old server did not stop cleanly";
 
 /// The check, run by bash in the new image. `CHECK_DATA_DIR` and `CHECK_TERMINATION_LOG` are
 /// for the tests, which run it against real data directories; the pod sets neither. What it
@@ -114,7 +114,7 @@ echo "check-clean-stop: stopped cleanly by $was; MariaDB $series may open it"
 "#;
 
 /// The init container: the new image, the data volume, the check.
-pub fn init_container(inputs: &Inputs<'_>) -> Container {
+pub(crate) fn init_container(inputs: &Inputs<'_>) -> Container {
     Container {
         name: INIT_CONTAINER.to_string(),
         image: Some(inputs.image.to_string()),
@@ -130,7 +130,7 @@ pub fn init_container(inputs: &Inputs<'_>) -> Container {
 
 /// What the pod's check said, when it did not let the server start.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// The directory was not stopped cleanly; the check's words.
     Unclean(String),
     /// The check itself failed (exit code, words): the kubelet retries it.
@@ -145,7 +145,7 @@ fn terminated(pod: &Pod) -> Option<&ContainerStateTerminated> {
 }
 
 /// The check's refusal, read from the pod's status.
-pub fn refusal(pod: &Pod) -> Option<Refusal> {
+pub(crate) fn refusal(pod: &Pod) -> Option<Refusal> {
     let exit = terminated(pod)?;
     let words = exit.message.as_deref().map(str::trim).filter(|m| !m.is_empty());
     let words = crate::kit::condition::bounded_message(words.unwrap_or("no message"));
@@ -157,7 +157,7 @@ pub fn refusal(pod: &Pod) -> Option<Refusal> {
 }
 
 /// The message of a roll the check refused: what happened and what to do.
-pub fn refused_message(upgrade: &DatabaseUpgradeStatus, pod: &str, finding: &str) -> String {
+pub(crate) fn refused_message(upgrade: &DatabaseUpgradeStatus, pod: &str, finding: &str) -> String {
     let from = upgrade.from_image.as_deref().unwrap_or("the old image");
     format!(
         "{REFUSED} ({finding}). No data was touched: {} stopped before the new version opened the data \
@@ -170,7 +170,7 @@ pub fn refused_message(upgrade: &DatabaseUpgradeStatus, pod: &str, finding: &str
 }
 
 /// Whether a failed step's message is a refused roll.
-pub fn is_refusal(message: &str) -> bool {
+pub(crate) fn is_refusal(message: &str) -> bool {
     message.starts_with(REFUSED)
 }
 

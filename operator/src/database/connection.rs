@@ -11,11 +11,11 @@ use crds::ironic::{Database, Ironic};
 use kube::ResourceExt;
 
 /// MariaDB's port.
-pub const MARIADB_PORT: u16 = 3306;
-pub use super::tls::CA_KEY;
+pub(crate) const MARIADB_PORT: u16 = 3306;
+pub(crate) use super::tls::CA_KEY;
 /// Where ironic-image reads the database credentials: `username` and `password` files.
-pub const USERNAME_KEY: &str = "username";
-pub const PASSWORD_KEY: &str = "password";
+pub(crate) const USERNAME_KEY: &str = "username";
+pub(crate) const PASSWORD_KEY: &str = "password";
 
 /// A key of a Secret in the Ironic's namespace.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct Connection {
 }
 
 /// `host:port`, bracketing an IPv6 address.
-pub fn host_port(host: &str, port: u16) -> String {
+pub(crate) fn host_port(host: &str, port: u16) -> String {
     if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
 }
 
@@ -64,17 +64,17 @@ impl Connection {
 }
 
 /// The database name of a managed database.
-pub const MANAGED_DATABASE_NAME: &str = "ironic";
+pub(crate) const MANAGED_DATABASE_NAME: &str = "ironic";
 
 /// Why `spec.database` gives no connection.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct Incomplete(pub String);
+pub(crate) struct Incomplete(pub String);
 
 /// The connection `ironic` asks for: `None` without a database (SQLite), the external server,
 /// or the managed MariaDB's Service. Pure: whether the database is ready is the driver's
 /// business.
-pub fn resolve(ironic: &Ironic, cluster_domain: &str) -> Result<Option<Connection>, Incomplete> {
+pub(crate) fn resolve(ironic: &Ironic, cluster_domain: &str) -> Result<Option<Connection>, Incomplete> {
     let Some(db) = &ironic.spec.database else {
         return Ok(None);
     };
@@ -100,7 +100,7 @@ pub fn resolve(ironic: &Ironic, cluster_domain: &str) -> Result<Option<Connectio
 /// Resolves the external form to a connection. Validation guarantees the three required
 /// fields; an empty one still yields an error (the message says what is missing) rather than a
 /// broken pod.
-pub fn resolve_external(db: &Database) -> Result<Connection, Incomplete> {
+pub(crate) fn resolve_external(db: &Database) -> Result<Connection, Incomplete> {
     let (Some(host), Some(name), Some(credentials)) =
         (nonempty(&db.host), nonempty(&db.name), nonempty(&db.credentials_name))
     else {

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// Ironic's database user in a managed database.
-pub const IRONIC_USER: &str = "ironic";
+pub(crate) const IRONIC_USER: &str = "ironic";
 /// MariaDB's `root` in a managed database: the official image's, on the pod's socket only.
-pub const ADMIN_USER: &str = "root";
+pub(crate) const ADMIN_USER: &str = "root";
 
 /// A password that never prints.
 #[derive(Clone, PartialEq, Eq)]
@@ -81,14 +81,14 @@ pub fn from_secret(secret: &Secret) -> Result<Credentials, Error> {
 
 /// The credentials to use and whether they were made just now.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub credentials: Credentials,
     pub generated: bool,
 }
 
 /// Keeps the stored credentials, or generates them for a database that has no data yet.
 /// `data_exists` is true when the data directory's claim exists.
-pub fn resolve(
+pub(crate) fn resolve(
     name: &str,
     stored: Option<&Secret>,
     username: &str,
@@ -108,7 +108,7 @@ pub fn resolve(
 /// The maintenance account's credentials: the stored password, or a new one when the Secret
 /// does not exist (whether or not data does). The username is always
 /// [`super::account::MAINTENANCE_USER`]: the account's name is the operator's, not the Secret's.
-pub fn resolve_maintenance(stored: Option<&Secret>) -> Result<Resolved, Error> {
+pub(crate) fn resolve_maintenance(stored: Option<&Secret>) -> Result<Resolved, Error> {
     let (password, generated) = match stored {
         Some(secret) => (Password(text(secret, PASSWORD_KEY)?), false),
         None => (Password(generate_password()), true),
@@ -118,7 +118,7 @@ pub fn resolve_maintenance(stored: Option<&Secret>) -> Result<Resolved, Error> {
 }
 
 /// The credentials Secret, applied whole so the operator keeps owning it.
-pub fn render(name: &str, meta: ObjectMeta, credentials: &Credentials) -> Secret {
+pub(crate) fn render(name: &str, meta: ObjectMeta, credentials: &Credentials) -> Secret {
     let data: BTreeMap<String, ByteString> = [
         (USERNAME_KEY.to_string(), ByteString(credentials.username.as_bytes().to_vec())),
         (PASSWORD_KEY.to_string(), ByteString(credentials.password.expose().as_bytes().to_vec())),

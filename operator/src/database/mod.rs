@@ -24,33 +24,32 @@
 //! - report: [`outcome`] (DatabaseReady and the progress from one source), [`status`]
 //!   (reasons, merge patches of `status.database`), [`error`] (what a failure means).
 
-pub mod account;
-pub mod build;
-pub mod check;
-pub mod clean_stop;
-pub mod config;
-pub mod connection;
-pub mod credentials;
-pub mod error;
+pub(crate) mod account;
+pub(crate) mod build;
+pub(crate) mod check;
+pub(crate) mod clean_stop;
+pub(crate) mod config;
+pub(crate) mod connection;
+pub(crate) mod credentials;
+pub(crate) mod error;
 mod external;
 mod managed;
-pub mod names;
-pub mod observe;
-pub mod outcome;
-pub mod reconcile;
+pub(crate) mod names;
+pub(crate) mod observe;
+pub(crate) mod outcome;
+pub(crate) mod reconcile;
 mod run;
-pub mod schema;
-pub mod sequence;
-pub mod status;
-pub mod tls;
-pub mod tls_switch;
+pub(crate) mod schema;
+pub(crate) mod sequence;
+pub(crate) mod status;
+pub(crate) mod tls;
+pub(crate) mod tls_switch;
 mod upgrade;
-pub mod version;
+pub(crate) mod version;
 
-pub use config::{Address, Config, DatabaseArgs};
-pub use connection::{Connection, SecretKeyRef, resolve_external};
-pub use error::Error;
-pub use outcome::DatabaseOutcome;
-pub use reconcile::reconcile;
-pub use schema::{SchemaPlan, SchemaRevision};
-pub use sequence::RETRY_ANNOTATION;
+pub(crate) use config::{Config, DatabaseArgs};
+pub(crate) use connection::{Connection, resolve_external};
+pub(crate) use error::Error;
+pub(crate) use outcome::DatabaseOutcome;
+pub(crate) use reconcile::reconcile;
+pub(crate) use schema::SchemaPlan;

@@ -8,17 +8,17 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Selector label of the MariaDB pod; its value is the StatefulSet's name.
-pub const DATABASE_LABEL: &str = "ironic.ferrometal.io/database";
+pub(crate) const DATABASE_LABEL: &str = "ironic.ferrometal.io/database";
 /// On the Jobs and their pods: `backup` or `mariadb-upgrade`.
 pub const JOB_LABEL: &str = "ironic.ferrometal.io/database-job";
 /// Pod-template annotation: a digest of the TLS material MariaDB serves, so that a renewed
 /// certificate restarts the server (MariaDB reads its certificate at start-up).
-pub const TLS_HASH_ANNOTATION: &str = "ironic.ferrometal.io/database-tls-hash";
+pub(crate) const TLS_HASH_ANNOTATION: &str = "ironic.ferrometal.io/database-tls-hash";
 /// Pod-template annotation: a digest of the maintenance account's password hash, so that a new
 /// password restarts the server, which applies it from its init file at start-up.
-pub const ACCOUNT_HASH_ANNOTATION: &str = "ironic.ferrometal.io/database-account-hash";
+pub(crate) const ACCOUNT_HASH_ANNOTATION: &str = "ironic.ferrometal.io/database-account-hash";
 /// The volume claim template of the data directory.
-pub const DATA_VOLUME: &str = "data";
+pub(crate) const DATA_VOLUME: &str = "data";
 
 /// A StatefulSet's name must leave room for the `controller-revision-hash` label of its pods
 /// (`<name>-<hash>`, at most 63 characters).

@@ -20,7 +20,7 @@ const FAILING_REASONS: [&str; 6] = [
 ];
 
 /// The image the StatefulSet's template runs.
-pub fn template_image(sts: &StatefulSet) -> Option<String> {
+pub(crate) fn template_image(sts: &StatefulSet) -> Option<String> {
     sts.spec
         .as_ref()?
         .template
@@ -33,7 +33,7 @@ pub fn template_image(sts: &StatefulSet) -> Option<String> {
 }
 
 /// Whether the pod reports Ready.
-pub fn pod_ready(pod: &Pod) -> bool {
+pub(crate) fn pod_ready(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
         && pod
             .status
@@ -49,7 +49,7 @@ fn starting(message: impl Into<String>) -> Progress {
 /// Compares the StatefulSet and its pod with `image`: done when the pod runs `image`, from
 /// the current template, and is ready; waiting while on its way (the old pod stopping, the new
 /// one starting); failed while the container cannot start (the kubelet keeps trying).
-pub fn rollout(sts: Option<&StatefulSet>, pod: Option<&Pod>, image: &str) -> Progress {
+pub(crate) fn rollout(sts: Option<&StatefulSet>, pod: Option<&Pod>, image: &str) -> Progress {
     let Some(sts) = sts else {
         return starting("the StatefulSet does not exist yet");
     };

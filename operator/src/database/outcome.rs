@@ -60,7 +60,7 @@ impl DatabaseOutcome {
 
 /// DatabaseReady for `progress`: True with `available` once done, else False with the
 /// progress's reason and message. One source for both, so they never disagree.
-pub fn ready(conditions: &Conditions, progress: &Progress, available: &str) -> Condition {
+pub(crate) fn ready(conditions: &Conditions, progress: &Progress, available: &str) -> Condition {
     match progress.reason_and_message() {
         None => conditions.make(DATABASE_READY, true, reasons::AVAILABLE, available),
         Some((reason, message)) => conditions.make(DATABASE_READY, false, reason, message),
@@ -68,7 +68,7 @@ pub fn ready(conditions: &Conditions, progress: &Progress, available: &str) -> C
 }
 
 /// How soon to look again for `progress`: soon while waiting, later while failed.
-pub fn requeue_for(config: &Config, progress: &Progress) -> Option<Duration> {
+pub(crate) fn requeue_for(config: &Config, progress: &Progress) -> Option<Duration> {
     match progress {
         Progress::Done => None,
         Progress::Waiting { .. } => Some(config.progress_interval),

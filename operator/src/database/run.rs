@@ -20,11 +20,11 @@ pub(super) struct Persist {
 }
 
 impl Persist {
-    pub fn new(api: Api<Ironic>, name: String, persisted: Option<DatabaseStatus>) -> Self {
+    pub(super) fn new(api: Api<Ironic>, name: String, persisted: Option<DatabaseStatus>) -> Self {
         Self { api, name, persisted }
     }
 
-    pub async fn save(&mut self, next: Option<&DatabaseStatus>) -> Result<(), KubeError> {
+    pub(super) async fn save(&mut self, next: Option<&DatabaseStatus>) -> Result<(), KubeError> {
         let Some(body) = status::database_patch(self.persisted.as_ref(), next) else {
             return Ok(());
         };
@@ -50,13 +50,13 @@ pub(super) struct Run<'a> {
 
 impl Run<'_> {
     /// The namespace of the Ironic and its database.
-    pub fn namespace(&self) -> &str {
+    pub(super) fn namespace(&self) -> &str {
         self.ledger.namespace()
     }
 
     /// The outcome for `progress`, with DatabaseReady made from it (`available` is its message
     /// once done) and the requeue that goes with it.
-    pub fn settle(
+    pub(super) fn settle(
         &self,
         connection: Option<Connection>,
         status: Option<DatabaseStatus>,

@@ -29,7 +29,7 @@ pub const RETRY_ANNOTATION: &str = "ironic.ferrometal.io/retry-database-upgrade"
 
 /// What the machine knows.
 #[derive(Clone, Debug)]
-pub struct Facts<'a> {
+pub(crate) struct Facts<'a> {
     pub names: &'a Names,
     /// Unix seconds.
     pub now: i64,
@@ -49,7 +49,7 @@ pub struct Facts<'a> {
 
 /// Work the driver does for a step.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Work {
+pub(crate) enum Work {
     /// Create (once) and watch the backup Job, which runs `image` (the old one).
     Backup { job: String, image: String },
     /// Require `innodb_fast_shutdown = 0` (read, never set), read the server's version.
@@ -65,7 +65,7 @@ pub enum Work {
 
 /// The next thing to do.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// No version change: the StatefulSet runs what the spec asks for.
     Idle,
     /// Persist this state (a new change, a retry, a change given up before anything moved),
@@ -79,7 +79,7 @@ pub enum Plan {
 
 /// What the driver found doing the work.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Report {
+pub(crate) enum Report {
     /// The step is done; `server_version` when the step read one.
     Done { server_version: Option<String> },
     /// The work goes on (a Job runs, the pod starts).
@@ -92,7 +92,7 @@ pub enum Report {
 
 /// An Event to publish about a transition.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Note {
+pub(crate) struct Note {
     pub reason: &'static str,
     pub message: String,
     pub warning: bool,
@@ -106,7 +106,7 @@ impl Note {
 
 /// The state after a report.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Advance {
+pub(crate) struct Advance {
     pub status: Upgrade,
     /// Why the sequence is not done, for a waiting gate; `None` when it is Completed or Failed.
     pub waiting: Option<String>,
@@ -122,7 +122,7 @@ fn unix(time: Option<&Time>) -> Option<i64> {
 }
 
 /// `from → to`, for messages.
-pub fn describe(u: &Upgrade) -> String {
+pub(crate) fn describe(u: &Upgrade) -> String {
     format!(
         "MariaDB version change from {} to {}",
         u.from_image.as_deref().unwrap_or("?"),
@@ -131,7 +131,7 @@ pub fn describe(u: &Upgrade) -> String {
 }
 
 /// What a step does, for messages.
-pub fn step_name(step: Step) -> &'static str {
+pub(crate) fn step_name(step: Step) -> &'static str {
     match step {
         Step::Backup => "Backup (mariadb-dump Job)",
         Step::SlowShutdownEnabled => "SlowShutdownEnabled (innodb_fast_shutdown = 0)",
@@ -199,12 +199,12 @@ fn retarget(u: &Upgrade, f: &Facts<'_>) -> Upgrade {
 }
 
 /// True while the sequence runs or waits at a failure.
-pub fn is_active(u: Option<&Upgrade>) -> bool {
+pub(crate) fn is_active(u: Option<&Upgrade>) -> bool {
     u.and_then(|u| u.step).is_some_and(|s| s != Step::Completed)
 }
 
 /// What to do next.
-pub fn plan(current: Option<&Upgrade>, f: &Facts<'_>) -> Plan {
+pub(crate) fn plan(current: Option<&Upgrade>, f: &Facts<'_>) -> Plan {
     // Nothing runs yet: the StatefulSet is created with the desired image, no change to make.
     let Some(live) = f.live_image else {
         return Plan::Idle;
@@ -336,7 +336,7 @@ fn fail(u: &Upgrade, step: Step, message: String) -> Advance {
 }
 
 /// The state after the driver reported on `step`.
-pub fn advance(u: &Upgrade, step: Step, report: Report, f: &Facts<'_>) -> Advance {
+pub(crate) fn advance(u: &Upgrade, step: Step, report: Report, f: &Facts<'_>) -> Advance {
     match report {
         Report::Done { server_version } => {
             let next = next_step(step);
@@ -390,7 +390,7 @@ pub fn advance(u: &Upgrade, step: Step, report: Report, f: &Facts<'_>) -> Advanc
 
 /// The image the StatefulSet is applied with outside the roll itself: whatever runs, until
 /// the sequence has rolled it to the new image; the desired image for a new StatefulSet.
-pub fn image_to_apply(current: Option<&Upgrade>, live_image: Option<&str>, desired_image: &str) -> String {
+pub(crate) fn image_to_apply(current: Option<&Upgrade>, live_image: Option<&str>, desired_image: &str) -> String {
     let Some(live) = live_image else {
         return desired_image.to_string();
     };

@@ -34,7 +34,7 @@ pub mod reasons {
 
 /// The JSON merge patch (RFC 7386) that turns `old` into `new`: changed members, `null` for
 /// removed ones, nested objects recursively.
-pub fn merge_patch(old: &Value, new: &Value) -> Value {
+pub(crate) fn merge_patch(old: &Value, new: &Value) -> Value {
     match (old, new) {
         (Value::Object(old), Value::Object(new)) => {
             let mut patch = Map::new();
@@ -59,7 +59,7 @@ pub fn merge_patch(old: &Value, new: &Value) -> Value {
 }
 
 /// The body of a status patch from `old` to `new` `status.database`; `None` when equal.
-pub fn database_patch(old: Option<&DatabaseStatus>, new: Option<&DatabaseStatus>) -> Option<Value> {
+pub(crate) fn database_patch(old: Option<&DatabaseStatus>, new: Option<&DatabaseStatus>) -> Option<Value> {
     if old == new {
         return None;
     }

@@ -16,26 +16,26 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The key of the CA in the Secret Ironic mounts at `/certs/ca/mariadb`: ironic-image reads
 /// `/certs/ca/mariadb/tls.crt` and connects with TLS when that file exists.
-pub const CA_KEY: &str = "tls.crt";
+pub(crate) const CA_KEY: &str = "tls.crt";
 
 /// Keys of a serving certificate Secret.
-pub const CERT_KEY: &str = "tls.crt";
-pub const KEY_KEY: &str = "tls.key";
+pub(crate) const CERT_KEY: &str = "tls.crt";
+pub(crate) const KEY_KEY: &str = "tls.key";
 
 /// True when the managed database is to serve TLS (and require it over the network): unless
 /// `tls.enabled` is false. Secure by default.
-pub fn enabled(managed: &ManagedDatabase) -> bool {
+pub(crate) fn enabled(managed: &ManagedDatabase) -> bool {
     managed.tls_enabled()
 }
 
 /// The user's certificate Secret, when one is named.
-pub fn user_secret(managed: &ManagedDatabase) -> Option<&str> {
+pub(crate) fn user_secret(managed: &ManagedDatabase) -> Option<&str> {
     managed.tls.as_ref()?.certificate_name.as_deref().map(str::trim).filter(|n| !n.is_empty())
 }
 
 /// Names a serving certificate covers: the Service and the pod by every name the cluster
 /// resolves, and loopback for clients inside the pod.
-pub fn subject_alt_names(names: &Names, namespace: &str, cluster_domain: &str) -> SubjectAltNames {
+pub(crate) fn subject_alt_names(names: &Names, namespace: &str, cluster_domain: &str) -> SubjectAltNames {
     let service = names.service();
     let domain = cluster_domain.trim_end_matches('.');
     let mut dns = vec!["localhost".to_string()];
@@ -78,7 +78,7 @@ pub struct Generated {
 
 /// Why TLS material is not usable.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("Secret {name} (spec.database.managed.tls.certificateName) does not exist")]
     Missing { name: String },
     #[error(
@@ -100,7 +100,7 @@ fn digest(parts: &[&str]) -> String {
 }
 
 /// The material in the user's Secret.
-pub fn from_user_secret(name: &str, secret: Option<&Secret>) -> Result<Material, Error> {
+pub(crate) fn from_user_secret(name: &str, secret: Option<&Secret>) -> Result<Material, Error> {
     let source = Source::from_secret(secret.ok_or_else(|| Error::Missing { name: name.to_string() })?);
     let text = |key: &'static str| {
         source
@@ -124,7 +124,7 @@ fn stored_pair(secret: Option<&Secret>, cert_key: &str, key_key: &str) -> Option
 
 /// The operator's CA and serving certificate: kept while valid and covering `sans`, renewed
 /// at two thirds of the lifetime, made anew when missing or unusable. `now` is Unix seconds.
-pub fn generated(
+pub(crate) fn generated(
     names: &Names,
     namespace: &str,
     stored_ca: Option<&Secret>,
@@ -171,19 +171,19 @@ fn secret(name: String, meta: ObjectMeta, data: &[(&str, &str)]) -> Secret {
 }
 
 /// The operator's CA with its key; only the operator reads it.
-pub fn render_ca(names: &Names, meta: ObjectMeta, generated: &Generated) -> Secret {
+pub(crate) fn render_ca(names: &Names, meta: ObjectMeta, generated: &Generated) -> Secret {
     secret(names.tls_ca(), meta, &[(CA_CERT_KEY, &generated.ca.cert), (CA_KEY_KEY, &generated.ca.key)])
 }
 
 /// The serving certificate MariaDB mounts.
-pub fn render_serving(names: &Names, meta: ObjectMeta, generated: &Generated) -> Secret {
+pub(crate) fn render_serving(names: &Names, meta: ObjectMeta, generated: &Generated) -> Secret {
     let data =
         [(CERT_KEY, &*generated.serving.cert), (KEY_KEY, &*generated.serving.key), (CA_CERT_KEY, &*generated.ca.cert)];
     Secret { type_: Some("kubernetes.io/tls".to_string()), ..secret(names.tls_serving(), meta, &data) }
 }
 
 /// The CA clients trust, under `tls.crt` (where ironic-image reads it) and `ca.crt`.
-pub fn render_client_ca(names: &Names, meta: ObjectMeta, material: &Material) -> Secret {
+pub(crate) fn render_client_ca(names: &Names, meta: ObjectMeta, material: &Material) -> Secret {
     secret(names.client_ca(), meta, &[(CA_CERT_KEY, &material.ca_pem), (CA_KEY, &material.ca_pem)])
 }
 

@@ -27,7 +27,7 @@ use kube::api::ObjectMeta;
 
 /// What the server does with TLS on the network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// No TLS.
     Plain,
     /// TLS for the clients that ask, clear text for the others.
@@ -38,13 +38,13 @@ pub enum Transport {
 
 impl Transport {
     /// Whether the server serves a certificate.
-    pub fn serves(self) -> bool {
+    pub(crate) fn serves(self) -> bool {
         self != Self::Plain
     }
 }
 
 /// What the StatefulSet's template makes the server do.
-pub fn live_transport(sts: &StatefulSet) -> Transport {
+pub(crate) fn live_transport(sts: &StatefulSet) -> Transport {
     let args = sts
         .spec
         .as_ref()
@@ -63,7 +63,7 @@ pub fn live_transport(sts: &StatefulSet) -> Transport {
 
 /// Whether Ironic's pods are where the server can go next.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Clients {
+pub(crate) enum Clients {
     /// They all run as the connection says (with the CA, or without it), or there are none.
     Ready,
     /// Not yet; what they wait for.
@@ -73,7 +73,7 @@ pub enum Clients {
 /// What the server is to do now: `wanted` is TLS as the spec asks, `live` what the running
 /// StatefulSet does (`None`: there is none yet), `clients` whether Ironic's pods caught up
 /// with the connection.
-pub fn transport(wanted: bool, live: Option<Transport>, clients: &Clients) -> Transport {
+pub(crate) fn transport(wanted: bool, live: Option<Transport>, clients: &Clients) -> Transport {
     let ready = *clients == Clients::Ready;
     match (wanted, live) {
         (true, None | Some(Transport::Required)) => Transport::Required,
@@ -86,7 +86,7 @@ pub fn transport(wanted: bool, live: Option<Transport>, clients: &Clients) -> Tr
 }
 
 /// Whether the server must wait for Ironic's pods before it goes where `wanted` says.
-pub fn needs_clients(wanted: bool, live: Option<Transport>) -> bool {
+pub(crate) fn needs_clients(wanted: bool, live: Option<Transport>) -> bool {
     match live {
         None => false,
         Some(live) => (wanted && live != Transport::Required) || (!wanted && live != Transport::Plain),
@@ -95,7 +95,7 @@ pub fn needs_clients(wanted: bool, live: Option<Transport>) -> bool {
 
 /// Ironic's workload, as found.
 #[derive(Clone, Debug)]
-pub enum Workload {
+pub(crate) enum Workload {
     Deployment(Deployment),
     DaemonSet(DaemonSet),
 }
@@ -133,7 +133,7 @@ impl Workload {
 /// Whether `workload` (what `status.workload` names) has rolled out mounting `ca_secret`
 /// (`with_ca`) or not mounting it. No workload, or one that is not this Ironic's, has no pods
 /// to break.
-pub fn clients(ironic: &Ironic, workload: Option<&Workload>, ca_secret: &str, with_ca: bool) -> Clients {
+pub(crate) fn clients(ironic: &Ironic, workload: Option<&Workload>, ca_secret: &str, with_ca: bool) -> Clients {
     let Some(workload) = workload else {
         return Clients::Ready;
     };
@@ -197,7 +197,7 @@ pub(super) async fn clients_of(
 }
 
 /// The Event of a server that restarts to do something else with TLS.
-pub fn notice(wanted: bool, transport: Transport) -> (&'static str, &'static str) {
+pub(crate) fn notice(wanted: bool, transport: Transport) -> (&'static str, &'static str) {
     match (transport, wanted) {
         (Transport::Required, _) => {
             ("DatabaseTLSRequired", "MariaDB restarts to require TLS on the network: Ironic's pods trust its CA")

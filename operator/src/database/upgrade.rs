@@ -28,7 +28,7 @@ const MAX_TRANSITIONS: usize = 8;
 
 /// What the sequence is asked to do.
 #[derive(Clone, Debug)]
-pub struct Request<'a> {
+pub(super) struct Request<'a> {
     pub names: &'a Names,
     pub desired_image: &'a str,
     pub desired_version: Option<&'a str>,
@@ -39,7 +39,7 @@ pub struct Request<'a> {
 }
 
 /// The driver: the objects it may apply and the server it talks to as the maintenance account.
-pub struct Driver<'a> {
+pub(super) struct Driver<'a> {
     pub inputs: Inputs<'a>,
     pub maintenance: &'a Target,
     /// The maintenance password's hash, for the init file the new server starts with.
@@ -193,7 +193,7 @@ fn note(run: &mut Run<'_>, note: sequence::Note) {
 /// Runs the sequence as far as it goes now: done when no change is under way, waiting at a
 /// step, or failed at one. Every transition is written to `status.database.upgrade` (through
 /// `run.persist`) before the next step's work starts.
-pub async fn run(
+pub(super) async fn run(
     run: &mut Run<'_>,
     driver: &mut Driver<'_>,
     request: &Request<'_>,

@@ -5,9 +5,9 @@ use std::fmt;
 
 /// The oldest MariaDB the operator accepts: the oldest release series MariaDB still
 /// maintains (10.6 LTS). Ironic's migrations need nothing newer.
-pub const MINIMUM_MARIADB: (u32, u32) = (10, 6);
+pub(crate) const MINIMUM_MARIADB: (u32, u32) = (10, 6);
 /// The oldest MySQL the operator accepts for an external database.
-pub const MINIMUM_MYSQL: (u32, u32) = (8, 0);
+pub(crate) const MINIMUM_MYSQL: (u32, u32) = (8, 0);
 
 /// Which server answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +76,7 @@ impl fmt::Display for ServerVersion {
 }
 
 /// `MAJOR.MINOR` of a spec version such as `11.4`.
-pub fn parse_major_minor(version: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_major_minor(version: &str) -> Option<(u32, u32)> {
     let mut parts = version.trim().split('.');
     let major = parts.next()?.parse().ok()?;
     let minor = parts.next()?.parse().ok()?;
@@ -85,7 +85,11 @@ pub fn parse_major_minor(version: &str) -> Option<(u32, u32)> {
 
 /// Judges the server after a version change: it must be MariaDB, no older than before, and in
 /// the `MAJOR.MINOR` series asked for when that is known. Returns the reason when it is not.
-pub fn verify_after_change(from: Option<&str>, now: &str, target: Option<(u32, u32)>) -> Result<ServerVersion, String> {
+pub(crate) fn verify_after_change(
+    from: Option<&str>,
+    now: &str,
+    target: Option<(u32, u32)>,
+) -> Result<ServerVersion, String> {
     let Some(new) = ServerVersion::parse(now) else {
         return Err(format!("the server reports version {now:?}, which is not a MariaDB version"));
     };

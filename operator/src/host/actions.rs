@@ -38,7 +38,7 @@ const CUSTOM_DEPLOY_PRIORITY: u32 = 80;
 
 /// What a step achieved.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Answer {
+pub(super) enum Answer {
     /// Ironic accepted a request; the poller will see what came of it.
     Called,
     /// Nothing had to be asked of Ironic after all.
@@ -53,7 +53,7 @@ pub enum Answer {
 
 /// What inspection found.
 #[derive(Debug)]
-pub struct Inspected {
+pub(super) struct Inspected {
     /// In full, for the host's HardwareData.
     pub details: HardwareDetails,
     /// Whether the inspector recorded an inventory at all (fake hardware records none).
@@ -62,7 +62,7 @@ pub struct Inspected {
 
 /// What a step found out on its way, whether or not it got to the end.
 #[derive(Debug, Default)]
-pub struct Learned {
+pub(super) struct Learned {
     /// The node's UUID (registration found or created it).
     pub node_id: Option<String>,
     /// Ironic now has the request's credentials.
@@ -73,7 +73,7 @@ pub struct Learned {
 
 /// What happened.
 #[derive(Debug)]
-pub struct Report {
+pub(super) struct Report {
     pub answer: Answer,
     pub learned: Learned,
 }
@@ -105,7 +105,7 @@ fn answer(result: Result<Answer, Stop>) -> Result<Answer, ironic_client::Error> 
 }
 
 /// Runs one step.
-pub async fn run(client: &IronicClient, request: &Request, act: Act) -> Result<Report, ironic_client::Error> {
+pub(super) async fn run(client: &IronicClient, request: &Request, act: Act) -> Result<Report, ironic_client::Error> {
     let mut learned = Learned::default();
     let step = Calls { client, request };
     let result = match act {
@@ -128,7 +128,7 @@ pub async fn run(client: &IronicClient, request: &Request, act: Act) -> Result<R
 /// credentials need a usable BMC address and driver settings, and registration a boot MAC
 /// where the driver or the settings ask for one. The reconcile asks first when it could not
 /// add its finalizer: such a failure is still reported, since nothing reaches Ironic.
-pub fn stops_before_ironic(request: &Request, act: Act) -> Option<String> {
+pub(super) fn stops_before_ironic(request: &Request, act: Act) -> Option<String> {
     if !matches!(act, Act::Register | Act::UpdateCredentials) {
         return None;
     }
@@ -146,7 +146,7 @@ pub fn stops_before_ironic(request: &Request, act: Act) -> Option<String> {
 
 /// Removes the node from Ironic without deprovisioning it (in maintenance when its state
 /// forbids a plain delete): [`Answer::Called`], or [`Answer::Nothing`] when there is none.
-pub async fn detach(client: &IronicClient, request: &Request) -> Result<Answer, ironic_client::Error> {
+pub(super) async fn detach(client: &IronicClient, request: &Request) -> Result<Answer, ironic_client::Error> {
     answer(Calls { client, request }.delete_node().await)
 }
 

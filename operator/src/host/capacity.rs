@@ -28,7 +28,7 @@ struct Slots {
 }
 
 /// The provisioning slots.
-pub struct Capacity {
+pub(super) struct Capacity {
     limit: usize,
     slots: Mutex<Slots>,
     stores: RwLock<Vec<Store<BareMetalHost>>>,
@@ -51,18 +51,18 @@ fn cached(stores: &[Store<BareMetalHost>]) -> (HashSet<HostKey>, HashSet<HostKey
 }
 
 impl Capacity {
-    pub fn new(limit: usize, wakeups: Arc<Wakeups>) -> Self {
+    pub(super) fn new(limit: usize, wakeups: Arc<Wakeups>) -> Self {
         Self { limit: limit.max(1), slots: Mutex::new(Slots::default()), stores: RwLock::new(Vec::new()), wakeups }
     }
 
     /// Adds a controller's cache of hosts to the count.
-    pub fn add_store(&self, store: Store<BareMetalHost>) {
+    pub(super) fn add_store(&self, store: Store<BareMetalHost>) {
         self.stores.write().unwrap_or_else(|e| e.into_inner()).push(store);
     }
 
     /// Waits until every cache has its initial list, so hosts that are busy
     /// already are counted before any new one takes a slot.
-    pub async fn ready(&self) {
+    pub(super) async fn ready(&self) {
         let stores = self.stores.read().unwrap_or_else(|e| e.into_inner()).clone();
         for store in stores {
             // An error means the controller stopped; there is nothing to wait for.
@@ -72,7 +72,7 @@ impl Capacity {
 
     /// Takes a slot for `host`; false when none is free (the host is woken
     /// when one frees up).
-    pub fn try_acquire(&self, host: &HostKey) -> bool {
+    pub(super) fn try_acquire(&self, host: &HostKey) -> bool {
         let stores = self.stores.read().unwrap_or_else(|e| e.into_inner()).clone();
         let (busy, idle) = cached(&stores);
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,7 +103,7 @@ impl Capacity {
     /// Records that `host` left its busy state (or was deleted) and wakes
     /// the longest-waiting hosts: as many as there are slots, so that a
     /// freed slot is taken at once without waking every waiting host.
-    pub fn release(&self, host: &HostKey) {
+    pub(super) fn release(&self, host: &HostKey) {
         let waiting: Vec<HostKey> = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             slots.waiting.retain(|k| k != host);
@@ -119,12 +119,12 @@ impl Capacity {
     }
 
     /// `host` no longer waits for a slot (its plan changed).
-    pub fn stop_waiting(&self, host: &HostKey) {
+    pub(super) fn stop_waiting(&self, host: &HostKey) {
         self.slots.lock().unwrap_or_else(|e| e.into_inner()).waiting.retain(|k| k != host);
     }
 
     /// Slots held by hosts this process moved into a busy state.
-    pub fn held(&self) -> usize {
+    pub(super) fn held(&self) -> usize {
         self.slots.lock().unwrap_or_else(|e| e.into_inner()).held.len()
     }
 }

@@ -83,7 +83,7 @@ pub struct HostArgs {
 }
 
 /// baremetal-operator's default `PROVISIONING_LIMIT`.
-pub const DEFAULT_PROVISIONING_LIMIT: usize = 20;
+pub(crate) const DEFAULT_PROVISIONING_LIMIT: usize = 20;
 
 /// Where the controller finds Ironic.
 #[derive(Clone, Debug, Default)]
@@ -190,7 +190,7 @@ fn default_concurrency() -> u16 {
 }
 
 /// Splits `namespace/name`; a bare `name` takes `default_namespace`.
-pub fn split_namespaced(value: &str, default_namespace: Option<&str>) -> Option<(String, String)> {
+pub(crate) fn split_namespaced(value: &str, default_namespace: Option<&str>) -> Option<(String, String)> {
     let value = value.trim();
     match value.split_once('/') {
         Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {

@@ -8,14 +8,14 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The key of each part in its Secret; `value` is accepted for all three.
-pub const USER_DATA_KEY: &str = "userData";
-pub const NETWORK_DATA_KEY: &str = "networkData";
-pub const META_DATA_KEY: &str = "metaData";
+pub(super) const USER_DATA_KEY: &str = "userData";
+pub(super) const NETWORK_DATA_KEY: &str = "networkData";
+pub(super) const META_DATA_KEY: &str = "metaData";
 const FALLBACK_KEY: &str = "value";
 
 /// Why a config drive cannot be built.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Error {
+pub(super) enum Error {
     #[error("{key} in Secret {secret} is not UTF-8")]
     NotText { secret: String, key: &'static str },
     #[error("{key} in Secret {secret} is not a YAML or JSON mapping: {message}")]
@@ -24,7 +24,7 @@ pub enum Error {
 
 /// The raw parts, as read from the Secrets.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostConfigData {
+pub(super) struct HostConfigData {
     pub user_data: Option<String>,
     /// The Secret it came from, for messages.
     pub network_data: Option<(String, String)>,
@@ -33,14 +33,14 @@ pub struct HostConfigData {
 
 /// Who the host is, for the default metadata.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostIdentity {
+pub(super) struct HostIdentity {
     pub uid: String,
     pub namespace: String,
     pub name: String,
 }
 
 /// The value of `key` (or `value`) in a Secret's data.
-pub fn secret_text(
+pub(super) fn secret_text(
     secret: &str,
     data: &BTreeMap<String, ByteString>,
     key: &'static str,
@@ -84,7 +84,7 @@ fn kind(value: &Value) -> &'static str {
 
 /// Builds the config drive: default metadata naming the host, overridden
 /// by the metaData Secret; network data and user data as given.
-pub fn build(identity: &HostIdentity, data: &HostConfigData) -> Result<ConfigDriveData, Error> {
+pub(super) fn build(identity: &HostIdentity, data: &HostConfigData) -> Result<ConfigDriveData, Error> {
     let mut meta = JsonObject::new();
     for (key, value) in [
         ("uuid", identity.uid.as_str()),

@@ -26,7 +26,7 @@ const RETRY: Duration = Duration::from_secs(5);
 
 /// Why there is no Ironic client.
 #[derive(Clone, Debug, thiserror::Error)]
-pub enum Error {
+pub(super) enum Error {
     #[error("no provisioner is configured: start the operator with --ironic-name or --ironic-endpoint")]
     NotConfigured,
     #[error("Ironic {ironic} is not ready: {reason}")]
@@ -75,7 +75,7 @@ struct State {
 }
 
 /// Hands out the Ironic client.
-pub struct Provisioner {
+pub(super) struct Provisioner {
     source: IronicSource,
     kube: kube::Client,
     timeout: Duration,
@@ -84,7 +84,7 @@ pub struct Provisioner {
 }
 
 impl Provisioner {
-    pub fn new(
+    pub(super) fn new(
         source: IronicSource,
         kube: kube::Client,
         timeout: Duration,
@@ -94,12 +94,12 @@ impl Provisioner {
     }
 
     /// Whether any Ironic is configured at all.
-    pub fn configured(&self) -> bool {
+    pub(super) fn configured(&self) -> bool {
         !matches!(self.source, IronicSource::NotConfigured)
     }
 
     /// The client, connecting (or reconnecting after a change) as needed.
-    pub async fn client(&self) -> Result<IronicClient, Error> {
+    pub(super) async fn client(&self) -> Result<IronicClient, Error> {
         let mut state = self.state.lock().await;
         if let (Some((client, _)), Some(checked)) = (&state.client, state.checked)
             && checked.elapsed() < RECHECK

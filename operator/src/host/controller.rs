@@ -29,7 +29,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the host controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
+pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
     let wakeups = Arc::new(Wakeups::default());
     let client_metrics = Arc::new(ironic_client::Metrics::new());
     // A failed reconcile (Ironic unreachable or locked, a conflict) is retried after about a
@@ -87,9 +87,9 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
 }
 
 // What the watches below and the finalizer use, checked against the RBAC table at compile time.
-crate::require_access!(HOST, BareMetalHost: Get, List, Watch, Patch);
-crate::require_access!(HOST, BareMetalHost, status: Patch);
-crate::require_access!(HOST, Secret: List, Watch);
+crate::install::rbac::require_access!(HOST, BareMetalHost: Get, List, Watch, Patch);
+crate::install::rbac::require_access!(HOST, BareMetalHost, status: Patch);
+crate::install::rbac::require_access!(HOST, Secret: List, Watch);
 
 /// The controller of one scope: its hosts, woken by their events, by the poller and the
 /// capacity limiter, and by changes to the Secrets they name. Its cache of hosts joins the

@@ -28,7 +28,7 @@ use kube::{Resource, ResourceExt};
 use std::time::Duration;
 
 /// What [`decode`] reads.
-pub struct Observed<'a> {
+pub(super) struct Observed<'a> {
     pub host: &'a BareMetalHost,
     pub key: &'a HostKey,
     /// The status drafted so far: the host's, with what the node tells.
@@ -44,7 +44,7 @@ pub struct Observed<'a> {
 
 /// Reads the credentials Secret and the node as the poll saw it, drafts what the node tells
 /// into the status, and decodes the host.
-pub async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Result<Decoded, error::Error> {
+pub(super) async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Result<Decoded, error::Error> {
     let host = draft.host.clone();
     let bmc = parse_bmc(&host.spec);
     let credentials = secrets::credentials(ctx.kube, &host, is_fake(&bmc)).await?;
@@ -83,7 +83,7 @@ pub async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Result<De
 
 /// Completes the request for the plan: a deployment's config drive is read from the userData,
 /// networkData and metaData Secrets only when the plan deploys (and never for a live ISO).
-pub async fn prepare(
+pub(super) async fn prepare(
     ctx: Reads<'_>,
     decoded: &mut Decoded,
     plan: &Plan,
@@ -124,7 +124,7 @@ fn reached(node: &NodeView, target: PowerTarget) -> bool {
 }
 
 /// The facts the plan is made from and the request its Ironic calls need.
-pub fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
+pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
     let Observed { host, key, status, credentials, bmc, node, power_attempt, now } = observed;
     let spec = &host.spec;
     let annotations = host.annotations();

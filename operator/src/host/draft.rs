@@ -13,7 +13,7 @@ use kube::Resource;
 use std::sync::Arc;
 
 /// A status being worked on.
-pub struct Draft {
+pub(super) struct Draft {
     /// The host as this reconcile started from (and, after a write, as the write returned it).
     pub host: Arc<BareMetalHost>,
     pub key: HostKey,
@@ -39,7 +39,7 @@ pub struct Draft {
 }
 
 impl Draft {
-    pub fn new(host: Arc<BareMetalHost>, key: HostKey) -> Self {
+    pub(super) fn new(host: Arc<BareMetalHost>, key: HostKey) -> Self {
         let before = host.status.clone().unwrap_or_default();
         let detached = before.operational_status == OperationalStatus::Detached;
         Self {
@@ -59,13 +59,13 @@ impl Draft {
     }
 
     /// The host was waiting for a slot before this reconcile.
-    pub fn was_delayed(&self) -> bool {
+    pub(super) fn was_delayed(&self) -> bool {
         self.before.operational_status == OperationalStatus::Delayed
     }
 
     /// Takes over what the node tells about the host: its ID, power, and that the
     /// credentials work.
-    pub fn observe(&mut self, node: &NodeView) {
+    pub(super) fn observe(&mut self, node: &NodeView) {
         let NodeView::Present(node) = node else {
             return;
         };
@@ -87,7 +87,7 @@ impl Draft {
     /// it leads to, or its error) follows within a poll or two and carries the ID, which costs
     /// one status write per host less. Nothing reads the ID back to find the node: the poll
     /// finds it by name, and a new node of that name is refused by Ironic.
-    pub fn settle(&mut self, now: Timestamp) -> bool {
+    pub(super) fn settle(&mut self, now: Timestamp) -> bool {
         self.status.operational_status = status::operational_status(&self.status, self.detached, self.delayed);
         let problem = self.problem.as_ref().map(|(r, m)| (*r, m.clone()));
         status::set_conditions(&mut self.status, self.host.meta().generation, problem, self.failed_now, now);

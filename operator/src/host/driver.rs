@@ -16,14 +16,14 @@ use ironic_client::{DriverInfo, NodeInterfaces, Secret};
 
 /// BMC credentials from the host's Secret.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BmcCredentials {
+pub(crate) struct BmcCredentials {
     pub username: String,
     pub password: Secret<String>,
 }
 
 /// The Ironic side of a BMC scheme.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DriverSpec {
+pub(crate) struct DriverSpec {
     /// The hardware type.
     pub driver: &'static str,
     /// Interfaces set explicitly at registration; the rest are Ironic's defaults.
@@ -41,7 +41,7 @@ pub struct DriverSpec {
 }
 
 /// The interface baremetal-operator uses for in-band (agent) inspection.
-pub const AGENT_INSPECT_INTERFACE: &str = "agent";
+pub(crate) const AGENT_INSPECT_INTERFACE: &str = "agent";
 
 fn interfaces(f: impl FnOnce(&mut NodeInterfaces)) -> NodeInterfaces {
     let mut i = NodeInterfaces::default();
@@ -67,7 +67,7 @@ fn redfish_interfaces(boot: &str) -> NodeInterfaces {
 /// The driver and interfaces of a BMC scheme, as baremetal-operator maps them. Whether the
 /// host needs a boot MAC is not the driver's alone (inspection decides too): that is
 /// `crds::baremetalhost::rules::boot_mac_requirement`.
-pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
+pub(crate) fn driver_spec(scheme: BmcScheme) -> DriverSpec {
     let redfish_like = |driver: &'static str, ifaces: NodeInterfaces| DriverSpec {
         driver,
         interfaces: ifaces,
@@ -129,13 +129,13 @@ pub fn driver_spec(scheme: BmcScheme) -> DriverSpec {
 }
 
 /// The inspect interface a host registers with.
-pub fn inspect_interface(spec: &DriverSpec, fast: bool) -> &'static str {
+pub(crate) fn inspect_interface(spec: &DriverSpec, fast: bool) -> &'static str {
     if spec.driver == "fake-hardware" || fast { spec.fast_inspect_interface } else { AGENT_INSPECT_INTERFACE }
 }
 
 /// Deploy ramdisk locations.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeployRamdisk {
+pub(crate) struct DeployRamdisk {
     pub kernel: Option<String>,
     pub ramdisk: Option<String>,
     pub iso: Option<String>,
@@ -143,7 +143,7 @@ pub struct DeployRamdisk {
 
 /// `driver_info` for a BMC: how Ironic reaches it, with the credentials and
 /// the deploy ramdisk.
-pub fn driver_info(
+pub(crate) fn driver_info(
     address: &BmcAddress,
     credentials: Option<&BmcCredentials>,
     disable_certificate_verification: bool,
@@ -205,7 +205,7 @@ pub fn driver_info(
 /// A BMC's options beside its address: the credentials from its Secret, whether to verify
 /// its certificate, and where the deploy ramdisk is.
 #[derive(Clone, Copy, Debug)]
-pub struct BmcOptions<'a> {
+pub(crate) struct BmcOptions<'a> {
     /// The credentials; `None` registers the node without them (Ironic cannot reach the BMC).
     pub credentials: Option<&'a BmcCredentials>,
     /// `spec.bmc.disableCertificateVerification`.
@@ -217,7 +217,7 @@ pub struct BmcOptions<'a> {
 
 /// Everything a host with this BMC is registered in Ironic with.
 #[derive(Clone, Debug, PartialEq)]
-pub struct IronicDriver {
+pub(crate) struct IronicDriver {
     /// The hardware type, the interfaces set at registration and the deploy interfaces.
     pub spec: DriverSpec,
     /// `driver_info`: the BMC's address, credentials, certificate verification and the deploy
@@ -236,20 +236,9 @@ pub struct IronicDriver {
 ///   path or the bare service root `/redfish/v1/`);
 /// - `fake://` gets no `driver_info` at all.
 ///
-/// Pure: no I/O, no clock; the result's `Debug` never shows the password.
-///
-/// ```
-/// use crds::baremetalhost::bmc::parse_bmc_address;
-/// use operator::host::driver::{BmcOptions, DeployRamdisk, ironic_driver};
-///
-/// let address = parse_bmc_address("ipmi://10.0.0.1?privilegelevel=OPERATOR").unwrap();
-/// let ramdisk = DeployRamdisk::default();
-/// let options = BmcOptions { credentials: None, disable_certificate_verification: false, ramdisk: &ramdisk };
-/// let driver = ironic_driver(&address, &options);
-/// assert_eq!(driver.spec.driver, "ipmi");
-/// assert_eq!(driver.driver_info.get("ipmi_priv_level"), Some(&serde_json::json!("OPERATOR")));
-/// ```
-pub fn ironic_driver(address: &BmcAddress, options: &BmcOptions<'_>) -> IronicDriver {
+/// Pure: no I/O, no clock; the result's `Debug` never shows the password. `driver/tests.rs`
+/// holds its table of addresses and what each registers.
+pub(crate) fn ironic_driver(address: &BmcAddress, options: &BmcOptions<'_>) -> IronicDriver {
     let spec = driver_spec(address.scheme);
     let ramdisk = if spec.uses_deploy_ramdisk { options.ramdisk.clone() } else { DeployRamdisk::default() };
     let driver_info = driver_info(address, options.credentials, options.disable_certificate_verification, &ramdisk);

@@ -10,7 +10,7 @@ use crate::kit::ledger::Unstored;
 
 /// Why a reconcile failed.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(super) enum Error {
     #[error(transparent)]
     Kube(#[from] KubeError),
     /// The host has no namespace or uid, so nothing can be owned by it.
@@ -20,4 +20,4 @@ pub enum Error {
     Provisioner(#[from] connection::Error),
 }
 
-crate::metric_labels!(Error: Kube, Unstored, Provisioner);
+crate::kit::label::metric_labels!(Error: Kube, Unstored, Provisioner);

@@ -28,7 +28,12 @@ use tokio::time::Instant;
 const DELAYED_RECHECK: Duration = Duration::from_secs(30);
 
 /// Carries out `plan`.
-pub async fn run(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded, plan: Plan) -> Result<Next, error::Error> {
+pub(super) async fn run(
+    ctx: IronicSide<'_>,
+    draft: &mut Draft,
+    decoded: &Decoded,
+    plan: Plan,
+) -> Result<Next, error::Error> {
     tracing::debug!(state = draft.status.provisioning.state.as_str(), ?plan, "planned");
     if !matches!(plan, Plan::Transition(to) if is_busy(to)) {
         ctx.hosts.capacity.stop_waiting(&draft.key);

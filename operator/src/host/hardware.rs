@@ -61,7 +61,7 @@ fn nics(inventory: &Inventory) -> Vec<Nic> {
 }
 
 /// The full hardware details of an inventory; `pxe_mac` marks the boot NIC.
-pub fn details(data: &NodeInventory, pxe_mac: Option<&str>) -> HardwareDetails {
+pub(super) fn details(data: &NodeInventory, pxe_mac: Option<&str>) -> HardwareDetails {
     let inv = &data.inventory;
     let cpu = inv.cpu.as_ref().map(|c| Cpu {
         arch: c.architecture.clone(),
@@ -118,7 +118,7 @@ pub fn details(data: &NodeInventory, pxe_mac: Option<&str>) -> HardwareDetails {
 /// The summary kept in the host's status: CPU without flags, memory, the
 /// make, and NICs and disks by name, address and size. The full data is in
 /// the HardwareData of the same name.
-pub fn summary(full: &HardwareDetails) -> HardwareDetails {
+pub(super) fn summary(full: &HardwareDetails) -> HardwareDetails {
     HardwareDetails {
         cpu: full.cpu.as_ref().map(|c| Cpu { flags: None, ..c.clone() }),
         firmware: full.firmware.clone(),

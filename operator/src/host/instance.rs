@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 /// Desired node settings: `None` removes a key.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct DeploySettings {
+pub(super) struct DeploySettings {
     pub instance_info: BTreeMap<&'static str, Option<Value>>,
     pub properties: BTreeMap<&'static str, Option<Value>>,
     pub driver_info: BTreeMap<&'static str, Option<Value>>,
@@ -26,7 +26,7 @@ pub struct DeploySettings {
 
 /// What a deployment is made of.
 #[derive(Clone, Copy, Debug)]
-pub struct DeployInput<'a> {
+pub(super) struct DeployInput<'a> {
     pub image: Option<&'a Image>,
     pub custom_deploy: Option<&'a str>,
     pub boot_mode: BootMode,
@@ -90,7 +90,7 @@ fn image_fields(image: &Image, info: &mut BTreeMap<&'static str, Option<Value>>)
 }
 
 /// The node settings a deployment (or an adoption) needs.
-pub fn deploy_settings(input: &DeployInput<'_>) -> DeploySettings {
+pub(super) fn deploy_settings(input: &DeployInput<'_>) -> DeploySettings {
     let mut settings = DeploySettings::default();
     let info = &mut settings.instance_info;
     info.insert("boot_iso", None);
@@ -122,7 +122,7 @@ pub fn deploy_settings(input: &DeployInput<'_>) -> DeploySettings {
 }
 
 /// Root device hints in Ironic's operator syntax.
-pub fn root_device_hints(hints: Option<&RootDeviceHints>) -> JsonObject {
+pub(super) fn root_device_hints(hints: Option<&RootDeviceHints>) -> JsonObject {
     let mut map = JsonObject::new();
     let Some(h) = hints else {
         return map;
@@ -158,7 +158,7 @@ pub fn root_device_hints(hints: Option<&RootDeviceHints>) -> JsonObject {
 
 /// The `capabilities` property with the boot mode replaced, keeping what
 /// inspection put there.
-pub fn boot_mode_capabilities(existing: Option<&str>, mode: BootMode) -> String {
+pub(super) fn boot_mode_capabilities(existing: Option<&str>, mode: BootMode) -> String {
     let wanted = match mode {
         BootMode::Uefi => "boot_mode:uefi",
         BootMode::UefiSecureBoot => "boot_mode:uefi,secure_boot:true",
@@ -194,7 +194,7 @@ fn section_ops(
 }
 
 /// The JSON Patch that brings `node` to `settings` (empty when it has them).
-pub fn patch_for(node: &Node, settings: &DeploySettings, boot_mode: Option<BootMode>) -> Vec<PatchOperation> {
+pub(super) fn patch_for(node: &Node, settings: &DeploySettings, boot_mode: Option<BootMode>) -> Vec<PatchOperation> {
     let mut ops = Vec::new();
     let instance_info = |key: &str| node.instance_info.get(key).cloned();
     section_ops(&mut ops, "instance_info", &instance_info, &settings.instance_info);
@@ -224,7 +224,7 @@ pub fn patch_for(node: &Node, settings: &DeploySettings, boot_mode: Option<BootM
 /// `add` (which creates or replaces). What depends on the node (keys to remove, the boot mode
 /// merged into the capabilities it has) is left to [`patch_for`] against the node Ironic
 /// answers with, so the two together reach what `patch_for` alone reaches from a read node.
-pub fn additions(settings: &DeploySettings) -> Vec<PatchOperation> {
+pub(super) fn additions(settings: &DeploySettings) -> Vec<PatchOperation> {
     let mut ops = Vec::new();
     for (section, values) in [
         ("instance_info", &settings.instance_info),
@@ -247,7 +247,7 @@ pub fn additions(settings: &DeploySettings) -> Vec<PatchOperation> {
 }
 
 /// The patch setting automated cleaning, when the node differs.
-pub fn automated_clean_patch(node_value: Option<bool>, wanted: bool) -> Option<PatchOperation> {
+pub(super) fn automated_clean_patch(node_value: Option<bool>, wanted: bool) -> Option<PatchOperation> {
     (node_value != Some(wanted)).then(|| PatchOperation::add("/automated_clean", wanted))
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 /// Shared by the reconciles of every host.
 #[derive(Default)]
-pub struct Memory {
+pub(super) struct Memory {
     /// The host as our last write returned it: newer than the informer's cache until the watch
     /// event arrives. The kit's write cache fits as it is: a host is keyed by its namespace and
     /// name, which are its [`HostKey`] (`HostKey::of`), and every copy remembered here is one
@@ -23,21 +23,21 @@ pub struct Memory {
 
 impl Memory {
     /// The newer of the cached host and the one we last wrote.
-    pub fn freshest(&self, cached: Arc<BareMetalHost>) -> Arc<BareMetalHost> {
+    pub(super) fn freshest(&self, cached: Arc<BareMetalHost>) -> Arc<BareMetalHost> {
         self.written.freshest(cached)
     }
 
     /// Keeps `host`, as a write returned it, as the freshest copy until the cache catches up,
     /// and returns it.
-    pub fn remember(&self, host: BareMetalHost) -> Arc<BareMetalHost> {
+    pub(super) fn remember(&self, host: BareMetalHost) -> Arc<BareMetalHost> {
         self.written.remember(host)
     }
 
-    pub fn power_attempt(&self, key: &HostKey) -> Option<PowerTarget> {
+    pub(super) fn power_attempt(&self, key: &HostKey) -> Option<PowerTarget> {
         self.power.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied()
     }
 
-    pub fn set_power_attempt(&self, key: &HostKey, target: Option<PowerTarget>) {
+    pub(super) fn set_power_attempt(&self, key: &HostKey, target: Option<PowerTarget>) {
         let mut power = self.power.lock().unwrap_or_else(|e| e.into_inner());
         match target {
             Some(t) => power.insert(key.clone(), t),
@@ -45,7 +45,7 @@ impl Memory {
         };
     }
 
-    pub fn forget(&self, key: &HostKey) {
+    pub(super) fn forget(&self, key: &HostKey) {
         self.written.forget(&key.namespace, &key.name);
         self.power.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }

@@ -13,27 +13,31 @@ use kube::api::Api;
 use serde_json::{Map, Value};
 
 /// The patch adding our finalizer.
-pub fn add_finalizer_patch(host: &BareMetalHost) -> Value {
+pub(super) fn add_finalizer_patch(host: &BareMetalHost) -> Value {
     finalizer::adding(host, FINALIZER)
 }
 
 /// The patch removing our finalizer.
-pub fn remove_finalizer_patch(host: &BareMetalHost) -> Value {
+pub(super) fn remove_finalizer_patch(host: &BareMetalHost) -> Value {
     finalizer::removing(host, FINALIZER)
 }
 
 /// The patch removing annotations.
-pub fn remove_annotations_patch(host: &BareMetalHost, keys: &[&str]) -> Value {
+pub(super) fn remove_annotations_patch(host: &BareMetalHost, keys: &[&str]) -> Value {
     let annotations: Map<String, Value> = keys.iter().map(|k| (k.to_string(), Value::Null)).collect();
     kit_metadata::guarded(host, Map::from_iter([("annotations".to_string(), Value::Object(annotations))]))
 }
 
-pub fn has_finalizer(host: &BareMetalHost) -> bool {
+pub(super) fn has_finalizer(host: &BareMetalHost) -> bool {
     finalizer::has(host, FINALIZER)
 }
 
 /// Applies a guarded merge patch to a host's metadata, under our field manager.
-pub async fn patch(api: &Api<BareMetalHost>, host: &BareMetalHost, patch: Value) -> Result<BareMetalHost, KubeError> {
+pub(super) async fn patch(
+    api: &Api<BareMetalHost>,
+    host: &BareMetalHost,
+    patch: Value,
+) -> Result<BareMetalHost, KubeError> {
     kit_metadata::patch_metadata(api, host, patch).await
 }
 

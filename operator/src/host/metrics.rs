@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use std::sync::{Arc, Mutex};
 
 /// Copies the Ironic client's request counters into the operator's metrics.
-pub struct IronicMetricsSync {
+pub(super) struct IronicMetricsSync {
     client: Arc<ironic_client::Metrics>,
     exported: Arc<Metrics>,
     last: Mutex<Vec<u64>>,
@@ -18,7 +18,7 @@ pub struct IronicMetricsSync {
 }
 
 impl IronicMetricsSync {
-    pub fn new(client: Arc<ironic_client::Metrics>, exported: Arc<Metrics>) -> Self {
+    pub(super) fn new(client: Arc<ironic_client::Metrics>, exported: Arc<Metrics>) -> Self {
         let polls = Counter::default();
         let slots = Gauge::default();
         exported.with_registry(|registry| {
@@ -33,7 +33,7 @@ impl IronicMetricsSync {
     }
 
     /// Adds the requests made since the last call.
-    pub fn sync(&self) {
+    pub(super) fn sync(&self) {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         for (i, op) in Operation::ALL.iter().enumerate() {
             let now = self.client.requests(*op);
@@ -48,12 +48,12 @@ impl IronicMetricsSync {
     }
 
     /// Counts one completed bulk poll.
-    pub fn polled(&self) {
+    pub(super) fn polled(&self) {
         self.polls.inc();
     }
 
     /// Records the slots in use.
-    pub fn slots_in_use(&self, n: usize) {
+    pub(super) fn slots_in_use(&self, n: usize) {
         self.slots.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 }

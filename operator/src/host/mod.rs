@@ -29,20 +29,20 @@
 
 mod actions;
 mod capacity;
-pub mod config;
+pub(crate) mod config;
 mod configdrive;
 mod connection;
 mod context;
 mod controller;
 mod decode;
 mod draft;
-pub mod driver;
+pub(crate) mod driver;
 mod error;
 mod execute;
 mod handoff;
 mod hardware;
 mod instance;
-pub mod machine;
+pub(crate) mod machine;
 mod memory;
 mod metadata;
 mod metrics;
@@ -58,7 +58,5 @@ mod unsupported;
 mod wake;
 mod write;
 
-pub use config::{
-    CaSource, Config, CredentialsSource, DEFAULT_PROVISIONING_LIMIT, EndpointConfig, HostArgs, IronicSource,
-};
-pub use controller::run;
+pub(crate) use config::{Config, HostArgs};
+pub(crate) use controller::run;

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 /// Whether two observations of a node differ in anything a reconcile acts on.
 /// The lock holder (`reservation`) is left out: conductors take the lock for
 /// their periodic tasks, which would wake hosts for nothing.
-pub fn differs(a: &NodeStatusSummary, b: &NodeStatusSummary) -> bool {
+pub(super) fn differs(a: &NodeStatusSummary, b: &NodeStatusSummary) -> bool {
     a.uuid != b.uuid
         || a.provision_state != b.provision_state
         || a.target_provision_state != b.target_provision_state
@@ -40,7 +40,7 @@ pub fn differs(a: &NodeStatusSummary, b: &NodeStatusSummary) -> bool {
 }
 
 /// The hosts whose node appeared, disappeared or changed between two polls.
-pub fn changed_hosts(
+pub(super) fn changed_hosts(
     old: &HashMap<HostKey, NodeStatusSummary>,
     new: &HashMap<HostKey, NodeStatusSummary>,
 ) -> Vec<HostKey> {
@@ -55,12 +55,15 @@ pub fn changed_hosts(
 }
 
 /// Whether a node is in the middle of a transition.
-pub fn is_busy(node: &NodeStatusSummary) -> bool {
+pub(super) fn is_busy(node: &NodeStatusSummary) -> bool {
     node.is_busy()
 }
 
 /// The nodes of one poll that belong to hosts, by host.
-pub fn index(nodes: Vec<NodeStatusSummary>, watched: impl Fn(&str) -> bool) -> HashMap<HostKey, NodeStatusSummary> {
+pub(super) fn index(
+    nodes: Vec<NodeStatusSummary>,
+    watched: impl Fn(&str) -> bool,
+) -> HashMap<HostKey, NodeStatusSummary> {
     nodes
         .into_iter()
         .filter_map(|node| {
@@ -82,7 +85,7 @@ struct State {
 }
 
 /// The poller and its snapshot.
-pub struct Poller {
+pub(super) struct Poller {
     state: Mutex<State>,
     kick: Notify,
     wakeups: Arc<Wakeups>,
@@ -91,7 +94,7 @@ pub struct Poller {
 }
 
 impl Poller {
-    pub fn new(wakeups: Arc<Wakeups>, fast: Duration, slow: Duration) -> Self {
+    pub(super) fn new(wakeups: Arc<Wakeups>, fast: Duration, slow: Duration) -> Self {
         Self { state: Mutex::new(State::default()), kick: Notify::new(), wakeups, fast, slow }
     }
 
@@ -100,7 +103,7 @@ impl Poller {
     }
 
     /// The node of `host` as last seen.
-    pub fn view(&self, host: &HostKey) -> NodeView {
+    pub(super) fn view(&self, host: &HostKey) -> NodeView {
         let state = self.lock();
         match &state.nodes {
             None => NodeView::Unknown,
@@ -113,7 +116,7 @@ impl Poller {
 
     /// Records that `host` just called Ironic: it is woken once a poll that
     /// started after the call has completed, and polling speeds up.
-    pub fn expect_change(&self, host: &HostKey) {
+    pub(super) fn expect_change(&self, host: &HostKey) {
         {
             let mut state = self.lock();
             let started = state.started;
@@ -123,12 +126,12 @@ impl Poller {
     }
 
     /// Whether `host` still waits for a poll after its last call.
-    pub fn is_pending(&self, host: &HostKey) -> bool {
+    pub(super) fn is_pending(&self, host: &HostKey) -> bool {
         self.lock().pending.contains_key(host)
     }
 
     /// Forgets a deleted host.
-    pub fn forget(&self, host: &HostKey) {
+    pub(super) fn forget(&self, host: &HostKey) {
         self.lock().pending.remove(host);
     }
 
@@ -140,7 +143,7 @@ impl Poller {
 
     /// Polls until `shutdown`. `after_poll` runs after every attempt with
     /// whether it succeeded (the metrics are synchronised there).
-    pub async fn run(&self, provisioner: &Provisioner, shutdown: CancellationToken, after_poll: impl Fn(bool)) {
+    pub(super) async fn run(&self, provisioner: &Provisioner, shutdown: CancellationToken, after_poll: impl Fn(bool)) {
         if !provisioner.configured() {
             tracing::warn!("no Ironic configured; the bulk poller is idle");
             shutdown.cancelled().await;

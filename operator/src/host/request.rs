@@ -16,7 +16,7 @@ use ironic_client::{ConfigDriveData, DriverInfo, NodeStatusSummary};
 use kube::ResourceExt;
 
 /// The host's BMC address, parsed: `None` when it has none, the parse error as the user reads it.
-pub fn parse_bmc(spec: &BareMetalHostSpec) -> Option<Result<BmcAddress, String>> {
+pub(super) fn parse_bmc(spec: &BareMetalHostSpec) -> Option<Result<BmcAddress, String>> {
     let bmc = spec.bmc.as_ref().filter(|b| !b.address.trim().is_empty())?;
     Some(parse_bmc_address(&bmc.address).map_err(|e| e.to_string()))
 }
@@ -33,13 +33,13 @@ fn allowed(address: Option<Result<BmcAddress, String>>, config: &Config) -> Opti
 }
 
 /// Whether a parsed address is `fake://`, which talks to no BMC and needs no credentials.
-pub fn is_fake(address: &Option<Result<BmcAddress, String>>) -> bool {
+pub(super) fn is_fake(address: &Option<Result<BmcAddress, String>>) -> bool {
     matches!(address, Some(Ok(a)) if a.scheme == BmcScheme::Fake)
 }
 
 /// The BMC as Ironic reaches it.
 #[derive(Clone, Debug)]
-pub struct Bmc {
+pub(super) struct Bmc {
     /// The hardware type and interfaces of its scheme.
     pub driver: DriverSpec,
     /// `driver_info` with the credentials and the deploy ramdisk, or why the credentials
@@ -49,14 +49,14 @@ pub struct Bmc {
 
 /// The boot settings a deployment or an adoption sets on the node.
 #[derive(Clone, Debug, Default)]
-pub struct Boot {
+pub(super) struct Boot {
     pub mode: BootMode,
     pub root_device_hints: Option<RootDeviceHints>,
 }
 
 /// The config drive of a deployment.
 #[derive(Clone, Debug, Default)]
-pub enum ConfigDrive {
+pub(super) enum ConfigDrive {
     /// None is sent: the plan does not deploy, or the image is a live ISO, which boots as it
     /// is (some hardware cannot attach a second virtual medium).
     #[default]
@@ -69,7 +69,7 @@ pub enum ConfigDrive {
 
 /// What the Ironic calls of a step need.
 #[derive(Clone, Debug)]
-pub struct Request {
+pub(super) struct Request {
     /// The node's name, `<namespace>~<name>`.
     pub node_name: String,
     /// The node's UUID, when the poll saw it.
@@ -116,7 +116,7 @@ pub struct Request {
 impl Request {
     /// The request of a host: its spec, the status drafted so far, its credentials, its BMC
     /// address as [`parse_bmc`] gave it, and the node when the poll saw it.
-    pub fn new(
+    pub(super) fn new(
         host: &BareMetalHost,
         status: &BareMetalHostStatus,
         key: &HostKey,
@@ -157,7 +157,7 @@ impl Request {
     }
 
     /// Whether the image is a live ISO, booted as it is: with no config drive.
-    pub fn boots_live_iso(&self) -> bool {
+    pub(super) fn boots_live_iso(&self) -> bool {
         self.image.as_ref().is_some_and(Image::is_live_iso)
     }
 }

@@ -43,7 +43,7 @@ fn restorable_status(host: &BareMetalHost, now: Timestamp) -> Option<(BareMetalH
 /// webhook) into the range the reconcile assumes: no time after `now` (a condition time
 /// near the end of the calendar would anchor a backoff forever), no negative count. Returns
 /// the fields it changed.
-pub fn clamp(status: &mut BareMetalHostStatus, now: Timestamp) -> Vec<&'static str> {
+pub(super) fn clamp(status: &mut BareMetalHostStatus, now: Timestamp) -> Vec<&'static str> {
     let mut corrected = Vec::new();
     let mut not_after_now = |time: &mut Time, field: &'static str| {
         if time.0 > now {
@@ -79,7 +79,7 @@ pub fn clamp(status: &mut BareMetalHostStatus, now: Timestamp) -> Vec<&'static s
 
 /// Restores the status of a re-created host, then drops the annotation; true when it did
 /// (the reconcile then starts over from the restored status).
-pub async fn run(ctx: Writer<'_>, host: &BareMetalHost, key: &HostKey) -> Result<bool, error::Error> {
+pub(super) async fn run(ctx: Writer<'_>, host: &BareMetalHost, key: &HostKey) -> Result<bool, error::Error> {
     let now = Timestamp::now();
     let Some((mut restored, corrected)) = restorable_status(host, now) else {
         return Ok(false);

@@ -17,7 +17,7 @@ use kube::{Client, ResourceExt};
 
 /// The host's BMC credentials, as far as they could be read.
 #[derive(Clone, Debug, Default)]
-pub struct Credentials {
+pub(super) struct Credentials {
     pub value: Option<BmcCredentials>,
     /// What to record as tried/good credentials.
     pub status: Option<CredentialsStatus>,
@@ -26,14 +26,14 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    pub fn version(&self) -> Option<&str> {
+    pub(super) fn version(&self) -> Option<&str> {
         self.status.as_ref().and_then(|s| s.credentials_version.as_deref())
     }
 }
 
 /// Reads the BMC credentials Secret (`username`, `password`); nothing for a `fake` BMC, which
 /// talks to no BMC.
-pub async fn credentials(client: &Client, host: &BareMetalHost, fake: bool) -> Result<Credentials, KubeError> {
+pub(super) async fn credentials(client: &Client, host: &BareMetalHost, fake: bool) -> Result<Credentials, KubeError> {
     let Some(bmc) = host.spec.bmc.as_ref().filter(|_| !fake) else {
         return Ok(Credentials::default());
     };
@@ -69,7 +69,7 @@ pub async fn credentials(client: &Client, host: &BareMetalHost, fake: bool) -> R
 
 /// Why the config drive's data could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(super) enum Error {
     #[error(transparent)]
     Read(#[from] KubeError),
     #[error("Secret {0} does not exist")]
@@ -108,7 +108,7 @@ fn reference(r: &Option<SecretReference>) -> Option<(&str, Option<&str>)> {
 
 /// Reads the user, network and meta data Secrets. Network data falls back
 /// to the preprovisioning network data, as in baremetal-operator.
-pub async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<HostConfigData, Error> {
+pub(super) async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<HostConfigData, Error> {
     let spec = &host.spec;
     let user_data = read(client, host, "spec.userData", reference(&spec.user_data), configdrive::USER_DATA_KEY).await?;
     let (network_field, network_ref) = match reference(&spec.network_data) {
@@ -124,7 +124,10 @@ pub async fn host_config_data(client: &Client, host: &BareMetalHost) -> Result<H
 }
 
 /// The hosts of `store` that refer to `secret`: a change to it must reach them.
-pub fn hosts_using(store: &Store<BareMetalHost>, secret: &PartialObjectMeta<Secret>) -> Vec<ObjectRef<BareMetalHost>> {
+pub(super) fn hosts_using(
+    store: &Store<BareMetalHost>,
+    secret: &PartialObjectMeta<Secret>,
+) -> Vec<ObjectRef<BareMetalHost>> {
     let name = secret.name_any();
     let namespace = secret.namespace().unwrap_or_default();
     store
@@ -136,7 +139,7 @@ pub fn hosts_using(store: &Store<BareMetalHost>, secret: &PartialObjectMeta<Secr
 }
 
 /// Whether a host names `secret` anywhere.
-pub fn refers_to(host: &BareMetalHost, secret: &str) -> bool {
+pub(super) fn refers_to(host: &BareMetalHost, secret: &str) -> bool {
     let spec = &host.spec;
     let named = |r: &Option<SecretReference>| r.as_ref().and_then(|r| r.name.as_deref()) == Some(secret);
     spec.bmc.as_ref().is_some_and(|b| b.credentials_name == secret)

@@ -11,7 +11,7 @@ use crate::host::wake::HostKey;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Who holds slots and who waits, by namespace.
-pub struct Contention<'a> {
+pub(super) struct Contention<'a> {
     pub limit: usize,
     /// Hosts holding a slot.
     pub in_use: &'a [&'a HostKey],
@@ -37,7 +37,7 @@ impl Contention<'_> {
     }
 
     /// Whether `host` may take a free slot now (the caller checked that one is free).
-    pub fn admits(&self, host: &HostKey) -> bool {
+    pub(super) fn admits(&self, host: &HostKey) -> bool {
         let share = self.share(&host.namespace);
         let usage = self.usage();
         let used = |ns: &str| usage.get(ns).copied().unwrap_or(0);
@@ -50,7 +50,7 @@ impl Contention<'_> {
 
     /// The waiting hosts in the order they should be woken: those of namespaces below their
     /// share first, each group first come first served.
-    pub fn wake_order(&self) -> Vec<HostKey> {
+    pub(super) fn wake_order(&self) -> Vec<HostKey> {
         let usage = self.usage();
         let below = |k: &HostKey| usage.get(k.namespace.as_str()).copied().unwrap_or(0) < self.share(&k.namespace);
         let (first, rest): (Vec<&HostKey>, Vec<&HostKey>) = self.waiting.iter().partition(|k| below(k));

@@ -13,10 +13,10 @@ use k8s_openapi::jiff::Timestamp;
 use ProvisioningState as S;
 
 /// Condition reason when no provisioner is configured.
-pub const PROVISIONER_NOT_CONFIGURED: &str = "ProvisionerNotConfigured";
+pub(super) const PROVISIONER_NOT_CONFIGURED: &str = "ProvisionerNotConfigured";
 
 /// A CamelCase name for a state, used as condition reason and event reason.
-pub fn state_reason(state: ProvisioningState) -> &'static str {
+pub(super) fn state_reason(state: ProvisioningState) -> &'static str {
     match state {
         S::None => "Unknown",
         S::Unmanaged => "Unmanaged",
@@ -35,7 +35,7 @@ pub fn state_reason(state: ProvisioningState) -> &'static str {
 }
 
 /// A CamelCase name for an error class.
-pub fn error_reason(error: ErrorType) -> &'static str {
+pub(super) fn error_reason(error: ErrorType) -> &'static str {
     match error {
         ErrorType::ProvisionedRegistration => "ProvisionedRegistrationError",
         ErrorType::Registration => "RegistrationError",
@@ -69,7 +69,12 @@ fn end(metric: &mut Option<OperationMetric>, now: Timestamp) {
 /// Moves `status` from its state to `to`, with the bookkeeping baremetal-
 /// operator does on the way: operation history, the image being or having
 /// been provisioned, and error counters on success.
-pub fn apply_transition(status: &mut BareMetalHostStatus, host: &BareMetalHost, to: ProvisioningState, now: Timestamp) {
+pub(super) fn apply_transition(
+    status: &mut BareMetalHostStatus,
+    host: &BareMetalHost,
+    to: ProvisioningState,
+    now: Timestamp,
+) {
     let from = status.provisioning.state;
     let spec = &host.spec;
     if host.metadata.deletion_timestamp.is_some()
@@ -131,7 +136,7 @@ pub fn apply_transition(status: &mut BareMetalHostStatus, host: &BareMetalHost, 
 }
 
 /// Records a failure: the class, the message, one more in the count.
-pub fn record_failure(status: &mut BareMetalHostStatus, error: ErrorType, message: &str) {
+pub(super) fn record_failure(status: &mut BareMetalHostStatus, error: ErrorType, message: &str) {
     status.error_type = Some(error);
     status.error_message = message.to_string();
     status.error_count = status.error_count.saturating_add(1);
@@ -142,13 +147,13 @@ pub fn record_failure(status: &mut BareMetalHostStatus, error: ErrorType, messag
 
 /// Clears the error class and message; the count stays until an operation
 /// succeeds, so repeated failures keep backing off.
-pub fn clear_error(status: &mut BareMetalHostStatus) {
+pub(super) fn clear_error(status: &mut BareMetalHostStatus) {
     status.error_type = None;
     status.error_message.clear();
 }
 
 /// The operational status that follows from the rest.
-pub fn operational_status(status: &BareMetalHostStatus, detached: bool, delayed: bool) -> OperationalStatus {
+pub(super) fn operational_status(status: &BareMetalHostStatus, detached: bool, delayed: bool) -> OperationalStatus {
     if status.error_type.is_some() {
         OperationalStatus::Error
     } else if detached {
@@ -166,7 +171,7 @@ pub fn operational_status(status: &BareMetalHostStatus, detached: bool, delayed:
 /// `problem` is a configuration problem of the controller itself (no
 /// provisioner), reported as Degraded. `failed_now` moves Degraded's
 /// transition time to now: it is the anchor of the retry backoff.
-pub fn set_conditions(
+pub(super) fn set_conditions(
     status: &mut BareMetalHostStatus,
     generation: Option<i64>,
     problem: Option<(&str, String)>,
@@ -210,7 +215,7 @@ pub fn set_conditions(
 }
 
 /// When the error was recorded: the anchor of its retry backoff.
-pub fn error_recorded_at(status: &BareMetalHostStatus) -> Option<Timestamp> {
+pub(super) fn error_recorded_at(status: &BareMetalHostStatus) -> Option<Timestamp> {
     let conditions = status.conditions.as_deref().unwrap_or_default();
     condition::find(conditions, condition::DEGRADED)
         .filter(|c| c.status == TRUE)
@@ -219,14 +224,14 @@ pub fn error_recorded_at(status: &BareMetalHostStatus) -> Option<Timestamp> {
 }
 
 /// The generation the error was recorded at: a newer spec retries at once.
-pub fn error_generation(status: &BareMetalHostStatus) -> Option<i64> {
+pub(super) fn error_generation(status: &BareMetalHostStatus) -> Option<i64> {
     let conditions = status.conditions.as_deref().unwrap_or_default();
     condition::find(conditions, condition::DEGRADED).and_then(|c| c.observed_generation)
 }
 
 /// Whether two statuses differ in anything but `lastUpdated` and condition
 /// transition times: only then is a write warranted.
-pub fn differs(a: &BareMetalHostStatus, b: &BareMetalHostStatus) -> bool {
+pub(super) fn differs(a: &BareMetalHostStatus, b: &BareMetalHostStatus) -> bool {
     let strip = |s: &BareMetalHostStatus| {
         let mut s = s.clone();
         s.last_updated = None;

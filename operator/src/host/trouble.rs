@@ -21,9 +21,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Consecutive failures of the same act before the host's conditions show them.
-pub const SURFACE_AFTER: u32 = 3;
+pub(super) const SURFACE_AFTER: u32 = 3;
 /// Degraded's reason while an Ironic call keeps failing.
-pub const IRONIC_CALL_FAILING: &str = "IronicCallFailing";
+pub(super) const IRONIC_CALL_FAILING: &str = "IronicCallFailing";
 
 struct Trouble {
     act: Act,
@@ -33,14 +33,14 @@ struct Trouble {
 }
 
 /// The failing calls of every host.
-pub struct Troubles {
+pub(super) struct Troubles {
     backoff: Backoff,
     records: Mutex<HashMap<HostKey, Trouble>>,
 }
 
 impl Troubles {
     /// Retries start after `base` and double up to `max`.
-    pub fn new(base: Duration, max: Duration) -> Self {
+    pub(super) fn new(base: Duration, max: Duration) -> Self {
         Self { backoff: Backoff::new(base, max), records: Mutex::default() }
     }
 
@@ -49,7 +49,7 @@ impl Troubles {
     }
 
     /// Records that `act` failed again with `message` at `now`; returns how long to wait.
-    pub fn failed(&self, key: &HostKey, act: Act, message: String, now: Instant) -> Duration {
+    pub(super) fn failed(&self, key: &HostKey, act: Act, message: String, now: Instant) -> Duration {
         let mut records = self.lock();
         if records.get(key).is_some_and(|t| t.act != act) {
             records.remove(key);
@@ -62,26 +62,26 @@ impl Troubles {
     }
 
     /// How long `act` must still wait before it is tried again; `None` when it may go now.
-    pub fn wait(&self, key: &HostKey, act: Act, now: Instant) -> Option<Duration> {
+    pub(super) fn wait(&self, key: &HostKey, act: Act, now: Instant) -> Option<Duration> {
         let records = self.lock();
         let trouble = records.get(key).filter(|t| t.act == act)?;
         (trouble.retry_at > now).then(|| trouble.retry_at.saturating_duration_since(now))
     }
 
     /// What the host's conditions should say, once the same act failed often enough.
-    pub fn problem(&self, key: &HostKey) -> Option<String> {
+    pub(super) fn problem(&self, key: &HostKey) -> Option<String> {
         let records = self.lock();
         let t = records.get(key).filter(|t| t.attempts >= SURFACE_AFTER)?;
         Some(format!("{} attempts in a row to {:?} failed; retrying with backoff: {}", t.attempts, t.act, t.message))
     }
 
     /// Whether the host's last act failed this way and is being retried.
-    pub fn failing(&self, key: &HostKey) -> Option<Act> {
+    pub(super) fn failing(&self, key: &HostKey) -> Option<Act> {
         self.lock().get(key).map(|t| t.act)
     }
 
     /// The act succeeded, or the plan moved on: the next failure starts afresh.
-    pub fn clear(&self, key: &HostKey) {
+    pub(super) fn clear(&self, key: &HostKey) {
         if self.lock().remove(key).is_some() {
             self.backoff.succeeded(&key.to_string());
         }

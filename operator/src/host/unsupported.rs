@@ -7,7 +7,7 @@
 use crds::baremetalhost::BareMetalHostSpec;
 
 /// Why the host's spec cannot be applied, naming every field refused; `None` when nothing is.
-pub fn unsupported(spec: &BareMetalHostSpec) -> Option<String> {
+pub(super) fn unsupported(spec: &BareMetalHostSpec) -> Option<String> {
     let mut refused = Vec::new();
     if let Some(raid) = &spec.raid {
         // An empty hardware list is a request too (clear the controller's volumes).

@@ -13,37 +13,37 @@ use tokio::sync::mpsc;
 
 /// A host, by namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HostKey {
+pub(super) struct HostKey {
     pub namespace: String,
     pub name: String,
 }
 
 /// Separates namespace and host name in Ironic node names, as in
 /// baremetal-operator (`~` cannot appear in either).
-pub const NODE_NAME_SEPARATOR: char = '~';
+pub(super) const NODE_NAME_SEPARATOR: char = '~';
 
 impl HostKey {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub(super) fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         Self { namespace: namespace.into(), name: name.into() }
     }
 
-    pub fn of(host: &BareMetalHost) -> Self {
+    pub(super) fn of(host: &BareMetalHost) -> Self {
         Self::new(host.namespace().unwrap_or_default(), host.name_any())
     }
 
     /// The Ironic node name, `<namespace>~<name>`.
-    pub fn node_name(&self) -> String {
+    pub(super) fn node_name(&self) -> String {
         format!("{}{NODE_NAME_SEPARATOR}{}", self.namespace, self.name)
     }
 
     /// The host a node name belongs to, if it is one of ours.
-    pub fn from_node_name(node_name: &str) -> Option<Self> {
+    pub(super) fn from_node_name(node_name: &str) -> Option<Self> {
         let (namespace, name) = node_name.split_once(NODE_NAME_SEPARATOR)?;
         (!namespace.is_empty() && !name.is_empty() && !name.contains(NODE_NAME_SEPARATOR))
             .then(|| Self::new(namespace, name))
     }
 
-    pub fn object_ref(&self) -> ObjectRef<BareMetalHost> {
+    pub(super) fn object_ref(&self) -> ObjectRef<BareMetalHost> {
         ObjectRef::new(&self.name).within(&self.namespace)
     }
 }
@@ -58,14 +58,14 @@ type Subscriber = (Option<String>, mpsc::UnboundedSender<ObjectRef<BareMetalHost
 
 /// Fans wake-ups out to the controllers.
 #[derive(Default)]
-pub struct Wakeups {
+pub(super) struct Wakeups {
     subscribers: RwLock<Vec<Subscriber>>,
 }
 
 impl Wakeups {
     /// A stream of hosts to reconcile, for `Controller::reconcile_on`:
     /// those of `namespace`, or all with `None`.
-    pub fn subscribe(
+    pub(super) fn subscribe(
         &self,
         namespace: Option<String>,
     ) -> impl Stream<Item = ObjectRef<BareMetalHost>> + Send + 'static {
@@ -75,7 +75,7 @@ impl Wakeups {
     }
 
     /// Wakes the reconcile of `host`.
-    pub fn wake(&self, host: &HostKey) {
+    pub(super) fn wake(&self, host: &HostKey) {
         let subscribers = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
         for (namespace, tx) in subscribers.iter() {
             if namespace.as_deref().is_none_or(|ns| ns == host.namespace) {
@@ -86,7 +86,7 @@ impl Wakeups {
     }
 
     /// Whether `namespace` is watched by any controller.
-    pub fn watches(&self, namespace: &str) -> bool {
+    pub(super) fn watches(&self, namespace: &str) -> bool {
         let subscribers = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
         subscribers.iter().any(|(ns, _)| ns.as_deref().is_none_or(|ns| ns == namespace))
     }

@@ -23,7 +23,7 @@ use kube::runtime::controller::Action;
 use std::collections::BTreeMap;
 
 /// Writes what the draft holds, or releases the host.
-pub async fn run(ctx: Writer<'_>, draft: Draft, next: Next, now: Timestamp) -> Result<Action, error::Error> {
+pub(super) async fn run(ctx: Writer<'_>, draft: Draft, next: Next, now: Timestamp) -> Result<Action, error::Error> {
     match next {
         Next::Release => release(ctx, &draft).await,
         Next::Requeue(action) => {

@@ -11,14 +11,14 @@
 //!
 //! `design/install.md` explains the choices.
 
-pub mod bundle;
+pub(crate) mod bundle;
 #[cfg(test)]
 mod checked_in;
-pub mod manifests;
-pub mod rbac;
+pub(crate) mod manifests;
+pub(crate) mod rbac;
 mod yaml;
 
-pub use yaml::to_yaml;
+pub(crate) use yaml::to_yaml;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,22 +28,22 @@ pub const NAME: &str = "ferrometal";
 /// The namespace the manifests install into by default.
 pub const DEFAULT_NAMESPACE: &str = "ferrometal-system";
 /// The operator image, without tag.
-pub const IMAGE_REPOSITORY: &str = "ghcr.io/ferrometal/ferrometal";
+pub(crate) const IMAGE_REPOSITORY: &str = "ghcr.io/ferrometal/ferrometal";
 /// The Service in front of the webhook servers.
-pub const WEBHOOK_SERVICE: &str = "ferrometal-webhook-service";
+pub(crate) const WEBHOOK_SERVICE: &str = "ferrometal-webhook-service";
 /// The Service in front of the metrics endpoints.
-pub const METRICS_SERVICE: &str = "ferrometal-metrics";
+pub(crate) const METRICS_SERVICE: &str = "ferrometal-metrics";
 /// The port the webhook server listens on (the Service serves it on 443).
-pub const WEBHOOK_PORT: u16 = 9443;
+pub(crate) const WEBHOOK_PORT: u16 = 9443;
 /// The port of /healthz, /readyz and /metrics.
-pub const HEALTH_PORT: u16 = 8081;
+pub(crate) const HEALTH_PORT: u16 = 8081;
 /// The Secret cert-manager writes the webhook's serving certificate to, in the cert-manager
 /// variant.
 pub const CERT_MANAGER_SECRET: &str = "ferrometal-webhook-server-cert";
 /// Where the Deployment mounts a provided webhook certificate (kubebuilder's path).
 pub const MOUNTED_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 /// Where OLM mounts the webhook certificate it makes.
-pub const OLM_CERT_DIR: &str = "/apiserver.local.config/certificates";
+pub(crate) const OLM_CERT_DIR: &str = "/apiserver.local.config/certificates";
 
 /// The image of a version: `ghcr.io/ferrometal/ferrometal:<version>`.
 pub fn image(version: &str) -> String {
@@ -153,7 +153,7 @@ pub enum Error {
 
 /// Writes `files` below `dir`, replacing what `generated` names: the directories the
 /// generator owns are emptied first, so a file it no longer makes does not linger.
-pub fn write(dir: &Path, owned_dirs: &[&str], files: &[File]) -> Result<(), Error> {
+pub(crate) fn write(dir: &Path, owned_dirs: &[&str], files: &[File]) -> Result<(), Error> {
     for owned in owned_dirs {
         let path = dir.join(owned);
         if path.exists() {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// Objects as one multi-document YAML stream, each document starting with `---`.
-pub fn to_yaml(objects: &[Value]) -> Result<String, serde_saphyr::SerializeError> {
+pub(crate) fn to_yaml(objects: &[Value]) -> Result<String, serde_saphyr::SerializeError> {
     let mut out = String::new();
     for object in objects {
         out.push_str("---\n");

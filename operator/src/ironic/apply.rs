@@ -23,7 +23,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 
 /// Why the supporting objects could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error(transparent)]
     Kube(#[from] KubeError),
 }
@@ -31,7 +31,7 @@ pub enum Error {
 impl Error {
     /// What only a person can fix: cert-manager not installed, a missing permission, an
     /// object the apiserver refused; `None` for failures worth retrying.
-    pub fn failure(&self) -> Option<Progress> {
+    pub(crate) fn failure(&self) -> Option<Progress> {
         let Self::Kube(err) = self;
         if err.kind == "Certificate" && err.verb == Verb::Apply && err.is_not_found() {
             return Some(Progress::failed(
@@ -45,7 +45,7 @@ impl Error {
 
 /// What applying taught the status.
 #[derive(Clone, Debug, Default)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// When cert-manager renews the Certificate, as it reports.
     pub certificate_renewal: Option<Time>,
     /// What became of the ServiceMonitor.
@@ -53,7 +53,7 @@ pub struct Applied {
 }
 
 /// Applies the supporting objects in `ledger` (the Ironic's scope) and prunes each kind.
-pub async fn run(
+pub(crate) async fn run(
     ledger: &Ledger,
     resolved: &Resolved,
     desired: &Desired,

@@ -32,7 +32,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The Ironic controller: what every reconcile shares.
-pub struct IronicController {
+pub(crate) struct IronicController {
     runner: Runner,
     pub(super) ctx: Arc<Context>,
     pub(super) config: Config,
@@ -42,7 +42,7 @@ pub struct IronicController {
 }
 
 impl IronicController {
-    pub fn new(ctx: Arc<Context>, config: Config) -> Self {
+    pub(crate) fn new(ctx: Arc<Context>, config: Config) -> Self {
         let runner = Runner {
             controller: "ironic",
             metrics: ctx.metrics(),
@@ -111,15 +111,15 @@ fn concerned(store: &Store<Ironic>, kind: SourceKind, object: &kube::api::Object
 
 // What the watches below and the finalizer use, checked against the RBAC table at compile time:
 // a watch the table does not grant does not build (the writes are checked where they are made).
-crate::require_access!(IRONIC, Ironic: Get, List, Watch, Patch);
-crate::require_access!(IRONIC, Ironic, status: Patch);
-crate::require_access!(
+crate::install::rbac::require_access!(IRONIC, Ironic: Get, List, Watch, Patch);
+crate::install::rbac::require_access!(IRONIC, Ironic, status: Patch);
+crate::install::rbac::require_access!(
     IRONIC,
     [Deployment, DaemonSet, Service, Ingress, Job, StatefulSet, Secret, ConfigMap]: List, Watch
 );
 
 /// Runs the controller over one scope until `shutdown`.
-pub async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown: CancellationToken) {
+pub(crate) async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown: CancellationToken) {
     let watched = Controller::new(scope.api::<Ironic>(), cache::paged());
     let (secret_store, config_map_store) = (watched.store(), watched.store());
     // Owned objects carry the Ironic's name as a label; only those are watched.

@@ -18,13 +18,13 @@ use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};
 
 /// bcrypt cost of the htpasswd; what ironic-standalone-operator uses.
-pub const BCRYPT_COST: u32 = 10;
+pub(crate) const BCRYPT_COST: u32 = 10;
 /// Key of the htpasswd line in the htpasswd Secret (ironic-standalone-operator's key).
-pub const HTPASSWD_KEY: &str = "htpasswd";
+pub(crate) const HTPASSWD_KEY: &str = "htpasswd";
 
 /// Why credentials could not be resolved.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error(
         "Secret {name} exists but is not managed by this Ironic; delete it, or name your own Secret in spec.apiCredentialsName"
     )]
@@ -39,7 +39,7 @@ pub enum Error {
 
 /// The credentials in force. Its `Debug` shows neither the password nor the htpasswd.
 #[derive(Clone, PartialEq, Eq)]
-pub struct ApiCredentials {
+pub(crate) struct ApiCredentials {
     /// Secret holding `username` and `password`.
     pub secret_name: String,
     pub username: String,
@@ -95,14 +95,14 @@ fn remember(line: &str, print: [u8; 32]) {
 }
 
 /// `username:$2y$...`, the form `htpasswd -B` writes and both httpd and Ironic read.
-pub fn htpasswd_line(username: &str, password: &str) -> Result<String, bcrypt::BcryptError> {
+pub(crate) fn htpasswd_line(username: &str, password: &str) -> Result<String, bcrypt::BcryptError> {
     let hash = bcrypt::hash_with_result(password, BCRYPT_COST)?;
     Ok(format!("{username}:{}", hash.format_for_version(bcrypt::Version::TwoY)))
 }
 
 /// The stored htpasswd line, when it was made from these credentials: its user is `username`
 /// and its bcrypt hash verifies `password` (on a blocking thread, once per process and line).
-pub async fn reusable_htpasswd(stored: Option<&Secret>, username: &str, password: &str) -> Option<String> {
+pub(crate) async fn reusable_htpasswd(stored: Option<&Secret>, username: &str, password: &str) -> Option<String> {
     let line = Source::from_secret(stored?).text(HTPASSWD_KEY)?.to_string();
     let (user, hash) = line.split_once(':')?;
     if user != username {
@@ -123,7 +123,7 @@ pub async fn reusable_htpasswd(stored: Option<&Secret>, username: &str, password
 /// The Secrets of the credentials as they were read: the generated credentials (read only
 /// when the user names none of their own) and the htpasswd.
 #[derive(Clone, Debug, Default)]
-pub struct Stored {
+pub(crate) struct Stored {
     pub generated: Option<Secret>,
     pub htpasswd: Option<Secret>,
 }
@@ -131,7 +131,7 @@ pub struct Stored {
 /// Resolves the credentials: the user's Secret (`user`, as the linked resources hold it), or
 /// the generated one, made now if it does not exist yet. Pure but for the password it may
 /// generate and the bcrypt hash, made off the async workers.
-pub async fn resolve(
+pub(crate) async fn resolve(
     names: &Names,
     owner_uid: &str,
     user: Option<&Source>,
@@ -178,7 +178,7 @@ pub async fn resolve(
 }
 
 /// The content of a generated credentials Secret.
-pub fn generated_source(name: &str, username: &str, password: &str) -> Source {
+pub(crate) fn generated_source(name: &str, username: &str, password: &str) -> Source {
     let mut source = Source { kind: SourceKind::Secret, name: name.to_string(), data: Default::default() };
     source.data.insert("username".into(), username.as_bytes().to_vec());
     source.data.insert("password".into(), password.as_bytes().to_vec());

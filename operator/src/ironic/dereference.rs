@@ -24,7 +24,7 @@ use std::net::{IpAddr, SocketAddr};
 
 /// Why the Ironic or what it refers to could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error(transparent)]
     Kube(#[from] KubeError),
     #[error("the Ironic was never stored")]
@@ -33,7 +33,7 @@ pub enum Error {
 
 impl Error {
     /// The Kubernetes failure, when there is one.
-    pub fn kube(&self) -> Option<&KubeError> {
+    pub(crate) fn kube(&self) -> Option<&KubeError> {
         match self {
             Self::Kube(err) => Some(err),
             Self::Unstored(_) => None,
@@ -43,7 +43,7 @@ impl Error {
 
 /// What the Ironic refers to, as read, for the later steps to judge.
 #[derive(Clone, Debug)]
-pub struct Found {
+pub(crate) struct Found {
     /// The user's linked Secrets and ConfigMaps; `None` for one that does not exist.
     pub linked: Vec<(Reference, Option<Source>)>,
     pub credentials: credentials::Stored,
@@ -59,7 +59,7 @@ pub struct Found {
 /// trail the controller's own last status write, and the version sequences (the database's
 /// and Ironic's) decide their next step from status: a stale status would repeat a step.
 /// `None` when the Ironic is gone.
-pub async fn owner(client: &Client, cached: &Ironic) -> Result<Option<(Ironic, Ledger)>, Error> {
+pub(crate) async fn owner(client: &Client, cached: &Ironic) -> Result<Option<(Ironic, Ledger)>, Error> {
     let namespace = cached.namespace().unwrap_or_default();
     let name = cached.name_any();
     let api: Api<Ironic> = Api::namespaced(client.clone(), &namespace);
@@ -75,7 +75,7 @@ async fn secret(ledger: &Ledger, name: &str) -> Result<Option<Secret>, Error> {
 }
 
 /// Reads what `ironic` refers to, in its namespace (the ledger's).
-pub async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
+pub(crate) async fn run(ledger: &Ledger, ironic: &Ironic) -> Result<Found, Error> {
     let spec = &ironic.spec;
     let names = Names::of(ironic);
     let mut linked = Vec::new();

@@ -9,7 +9,7 @@ use crate::kit::{KubeError, Progress};
 
 /// Why a reconcile of an Ironic did not finish.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("cannot read the Ironic or what it refers to")]
     Dereference(#[from] dereference::Error),
     #[error("validation failed")]
@@ -31,7 +31,7 @@ pub enum Error {
 impl Error {
     /// The progress to report for errors only a person can fix; `None` for errors worth
     /// retrying (the apiserver did not answer, a conflict, a timeout).
-    pub fn failure(&self) -> Option<Progress> {
+    pub(crate) fn failure(&self) -> Option<Progress> {
         let failed =
             |reason: &'static str, err: &dyn std::error::Error| Some(Progress::failed(reason, err.to_string()));
         match self {
@@ -68,7 +68,7 @@ impl Error {
     }
 }
 
-crate::metric_labels!(Error: Dereference, Validate, Database, Resolve, Apply, Sequence, Status, Finalizer);
+crate::kit::label::metric_labels!(Error: Dereference, Validate, Database, Resolve, Apply, Sequence, Status, Finalizer);
 
 #[cfg(test)]
 mod tests {
@@ -91,7 +91,7 @@ mod tests {
             "jobs.batch is forbidden: User cannot get resource jobs",
         )));
         let Some(Progress::Failed { reason, message }) = forbidden.failure() else { panic!("a failure") };
-        assert_eq!(reason, reasons::FORBIDDEN);
+        assert_eq!(reason, crate::kit::error::FORBIDDEN);
         assert!(message.contains("jobs.batch is forbidden") && message.contains("RBAC"), "{message}");
 
         let unavailable =
@@ -112,12 +112,12 @@ mod tests {
         let Some(Progress::Failed { reason, message }) = write(403, "deployments.apps is forbidden").failure() else {
             panic!("a failure")
         };
-        assert_eq!(reason, reasons::FORBIDDEN);
+        assert_eq!(reason, crate::kit::error::FORBIDDEN);
         assert!(message.contains("may not write Deployment ironic-service"), "{message}");
         let Some(Progress::Failed { reason, .. }) = write(422, "spec.template: Invalid value").failure() else {
             panic!("a failure")
         };
-        assert_eq!(reason, reasons::APPLY_REJECTED);
+        assert_eq!(reason, crate::kit::error::APPLY_REJECTED);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crds::ironic::{Ironic, TlsMode};
 use kube::Resource;
 
 /// An Ironic with an external database and credentials of the user's.
-pub const WITH_DATABASE: &str = r#"
+pub(super) const WITH_DATABASE: &str = r#"
 apiVersion: ironic.metal3.io/v1alpha1
 kind: Ironic
 metadata:
@@ -33,7 +33,7 @@ spec:
 
 const FAKE_CA: &str = "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n";
 
-pub fn ironic(yaml: &str) -> Ironic {
+pub(super) fn ironic(yaml: &str) -> Ironic {
     let mut ironic: Ironic = serde_saphyr::from_str(yaml).expect("fixture parses");
     ironic.metadata.uid = Some("6f1e3c1a-0000-4000-8000-000000000001".to_string());
     ironic.metadata.namespace.get_or_insert_with(|| "metal3".to_string());
@@ -107,7 +107,7 @@ fn tls_plan(ironic: &Ironic) -> TlsPlan {
 
 /// Everything the builders need for `ironic`, with fake credentials and certificates, and
 /// upgrade Jobs (from `upgrade_from`) when it has a database.
-pub fn resolved(ironic: &Ironic, upgrade_from: Option<&str>) -> Resolved {
+pub(super) fn resolved(ironic: &Ironic, upgrade_from: Option<&str>) -> Resolved {
     let ironic = ironic.clone();
     let config = Config::default();
     let version = version::resolve(&ironic.spec, &config.images).expect("supported version");

@@ -9,7 +9,7 @@ use super::linked::Source;
 use sha2::{Digest, Sha256};
 
 /// The digest of `sources`, independent of their order.
-pub fn content_hash<'a>(sources: impl IntoIterator<Item = &'a Source>) -> String {
+pub(crate) fn content_hash<'a>(sources: impl IntoIterator<Item = &'a Source>) -> String {
     let mut sorted: Vec<&Source> = sources.into_iter().collect();
     sorted.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
     sorted.dedup_by(|a, b| a.kind == b.kind && a.name == b.name);

@@ -3,16 +3,16 @@
 //! database module's: it reads and checks them, and hands their content back.
 
 use super::names::Names;
-pub use crate::kit::content::{Source, SourceKind};
+pub(crate) use crate::kit::content::{Source, SourceKind};
 use crds::ironic::{IronicSpec, ReferenceKind, TlsMode};
 
 /// The spec fields that name linked resources, as users see them in messages.
-pub mod fields {
-    pub const API_CREDENTIALS: &str = "spec.apiCredentialsName";
-    pub const TLS_CERTIFICATE: &str = "spec.tls.certificateName";
-    pub const BMC_CA: &str = "spec.tls.bmcCA";
-    pub const TRUSTED_CA: &str = "spec.tls.trustedCA";
-    pub const SIGNER_CA: &str = "spec.tls.certificateSigningRequest.signerCA";
+pub(crate) mod fields {
+    pub(crate) const API_CREDENTIALS: &str = "spec.apiCredentialsName";
+    pub(crate) const TLS_CERTIFICATE: &str = "spec.tls.certificateName";
+    pub(crate) const BMC_CA: &str = "spec.tls.bmcCA";
+    pub(crate) const TRUSTED_CA: &str = "spec.tls.trustedCA";
+    pub(crate) const SIGNER_CA: &str = "spec.tls.certificateSigningRequest.signerCA";
 }
 
 /// The kind a reference names; ConfigMap when it names none.
@@ -25,7 +25,7 @@ fn source_kind(kind: Option<ReferenceKind>) -> SourceKind {
 
 /// One linked resource the Ironic needs, and the keys it must hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reference {
+pub(crate) struct Reference {
     /// Spec field naming it.
     pub field: &'static str,
     pub kind: SourceKind,
@@ -36,7 +36,7 @@ pub struct Reference {
 
 /// A CA bundle reference after resolving the deprecated forms: which object and which key.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CaReference {
+pub(crate) struct CaReference {
     pub kind: SourceKind,
     pub name: String,
     /// Requested key; the object's first key when `None`.
@@ -61,7 +61,7 @@ fn ca_reference(
 
 /// `tls.bmcCA`, or the deprecated `tls.bmcCAName` (a Secret, as ironic-standalone-operator
 /// reads it).
-pub fn bmc_ca(spec: &IronicSpec) -> Option<CaReference> {
+pub(crate) fn bmc_ca(spec: &IronicSpec) -> Option<CaReference> {
     let tls = spec.tls.as_ref()?;
     ca_reference(
         tls.bmc_ca.as_ref().map(|r| (r.kind, r.name.as_ref(), None)),
@@ -71,7 +71,7 @@ pub fn bmc_ca(spec: &IronicSpec) -> Option<CaReference> {
 }
 
 /// `tls.trustedCA`, or the deprecated `tls.trustedCAName`.
-pub fn trusted_ca(spec: &IronicSpec) -> Option<CaReference> {
+pub(crate) fn trusted_ca(spec: &IronicSpec) -> Option<CaReference> {
     let tls = spec.tls.as_ref()?;
     ca_reference(
         tls.trusted_ca.as_ref().map(|r| (r.kind, r.name.as_ref(), r.key.as_ref())),
@@ -81,7 +81,7 @@ pub fn trusted_ca(spec: &IronicSpec) -> Option<CaReference> {
 }
 
 /// Every linked resource of the user's the Ironic needs, with the keys each must hold.
-pub fn references(spec: &IronicSpec) -> Vec<Reference> {
+pub(crate) fn references(spec: &IronicSpec) -> Vec<Reference> {
     let secret = |field, name: &str, keys: &[&str]| Reference {
         field,
         kind: SourceKind::Secret,
@@ -127,7 +127,7 @@ pub fn references(spec: &IronicSpec) -> Vec<Reference> {
 /// Names of Secrets and ConfigMaps whose changes concern the Ironic: its linked resources, an
 /// external database's Secrets and the Secret cert-manager writes for it. The controller's
 /// watches map these back to it (a managed database's Secrets are the Ironic's own).
-pub fn watched(spec: &IronicSpec, names: &Names) -> Vec<(SourceKind, String)> {
+pub(crate) fn watched(spec: &IronicSpec, names: &Names) -> Vec<(SourceKind, String)> {
     let mut out: Vec<(SourceKind, String)> = references(spec).into_iter().map(|r| (r.kind, r.name)).collect();
     if let Some(db) = spec.database.as_ref().filter(|db| !db.is_managed())
         && let Ok(connection) = crate::database::resolve_external(db)
@@ -142,7 +142,7 @@ pub fn watched(spec: &IronicSpec, names: &Names) -> Vec<(SourceKind, String)> {
 }
 
 /// What is wrong with a linked resource, if anything.
-pub fn check(reference: &Reference, source: &Source) -> Option<String> {
+pub(crate) fn check(reference: &Reference, source: &Source) -> Option<String> {
     let describe = || format!("{} {} (from {})", reference.kind, reference.name, reference.field);
     if let Some(missing) = reference.keys.iter().find(|k| !source.has(k)) {
         return Some(format!("{} has no key {missing:?}", describe()));
@@ -155,13 +155,13 @@ pub fn check(reference: &Reference, source: &Source) -> Option<String> {
 
 /// The linked resources as fetched, by spec field.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Linked {
+pub(crate) struct Linked {
     pub sources: Vec<(&'static str, Source)>,
 }
 
 impl Linked {
     /// The resource named by `field`.
-    pub fn get(&self, field: &str) -> Option<&Source> {
+    pub(crate) fn get(&self, field: &str) -> Option<&Source> {
         self.sources.iter().find(|(f, _)| *f == field).map(|(_, s)| s)
     }
 }

@@ -19,27 +19,27 @@
 //! [`controller`] wires the watches and the finalizer into the kit's runner; [`error`] says
 //! which failures are conditions.
 
-pub mod apply;
-pub mod build;
-pub mod config;
-pub mod controller;
-pub mod credentials;
-pub mod dereference;
-pub mod error;
-pub mod hash;
-pub mod linked;
-pub mod monitor;
-pub mod names;
-pub mod nodes;
-pub mod reconcile;
-pub mod resolve;
-pub mod sequence;
-pub mod status;
-pub mod tls;
-pub mod unsupported;
-pub mod upgrade;
-pub mod validate;
-pub mod version;
+pub(crate) mod apply;
+pub(crate) mod build;
+pub(crate) mod config;
+pub(crate) mod controller;
+pub(crate) mod credentials;
+pub(crate) mod dereference;
+pub(crate) mod error;
+pub(crate) mod hash;
+pub(crate) mod linked;
+pub(crate) mod monitor;
+pub(crate) mod names;
+pub(crate) mod nodes;
+pub(crate) mod reconcile;
+pub(crate) mod resolve;
+pub(crate) mod sequence;
+pub(crate) mod status;
+pub(crate) mod tls;
+pub(crate) mod unsupported;
+pub(crate) mod upgrade;
+pub(crate) mod validate;
+pub(crate) mod version;
 
 #[cfg(test)]
 mod fixtures;
@@ -49,10 +49,10 @@ use crate::kit::runner::{Stopped, fan_out};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-pub use config::{Config, DownloaderSettings, ImageDefaults, IronicArgs};
+pub(crate) use config::{Config, IronicArgs};
 
 /// Runs the controller until `shutdown`: one per watched namespace, or one for all.
-pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
+pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
     let controller = Arc::new(controller::IronicController::new(ctx.clone(), config));
     fan_out("ironic", ctx.scopes(), |scope| controller::run_scope(controller.clone(), scope, shutdown.clone())).await
 }

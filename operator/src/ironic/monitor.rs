@@ -25,15 +25,15 @@ const _: () = {
 pub const SERVICE_MONITOR_READY: &str = "ServiceMonitorReady";
 
 /// Reasons of [`SERVICE_MONITOR_READY`].
-pub mod reasons {
-    pub const CREATED: &str = "ServiceMonitorCreated";
-    pub const CRD_MISSING: &str = "ServiceMonitorCRDMissing";
-    pub const FORBIDDEN: &str = crate::kit::error::FORBIDDEN;
+pub(crate) mod reasons {
+    pub(crate) const CREATED: &str = "ServiceMonitorCreated";
+    pub(crate) const CRD_MISSING: &str = "ServiceMonitorCRDMissing";
+    pub(crate) const FORBIDDEN: &str = crate::kit::error::FORBIDDEN;
 }
 
 /// What became of the ServiceMonitor.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Monitoring {
+pub(crate) struct Monitoring {
     /// [`SERVICE_MONITOR_READY`]: status, reason, message; `None` (none is wanted) removes it.
     pub condition: Option<(bool, &'static str, String)>,
     /// Look again this soon: the API may be installed later, and discovery is asked again
@@ -72,7 +72,7 @@ impl Monitoring {
 
 /// Applies `desired` (or, when `None`, removes an earlier one) where the API is installed.
 /// Errors worth retrying are returned; a missing API or permission is the condition.
-pub async fn run(
+pub(crate) async fn run(
     ledger: &Ledger,
     discovery: &Discovery,
     desired: Option<&DynamicObject>,

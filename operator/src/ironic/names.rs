@@ -8,14 +8,14 @@ use crds::ironic::names as contract;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
 
-pub use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL};
-pub use crds::ironic::IRONIC_LABEL;
+pub(crate) use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL};
+pub(crate) use crds::ironic::IRONIC_LABEL;
 
 /// The finalizer the controller puts on every `Ironic`.
 pub const FINALIZER: &str = "ironic.ferrometal.io/finalizer";
 
 /// Selector label of the Ironic pods (ironic-standalone-operator's key and value).
-pub const APP_LABEL: &str = "ironic.metal3.io/app";
+pub(crate) const APP_LABEL: &str = "ironic.metal3.io/app";
 /// The Ironic version the object was rendered for.
 pub const VERSION_LABEL: &str = "ironic.metal3.io/version";
 /// `pre` or `post`, on upgrade Jobs.
@@ -24,107 +24,108 @@ pub const UPGRADE_PHASE_LABEL: &str = "ironic.ferrometal.io/upgrade-phase";
 /// use. A change of content changes the template and rolls the pods; metadata does not count.
 pub const CONTENT_HASH_ANNOTATION: &str = "ironic.ferrometal.io/content-hash";
 /// [`COMPONENT_LABEL`] of the Ironic's own objects.
-pub const IRONIC_COMPONENT: &str = "ironic";
+pub(crate) const IRONIC_COMPONENT: &str = "ironic";
 /// [`COMPONENT_LABEL`] of its database's objects.
-pub const DATABASE_COMPONENT: &str = "database";
+pub(crate) const DATABASE_COMPONENT: &str = "database";
 
 /// Names derived from one Ironic.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Names {
+pub(crate) struct Names {
     /// The Ironic's name.
     pub ironic: String,
 }
 
 impl Names {
-    pub fn of(ironic: &Ironic) -> Self {
+    pub(crate) fn of(ironic: &Ironic) -> Self {
         Self { ironic: ironic.name_any() }
     }
 
-    pub fn new(ironic: impl Into<String>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(ironic: impl Into<String>) -> Self {
         Self { ironic: ironic.into() }
     }
 
     /// The Deployment or DaemonSet (`<name>-service`, as ironic-standalone-operator names it).
-    pub fn workload(&self) -> String {
+    pub(crate) fn workload(&self) -> String {
         format!("{}-service", self.ironic)
     }
 
     /// The Service: the Ironic's own name, so clients find `<name>.<namespace>.svc`.
-    pub fn service(&self) -> String {
+    pub(crate) fn service(&self) -> String {
         contract::service(&self.ironic)
     }
 
     /// The Ingress.
-    pub fn ingress(&self) -> String {
+    pub(crate) fn ingress(&self) -> String {
         self.ironic.clone()
     }
 
     /// The Prometheus operator's ServiceMonitor of the exporter (ironic-standalone-operator's
     /// name).
-    pub fn service_monitor(&self) -> String {
+    pub(crate) fn service_monitor(&self) -> String {
         format!("{}-metrics", self.ironic)
     }
 
     /// The TLS Secret the Ingress names (provided by the user or an ingress controller).
-    pub fn ingress_tls(&self) -> String {
+    pub(crate) fn ingress_tls(&self) -> String {
         format!("{}-ingress-tls", self.ironic)
     }
 
     /// Generated API credentials, when `apiCredentialsName` is empty.
-    pub fn generated_credentials(&self) -> String {
+    pub(crate) fn generated_credentials(&self) -> String {
         contract::generated_credentials(&self.ironic)
     }
 
     /// The htpasswd derived from the API credentials (user-provided or generated).
-    pub fn htpasswd(&self) -> String {
+    pub(crate) fn htpasswd(&self) -> String {
         format!("{}-htpasswd", self.ironic)
     }
 
     /// The operator-managed CA (TLS mode Auto).
-    pub fn auto_ca(&self) -> String {
+    pub(crate) fn auto_ca(&self) -> String {
         format!("{}-tls-ca", self.ironic)
     }
 
     /// The serving certificate signed by that CA (TLS mode Auto).
-    pub fn auto_serving(&self) -> String {
+    pub(crate) fn auto_serving(&self) -> String {
         format!("{}-tls-auto", self.ironic)
     }
 
     /// The cert-manager Certificate and the Secret cert-manager writes (TLS mode CertManager).
-    pub fn cert_manager_certificate(&self) -> String {
+    pub(crate) fn cert_manager_certificate(&self) -> String {
         format!("{}-tls", self.ironic)
     }
 
     /// The Secret the pods mount in TLS mode CertificateSigningRequest: the signed certificate
     /// and its key.
-    pub fn csr_serving(&self) -> String {
+    pub(crate) fn csr_serving(&self) -> String {
         format!("{}-tls-csr", self.ironic)
     }
 
     /// The key of the CertificateSigningRequest in flight, until it is signed.
-    pub fn csr_request_key(&self) -> String {
+    pub(crate) fn csr_request_key(&self) -> String {
         format!("{}-tls-csr-request", self.ironic)
     }
 
     /// The ConfigMap publishing the CA that signs the serving certificate.
-    pub fn ca_bundle(&self) -> String {
+    pub(crate) fn ca_bundle(&self) -> String {
         contract::ca_bundle(&self.ironic)
     }
 
     /// An upgrade Job: `<name>-<pre|post>-<from|none>-to-<to>`, shortened with a digest when
     /// it would not fit a label value.
-    pub fn upgrade_job(&self, phase: &str, from: Option<&str>, to: &str) -> String {
+    pub(crate) fn upgrade_job(&self, phase: &str, from: Option<&str>, to: &str) -> String {
         bounded(&format!("{}-{phase}-{}-to-{to}", self.ironic, from.unwrap_or("none")), MAX_LABEL_VALUE)
     }
 
     /// The labels of the reconcile's ledger: every object made for this Ironic carries them.
-    pub fn scope(&self) -> BTreeMap<String, String> {
+    pub(crate) fn scope(&self) -> BTreeMap<String, String> {
         [(IRONIC_LABEL.to_string(), self.ironic.clone())].into()
     }
 }
 
 /// The ledger scope of the Ironic's own objects: its prunes never reach the database's.
-pub fn ironic_scope() -> [(String, String); 1] {
+pub(crate) fn ironic_scope() -> [(String, String); 1] {
     [(COMPONENT_LABEL.to_string(), IRONIC_COMPONENT.to_string())]
 }
 
@@ -135,7 +136,7 @@ pub fn database_scope() -> [(String, String); 1] {
 }
 
 /// Labels on every object the controller creates for `ironic`.
-pub fn common_labels(ironic: &str, version: &str) -> BTreeMap<String, String> {
+pub(crate) fn common_labels(ironic: &str, version: &str) -> BTreeMap<String, String> {
     [(IRONIC_LABEL, ironic), (VERSION_LABEL, version), (MANAGED_BY_LABEL, MANAGED_BY)]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -143,7 +144,7 @@ pub fn common_labels(ironic: &str, version: &str) -> BTreeMap<String, String> {
 }
 
 /// Labels without the version, for objects that do not depend on it (Secrets, ConfigMaps).
-pub fn owner_labels(ironic: &str) -> BTreeMap<String, String> {
+pub(crate) fn owner_labels(ironic: &str) -> BTreeMap<String, String> {
     [(IRONIC_LABEL, ironic), (MANAGED_BY_LABEL, MANAGED_BY)]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -151,7 +152,7 @@ pub fn owner_labels(ironic: &str) -> BTreeMap<String, String> {
 }
 
 /// The workload's selector, which never changes.
-pub fn selector(names: &Names) -> BTreeMap<String, String> {
+pub(crate) fn selector(names: &Names) -> BTreeMap<String, String> {
     [(APP_LABEL.to_string(), names.workload())].into()
 }
 

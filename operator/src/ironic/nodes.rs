@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 /// What listing the nodes gave: their InternalIP addresses, or why there are none.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct NodeAddresses {
+pub(crate) struct NodeAddresses {
     pub ips: Vec<IpAddr>,
     /// Set when the operator may not list nodes: the optional `NodeAddresses` role is not
     /// installed. Expected in a default install, so it is said once per generation as an
@@ -20,7 +20,7 @@ pub struct NodeAddresses {
 /// The InternalIP addresses of the nodes matching `selector`, sorted. Best effort: without
 /// permission to list nodes the certificate covers the Service names and the spec's
 /// addresses only.
-pub async fn addresses(client: &kube::Client, selector: Option<&BTreeMap<String, String>>) -> NodeAddresses {
+pub(crate) async fn addresses(client: &kube::Client, selector: Option<&BTreeMap<String, String>>) -> NodeAddresses {
     let nodes: Api<Node> = Api::all(client.clone());
     let mut params = ListParams::default();
     if let Some(selector) = selector.filter(|s| !s.is_empty()) {
@@ -41,7 +41,7 @@ pub async fn addresses(client: &kube::Client, selector: Option<&BTreeMap<String,
 }
 
 /// The InternalIP addresses of `nodes`, sorted and unique.
-pub fn internal_addresses(nodes: &[Node]) -> Vec<IpAddr> {
+pub(crate) fn internal_addresses(nodes: &[Node]) -> Vec<IpAddr> {
     let mut out: Vec<IpAddr> = nodes
         .iter()
         .flat_map(|n| n.status.iter().flat_map(|s| s.addresses.iter().flatten()))

@@ -20,11 +20,11 @@ use kube::ResourceExt;
 /// Why the sequence could not go on: a Job or the workload could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
-pub struct Error(#[from] pub KubeError);
+pub(crate) struct Error(#[from] pub KubeError);
 
 /// Where the sequence stands, and `status.upgrade` when this reconcile has news of it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sequenced {
+pub(crate) struct Sequenced {
     pub progress: Progress,
     pub upgrade: Option<UpgradeStatus>,
 }
@@ -36,7 +36,7 @@ impl Sequenced {
 }
 
 /// What stops the sequence before it starts, in this order.
-pub fn gate(resolved: &Resolved, database: &Progress) -> Option<Progress> {
+pub(crate) fn gate(resolved: &Resolved, database: &Progress) -> Option<Progress> {
     if let Some((reason, message)) = &resolved.tls.failed {
         return Some(Progress::failed(*reason, message.clone()));
     }
@@ -60,7 +60,7 @@ pub fn gate(resolved: &Resolved, database: &Progress) -> Option<Progress> {
 
 /// What one Job's run means for the sequence: `None` goes on; else the progress to stop with
 /// and the phase `status.upgrade` reports.
-pub fn judge(
+pub(crate) fn judge(
     phase: Phase,
     name: &str,
     run: &JobRun,
@@ -170,7 +170,7 @@ async fn roll_out(
 
 /// Runs the sequence as far as it goes now, in `ledger` (the Ironic's scope). `database` is
 /// the database's progress; `previous` the status as read; `now` stamps `status.upgrade`.
-pub async fn run(
+pub(crate) async fn run(
     ledger: &Ledger,
     resolved: &Resolved,
     desired: &Desired,

@@ -19,29 +19,26 @@ use crds::ironic::{ReferenceKind, ResourceReferenceWithKey};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Reasons of Progressing and Degraded.
-pub mod reasons {
-    pub const INVALID_SPEC: &str = "InvalidSpec";
-    pub const NAMESPACE_NOT_LISTED: &str = "NamespaceNotListed";
-    pub const UNSUPPORTED_VERSION: &str = "UnsupportedVersion";
-    pub const INVALID_LINKED_RESOURCE: &str = "InvalidLinkedResource";
-    pub const RESOURCE_CONFLICT: &str = "ResourceConflict";
-    pub const DOWNGRADE_REJECTED: &str = "DowngradeRejected";
-    pub const UPGRADE_JOB_FAILED: &str = "UpgradeJobFailed";
-    pub const ROLLOUT_FAILED: &str = crate::kit::observe::ROLLOUT_FAILED;
-    pub const APPLY_REJECTED: &str = crate::kit::error::APPLY_REJECTED;
-    pub const FORBIDDEN: &str = crate::kit::error::FORBIDDEN;
-    pub const CERT_MANAGER_MISSING: &str = "CertManagerMissing";
-    pub const CERTIFICATE_FAILED: &str = "CertificateFailed";
-    pub const DEPLOYING: &str = "Deploying";
-    pub const WAITING_FOR_CERTIFICATE: &str = "WaitingForCertificate";
-    pub const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
-    pub const UPGRADING_DATABASE_SCHEMA: &str = "UpgradingDatabaseSchema";
-    pub const ROLLING_OUT: &str = crate::kit::observe::ROLLING_OUT;
-    pub const MIGRATING_DATA: &str = "MigratingData";
+pub(crate) mod reasons {
+    pub(crate) const INVALID_SPEC: &str = "InvalidSpec";
+    pub(crate) const NAMESPACE_NOT_LISTED: &str = "NamespaceNotListed";
+    pub(crate) const UNSUPPORTED_VERSION: &str = "UnsupportedVersion";
+    pub(crate) const INVALID_LINKED_RESOURCE: &str = "InvalidLinkedResource";
+    pub(crate) const RESOURCE_CONFLICT: &str = "ResourceConflict";
+    pub(crate) const DOWNGRADE_REJECTED: &str = "DowngradeRejected";
+    pub(crate) const UPGRADE_JOB_FAILED: &str = "UpgradeJobFailed";
+    pub(crate) const CERT_MANAGER_MISSING: &str = "CertManagerMissing";
+    pub(crate) const CERTIFICATE_FAILED: &str = "CertificateFailed";
+    pub(crate) const DEPLOYING: &str = "Deploying";
+    pub(crate) const WAITING_FOR_CERTIFICATE: &str = "WaitingForCertificate";
+    pub(crate) const WAITING_FOR_DATABASE: &str = "WaitingForDatabase";
+    pub(crate) const UPGRADING_DATABASE_SCHEMA: &str = "UpgradingDatabaseSchema";
+    pub(crate) const ROLLING_OUT: &str = crate::kit::observe::ROLLING_OUT;
+    pub(crate) const MIGRATING_DATA: &str = "MigratingData";
 }
 
 /// Ready's reasons (ironic-standalone-operator's).
-pub const READY_REASONS: ReadyReasons = ReadyReasons {
+pub(crate) const READY_REASONS: ReadyReasons = ReadyReasons {
     done: ready_reasons::DEPLOYMENT_AVAILABLE,
     waiting: ready_reasons::DEPLOYMENT_IN_PROGRESS,
     failed: ready_reasons::DEPLOYMENT_FAILED,
@@ -49,7 +46,7 @@ pub const READY_REASONS: ReadyReasons = ReadyReasons {
 
 /// What the database reported for status.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct DatabaseFacts {
+pub(crate) struct DatabaseFacts {
     pub status: Option<DatabaseStatus>,
     /// DatabaseReady; `None` without a database, which removes it.
     pub condition: Option<Condition>,
@@ -57,7 +54,7 @@ pub struct DatabaseFacts {
 
 /// What the resolved inputs publish in status.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Published {
+pub(crate) struct Published {
     /// The generated credentials' Secret; `None` when the user names their own.
     pub api_credentials_secret_name: Option<String>,
     pub tls: Option<TlsStatus>,
@@ -71,7 +68,7 @@ pub struct Published {
 }
 
 impl Published {
-    pub fn of(resolved: &Resolved) -> Self {
+    pub(crate) fn of(resolved: &Resolved) -> Self {
         let names = &resolved.names;
         let (api_endpoint, image_server_endpoint) = endpoints(
             &names.ironic,
@@ -101,7 +98,7 @@ impl Published {
 
 /// What one reconcile learned, step by step.
 #[derive(Clone, Debug, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// validate: the requested version and its images.
     pub version: Option<ResolvedVersion>,
     /// The database.
@@ -118,7 +115,7 @@ pub struct Facts {
 
 /// The status after a reconcile that learned `facts` and ended in `progress`, on top of `old`;
 /// the conditions of `generation` at `now`, and installedVersion once done.
-pub fn compute(
+pub(crate) fn compute(
     old: &IronicStatus,
     facts: &Facts,
     progress: &Progress,
@@ -208,7 +205,7 @@ fn changed(old: Option<&Condition>, new: Option<&Condition>) -> bool {
 }
 
 /// One Event per transition between `old` and `new`.
-pub fn transitions(old: &IronicStatus, new: &IronicStatus) -> Notices {
+pub(crate) fn transitions(old: &IronicStatus, new: &IronicStatus) -> Notices {
     let mut out = Notices::default();
     if let (Some(from), Some(to)) = (&old.requested_version, &new.requested_version)
         && from != to

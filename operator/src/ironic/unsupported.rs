@@ -5,7 +5,7 @@
 use crds::ironic::IronicSpec;
 
 /// One message per part of the spec that is accepted but not deployed.
-pub fn notices(spec: &IronicSpec) -> Vec<String> {
+pub(crate) fn notices(spec: &IronicSpec) -> Vec<String> {
     let mut out = Vec::new();
     if spec.networking_service.as_ref().is_some_and(|n| n.enabled == Some(true)) {
         out.push(

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The versions an upgrade goes between, as they appear in Job names.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UpgradeVersions {
+pub(crate) struct UpgradeVersions {
     /// `None` for a first installation.
     pub from: Option<String>,
     pub to: String,
@@ -19,7 +19,7 @@ pub struct UpgradeVersions {
 
 /// What to do about the version.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum VersionPlan {
+pub(crate) enum VersionPlan {
     /// Deploy the requested version; with `jobs`, run the upgrade Jobs around the rollout.
     Deploy { jobs: Option<UpgradeVersions> },
     /// A database cannot go back to an older version; the installed one keeps running.
@@ -28,7 +28,7 @@ pub enum VersionPlan {
 
 /// Plans from the installed version (status), the requested one and whether a database
 /// keeps Ironic's state.
-pub fn plan(installed: Option<&str>, requested: IronicVersion, has_database: bool) -> VersionPlan {
+pub(crate) fn plan(installed: Option<&str>, requested: IronicVersion, has_database: bool) -> VersionPlan {
     if !has_database {
         return VersionPlan::Deploy { jobs: None };
     }
@@ -47,7 +47,7 @@ pub fn plan(installed: Option<&str>, requested: IronicVersion, has_database: boo
 /// The upgrade Jobs once the database's schema is known. A database without an Ironic schema
 /// (replaced, or restored empty) gets the schema Job even when the version did not change:
 /// the serving pods never create the schema themselves.
-pub fn with_schema(
+pub(crate) fn with_schema(
     jobs: Option<UpgradeVersions>,
     schema: Option<&SchemaPlan>,
     installed: Option<&str>,
@@ -70,20 +70,20 @@ fn same_upgrade(previous: Option<&UpgradeStatus>, versions: &UpgradeVersions) ->
 }
 
 /// True when status says the pre-upgrade Job of this upgrade succeeded.
-pub fn pre_done(previous: Option<&UpgradeStatus>, versions: &UpgradeVersions) -> bool {
+pub(crate) fn pre_done(previous: Option<&UpgradeStatus>, versions: &UpgradeVersions) -> bool {
     same_upgrade(previous, versions).and_then(|p| p.phase).is_some_and(|phase| {
         matches!(phase, UpgradePhase::RollingOut | UpgradePhase::PostUpgrade | UpgradePhase::Completed)
     })
 }
 
 /// True when status says this upgrade completed.
-pub fn post_done(previous: Option<&UpgradeStatus>, versions: &UpgradeVersions) -> bool {
+pub(crate) fn post_done(previous: Option<&UpgradeStatus>, versions: &UpgradeVersions) -> bool {
     same_upgrade(previous, versions).and_then(|p| p.phase) == Some(UpgradePhase::Completed)
 }
 
 /// status.upgrade for `versions` in `phase`; the start time survives from an earlier report
 /// of the same upgrade.
-pub fn status(
+pub(crate) fn status(
     previous: Option<&UpgradeStatus>,
     versions: &UpgradeVersions,
     phase: UpgradePhase,

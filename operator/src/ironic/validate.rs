@@ -14,7 +14,7 @@ use crds::validation::{FieldError, summarize};
 
 /// Why an Ironic cannot be deployed as it is.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("{}", summarize(.0))]
     InvalidSpec(Vec<FieldError>),
     #[error(transparent)]
@@ -28,14 +28,14 @@ pub enum Error {
 }
 
 /// Said once per generation when the certificate should cover node addresses and cannot.
-pub const NODE_ADDRESSES_NOT_COVERED: &str = "Ironic serves on its node's address (host networking without \
+pub(crate) const NODE_ADDRESSES_NOT_COVERED: &str = "Ironic serves on its node's address (host networking without \
      networking.ipAddress), but the operator may not list nodes, so the serving certificate covers only the Service \
      names and the spec's addresses; install the optional NodeAddresses role (config/optional/node-addresses) or set \
      networking.ipAddress";
 
 /// What validation vouches for.
 #[derive(Clone, Debug)]
-pub struct Valid {
+pub(crate) struct Valid {
     pub version: ResolvedVersion,
     /// Every linked resource, present with the keys the pods read.
     pub linked: Linked,
@@ -44,7 +44,7 @@ pub struct Valid {
 /// The first check, before anything of the namespace is read: an Ironic runs only where an
 /// operator admin lists (`--ironic-namespaces`), since its workload needs rights the install
 /// grants there alone.
-pub fn namespace(ironic: &Ironic, allowed: &IronicNamespaces) -> Result<(), Error> {
+pub(crate) fn namespace(ironic: &Ironic, allowed: &IronicNamespaces) -> Result<(), Error> {
     match allowed.check(ironic.metadata.namespace.as_deref().unwrap_or_default()) {
         Some(refusal) => Err(Error::NamespaceNotListed(refusal.message)),
         None => Ok(()),
@@ -52,7 +52,7 @@ pub fn namespace(ironic: &Ironic, allowed: &IronicNamespaces) -> Result<(), Erro
 }
 
 /// Validates `ironic` and what it refers to.
-pub fn run(ironic: &Ironic, found: &Found, config: &Config, notices: &mut Notices) -> Result<Valid, Error> {
+pub(crate) fn run(ironic: &Ironic, found: &Found, config: &Config, notices: &mut Notices) -> Result<Valid, Error> {
     let version = spec(&ironic.spec, &config.validation, &config.images)?;
     let observed = ironic.status.as_ref().and_then(|s| s.observed_generation);
     if observed != ironic.metadata.generation {
@@ -67,7 +67,7 @@ pub fn run(ironic: &Ironic, found: &Found, config: &Config, notices: &mut Notice
 }
 
 /// The pure rules, then the version.
-pub fn spec(
+pub(crate) fn spec(
     spec: &IronicSpec,
     options: &IronicValidationOptions,
     images: &ImageDefaults,
@@ -80,7 +80,7 @@ pub fn spec(
 }
 
 /// Every linked resource exists and holds its keys, in the order the spec names them.
-pub fn linked(found: &[(Reference, Option<Source>)]) -> Result<Linked, Error> {
+pub(crate) fn linked(found: &[(Reference, Option<Source>)]) -> Result<Linked, Error> {
     let mut out = Linked::default();
     for (reference, source) in found {
         let Some(source) = source else {

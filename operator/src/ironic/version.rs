@@ -6,11 +6,11 @@ use crds::ironic::IronicSpec;
 use crds::ironic::status::ResolvedImages;
 use crds::ironic::versions::{self, DEFAULT_KEEPALIVED_IMAGE, DEFAULT_RAMDISK_DOWNLOADER_IMAGE, IronicVersion};
 
-pub use crds::ironic::versions::UnsupportedVersion;
+pub(crate) use crds::ironic::versions::UnsupportedVersion;
 
 /// The version to deploy and its images.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResolvedVersion {
+pub(crate) struct ResolvedVersion {
     /// The version, from the supported list.
     pub version: IronicVersion,
     /// Ironic image (also runs httpd, dnsmasq, the log watcher and the upgrade Jobs).
@@ -25,7 +25,7 @@ pub struct ResolvedVersion {
 
 impl ResolvedVersion {
     /// For status.images.
-    pub fn status_images(&self) -> ResolvedImages {
+    pub(crate) fn status_images(&self) -> ResolvedImages {
         ResolvedImages {
             deploy_ramdisk_downloader: self.downloader_image.clone(),
             ironic: Some(self.ironic_image.clone()),
@@ -37,7 +37,7 @@ impl ResolvedVersion {
 
 /// Resolves the version and images: `spec.images` wins, then the operator's defaults
 /// (`--ironic-image` and friends), then the version's default image.
-pub fn resolve(spec: &IronicSpec, defaults: &ImageDefaults) -> Result<ResolvedVersion, UnsupportedVersion> {
+pub(crate) fn resolve(spec: &IronicSpec, defaults: &ImageDefaults) -> Result<ResolvedVersion, UnsupportedVersion> {
     let supported = versions::resolve(spec.version.as_deref())?;
     let images = spec.images.clone().unwrap_or_default();
     let pick = |spec: Option<String>, default: &Option<String>, fallback: String| {

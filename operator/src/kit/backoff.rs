@@ -15,7 +15,7 @@ use std::time::Duration;
 /// The delay before retrying after the `count`th consecutive error: `base`
 /// doubled per earlier error, at most `max`, then stretched by a jitter
 /// factor in [1, 2).
-pub fn exponential(count: i32, base: Duration, max: Duration, seed: &str) -> Duration {
+pub(crate) fn exponential(count: i32, base: Duration, max: Duration, seed: &str) -> Duration {
     let exponent = u32::try_from(count.saturating_sub(1).clamp(0, 30)).unwrap_or(0);
     let scaled = base.saturating_mul(2u32.saturating_pow(exponent)).min(max.max(base));
     stretch(scaled, 1.0 + jitter_fraction(seed, count))
@@ -37,13 +37,13 @@ fn jitter_fraction(seed: &str, count: i32) -> f64 {
 
 /// `interval` stretched by up to a tenth, at random, so that periodic
 /// requeues of many hosts do not line up.
-pub fn spread(interval: Duration) -> Duration {
+pub(crate) fn spread(interval: Duration) -> Duration {
     stretch(interval, 1.0 + rand::random::<f64>() / 10.0)
 }
 
 /// `d` after `from`, or as far as the clock goes: durations come from flags and status, and
 /// `Instant + Duration` panics past the clock's end.
-pub fn after(from: tokio::time::Instant, d: Duration) -> tokio::time::Instant {
+pub(crate) fn after(from: tokio::time::Instant, d: Duration) -> tokio::time::Instant {
     // About thirty years is as good as never for a deadline, and fits every clock.
     const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
     from.checked_add(d).or_else(|| from.checked_add(FAR)).unwrap_or(from)
@@ -51,19 +51,19 @@ pub fn after(from: tokio::time::Instant, d: Duration) -> tokio::time::Instant {
 
 /// Consecutive reconcile failures per object, and the delay each earns: `base`, doubled per
 /// further failure up to `max`, spread by up to a tenth. A success forgets the object.
-pub struct Backoff {
+pub(crate) struct Backoff {
     base: Duration,
     max: Duration,
     failures: Mutex<HashMap<String, u32>>,
 }
 
 impl Backoff {
-    pub fn new(base: Duration, max: Duration) -> Self {
+    pub(crate) fn new(base: Duration, max: Duration) -> Self {
         Self { base, max: max.max(base), failures: Mutex::default() }
     }
 
     /// Counts a failure of `key` and returns how long to wait before retrying it.
-    pub fn failed(&self, key: &str) -> Duration {
+    pub(crate) fn failed(&self, key: &str) -> Duration {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let count = failures.entry(key.to_string()).or_insert(0);
         *count = count.saturating_add(1);
@@ -72,13 +72,13 @@ impl Backoff {
     }
 
     /// `key` reconciled: its next failure starts from `base` again.
-    pub fn succeeded(&self, key: &str) {
+    pub(crate) fn succeeded(&self, key: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         failures.remove(key);
     }
 
     /// Consecutive failures of `key` so far.
-    pub fn failures(&self, key: &str) -> u32 {
+    pub(crate) fn failures(&self, key: &str) -> u32 {
         self.failures.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied().unwrap_or(0)
     }
 }

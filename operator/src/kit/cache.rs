@@ -17,21 +17,21 @@ use std::fmt::Debug;
 /// default of 500 objects of up to 1 MiB each (a Secret, a ConfigMap) is half a gigabyte, more
 /// than the operator's pod may use; 100 small ones is a few megabytes, and a list of thousands
 /// of BareMetalHosts costs a few more requests only when it is relisted.
-pub const PAGE_SIZE: u32 = 100;
+pub(crate) const PAGE_SIZE: u32 = 100;
 
 /// The watcher configuration every cluster-wide (or namespace-wide) watch starts from.
-pub fn paged() -> watcher::Config {
+pub(crate) fn paged() -> watcher::Config {
     watcher::Config::default().page_size(PAGE_SIZE)
 }
 
 /// Drops what no controller reads from an object before it enters a cache. `None`, not an
 /// empty list: an empty list in a write would clear the field's owners on the server.
-pub fn lean<K: Resource>(object: &mut K) {
+pub(crate) fn lean<K: Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
 /// A controller of `K` whose cache keeps lean objects; otherwise as `Controller::new`.
-pub fn controller<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
+pub(crate) fn controller<K>(api: Api<K>, config: watcher::Config) -> Controller<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
@@ -41,7 +41,7 @@ where
 }
 
 /// A cache of `K` beside a controller, and the stream of its changes (to wake owners by).
-pub fn reflected<K>(
+pub(crate) fn reflected<K>(
     api: Api<K>,
     config: watcher::Config,
 ) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static)

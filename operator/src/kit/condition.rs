@@ -8,15 +8,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// Conditions, Events and status messages carry at most about a kilobyte of text: enough to
 /// quote an error, short enough to read in `kubectl describe`. (The API allows 32768.)
-pub const MESSAGE_LIMIT: usize = 1000;
+pub(crate) const MESSAGE_LIMIT: usize = 1000;
 /// The API's limit for a reason.
-pub const REASON_LIMIT: usize = 1024;
+pub(crate) const REASON_LIMIT: usize = 1024;
 
 /// Degraded's message when nothing is wrong; the CRDs require a message on every condition.
-pub const NOTHING_WRONG: &str = "nothing needs attention";
+pub(crate) const NOTHING_WRONG: &str = "nothing needs attention";
 
 /// `message` cut to [`MESSAGE_LIMIT`] bytes at a character boundary, marked with an ellipsis.
-pub fn bounded_message(message: impl Into<String>) -> String {
+pub(crate) fn bounded_message(message: impl Into<String>) -> String {
     let mut message = message.into();
     if message.len() > MESSAGE_LIMIT {
         let mut cut = MESSAGE_LIMIT;
@@ -31,7 +31,7 @@ pub fn bounded_message(message: impl Into<String>) -> String {
 
 /// `reason` as the API accepts it (`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`, at most 1024):
 /// other characters dropped, a letter first, `Unknown` when nothing is left.
-pub fn valid_reason(reason: &str) -> String {
+pub(crate) fn valid_reason(reason: &str) -> String {
     let mut out: String = reason
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ',' | ':'))
@@ -46,23 +46,23 @@ pub fn valid_reason(reason: &str) -> String {
 
 /// Makes the conditions of one status write.
 #[derive(Clone, Debug)]
-pub struct Conditions {
+pub(crate) struct Conditions {
     generation: Option<i64>,
     now: Time,
 }
 
 impl Conditions {
-    pub fn new(generation: Option<i64>, now: Time) -> Self {
+    pub(crate) fn new(generation: Option<i64>, now: Time) -> Self {
         Self { generation, now }
     }
 
     /// A condition of `type_`; an empty message becomes the reason.
-    pub fn make(&self, type_: &str, status: bool, reason: &str, message: impl Into<String>) -> Condition {
+    pub(crate) fn make(&self, type_: &str, status: bool, reason: &str, message: impl Into<String>) -> Condition {
         self.make_with(type_, if status { TRUE } else { FALSE }, reason, message)
     }
 
     /// A condition with a status of `True`, `False` or `Unknown`.
-    pub fn make_with(&self, type_: &str, status: &str, reason: &str, message: impl Into<String>) -> Condition {
+    pub(crate) fn make_with(&self, type_: &str, status: &str, reason: &str, message: impl Into<String>) -> Condition {
         let reason = valid_reason(reason);
         let message = message.into();
         let message = if message.trim().is_empty() { reason.clone() } else { bounded_message(message) };
@@ -78,7 +78,7 @@ impl Conditions {
 
     /// Ready, Progressing and Degraded for `progress`. `ready` names Ready's reasons for done,
     /// waiting and failed; `done_message` is Ready's message when done.
-    pub fn summary(&self, progress: &Progress, ready: ReadyReasons, done_message: &str) -> [Condition; 3] {
+    pub(crate) fn summary(&self, progress: &Progress, ready: ReadyReasons, done_message: &str) -> [Condition; 3] {
         match progress {
             Progress::Done => [
                 self.make(READY, true, ready.done, done_message),
@@ -100,15 +100,15 @@ impl Conditions {
 }
 
 /// Progressing's reason when nothing is left to do.
-pub const COMPLETE: &str = "Complete";
+pub(crate) const COMPLETE: &str = "Complete";
 /// Progressing's reason when a failure stopped the work.
-pub const STOPPED: &str = "Stopped";
+pub(crate) const STOPPED: &str = "Stopped";
 /// Degraded's reason when nothing is wrong.
-pub const AS_EXPECTED: &str = "AsExpected";
+pub(crate) const AS_EXPECTED: &str = "AsExpected";
 
 /// Ready's reasons for each kind of progress.
 #[derive(Clone, Copy, Debug)]
-pub struct ReadyReasons {
+pub(crate) struct ReadyReasons {
     pub done: &'static str,
     pub waiting: &'static str,
     pub failed: &'static str,
@@ -116,7 +116,7 @@ pub struct ReadyReasons {
 
 /// Sets every condition of `new` in `conditions` (kept sorted, transition times kept while the
 /// status stays); true when anything but a transition time changed.
-pub fn set_all(conditions: &mut Vec<Condition>, new: impl IntoIterator<Item = Condition>) -> bool {
+pub(crate) fn set_all(conditions: &mut Vec<Condition>, new: impl IntoIterator<Item = Condition>) -> bool {
     let mut changed = false;
     for c in new {
         changed |= condition::set_condition(conditions, c);

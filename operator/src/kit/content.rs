@@ -8,7 +8,7 @@ use std::fmt;
 
 /// Secret or ConfigMap: the API's one type, so that what a NodeSet names and what the kit
 /// reads are the same kind.
-pub use crds::nodeset::sources::SourceKind;
+pub(crate) use crds::nodeset::sources::SourceKind;
 
 /// The content of a Secret or ConfigMap. Metadata is left out on purpose: only content
 /// changes roll the pods.

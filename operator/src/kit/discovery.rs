@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// The remembered answers of API discovery.
 #[derive(Debug)]
-pub struct Discovery {
+pub(crate) struct Discovery {
     refresh: Duration,
     /// Per `group/version/plural`: served or not, and when that was learned.
     seen: Mutex<HashMap<String, (bool, Instant)>>,
@@ -29,19 +29,19 @@ fn key(resource: &ApiResource) -> String {
 
 impl Discovery {
     /// A cache whose answers live `refresh` long.
-    pub fn new(refresh: Duration) -> Self {
+    pub(crate) fn new(refresh: Duration) -> Self {
         Self { refresh, seen: Mutex::default() }
     }
 
     /// How long an answer lives: how soon an API installed later is seen.
-    pub fn refresh(&self) -> Duration {
+    pub(crate) fn refresh(&self) -> Duration {
         self.refresh
     }
 
     /// Whether the apiserver serves `resource` (its group, version and plural), from the cache
     /// while the answer is fresh, else from discovery. A group or version the apiserver does
     /// not know (404) is an answer: not served.
-    pub async fn serves(&self, client: &Client, resource: &ApiResource) -> Result<bool, KubeError> {
+    pub(crate) async fn serves(&self, client: &Client, resource: &ApiResource) -> Result<bool, KubeError> {
         if let Some(served) = self.cached(resource, Instant::now()) {
             return Ok(served);
         }
@@ -55,7 +55,7 @@ impl Discovery {
     }
 
     /// Drops the answer about `resource`: a write found it gone, or it is worth asking again.
-    pub fn forget(&self, resource: &ApiResource) {
+    pub(crate) fn forget(&self, resource: &ApiResource) {
         self.lock().remove(&key(resource));
     }
 

@@ -7,13 +7,13 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// Degraded's reason when the operator lacks a permission (RBAC only an administrator grants).
-pub const FORBIDDEN: &str = "Forbidden";
+pub(crate) const FORBIDDEN: &str = "Forbidden";
 /// Degraded's reason when the apiserver refused an object the operator wrote.
-pub const APPLY_REJECTED: &str = "ApplyRejected";
+pub(crate) const APPLY_REJECTED: &str = "ApplyRejected";
 
 /// Degraded's reason when an object of a name the operator writes exists and is not the
 /// owner's: someone else created it first.
-pub const IN_THE_WAY: &str = "ObjectInTheWay";
+pub(crate) const IN_THE_WAY: &str = "ObjectInTheWay";
 
 /// What the operator asked of the apiserver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,7 +155,7 @@ impl KubeError {
 }
 
 /// The HTTP status of a kube error, when the apiserver answered.
-pub fn code(err: &kube::Error) -> Option<u16> {
+pub(crate) fn code(err: &kube::Error) -> Option<u16> {
     match err {
         kube::Error::Api(status) => Some(status.code),
         _ => None,

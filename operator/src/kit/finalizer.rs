@@ -12,12 +12,12 @@ use serde_json::{Map, Value, json};
 use std::fmt::Debug;
 
 /// Whether `object` carries `finalizer`.
-pub fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
+pub(crate) fn has<K: Resource>(object: &K, finalizer: &str) -> bool {
     object.finalizers().iter().any(|f| f == finalizer)
 }
 
 /// The patch adding `finalizer` to the object's list, other finalizers kept.
-pub fn adding<K: Resource>(object: &K, finalizer: &str) -> Value {
+pub(crate) fn adding<K: Resource>(object: &K, finalizer: &str) -> Value {
     let mut list = object.finalizers().to_vec();
     if !list.iter().any(|f| f == finalizer) {
         list.push(finalizer.to_string());
@@ -26,13 +26,13 @@ pub fn adding<K: Resource>(object: &K, finalizer: &str) -> Value {
 }
 
 /// The patch removing `finalizer` from the object's list, other finalizers kept.
-pub fn removing<K: Resource>(object: &K, finalizer: &str) -> Value {
+pub(crate) fn removing<K: Resource>(object: &K, finalizer: &str) -> Value {
     let rest: Vec<&String> = object.finalizers().iter().filter(|f| f.as_str() != finalizer).collect();
     guarded(object, Map::from_iter([("finalizers".to_string(), json!(rest))]))
 }
 
 /// Adds `finalizer` to `object`; the stored object.
-pub async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<K, KubeError>
+pub(crate) async fn add<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<K, KubeError>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
@@ -41,7 +41,7 @@ where
 
 /// Removes `finalizer` from `object`; the stored object (gone once the list is empty and the
 /// object is being deleted: then the apiserver answers with its last state).
-pub async fn remove<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<K, KubeError>
+pub(crate) async fn remove<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<K, KubeError>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {

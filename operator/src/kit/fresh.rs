@@ -19,12 +19,12 @@ fn key<K: Resource>(object: &K) -> Key {
 }
 
 /// An object's resource version as a number; 0 when absent or opaque.
-pub fn version<K: Resource>(object: &K) -> u64 {
+pub(crate) fn version<K: Resource>(object: &K) -> u64 {
     object.meta().resource_version.as_deref().and_then(|rv| rv.parse().ok()).unwrap_or(0)
 }
 
 /// Objects as the controller's own writes returned them, until the store shows them.
-pub struct Recent<K> {
+pub(crate) struct Recent<K> {
     written: Mutex<HashMap<Key, Arc<K>>>,
 }
 
@@ -40,20 +40,20 @@ impl<K: Resource + Clone> Recent<K> {
     }
 
     /// Remembers what a write returned.
-    pub fn remember(&self, object: K) -> Arc<K> {
+    pub(crate) fn remember(&self, object: K) -> Arc<K> {
         let object = Arc::new(object);
         self.lock().insert(key(object.as_ref()), object.clone());
         object
     }
 
     /// Forgets an object (it was deleted).
-    pub fn forget(&self, namespace: &str, name: &str) {
+    pub(crate) fn forget(&self, namespace: &str, name: &str) {
         self.lock().remove(&(namespace.to_string(), name.to_string()));
     }
 
     /// The newer of `cached` and what a write returned; a remembered copy that the store has
     /// caught up with is dropped.
-    pub fn freshest(&self, cached: Arc<K>) -> Arc<K> {
+    pub(crate) fn freshest(&self, cached: Arc<K>) -> Arc<K> {
         let mut written = self.lock();
         let key = key(cached.as_ref());
         match written.get(&key) {
@@ -68,7 +68,7 @@ impl<K: Resource + Clone> Recent<K> {
 
     /// The freshest copy of one object: the store's (`cached`) or what a write returned, also
     /// while the store does not show it yet.
-    pub fn latest(&self, namespace: &str, name: &str, cached: Option<Arc<K>>) -> Option<Arc<K>> {
+    pub(crate) fn latest(&self, namespace: &str, name: &str, cached: Option<Arc<K>>) -> Option<Arc<K>> {
         match cached {
             Some(cached) => Some(self.freshest(cached)),
             None => self.lock().get(&(namespace.to_string(), name.to_string())).cloned(),
@@ -77,7 +77,7 @@ impl<K: Resource + Clone> Recent<K> {
 
     /// The store's objects with each replaced by its freshest copy, plus the remembered objects
     /// of `namespace` the store does not show yet (just created), for which `wanted` holds.
-    pub fn overlay(&self, cached: Vec<Arc<K>>, namespace: &str, wanted: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
+    pub(crate) fn overlay(&self, cached: Vec<Arc<K>>, namespace: &str, wanted: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
         let mut seen: std::collections::HashSet<Key> = std::collections::HashSet::new();
         let mut out: Vec<Arc<K>> = cached
             .into_iter()

@@ -10,7 +10,7 @@ use kube::ResourceExt;
 
 /// Where a Job run stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JobRun {
+pub(crate) enum JobRun {
     /// It succeeded (now, or before: status recorded it).
     Succeeded,
     /// It runs; `created` when this call created it.
@@ -21,7 +21,7 @@ pub enum JobRun {
 
 /// What to do with a Job whose state is `state`, when status says whether it already
 /// `succeeded_before`: `None` means create it.
-pub fn next(state: &JobState, succeeded_before: bool) -> Option<JobRun> {
+pub(crate) fn next(state: &JobState, succeeded_before: bool) -> Option<JobRun> {
     match state {
         JobState::Succeeded => Some(JobRun::Succeeded),
         JobState::Absent if succeeded_before => Some(JobRun::Succeeded),
@@ -33,7 +33,7 @@ pub fn next(state: &JobState, succeeded_before: bool) -> Option<JobRun> {
 
 /// Runs `job` through `ledger` once: observes it, creates it when absent (unless it
 /// `succeeded_before`), and keeps it from the ledger's prunes.
-pub async fn run_once(ledger: &Ledger, job: Job, succeeded_before: bool) -> Result<JobRun, KubeError> {
+pub(crate) async fn run_once(ledger: &Ledger, job: Job, succeeded_before: bool) -> Result<JobRun, KubeError> {
     let name = job.name_any();
     ledger.keep("Job", &name);
     let (existing, state) = observe::job(&ledger.api::<Job>(), &ledger.api::<Pod>(), &name).await?;

@@ -4,7 +4,7 @@
 //! its match is exhaustive, so a new variant cannot go without its label.
 
 /// Length of `name` in snake case.
-pub const fn snake_len(name: &str) -> usize {
+pub(crate) const fn snake_len(name: &str) -> usize {
     let bytes = name.as_bytes();
     let (mut i, mut len) = (0, 0);
     while i < bytes.len() {
@@ -18,7 +18,7 @@ pub const fn snake_len(name: &str) -> usize {
 }
 
 /// `name` (a CamelCase identifier) in snake case, as bytes; `N` is [`snake_len`] of it.
-pub const fn snake<const N: usize>(name: &str) -> [u8; N] {
+pub(crate) const fn snake<const N: usize>(name: &str) -> [u8; N] {
     let bytes = name.as_bytes();
     let mut out = [0u8; N];
     let (mut i, mut j) = (0, 0);
@@ -40,7 +40,6 @@ pub const fn snake<const N: usize>(name: &str) -> [u8; N] {
 }
 
 /// A CamelCase identifier in snake case, computed at compile time.
-#[macro_export]
 macro_rules! snake_case {
     ($name:ident) => {{
         const NAME: &str = stringify!($name);
@@ -52,33 +51,32 @@ macro_rules! snake_case {
         LABEL
     }};
 }
+pub(crate) use snake_case;
 
 /// Implements `MetricLabel` for an error enum: each variant's label is its name in snake case.
 /// Every variant must be listed (the match is exhaustive).
 ///
-/// ```ignore
-/// operator::metric_labels!(Error: Dereference, Validate, Apply);
-/// ```
-#[macro_export]
+/// `metric_labels!(Error: Dereference, Validate, Apply)` beside the enum.
 macro_rules! metric_labels {
     ($error:ty: $($variant:ident),+ $(,)?) => {
         impl $crate::kit::runner::MetricLabel for $error {
             fn metric_label(&self) -> &'static str {
                 match self {
-                    $(Self::$variant { .. } => $crate::snake_case!($variant),)+
+                    $(Self::$variant { .. } => $crate::kit::label::snake_case!($variant),)+
                 }
             }
         }
     };
 }
+pub(crate) use metric_labels;
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn variant_names_become_snake_case_labels() {
-        assert_eq!(crate::snake_case!(Dereference), "dereference");
-        assert_eq!(crate::snake_case!(WriteStatus), "write_status");
-        assert_eq!(crate::snake_case!(A), "a");
-        assert_eq!(crate::snake_case!(VersionChange), "version_change");
+        assert_eq!(crate::kit::label::snake_case!(Dereference), "dereference");
+        assert_eq!(crate::kit::label::snake_case!(WriteStatus), "write_status");
+        assert_eq!(crate::kit::label::snake_case!(A), "a");
+        assert_eq!(crate::kit::label::snake_case!(VersionChange), "version_change");
     }
 }

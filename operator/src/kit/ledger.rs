@@ -24,7 +24,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 /// The patch parameters of every apply: our one field manager, taking fields back by force.
-pub fn apply_params() -> PatchParams {
+pub(crate) fn apply_params() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).force()
 }
 

@@ -10,13 +10,13 @@ use serde_json::{Map, Value, json};
 use std::fmt::Debug;
 
 /// `metadata` as a merge patch guarded by the object's resourceVersion.
-pub fn guarded<K: Resource>(object: &K, mut metadata: Map<String, Value>) -> Value {
+pub(crate) fn guarded<K: Resource>(object: &K, mut metadata: Map<String, Value>) -> Value {
     metadata.insert("resourceVersion".into(), json!(object.resource_version().unwrap_or_default()));
     json!({ "metadata": metadata })
 }
 
 /// Applies a guarded metadata merge patch under our field manager.
-pub async fn patch_metadata<K>(api: &Api<K>, object: &K, patch: Value) -> Result<K, KubeError>
+pub(crate) async fn patch_metadata<K>(api: &Api<K>, object: &K, patch: Value) -> Result<K, KubeError>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {

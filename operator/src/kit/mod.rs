@@ -19,30 +19,30 @@
 //!
 //! Dependencies point one way: controllers → this kit → `crds` and `ironic-client`.
 
-pub mod backoff;
-pub mod cache;
-pub mod condition;
-pub mod content;
-pub mod context;
-pub mod discovery;
-pub mod error;
-pub mod events;
-pub mod finalizer;
-pub mod fresh;
-pub mod jobs;
-pub mod label;
-pub mod ledger;
-pub mod metadata;
-pub mod names;
-pub mod observe;
-pub mod pod;
-pub mod progress;
-pub mod runner;
-pub mod scrub;
-pub mod status;
+pub(crate) mod backoff;
+pub(crate) mod cache;
+pub(crate) mod condition;
+pub(crate) mod content;
+pub(crate) mod context;
+pub(crate) mod discovery;
+pub(crate) mod error;
+pub(crate) mod events;
+pub(crate) mod finalizer;
+pub(crate) mod fresh;
+pub(crate) mod jobs;
+pub(crate) mod label;
+pub(crate) mod ledger;
+pub(crate) mod metadata;
+pub(crate) mod names;
+pub(crate) mod observe;
+pub(crate) mod pod;
+pub(crate) mod progress;
+pub(crate) mod runner;
+pub(crate) mod scrub;
+pub(crate) mod status;
 
-pub use context::{Context, Scope};
-pub use error::{KubeError, Verb};
-pub use events::{Notice, Notices, Publisher, Severity};
-pub use ledger::Ledger;
-pub use progress::{Outcome, Progress};
+pub(crate) use context::{Context, Scope};
+pub(crate) use error::{KubeError, Verb};
+pub(crate) use events::{Notice, Notices, Publisher};
+pub(crate) use ledger::Ledger;
+pub(crate) use progress::{Outcome, Progress};

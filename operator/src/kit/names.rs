@@ -5,19 +5,19 @@ use kube::api::ObjectMeta;
 use sha2::{Digest, Sha256};
 
 /// Standard label naming the manager, on every object the operator writes.
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub(crate) const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Its value.
-pub const MANAGED_BY: &str = "ferrometal";
+pub(crate) const MANAGED_BY: &str = "ferrometal";
 /// Standard label naming the part of an application an object belongs to; ledgers scope their
 /// prunes by it (an Ironic's own objects, its database's).
-pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+pub(crate) const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
 
 /// Kubernetes' limit for label values (and so for Job names, which become the `job-name`
 /// label of their pods).
-pub const MAX_LABEL_VALUE: usize = 63;
+pub(crate) const MAX_LABEL_VALUE: usize = 63;
 
 /// True when the object with `meta` is controlled by the object with `owner_uid`.
-pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
+pub(crate) fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
     meta.owner_references.iter().flatten().any(|o| o.controller == Some(true) && o.uid == owner_uid)
 }
 
@@ -26,7 +26,7 @@ pub fn controlled_by(meta: &ObjectMeta, owner_uid: &str) -> bool {
 #[error(
     "{field}.namespace {named:?} is not this object's namespace {own:?}: references to Secrets and ConfigMaps of another namespace are refused"
 )]
-pub struct CrossNamespace {
+pub(crate) struct CrossNamespace {
     pub field: &'static str,
     pub named: String,
     pub own: String,
@@ -36,7 +36,11 @@ pub struct CrossNamespace {
 /// it names none or that one; any other is refused. Every controller that follows a
 /// user's reference to a Secret or ConfigMap goes through this (or takes a bare name, which
 /// cannot leave the namespace): the webhook that checks the same is optional.
-pub fn same_namespace<'a>(field: &'static str, own: &'a str, named: Option<&str>) -> Result<&'a str, CrossNamespace> {
+pub(crate) fn same_namespace<'a>(
+    field: &'static str,
+    own: &'a str,
+    named: Option<&str>,
+) -> Result<&'a str, CrossNamespace> {
     match named.map(str::trim).filter(|n| !n.is_empty()) {
         None => Ok(own),
         Some(named) if named == own => Ok(own),
@@ -46,7 +50,7 @@ pub fn same_namespace<'a>(field: &'static str, own: &'a str, named: Option<&str>
 
 /// `name` itself when it fits in `max` bytes, else its first characters and a digest of the
 /// whole: deterministic, so the same input always names the same object.
-pub fn bounded(name: &str, max: usize) -> String {
+pub(crate) fn bounded(name: &str, max: usize) -> String {
     if name.len() <= max {
         return name.to_string();
     }

@@ -10,7 +10,7 @@ use kube::api::{Api, ListParams};
 
 /// Where a Job stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JobState {
+pub(crate) enum JobState {
     Absent,
     Running,
     Succeeded,
@@ -25,7 +25,7 @@ fn has_condition(job: &Job, type_: &str) -> bool {
 }
 
 /// The state of `job`, reading its `pods` for the failure message.
-pub fn job_state(job: Option<&Job>, pods: &[Pod]) -> JobState {
+pub(crate) fn job_state(job: Option<&Job>, pods: &[Pod]) -> JobState {
     let Some(job) = job else {
         return JobState::Absent;
     };
@@ -39,7 +39,7 @@ pub fn job_state(job: Option<&Job>, pods: &[Pod]) -> JobState {
 }
 
 /// The reason Kubernetes gives a Job that ran longer than its `activeDeadlineSeconds`.
-pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+pub(crate) const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
 
 fn failed_condition(job: &Job) -> Option<&k8s_openapi::api::batch::v1::JobCondition> {
     job.status.iter().flat_map(|s| s.conditions.iter().flatten()).find(|c| c.type_ == "Failed" && c.status == "True")
@@ -49,7 +49,7 @@ fn failed_condition(job: &Job) -> Option<&k8s_openapi::api::batch::v1::JobCondit
 /// status may carry it: scrubbed ([`super::scrub::scrubbed`]: values after secret-like keys
 /// redacted, the length bounded), because a container writes its termination message itself
 /// and may write a password into it.
-pub fn failure_message(job: &Job, pods: &[Pod]) -> String {
+pub(crate) fn failure_message(job: &Job, pods: &[Pod]) -> String {
     super::scrub::scrubbed(&unscrubbed_failure(job, pods), &[])
 }
 
@@ -92,7 +92,7 @@ fn unscrubbed_failure(job: &Job, pods: &[Pod]) -> String {
 }
 
 /// Reads a Job and, when it failed, its pods.
-pub async fn job(jobs: &Api<Job>, pods: &Api<Pod>, name: &str) -> Result<(Option<Job>, JobState), KubeError> {
+pub(crate) async fn job(jobs: &Api<Job>, pods: &Api<Pod>, name: &str) -> Result<(Option<Job>, JobState), KubeError> {
     let job = jobs.get_opt(name).await.map_err(KubeError::of::<Job>(Verb::Get, name))?;
     let failed = job.as_ref().is_some_and(|j| has_condition(j, "Failed"));
     let job_pods = if failed {
@@ -109,9 +109,9 @@ pub async fn job(jobs: &Api<Job>, pods: &Api<Pod>, name: &str) -> Result<(Option
 }
 
 /// Progressing's reason while a workload rolls out.
-pub const ROLLING_OUT: &str = "RollingOut";
+pub(crate) const ROLLING_OUT: &str = "RollingOut";
 /// Degraded's reason when a workload's rollout is stuck.
-pub const ROLLOUT_FAILED: &str = "RolloutFailed";
+pub(crate) const ROLLOUT_FAILED: &str = "RolloutFailed";
 
 fn rolling(message: impl Into<String>) -> Progress {
     Progress::waiting(ROLLING_OUT, message)
@@ -154,7 +154,7 @@ pub fn deployment_rollout(deployment: &Deployment) -> Progress {
 }
 
 /// Whether a DaemonSet runs what was last applied.
-pub fn daemonset_rollout(daemonset: &DaemonSet) -> Progress {
+pub(crate) fn daemonset_rollout(daemonset: &DaemonSet) -> Progress {
     let status = daemonset.status.clone().unwrap_or_default();
     if !generation_seen(daemonset.metadata.generation, status.observed_generation) {
         return rolling("the DaemonSet controller has not seen the new template yet");

@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::{EmptyDirVolumeSource, SecretVolumeSource, Volume, VolumeMount};
 
 /// A mount of `volume` at `path`.
-pub fn mount(volume: &str, path: &str, read_only: bool) -> VolumeMount {
+pub(crate) fn mount(volume: &str, path: &str, read_only: bool) -> VolumeMount {
     VolumeMount {
         name: volume.to_string(),
         mount_path: path.to_string(),
@@ -13,12 +13,12 @@ pub fn mount(volume: &str, path: &str, read_only: bool) -> VolumeMount {
 }
 
 /// An `emptyDir` volume.
-pub fn empty_dir(name: &str) -> Volume {
+pub(crate) fn empty_dir(name: &str) -> Volume {
     Volume { name: name.to_string(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() }
 }
 
 /// A volume of the Secret `secret`.
-pub fn secret_volume(name: &str, secret: &str) -> Volume {
+pub(crate) fn secret_volume(name: &str, secret: &str) -> Volume {
     Volume {
         name: name.to_string(),
         secret: Some(SecretVolumeSource { secret_name: Some(secret.to_string()), ..Default::default() }),
@@ -29,7 +29,7 @@ pub fn secret_volume(name: &str, secret: &str) -> Volume {
 /// A container as the `restricted` Pod Security Standard requires: no privilege escalation,
 /// not root, no capabilities, the runtime's default seccomp profile. A namespace enforcing that
 /// standard admits its pods; one that does not loses nothing a well-built image needs.
-pub fn restricted_container() -> k8s_openapi::api::core::v1::SecurityContext {
+pub(crate) fn restricted_container() -> k8s_openapi::api::core::v1::SecurityContext {
     use k8s_openapi::api::core::v1::{Capabilities, SeccompProfile, SecurityContext};
     SecurityContext {
         allow_privilege_escalation: Some(false),

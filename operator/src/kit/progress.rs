@@ -58,19 +58,19 @@ impl Progress {
 /// How a reconcile ended when nothing failed outright: its progress, and when to look again
 /// regardless of watches (a renewal, a poll while waiting).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub progress: Progress,
     pub requeue_after: Option<Duration>,
 }
 
 impl Outcome {
     /// `progress`, with no deadline of its own.
-    pub fn new(progress: Progress) -> Self {
+    pub(crate) fn new(progress: Progress) -> Self {
         Self { progress, requeue_after: None }
     }
 
     /// Look again after `after` at the latest (the sooner of this and any earlier deadline).
-    pub fn within(mut self, after: Option<Duration>) -> Self {
+    pub(crate) fn within(mut self, after: Option<Duration>) -> Self {
         self.requeue_after = soonest(self.requeue_after, after);
         self
     }
@@ -83,7 +83,7 @@ impl From<Progress> for Outcome {
 }
 
 /// The sooner of two optional deadlines.
-pub fn soonest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+pub(crate) fn soonest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

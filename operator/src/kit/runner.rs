@@ -21,12 +21,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// An error with a short, stable label for the failure metric: one per variant.
-pub trait MetricLabel {
+pub(crate) trait MetricLabel {
     fn metric_label(&self) -> &'static str;
 }
 
 /// What the runner needs to instrument a controller's reconciles.
-pub struct Runner {
+pub(crate) struct Runner {
     /// The controller's name: the metric label, the span's field, the log's.
     pub controller: &'static str,
     pub metrics: Arc<Metrics>,
@@ -34,7 +34,7 @@ pub struct Runner {
 }
 
 /// A controller's reconcile, as the runner calls it.
-pub trait Reconcile: Send + Sync + Sized + 'static {
+pub(crate) trait Reconcile: Send + Sync + Sized + 'static {
     type Object: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static;
     type Error: StdError + MetricLabel + Send + Sync + 'static;
 
@@ -82,7 +82,7 @@ fn error_policy<R: Reconcile>(object: Arc<R::Object>, err: &R::Error, ctx: Arc<R
 }
 
 /// Runs `controller` with `ctx`'s reconcile until `shutdown`.
-pub async fn drive<R: Reconcile>(controller: Controller<R::Object>, ctx: Arc<R>, shutdown: CancellationToken)
+pub(crate) async fn drive<R: Reconcile>(controller: Controller<R::Object>, ctx: Arc<R>, shutdown: CancellationToken)
 where
     R::Object: Resource<DynamicType = ()>,
     <R::Object as Resource>::DynamicType: Hash + Eq + Clone + Debug + Unpin,
@@ -109,7 +109,7 @@ where
 /// (panicked). The one such error of every controller.
 #[derive(Debug, thiserror::Error)]
 #[error("a {controller} controller task failed")]
-pub struct Stopped {
+pub(crate) struct Stopped {
     pub controller: &'static str,
     #[source]
     pub source: tokio::task::JoinError,
@@ -122,7 +122,7 @@ pub struct Stopped {
 /// `run` is called for every scope before any of the futures it returns starts, so what it
 /// sets up synchronously per scope (a cache registered with shared state) is complete by the
 /// time the first reconcile of any scope runs.
-pub async fn fan_out<F, Fut>(controller: &'static str, scopes: Vec<Scope>, run: F) -> Result<(), Stopped>
+pub(crate) async fn fan_out<F, Fut>(controller: &'static str, scopes: Vec<Scope>, run: F) -> Result<(), Stopped>
 where
     F: Fn(Scope) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,

@@ -6,7 +6,7 @@
 use super::condition::bounded_message;
 
 /// What a redacted value becomes.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// Key names whose values are secrets, matched case-insensitively at the end of a key
 /// (`redfish_password`, `ipmi_password`, `agent_secret_token`, `snmp_priv_key`, `user_data`).
@@ -14,7 +14,7 @@ const SECRET_KEYS: [&str; 7] = ["password", "passwd", "secret", "token", "_key",
 
 /// `text` with the values of secret-looking keys and every one of `secrets` redacted, cut to
 /// the condition message limit.
-pub fn scrubbed(text: &str, secrets: &[&str]) -> String {
+pub(crate) fn scrubbed(text: &str, secrets: &[&str]) -> String {
     let mut out = redact_values(text);
     for secret in secrets.iter().filter(|s| s.len() >= 3) {
         out = out.replace(secret, REDACTED);

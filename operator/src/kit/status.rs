@@ -14,7 +14,7 @@ use std::fmt::Debug;
 
 /// Applies the whole `status` of `name` with server-side apply: every status field is the
 /// operator's, so what it leaves out is removed.
-pub async fn apply<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<K, KubeError>
+pub(crate) async fn apply<K, S>(api: &Api<K>, name: &str, status: &S) -> Result<K, KubeError>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
     S: Serialize,
@@ -33,14 +33,14 @@ where
 /// changed (counted for the controller), then the reconcile's Events published, after the
 /// write and also when it failed (what the reconcile did was done; the retry will not see it
 /// again). The stored object when status was written.
-pub struct Commit<'a> {
+pub(crate) struct Commit<'a> {
     pub controller: &'static str,
     pub metrics: &'a Metrics,
     pub publisher: &'a Publisher,
 }
 
 impl Commit<'_> {
-    pub async fn write<K, S>(
+    pub(crate) async fn write<K, S>(
         &self,
         api: &Api<K>,
         object: &K,
@@ -66,7 +66,7 @@ impl Commit<'_> {
 
 /// Merges `body` (`{"status": {...}}`) into the status of `name`: for a part of status that
 /// must be recorded at once, whatever else the reconcile writes later.
-pub async fn merge<K>(api: &Api<K>, name: &str, body: &Value) -> Result<K, KubeError>
+pub(crate) async fn merge<K>(api: &Api<K>, name: &str, body: &Value) -> Result<K, KubeError>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug,
 {

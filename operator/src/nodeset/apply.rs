@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 /// Why applying failed.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(super) enum Error {
     #[error(transparent)]
     Kube(#[from] KubeError),
     #[error(transparent)]
@@ -37,7 +37,7 @@ pub enum Error {
 
 /// What applying did.
 #[derive(Clone, Debug, Default)]
-pub struct Applied {
+pub(super) struct Applied {
     /// Hosts whose claim was written.
     pub claims_won: BTreeSet<String>,
     /// Hosts whose image and first-boot data were written.
@@ -59,7 +59,7 @@ pub struct Applied {
 }
 
 /// Applies `plan` for `nodeset`.
-pub async fn run(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Memory) -> Result<Applied, Error> {
+pub(super) async fn run(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Memory) -> Result<Applied, Error> {
     let mut applied = Applied::default();
     for data in &plan.network_data {
         if let Err(err) = network_data(client, data).await {
@@ -91,7 +91,7 @@ pub async fn run(client: &Client, nodeset: &NodeSet, plan: &Plan, memory: &Memor
 }
 
 /// Applies only the BareMetalHost writes of `plan` (a deletion).
-pub async fn apply_host_writes(
+pub(super) async fn apply_host_writes(
     client: &Client,
     plan: &Plan,
     memory: &Memory,
@@ -204,7 +204,7 @@ async fn network_data(client: &Client, data: &NetworkData) -> Result<(), KubeErr
 }
 
 /// The ledger of a NodeSet's service Jobs and inventory Secrets.
-pub fn ledger(client: &Client, nodeset: &NodeSet) -> Result<Ledger, Unstored> {
+pub(super) fn ledger(client: &Client, nodeset: &NodeSet) -> Result<Ledger, Unstored> {
     let owner = Owner::of(nodeset);
     Ledger::new(
         client.clone(),

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 /// The NodeSet as its BareMetalHosts name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Owner {
+pub(super) struct Owner {
     pub namespace: String,
     pub name: String,
     /// The value of the nodeset label: the name, bounded to a label value's 63 characters.
@@ -28,7 +28,7 @@ pub struct Owner {
 }
 
 impl Owner {
-    pub fn of(nodeset: &NodeSet) -> Self {
+    pub(super) fn of(nodeset: &NodeSet) -> Self {
         let name = nodeset.name_any();
         let label = crate::kit::names::bounded(&name, crate::kit::names::MAX_LABEL_VALUE);
         Self { namespace: nodeset.namespace().unwrap_or_default(), name, label }
@@ -36,7 +36,7 @@ impl Owner {
 
     /// The consumerRef written on claimed BareMetalHosts. No uid: a NodeSet recreated under the
     /// same name is the same consumer, and adopts its machines.
-    pub fn consumer_ref(&self) -> ObjectReference {
+    pub(super) fn consumer_ref(&self) -> ObjectReference {
         ObjectReference {
             api_version: Some(NodeSet::api_version(&()).into_owned()),
             kind: Some(NodeSet::kind(&()).into_owned()),
@@ -47,7 +47,7 @@ impl Owner {
     }
 
     /// True when `host`'s consumerRef names this NodeSet.
-    pub fn is_consumer(&self, host: &BareMetalHost) -> bool {
+    pub(super) fn is_consumer(&self, host: &BareMetalHost) -> bool {
         let Some(consumer) = host.spec.consumer_ref.as_ref() else {
             return false;
         };
@@ -62,7 +62,7 @@ impl Owner {
     }
 
     /// The hostname `host` is claimed for by this NodeSet: our labels and our consumerRef.
-    pub fn hostname_of<'a>(&self, host: &'a BareMetalHost) -> Option<&'a str> {
+    pub(super) fn hostname_of<'a>(&self, host: &'a BareMetalHost) -> Option<&'a str> {
         let labels = host.labels();
         (labels.get(NODESET_LABEL) == Some(&self.label) && self.is_consumer(host))
             .then(|| labels.get(HOSTNAME_LABEL).map(String::as_str))
@@ -72,7 +72,7 @@ impl Owner {
 
 /// Which BareMetalHost backs each host.
 #[derive(Clone, Debug, Default)]
-pub struct ClaimPlan {
+pub(super) struct ClaimPlan {
     /// Hosts already claimed, found by label.
     pub claimed: BTreeMap<String, Arc<BareMetalHost>>,
     /// Claims to write now.
@@ -89,7 +89,7 @@ pub struct ClaimPlan {
 /// `preferred` names the BareMetalHost status last recorded per host (the tie-breaker when
 /// labels were copied onto a second one); `lost` are BareMetalHosts a claim lost a race for
 /// in this reconcile's view, never chosen again.
-pub fn plan_claims(
+pub(super) fn plan_claims(
     owner: &Owner,
     spec: &NodeSetSpec,
     hosts: &[Arc<BareMetalHost>],

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 /// Why a BareMetalHost is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Purpose {
+pub(super) enum Purpose {
     /// Claim labels and consumerRef, guarded by the host's resourceVersion.
     Claim,
     /// Image and first-boot data: provisioning.
@@ -42,7 +42,7 @@ pub enum Purpose {
 
 /// How a write is sent.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Body {
+pub(super) enum Body {
     /// Server-side apply of this body.
     Apply(Value),
     /// JSON merge patch.
@@ -51,7 +51,7 @@ pub enum Body {
 
 /// One write on a BareMetalHost.
 #[derive(Clone, Debug, PartialEq)]
-pub struct HostWrite {
+pub(super) struct HostWrite {
     pub host: String,
     pub namespace: String,
     /// The hostname of the NodeSet it is for.
@@ -62,7 +62,7 @@ pub struct HostWrite {
 
 impl HostWrite {
     /// True when the write removes the machine's image: only a reprovision or a deprovision.
-    pub fn clears_image(&self) -> bool {
+    pub(super) fn clears_image(&self) -> bool {
         match &self.body {
             Body::Merge(patch) => patch.pointer("/spec/image").is_some_and(Value::is_null),
             Body::Apply(_) => false,
@@ -72,7 +72,7 @@ impl HostWrite {
     /// True when this write would remove the image `host` has: an apply that does not carry
     /// it (server-side apply removes what the manager applied before and omits now). Only the
     /// two explicit requests may; the planner never plans such an apply, and apply checks.
-    pub fn drops_image(&self, host: &BareMetalHost) -> bool {
+    pub(super) fn drops_image(&self, host: &BareMetalHost) -> bool {
         has_image(host)
             && match &self.body {
                 Body::Apply(body) => body.pointer("/spec/image").is_none_or(Value::is_null),
@@ -83,14 +83,14 @@ impl HostWrite {
     /// True when this write would remove the image of `planned` (the host as it was planned
     /// on) without being one of the two explicit requests: the promise, checked once more
     /// where writes are sent.
-    pub fn forbidden(&self, planned: Option<&BareMetalHost>) -> bool {
+    pub(super) fn forbidden(&self, planned: Option<&BareMetalHost>) -> bool {
         let drops = self.clears_image() || planned.is_some_and(|h| self.drops_image(h));
         drops && !matches!(self.purpose, Purpose::Reprovision | Purpose::Deprovision)
     }
 
     /// The image this write applies, if it applies one.
     #[cfg(test)]
-    pub fn applied_image(&self) -> Option<&Value> {
+    pub(super) fn applied_image(&self) -> Option<&Value> {
         match &self.body {
             Body::Apply(body) => body.pointer("/spec/image"),
             Body::Merge(_) => None,
@@ -99,7 +99,7 @@ impl HostWrite {
 }
 
 /// The first-boot inputs of a machine, in BareMetalHost spec fields.
-pub fn provisioning_fields(
+pub(super) fn provisioning_fields(
     hostname: &str,
     spec: &NodeSetSpec,
     bmh_namespace: &str,
@@ -144,7 +144,7 @@ pub fn provisioning_fields(
 
 /// The first-boot fields the machine has now: what this NodeSet applied when it provisioned
 /// it (a user may have changed some since; theirs stand).
-pub fn live_provisioning_fields(host: &BareMetalHost) -> Map<String, Value> {
+pub(super) fn live_provisioning_fields(host: &BareMetalHost) -> Map<String, Value> {
     let spec = serde_json::to_value(&host.spec).unwrap_or(Value::Null);
     let mut fields = Map::new();
     for key in
@@ -159,7 +159,7 @@ pub fn live_provisioning_fields(host: &BareMetalHost) -> Map<String, Value> {
 
 /// What the consumer fields of a claimed machine should be.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Consumer {
+pub(super) struct Consumer {
     pub hostname: String,
     /// `automatedCleaningMode` from the template, if it sets one.
     pub cleaning: Option<Value>,
@@ -180,7 +180,7 @@ pub struct Consumer {
 /// or not the planner knows this NodeSet provisioned it: the record of that (an annotation) can
 /// be removed by anyone, and an apply that omitted a field this manager once applied would
 /// remove it, the image included, and deprovision the machine.
-pub fn apply_body(owner: &Owner, host: &BareMetalHost, consumer: &Consumer, purpose: Purpose) -> Option<Value> {
+pub(super) fn apply_body(owner: &Owner, host: &BareMetalHost, consumer: &Consumer, purpose: Purpose) -> Option<Value> {
     let mut annotations = Map::new();
     if let Some(hash) = &consumer.provisioned_hash {
         annotations.insert(PROVISIONED_HASH_ANNOTATION.into(), Value::String(hash.clone()));
@@ -244,7 +244,7 @@ fn contains(current: &Value, wanted: &Value, skip: &[&str]) -> bool {
 
 /// The merge patch that clears a machine's image for a reprovision, recording `token`. The
 /// completions go with the image: every service runs again on the new installation.
-pub fn reprovision_patch(host: &BareMetalHost, token: &str) -> Value {
+pub(super) fn reprovision_patch(host: &BareMetalHost, token: &str) -> Value {
     json!({
         "metadata": {
             "resourceVersion": host.resource_version(),
@@ -261,7 +261,7 @@ pub fn reprovision_patch(host: &BareMetalHost, token: &str) -> Value {
 
 /// The merge patch that releases a machine under `deletionPolicy: Deprovision`: image, data
 /// and consumerRef cleared, powered off, claim labels and annotations removed.
-pub fn deprovision_patch(host: &BareMetalHost) -> Value {
+pub(super) fn deprovision_patch(host: &BareMetalHost) -> Value {
     json!({
         "metadata": {
             "resourceVersion": host.resource_version(),
@@ -279,12 +279,12 @@ pub fn deprovision_patch(host: &BareMetalHost) -> Value {
 
 /// The merge patch that releases a machine under `deletionPolicy: Detach`; `None` when it is
 /// detached already.
-pub fn detach_patch(host: &BareMetalHost) -> Option<Value> {
+pub(super) fn detach_patch(host: &BareMetalHost) -> Option<Value> {
     (!host.annotations().contains_key(DETACHED)).then(|| json!({"metadata": {"annotations": {DETACHED: ""}}}))
 }
 
 /// The services completed on a machine, as its annotation records them.
-pub fn recorded_completions(host: &BareMetalHost) -> Vec<CompletedService> {
+pub(super) fn recorded_completions(host: &BareMetalHost) -> Vec<CompletedService> {
     host.annotations().get(SERVICES_COMPLETED_ANNOTATION).and_then(|v| serde_json::from_str(v).ok()).unwrap_or_default()
 }
 

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the NodeSet controller until `shutdown`.
-pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
+pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
     let memory = Arc::new(Memory::default());
     tracing::info!(
         concurrency = config.concurrency,
@@ -53,9 +53,9 @@ pub async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken)
 }
 
 // What the watches below and the finalizer use, checked against the RBAC table at compile time.
-crate::require_access!(NODESET, NodeSet: Get, List, Watch, Patch);
-crate::require_access!(NODESET, NodeSet, status: Patch);
-crate::require_access!(NODESET, [BareMetalHost, HardwareData, NodeSetService, Job, ConfigMap, Secret]: List, Watch);
+crate::install::rbac::require_access!(NODESET, NodeSet: Get, List, Watch, Patch);
+crate::install::rbac::require_access!(NODESET, NodeSet, status: Patch);
+crate::install::rbac::require_access!(NODESET, [BareMetalHost, HardwareData, NodeSetService, Job, ConfigMap, Secret]: List, Watch);
 
 async fn run_scope(
     ctx: Arc<Context>,

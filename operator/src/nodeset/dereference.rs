@@ -30,7 +30,7 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The watch caches of one scope.
 #[derive(Clone)]
-pub struct Caches {
+pub(super) struct Caches {
     pub nodesets: Store<NodeSet>,
     pub hosts: Store<BareMetalHost>,
     pub hardware: Store<HardwareData>,
@@ -44,7 +44,7 @@ pub struct Caches {
 
 /// Why the facts could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(super) enum Error {
     /// A cache has not listed its objects yet: acting on an empty cache would, for one, report
     /// every claimed host as unclaimed.
     #[error("the {0} watch cache is not ready")]
@@ -55,7 +55,7 @@ pub enum Error {
 
 impl Caches {
     /// Waits until every cache holds its first list.
-    pub async fn ready(&self) -> Result<(), Error> {
+    pub(super) async fn ready(&self) -> Result<(), Error> {
         let all = async {
             self.nodesets.wait_until_ready().await.map_err(|_| "NodeSet")?;
             self.hosts.wait_until_ready().await.map_err(|_| "BareMetalHost")?;
@@ -74,7 +74,7 @@ impl Caches {
 
     /// The NodeSetServices of `namespace` by name, each with what its rules find wrong with
     /// it (checked here too: it may have got in while the webhook was down).
-    pub fn services_of(&self, namespace: &str) -> BTreeMap<String, Vec<FieldError>> {
+    pub(super) fn services_of(&self, namespace: &str) -> BTreeMap<String, Vec<FieldError>> {
         self.services
             .state()
             .iter()
@@ -93,7 +93,7 @@ impl Caches {
 }
 
 /// The BareMetalHosts of `namespace`, each the freshest copy known.
-pub fn hosts(caches: &Caches, memory: &Memory, namespace: &str) -> Vec<std::sync::Arc<BareMetalHost>> {
+pub(super) fn hosts(caches: &Caches, memory: &Memory, namespace: &str) -> Vec<std::sync::Arc<BareMetalHost>> {
     let cached = caches.hosts.state_filter(|h| h.namespace().as_deref() == Some(namespace));
     let mut hosts: Vec<_> = cached.into_iter().map(|h| memory.hosts.freshest(h)).collect();
     hosts.sort_by_key(|h| h.name_any());
@@ -101,7 +101,7 @@ pub fn hosts(caches: &Caches, memory: &Memory, namespace: &str) -> Vec<std::sync
 }
 
 /// Reads the facts of `nodeset`.
-pub async fn run(
+pub(super) async fn run(
     caches: &Caches,
     memory: &Memory,
     client: &Client,
@@ -163,7 +163,7 @@ pub async fn run(
 
 /// The Secrets and ConfigMaps the NodeSet's variablesFrom and its listed services name, read
 /// by GET in its own namespace (`sources`).
-pub async fn sources(caches: &Caches, client: &Client, nodeset: &NodeSet) -> Result<Sources, Error> {
+pub(super) async fn sources(caches: &Caches, client: &Client, nodeset: &NodeSet) -> Result<Sources, Error> {
     let namespace = nodeset.namespace().unwrap_or_default();
     let services = caches.services.state_filter(|s| s.namespace().as_deref() == Some(namespace.as_str()));
     let wanted = super::sources::referenced(&nodeset.spec, |name| {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// The objects a NodeSet depends on, as the caches (and this controller's own recent writes)
 /// show them.
 #[derive(Clone, Debug, Default)]
-pub struct Facts {
+pub(super) struct Facts {
     /// Where the NodeSet's BareMetalHosts are.
     pub bmh_namespace: String,
     /// Every BareMetalHost of that namespace (none for a preProvisioned NodeSet).

@@ -13,11 +13,11 @@ use kube::ResourceExt;
 use std::collections::BTreeSet;
 
 /// The annotation that confirms deprovisioning more than `maxUnavailable` hosts at once.
-pub const CONFIRM_ANNOTATION: &str = "ferrometal.io/confirm-deprovision";
+pub(super) const CONFIRM_ANNOTATION: &str = "ferrometal.io/confirm-deprovision";
 
 /// Of `releasing` (hosts leaving under Deprovision now), those held back for a confirmation;
 /// `total` is the number of hosts `maxUnavailable` is taken of.
-pub fn held(nodeset: &NodeSet, releasing: &[String], total: usize) -> Vec<String> {
+pub(super) fn held(nodeset: &NodeSet, releasing: &[String], total: usize) -> Vec<String> {
     let budget = max_unavailable(nodeset.spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()), total);
     if releasing.len() <= budget {
         return Vec::new();
@@ -31,7 +31,7 @@ pub fn held(nodeset: &NodeSet, releasing: &[String], total: usize) -> Vec<String
 }
 
 /// What Degraded says of held hosts.
-pub fn message(held: &[String]) -> String {
+pub(super) fn message(held: &[String]) -> String {
     format!(
         "{} would be deprovisioned at once, more than maxUnavailable: they stay as they are until the \
          NodeSet is annotated {CONFIRM_ANNOTATION}=\"{}\" (or \"all\"), or they are removed a few at a time",

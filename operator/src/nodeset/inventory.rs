@@ -7,7 +7,7 @@ use crds::nodeset::EffectiveHostConfig;
 use serde_json::{Map, Value, json};
 
 /// One host of the inventory.
-pub struct InventoryHost<'a> {
+pub(super) struct InventoryHost<'a> {
     pub config: &'a EffectiveHostConfig,
     pub config_hash: &'a str,
     /// The claimed BareMetalHost (name, namespace); none for preProvisioned NodeSets.
@@ -15,7 +15,7 @@ pub struct InventoryHost<'a> {
 }
 
 /// The inventory JSON.
-pub fn inventory(
+pub(super) fn inventory(
     nodeset: &str,
     namespace: &str,
     service: &str,

@@ -23,21 +23,21 @@ use std::collections::BTreeMap;
 /// Annotation of a service Job: the NodeSetService's name (the label is bounded).
 pub const SERVICE_ANNOTATION: &str = "ferrometal.io/service";
 /// Annotation of a service Job: the service's spec hash it runs.
-pub const SERVICE_HASH_ANNOTATION: &str = "ferrometal.io/service-hash";
+pub(super) const SERVICE_HASH_ANNOTATION: &str = "ferrometal.io/service-hash";
 /// Annotation of a service Job: its hosts and what each runs with (JSON).
 pub const HOSTS_ANNOTATION: &str = "ferrometal.io/hosts";
 /// The inventory's key in its Secret, and so the file name under the mount.
 pub const INVENTORY_KEY: &str = "inventory.json";
 /// The container of every service Job.
-pub const CONTAINER: &str = "service";
+pub(super) const CONTAINER: &str = "service";
 /// Value of the component label of service Jobs and inventory Secrets: the ledger's scope.
-pub const COMPONENT: &str = "nodeset-service";
+pub(super) const COMPONENT: &str = "nodeset-service";
 
 const VOLUME: &str = "inventory";
 
 /// The name of the Job (and inventory Secret) running `batch` for the NodeSet labelled
 /// `nodeset`: readable prefix, and a digest of everything the run is.
-pub fn name(nodeset: &str, batch: &Batch) -> String {
+pub(super) fn name(nodeset: &str, batch: &Batch) -> String {
     let mut digest = Sha256::new();
     digest.update(batch.service.as_bytes());
     digest.update([0]);
@@ -63,7 +63,7 @@ fn labels(nodeset: &str, service: &str) -> BTreeMap<String, String> {
 }
 
 /// The inventory Secret of a Job.
-pub fn inventory_secret(name: &str, nodeset: &str, service: &str, inventory: &Value) -> Secret {
+pub(super) fn inventory_secret(name: &str, nodeset: &str, service: &str, inventory: &Value) -> Secret {
     let json = serde_json::to_vec_pretty(inventory).unwrap_or_default();
     Secret {
         metadata: ObjectMeta {
@@ -78,7 +78,7 @@ pub fn inventory_secret(name: &str, nodeset: &str, service: &str, inventory: &Va
 }
 
 /// The Job running `service` for `batch`, with its inventory Secret `name` mounted.
-pub fn job(name: &str, nodeset_name: &str, nodeset: &str, spec: &NodeSetServiceSpec, batch: &Batch) -> Job {
+pub(super) fn job(name: &str, nodeset_name: &str, nodeset: &str, spec: &NodeSetServiceSpec, batch: &Batch) -> Job {
     let template = &spec.job;
     let mount_dir = INVENTORY_PATH.rsplit_once('/').map(|(dir, _)| dir).unwrap_or("/var/run/ferrometal");
     let mut env: Vec<EnvVar> = [
@@ -137,7 +137,7 @@ pub fn job(name: &str, nodeset_name: &str, nodeset: &str, spec: &NodeSetServiceS
 
 /// A service Job as the rollout reads it; `None` for a Job without our annotations. `failure`
 /// replaces the Job's own failure message (the container's, read from its pods).
-pub fn observe(job: &Job, failure: Option<&str>, now: &Time) -> Option<ObservedJob> {
+pub(super) fn observe(job: &Job, failure: Option<&str>, now: &Time) -> Option<ObservedJob> {
     let annotations = job.annotations();
     let service = annotations.get(SERVICE_ANNOTATION)?.clone();
     let service_hash = annotations.get(SERVICE_HASH_ANNOTATION)?.clone();

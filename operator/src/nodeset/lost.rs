@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// The hosts of `spec` held because their machine dropped out of view, and why.
-pub fn lost_claims(
+pub(super) fn lost_claims(
     owner: &Owner,
     spec: &NodeSetSpec,
     previous: &BTreeMap<String, HostStatus>,
@@ -59,7 +59,7 @@ pub fn lost_claims(
 }
 
 /// `spec` without the hosts in `held`: what claims may be planned for.
-pub fn without(spec: &NodeSetSpec, held: &BTreeMap<String, String>) -> NodeSetSpec {
+pub(super) fn without(spec: &NodeSetSpec, held: &BTreeMap<String, String>) -> NodeSetSpec {
     let mut spec = spec.clone();
     if let Some(nodes) = spec.nodes.as_mut() {
         nodes.retain(|hostname, _| !held.contains_key(hostname));

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 /// Where a claimed machine stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(super) enum Phase {
     /// Claimed, waiting to be free of other work (registering, inspecting, deprovisioning).
     Waiting(String),
     /// Its image was written; baremetal-operator provisions it.
@@ -32,14 +32,14 @@ pub enum Phase {
 
 impl Phase {
     /// True when services may run on the machine.
-    pub fn runs_services(&self) -> bool {
+    pub(super) fn runs_services(&self) -> bool {
         matches!(self, Self::Provisioned | Self::Adopted)
     }
 }
 
 /// What to do with the machine in this reconcile.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
+pub(super) enum Action {
     /// Nothing beyond keeping the consumer fields current.
     Keep,
     /// Write the image and first-boot data: the machine is free and has none.
@@ -50,7 +50,7 @@ pub enum Action {
 
 /// The decision for one machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decision {
+pub(super) struct Decision {
     pub phase: Phase,
     pub action: Action,
     /// The reprovisionToken to record in status.
@@ -70,7 +70,7 @@ fn annotation<'a>(host: &'a BareMetalHost, key: &str) -> Option<&'a str> {
 }
 
 /// True when the machine has an image: it runs, or is being provisioned.
-pub fn has_image(host: &BareMetalHost) -> bool {
+pub(super) fn has_image(host: &BareMetalHost) -> bool {
     host.spec.image.as_ref().is_some_and(|i| !i.url.is_empty())
 }
 
@@ -84,14 +84,14 @@ fn token_digest(token: &str) -> String {
 }
 
 /// True when `token` reprovisioned this machine before.
-pub fn token_used(host: &BareMetalHost, token: &str) -> bool {
+pub(super) fn token_used(host: &BareMetalHost, token: &str) -> bool {
     let digest = token_digest(token);
     annotation(host, REPROVISION_TOKENS_USED_ANNOTATION).is_some_and(|used| used.split(',').any(|d| d == digest))
         || annotation(host, REPROVISION_TOKEN_ANNOTATION) == Some(token)
 }
 
 /// The used-tokens annotation after acting on `token`: the newest last, the oldest dropped.
-pub fn tokens_used_after(host: &BareMetalHost, token: &str) -> String {
+pub(super) fn tokens_used_after(host: &BareMetalHost, token: &str) -> String {
     let digest = token_digest(token);
     let mut used: Vec<&str> = annotation(host, REPROVISION_TOKENS_USED_ANNOTATION)
         .into_iter()
@@ -109,7 +109,7 @@ pub fn tokens_used_after(host: &BareMetalHost, token: &str) -> String {
 /// describe the machine before a reprovision, and is not used. A status without
 /// `machineEpoch` (an older operator's) compares its recorded token with the one the machine
 /// acted on, which a token recorded before the first provisioning never matches.
-pub fn same_epoch<'a>(host: &BareMetalHost, previous: Option<&'a HostStatus>) -> Option<&'a HostStatus> {
+pub(super) fn same_epoch<'a>(host: &BareMetalHost, previous: Option<&'a HostStatus>) -> Option<&'a HostStatus> {
     let uid = host.uid()?;
     previous.filter(|p| {
         let same = match &p.machine_epoch {
@@ -127,7 +127,7 @@ pub fn same_epoch<'a>(host: &BareMetalHost, previous: Option<&'a HostStatus>) ->
 /// stripped that token from a machine still running an image, the epoch `previous` (its status)
 /// recorded for the same machine stands in: the installation did not change, and its
 /// completions and running Jobs must keep counting (a runOnce service never runs twice).
-pub fn epoch(host: &BareMetalHost, previous: Option<&HostStatus>) -> String {
+pub(super) fn epoch(host: &BareMetalHost, previous: Option<&HostStatus>) -> String {
     let uid = host.uid().unwrap_or_default();
     let short = uid.split('-').next().unwrap_or_default().to_string();
     if let Some(token) = annotation(host, REPROVISION_TOKEN_ANNOTATION) {
@@ -142,7 +142,12 @@ pub fn epoch(host: &BareMetalHost, previous: Option<&HostStatus>) -> String {
 
 /// Decides what happens to the machine `host`, claimed for `hostname`, given the host's
 /// previous status (`None`: seen for the first time, or status was lost).
-pub fn decide(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous: Option<&HostStatus>) -> Decision {
+pub(super) fn decide(
+    hostname: &str,
+    host: &BareMetalHost,
+    spec: &NodeSetSpec,
+    previous: Option<&HostStatus>,
+) -> Decision {
     let token = Token::of(hostname, host, spec, previous);
     let provisioned = annotation(host, PROVISIONED_HASH_ANNOTATION)
         .map(str::to_string)

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 /// The controller's memory.
 #[derive(Default)]
-pub struct Memory {
+pub(super) struct Memory {
     pub nodesets: Recent<NodeSet>,
     pub hosts: Recent<BareMetalHost>,
     pub jobs: Recent<Job>,
@@ -28,14 +28,14 @@ pub struct Memory {
 
 impl Memory {
     /// Remembers that a claim of `host` lost a race.
-    pub fn lost(&self, host: &BareMetalHost) {
+    pub(super) fn lost(&self, host: &BareMetalHost) {
         let key = (host.namespace().unwrap_or_default(), host.name_any());
         self.lost.lock().unwrap_or_else(|e| e.into_inner()).insert(key, version(host));
     }
 
     /// The hosts of `hosts` whose claim was lost and that the cache still shows as they were
     /// then: the winner's write has not arrived yet, so they must not be chosen again.
-    pub fn still_lost(&self, hosts: &[std::sync::Arc<BareMetalHost>]) -> BTreeSet<String> {
+    pub(super) fn still_lost(&self, hosts: &[std::sync::Arc<BareMetalHost>]) -> BTreeSet<String> {
         let mut lost = self.lost.lock().unwrap_or_else(|e| e.into_inner());
         let mut out = BTreeSet::new();
         for host in hosts {
@@ -52,11 +52,11 @@ impl Memory {
     }
 
     /// The remembered failure message of a Job.
-    pub fn failure(&self, uid: &str) -> Option<String> {
+    pub(super) fn failure(&self, uid: &str) -> Option<String> {
         self.failures.lock().unwrap_or_else(|e| e.into_inner()).get(uid).cloned()
     }
 
-    pub fn remember_failure(&self, uid: &str, message: &str) {
+    pub(super) fn remember_failure(&self, uid: &str, message: &str) {
         let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         // Bounded: a few thousand failed Jobs' worth; older entries are simply read again.
         if failures.len() > 4096 {

@@ -22,7 +22,7 @@
 mod apply;
 mod basis;
 mod claims;
-pub mod config;
+pub(crate) mod config;
 mod consumer;
 mod controller;
 mod dereference;
@@ -52,7 +52,6 @@ mod status;
 mod upgrade;
 mod validate;
 
-pub use config::{Config, NodeSetArgs};
-pub use controller::run;
+pub(crate) use config::{Config, NodeSetArgs};
+pub(crate) use controller::run;
 pub use job::{HOSTS_ANNOTATION, INVENTORY_KEY, SERVICE_ANNOTATION};
-pub use reconcile::CONTROLLER;

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 
 /// `network_data.json` for `config`, `None` when the host has no network to configure. NIC
 /// MAC addresses come from the machine's inspection data, matched by interface name.
-pub fn network_data(config: &EffectiveHostConfig, hardware: Option<&HardwareDetails>) -> Option<Value> {
+pub(super) fn network_data(config: &EffectiveHostConfig, hardware: Option<&HardwareDetails>) -> Option<Value> {
     let mut links = Vec::new();
     let mut networks = Vec::new();
     let mut services = Vec::new();

@@ -25,11 +25,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Finished Jobs kept per service by default.
-pub const DEFAULT_JOB_HISTORY: usize = 3;
+pub(super) const DEFAULT_JOB_HISTORY: usize = 3;
 
 /// Where one host of the NodeSet stands.
 #[derive(Clone, Debug, PartialEq)]
-pub enum HostPhase {
+pub(super) enum HostPhase {
     /// No BareMetalHost, and why.
     Unclaimed(String),
     /// A claim is written in this reconcile.
@@ -44,7 +44,7 @@ pub enum HostPhase {
 
 /// One host of the plan.
 #[derive(Clone, Debug, PartialEq)]
-pub struct HostPlan {
+pub(super) struct HostPlan {
     pub phase: HostPhase,
     /// The BareMetalHost backing it (claimed, or being claimed).
     pub bmh: Option<Arc<BareMetalHost>>,
@@ -66,7 +66,7 @@ pub struct HostPlan {
 
 impl HostPlan {
     /// Services may run on the host.
-    pub fn runs_services(&self) -> bool {
+    pub(super) fn runs_services(&self) -> bool {
         match &self.phase {
             HostPhase::PreProvisioned => true,
             HostPhase::Machine(d) => d.phase.runs_services(),
@@ -77,7 +77,7 @@ impl HostPlan {
 
 /// A host leaving the NodeSet (its key was removed, or the NodeSet is deleted).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Release {
+pub(super) struct Release {
     pub hostname: String,
     pub bmh: String,
     pub policy: DeletionPolicy,
@@ -87,7 +87,7 @@ pub struct Release {
 
 impl Release {
     /// What the `HostReleased` Event says: under Retain nothing was written at all.
-    pub fn note(&self) -> String {
+    pub(super) fn note(&self) -> String {
         let (hostname, bmh) = (&self.hostname, &self.bmh);
         match self.policy {
             DeletionPolicy::Retain => format!("{hostname} left BareMetalHost {bmh} as it is, still claimed (Retain)"),
@@ -101,14 +101,14 @@ impl Release {
 
 /// A Job to run, with its inventory Secret and the generated network data it needs.
 #[derive(Clone, Debug, PartialEq)]
-pub struct JobRun {
+pub(super) struct JobRun {
     pub secret: Secret,
     pub job: Job,
 }
 
 /// Generated first-boot network data, written before the machine's image.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NetworkData {
+pub(super) struct NetworkData {
     pub name: String,
     pub namespace: String,
     /// The BareMetalHost that owns it.
@@ -118,7 +118,7 @@ pub struct NetworkData {
 
 /// Everything one reconcile does.
 #[derive(Clone, Debug, Default)]
-pub struct Plan {
+pub(super) struct Plan {
     pub config_hash: String,
     pub rollout_status: RolloutStatus,
     pub hosts: BTreeMap<String, HostPlan>,
@@ -139,7 +139,7 @@ pub struct Plan {
 /// The generated network data Secret of a host: readable, and unique to the NodeSet (its
 /// namespace and name) and the host, so that NodeSets of two namespaces sharing a host pool,
 /// or `a-b`/`c` and `a`/`b-c`, never name the same Secret.
-pub fn network_data_name(owner: &Owner, hostname: &str) -> String {
+pub(super) fn network_data_name(owner: &Owner, hostname: &str) -> String {
     use sha2::{Digest, Sha256};
     let identity = format!("{}\0{}\0{hostname}", owner.namespace, owner.name);
     let digest = hex::encode(&Sha256::digest(identity.as_bytes())[..4]);
@@ -150,7 +150,7 @@ pub fn network_data_name(owner: &Owner, hostname: &str) -> String {
 /// stands (claims, then each claimed machine's decision), the rollout of services on the
 /// machines that run, what each machine gets written, then the hosts that leave, the Jobs and
 /// the record of what ran.
-pub fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usize, now: &Time) -> Plan {
+pub(super) fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, history: usize, now: &Time) -> Plan {
     let basis = Basis::of(nodeset, facts, now);
     let mut plan = Plan {
         config_hash: basis.acknowledged.config_hash.clone(),
@@ -229,7 +229,7 @@ pub(super) fn write(host: &BareMetalHost, hostname: &str, purpose: Purpose, body
 
 impl Consumer {
     /// What a claim writes: labels and consumerRef, and the cleaning mode.
-    pub fn claim(hostname: &str, spec: &crds::nodeset::NodeSetSpec) -> Self {
+    pub(super) fn claim(hostname: &str, spec: &crds::nodeset::NodeSetSpec) -> Self {
         Consumer {
             hostname: hostname.to_string(),
             cleaning: spec
@@ -246,7 +246,7 @@ impl Consumer {
 
 impl Plan {
     /// Releases `host` (claimed for `hostname`) per `policy`.
-    pub fn release(&mut self, host: &BareMetalHost, hostname: &str, policy: DeletionPolicy) {
+    pub(super) fn release(&mut self, host: &BareMetalHost, hostname: &str, policy: DeletionPolicy) {
         match policy {
             DeletionPolicy::Retain => {}
             DeletionPolicy::Detach => {
@@ -325,7 +325,7 @@ impl Plan {
     }
 
     /// The hosts held back for a confirmation.
-    pub fn held(&self) -> Vec<String> {
+    pub(super) fn held(&self) -> Vec<String> {
         self.releases.iter().filter(|r| r.held).map(|r| r.hostname.clone()).collect()
     }
 
@@ -362,7 +362,7 @@ impl Plan {
 /// recorded (in force when the hosts were last seen in spec). A removal made in the same edit
 /// that switched to a more destructive policy, or before the controller saw the switch, was not
 /// made under it. Status written by an operator that did not record it counts as Retain.
-pub fn release_policy(nodeset: &NodeSet) -> DeletionPolicy {
+pub(super) fn release_policy(nodeset: &NodeSet) -> DeletionPolicy {
     let recorded = nodeset.status.as_ref().and_then(|s| s.deletion_policy).unwrap_or_default();
     nodeset.spec.deletion_policy().min(recorded)
 }
@@ -370,7 +370,7 @@ pub fn release_policy(nodeset: &NodeSet) -> DeletionPolicy {
 /// Plans the deletion of a NodeSet: every host of `spec.nodes` leaves per the deletion policy.
 /// Hosts are found by label, whatever status says; a machine released earlier (its key removed
 /// under Retain or Detach) is no longer the NodeSet's and stays as it is.
-pub fn plan_deletion(nodeset: &NodeSet, facts: &Facts) -> Plan {
+pub(super) fn plan_deletion(nodeset: &NodeSet, facts: &Facts) -> Plan {
     let owner = Owner::of(nodeset);
     let mut plan = Plan::default();
     let nodes = nodeset.spec.nodes.clone().unwrap_or_default();

@@ -27,11 +27,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The controller's name: metrics, spans, Events.
-pub const CONTROLLER: &str = "nodeset";
+pub(crate) const CONTROLLER: &str = "nodeset";
 
 /// Why a reconcile failed; it is retried with backoff.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(super) enum Error {
     #[error("cannot read what the NodeSet depends on")]
     Dereference(#[from] dereference::Error),
     #[error("cannot apply the NodeSet's plan")]
@@ -40,10 +40,10 @@ pub enum Error {
     Write(#[from] KubeError),
 }
 
-crate::metric_labels!(Error: Dereference, Apply, Write);
+crate::kit::label::metric_labels!(Error: Dereference, Apply, Write);
 
 /// The reconciler of one scope.
-pub struct NodeSetReconciler {
+pub(super) struct NodeSetReconciler {
     pub runner: Runner,
     pub client: Client,
     pub caches: Caches,

@@ -25,18 +25,18 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// The component label of records: what the controller's ConfigMap watch selects.
-pub const COMPONENT: &str = "nodeset-record";
+pub(super) const COMPONENT: &str = "nodeset-record";
 /// The key of the completions, by hostname, as JSON.
 const KEY: &str = "servicesCompleted";
 /// ConfigMaps a NodeSet's record is spread over.
-pub const SHARDS: u8 = 16;
+pub(super) const SHARDS: u8 = 16;
 /// Entries of hosts no longer in spec.nodes kept at most (retained machines).
-pub const REMOVED_KEPT: usize = 1000;
+pub(super) const REMOVED_KEPT: usize = 1000;
 
 /// What ran on one host.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Entry {
+pub(super) struct Entry {
     /// The uid of the machine it ran on (none for a preProvisioned host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
@@ -56,31 +56,31 @@ enum Stored {
 }
 
 /// Completions by hostname.
-pub type Completions = BTreeMap<String, Entry>;
+pub(super) type Completions = BTreeMap<String, Entry>;
 
 /// The name of the record of one NodeSet before it was spread over shards; still read.
-pub fn name(owner: &Owner) -> String {
+pub(super) fn name(owner: &Owner) -> String {
     bounded(&format!("{}-nodeset-record", owner.name), 253)
 }
 
 /// The name of shard `shard` of the record: the NodeSet's, so a NodeSet recreated under that
 /// name finds it.
-pub fn shard_name(owner: &Owner, shard: u8) -> String {
+pub(super) fn shard_name(owner: &Owner, shard: u8) -> String {
     bounded(&format!("{}-nodeset-record-{shard:x}", owner.name), 253)
 }
 
 /// Every name a NodeSet's record may have: the unsharded one, then the shards.
-pub fn names(owner: &Owner) -> Vec<String> {
+pub(super) fn names(owner: &Owner) -> Vec<String> {
     std::iter::once(name(owner)).chain((0..SHARDS).map(|k| shard_name(owner, k))).collect()
 }
 
 /// The shard a hostname's entry lives in.
-pub fn shard_of(hostname: &str) -> u8 {
+pub(super) fn shard_of(hostname: &str) -> u8 {
     Sha256::digest(hostname.as_bytes())[0] % SHARDS
 }
 
 /// The labels of a record.
-pub fn labels(owner: &Owner) -> BTreeMap<String, String> {
+pub(super) fn labels(owner: &Owner) -> BTreeMap<String, String> {
     BTreeMap::from([
         (MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string()),
         (COMPONENT_LABEL.to_string(), COMPONENT.to_string()),
@@ -91,7 +91,7 @@ pub fn labels(owner: &Owner) -> BTreeMap<String, String> {
 /// The completions one record ConfigMap holds. Anyone with write access to ConfigMaps can edit
 /// it: each host's entry is read on its own, so one that does not parse costs that host only
 /// (and a record that is not JSON at all reads as empty).
-pub fn read(record: &ConfigMap) -> Completions {
+pub(super) fn read(record: &ConfigMap) -> Completions {
     let text = record.data.as_ref().and_then(|d| d.get(KEY));
     let stored: BTreeMap<String, serde_json::Value> =
         text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default();
@@ -105,7 +105,7 @@ pub fn read(record: &ConfigMap) -> Completions {
 }
 
 /// Every entry of a NodeSet's record ConfigMaps (by name): a shard's over the unsharded one's.
-pub fn merged(records: &BTreeMap<String, Completions>, owner: &Owner) -> Completions {
+pub(super) fn merged(records: &BTreeMap<String, Completions>, owner: &Owner) -> Completions {
     let mut all = records.get(&name(owner)).cloned().unwrap_or_default();
     for k in 0..SHARDS {
         if let Some(shard) = records.get(&shard_name(owner, k)) {
@@ -119,7 +119,11 @@ pub fn merged(records: &BTreeMap<String, Completions>, owner: &Owner) -> Complet
 /// content differs from `current` (by name), an emptied shard included; then, once, the
 /// unsharded record of an earlier operator emptied (its entries are in the shards by then, and
 /// one left there would bring back a host's entry after its release).
-pub fn writes(owner: &Owner, completions: &Completions, current: &BTreeMap<String, Completions>) -> Vec<ConfigMap> {
+pub(super) fn writes(
+    owner: &Owner,
+    completions: &Completions,
+    current: &BTreeMap<String, Completions>,
+) -> Vec<ConfigMap> {
     let mut shards: BTreeMap<u8, Completions> = BTreeMap::new();
     for (hostname, entry) in completions {
         shards.entry(shard_of(hostname)).or_default().insert(hostname.clone(), entry.clone());
@@ -146,7 +150,7 @@ pub fn writes(owner: &Owner, completions: &Completions, current: &BTreeMap<Strin
 
 /// What a reconcile knows of one host's completions.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Known {
+pub(super) enum Known {
     /// They are these (an empty list: nothing ran on this installation).
     Ran(Entry),
     /// Nothing new: the recorded entry stays (a machine about to be reprovisioned, one out of
@@ -156,7 +160,7 @@ pub enum Known {
 
 /// The record after a reconcile: what it knows of each host of spec.nodes; of the others
 /// (removed hosts), the entries `keep_removed` keeps, at most [`REMOVED_KEPT`].
-pub fn after(
+pub(super) fn after(
     recorded: &Completions,
     known: BTreeMap<String, Known>,
     keep_removed: impl Fn(&str, &Entry) -> bool,

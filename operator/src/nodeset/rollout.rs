@@ -25,11 +25,11 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Hosts in one Job at most: bounds the inventory Secret (1 MiB) and the Job's annotations.
-pub const MAX_BATCH_HOSTS: usize = 100;
+pub(super) const MAX_BATCH_HOSTS: usize = 100;
 
 /// A host as the rollout sees it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct HostWork {
+pub(super) struct HostWork {
     pub name: String,
     /// Its effective config hash now.
     pub desired: String,
@@ -48,7 +48,7 @@ pub struct HostWork {
 
 /// A service of the NodeSet that exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Service {
+pub(super) struct Service {
     pub name: String,
     pub run_once: bool,
     pub hash: String,
@@ -56,7 +56,7 @@ pub struct Service {
 
 /// One host of a Job: what it ran with.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-pub struct JobHost {
+pub(super) struct JobHost {
     #[serde(rename = "configHash")]
     pub config_hash: String,
     pub epoch: String,
@@ -72,7 +72,7 @@ pub struct JobHost {
 /// the completion it was planned after. The time counts in whole seconds, the resolution
 /// status stores it in, so a completion recorded in memory (a Job finished without a
 /// completion time is timed by the clock) and the same one read back from status match.
-pub fn fingerprint(entry: Option<&CompletedService>) -> String {
+pub(super) fn fingerprint(entry: Option<&CompletedService>) -> String {
     let Some(entry) = entry else { return String::new() };
     let mut digest = Sha256::new();
     let time = entry.completed_at.as_ref().map(|t| t.0.as_second().to_string()).unwrap_or_default();
@@ -90,7 +90,7 @@ pub fn fingerprint(entry: Option<&CompletedService>) -> String {
 
 /// How a Job ended, or that it has not yet.
 #[derive(Clone, Debug, PartialEq)]
-pub enum JobOutcome {
+pub(super) enum JobOutcome {
     Running,
     Succeeded { at: Time },
     Failed { message: String, at: Time },
@@ -98,7 +98,7 @@ pub enum JobOutcome {
 
 /// A service Job of this NodeSet, as the watch cache shows it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ObservedJob {
+pub(super) struct ObservedJob {
     pub name: String,
     pub service: String,
     pub service_hash: String,
@@ -118,7 +118,7 @@ impl ObservedJob {
 
 /// A Job to create: one service for a batch of hosts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Batch {
+pub(super) struct Batch {
     pub service: String,
     pub service_hash: String,
     /// Per host, what it runs with, including the completion it runs after: a run after that
@@ -128,7 +128,7 @@ pub struct Batch {
 
 /// A failed Job that stops the rollout.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
+pub(super) struct Failure {
     pub job: String,
     pub service: String,
     pub hosts: Vec<String>,
@@ -137,7 +137,7 @@ pub struct Failure {
 
 /// What the rollout does in this reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct RolloutPlan {
+pub(super) struct RolloutPlan {
     /// Per host, the completions after recording finished Jobs.
     pub completed: BTreeMap<String, Vec<CompletedService>>,
     /// Hosts with every service done for their desired hash.
@@ -158,7 +158,7 @@ pub struct RolloutPlan {
 
 /// `maxUnavailable` as a number of hosts: a count, or a percentage of `hosts` rounded down;
 /// at least one, so a rollout always moves.
-pub fn max_unavailable(value: Option<&IntOrString>, hosts: usize) -> usize {
+pub(super) fn max_unavailable(value: Option<&IntOrString>, hosts: usize) -> usize {
     let n = match value {
         None => 1,
         Some(IntOrString::Int(n)) => usize::try_from(*n).unwrap_or(1),
@@ -181,7 +181,7 @@ pub fn max_unavailable(value: Option<&IntOrString>, hosts: usize) -> usize {
 /// or whose status was lost) the token is recorded and nothing is approved: a host that already
 /// runs a configuration gets a new one only for a new token, since nothing says anyone approved
 /// what the spec asks now.
-pub fn acknowledge(
+pub(super) fn acknowledge(
     rollout: Option<&Rollout>,
     previous: Option<&RolloutStatus>,
     gated: &str,
@@ -226,7 +226,7 @@ pub fn acknowledge(
 /// (every host's configuration and the service list) and the spec hash of every service it
 /// lists, so an edit of a shared NodeSetService is a new configuration like any other edit of
 /// what runs.
-pub fn gated_hash(config_hash: &str, services: &[(String, Option<String>)]) -> String {
+pub(super) fn gated_hash(config_hash: &str, services: &[(String, Option<String>)]) -> String {
     let mut digest = Sha256::new();
     digest.update(config_hash.as_bytes());
     for (name, hash) in services {
@@ -239,7 +239,7 @@ pub fn gated_hash(config_hash: &str, services: &[(String, Option<String>)]) -> S
 }
 
 /// True when `service` is done on a host whose desired hash is `desired`.
-pub fn done(completed: &[CompletedService], service: &Service, desired: &str) -> bool {
+pub(super) fn done(completed: &[CompletedService], service: &Service, desired: &str) -> bool {
     completed.iter().any(|c| {
         c.name == service.name
             && (service.run_once
@@ -284,7 +284,7 @@ fn at_approved(
 /// NodeSetService exists (nothing new runs then); `approved` is the services a rollout
 /// approved: a configured host gets new work only while they are the services as they are and
 /// its desired configuration is the one approved for it (see [`acknowledge`]).
-pub fn plan(
+pub(super) fn plan(
     hosts: &[HostWork],
     services: &[Option<Service>],
     jobs: &[ObservedJob],

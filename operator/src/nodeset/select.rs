@@ -16,7 +16,7 @@ const BYTES_PER_GIB: i64 = 1024 * 1024 * 1024;
 /// True when `labels` satisfy `selector` (no selector selects everything). A selector that
 /// does not parse selects nothing: the webhook refuses such selectors, so it can only be an
 /// object that got in while the webhook was down, and claiming at random would be worse.
-pub fn selector_matches(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
+pub(super) fn selector_matches(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
     match selector {
         None => true,
         Some(selector) => Selector::try_from(selector.clone()).is_ok_and(|s| s.matches(labels)),
@@ -25,7 +25,7 @@ pub fn selector_matches(selector: Option<&LabelSelector>, labels: &BTreeMap<Stri
 
 /// Why a free host is not good enough, most basic first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Shortfall {
+pub(super) enum Shortfall {
     /// Not inspected: no hardware details to compare.
     NoHardwareData,
     Arch(String),
@@ -40,7 +40,7 @@ pub enum Shortfall {
 
 impl Shortfall {
     /// "none has …", completed.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             Self::NoHardwareData => "has hardware details (none was inspected)".to_string(),
             Self::Arch(arch) => format!("has CPU architecture {arch}"),
@@ -67,7 +67,7 @@ fn disk_type_name(kind: DiskType) -> &'static str {
 }
 
 /// Compares inspected hardware with `reqs`; the first requirement it misses.
-pub fn hardware_fits(reqs: Option<&HardwareReqs>, hardware: Option<&HardwareDetails>) -> Result<(), Shortfall> {
+pub(super) fn hardware_fits(reqs: Option<&HardwareReqs>, hardware: Option<&HardwareDetails>) -> Result<(), Shortfall> {
     let Some(reqs) = reqs else {
         return Ok(());
     };
@@ -111,7 +111,7 @@ pub fn hardware_fits(reqs: Option<&HardwareReqs>, hardware: Option<&HardwareDeta
 }
 
 /// Why a host is not free to be claimed; `None` when it is.
-pub fn not_free(host: &BareMetalHost) -> Option<String> {
+pub(super) fn not_free(host: &BareMetalHost) -> Option<String> {
     let status = host.status.as_ref();
     let state = status.map(|s| s.provisioning.state).unwrap_or_default();
     let annotations = host.annotations();
@@ -142,26 +142,26 @@ pub fn not_free(host: &BareMetalHost) -> Option<String> {
 
 /// Label selectors parsed once, for many BareMetalHosts.
 #[derive(Clone, Debug)]
-pub struct Matcher {
+pub(super) struct Matcher {
     /// Parsed selectors; `None` when one does not parse (it selects nothing, as in
     /// `selector_matches`).
     selectors: Option<Vec<Selector>>,
 }
 
 impl Matcher {
-    pub fn new(selectors: &[Option<&LabelSelector>]) -> Self {
+    pub(super) fn new(selectors: &[Option<&LabelSelector>]) -> Self {
         let parsed = selectors.iter().flatten().map(|s| Selector::try_from((*s).clone()).ok()).collect();
         Self { selectors: parsed }
     }
 
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(super) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.selectors.as_ref().is_some_and(|all| all.iter().all(|s| s.matches(labels)))
     }
 }
 
 /// Whether a BareMetalHost may be claimed for a host of a NodeSet (`Ok`, else why not), from
 /// what is worked out once per BareMetalHost: its labels and why it is not free (`not_free`).
-pub fn candidate_with(
+pub(super) fn candidate_with(
     matcher: &Matcher,
     labels: &BTreeMap<String, String>,
     not_free: Option<&str>,
@@ -179,7 +179,7 @@ pub fn candidate_with(
 
 /// Why one BareMetalHost was not a candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Rejection {
+pub(super) enum Rejection {
     Selector,
     NotFree(String),
     Hardware(Shortfall),
@@ -188,7 +188,7 @@ pub enum Rejection {
 /// What the BareMetalHosts of the namespace were rejected for, counted: one tally serves every
 /// host with the same selectors, so explaining costs nothing per pair of host and machine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
+pub(super) struct Tally {
     /// Rejected by a label selector.
     pub selector: usize,
     /// Not free, by why (in order, so the message is always the same).
@@ -199,7 +199,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn add(&mut self, rejection: Rejection) {
+    pub(super) fn add(&mut self, rejection: Rejection) {
         match rejection {
             Rejection::Selector => self.selector = self.selector.saturating_add(1),
             Rejection::NotFree(why) => {
@@ -230,7 +230,7 @@ impl FromIterator<Rejection> for Tally {
 
 /// The message of a host for which nothing could be claimed, from what each BareMetalHost of
 /// the namespace was rejected for, and how many candidates other hosts of the set took.
-pub fn explain(namespace: &str, tally: &Tally, taken: usize) -> String {
+pub(super) fn explain(namespace: &str, tally: &Tally, taken: usize) -> String {
     let matching = tally.matching();
     let total = tally.selector.saturating_add(matching).saturating_add(taken);
     if total == 0 {
@@ -267,7 +267,7 @@ mod tests {
 
     /// Whether `host` may be claimed for a host of a NodeSet with these selectors and
     /// requirements: `Ok` when it may, else why not.
-    pub fn candidate(
+    pub(super) fn candidate(
         host: &BareMetalHost,
         selectors: &[Option<&LabelSelector>],
         reqs: Option<&HardwareReqs>,

@@ -20,23 +20,27 @@ use kube::{Api, Client, ResourceExt};
 use std::sync::Arc;
 
 /// The controller's name: metrics, spans.
-pub const CONTROLLER: &str = "nodesetservice";
+pub(super) const CONTROLLER: &str = "nodesetservice";
 /// Ready's reason for a service that may run.
-pub const VALID: &str = "Valid";
+pub(super) const VALID: &str = "Valid";
 /// Ready's reason for a service whose spec breaks its rules: no NodeSet runs it.
-pub const INVALID_SPEC: &str = "InvalidSpec";
+pub(super) const INVALID_SPEC: &str = "InvalidSpec";
 
 /// Why a status write failed; retried with backoff.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(super) enum Error {
     #[error("cannot write the NodeSetService's status")]
     Write(#[from] KubeError),
 }
 
-crate::metric_labels!(Error: Write);
+crate::kit::label::metric_labels!(Error: Write);
 
 /// The status `service` should have, the previous conditions' transition times kept.
-pub fn compute(service: &NodeSetService, reserved: Option<&ReservedAccount>, now: &Time) -> NodeSetServiceStatus {
+pub(super) fn compute(
+    service: &NodeSetService,
+    reserved: Option<&ReservedAccount>,
+    now: &Time,
+) -> NodeSetServiceStatus {
     let namespace = service.namespace().unwrap_or_default();
     let mut problems = validate_nodeset_service(&service.spec);
     problems.extend(validate_service_account(&service.spec, &namespace, reserved));
@@ -56,7 +60,7 @@ pub fn compute(service: &NodeSetService, reserved: Option<&ReservedAccount>, now
 }
 
 /// Writes each NodeSetService's status when it changed.
-pub struct ServiceStatusReconciler {
+pub(super) struct ServiceStatusReconciler {
     pub runner: Runner,
     pub client: Client,
     pub reserved_account: Option<ReservedAccount>,

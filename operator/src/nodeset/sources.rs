@@ -18,7 +18,7 @@ use kube::{Client, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Every source the NodeSet's `variablesFrom` lists name, template and hosts.
-pub fn of_variables(spec: &NodeSetSpec) -> BTreeSet<SourceRef> {
+pub(super) fn of_variables(spec: &NodeSetSpec) -> BTreeSet<SourceRef> {
     let template = spec.node_template.as_ref().and_then(|t| t.variables_from.as_ref());
     let hosts = spec.nodes.iter().flatten().map(|(_, h)| h.variables_from.as_ref());
     std::iter::once(template).chain(hosts).flat_map(source::listed).collect()
@@ -26,7 +26,7 @@ pub fn of_variables(spec: &NodeSetSpec) -> BTreeSet<SourceRef> {
 
 /// Every source the NodeSet reads: its variables', and those of the services it lists that
 /// `services` (its namespace's, by name) holds.
-pub fn referenced<'a>(
+pub(super) fn referenced<'a>(
     spec: &NodeSetSpec,
     services: impl Fn(&str) -> Option<&'a NodeSetService>,
 ) -> BTreeSet<SourceRef> {
@@ -41,7 +41,7 @@ pub fn referenced<'a>(
 
 /// What a `variablesFrom` list finds wrong with what was read: a non-optional source missing,
 /// keys that cannot be variables. They block the NodeSet, like any invalid input.
-pub fn check(spec: &NodeSetSpec, sources: &Sources) -> Vec<FieldError> {
+pub(super) fn check(spec: &NodeSetSpec, sources: &Sources) -> Vec<FieldError> {
     let template = spec.node_template.as_ref().and_then(|t| t.variables_from.as_ref());
     let mut errors = source::check_sources("spec.nodeTemplate.variablesFrom", template, sources);
     for (hostname, host) in spec.nodes.iter().flatten() {
@@ -52,7 +52,11 @@ pub fn check(spec: &NodeSetSpec, sources: &Sources) -> Vec<FieldError> {
 }
 
 /// Reads `wanted` in the NodeSet's namespace; one that does not exist is left out.
-pub async fn read(client: &Client, nodeset: &NodeSet, wanted: &BTreeSet<SourceRef>) -> Result<Sources, KubeError> {
+pub(super) async fn read(
+    client: &Client,
+    nodeset: &NodeSet,
+    wanted: &BTreeSet<SourceRef>,
+) -> Result<Sources, KubeError> {
     let namespace = nodeset.namespace().unwrap_or_default();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
     let maps: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
@@ -75,7 +79,7 @@ pub async fn read(client: &Client, nodeset: &NodeSet, wanted: &BTreeSet<SourceRe
 }
 
 /// A Secret's content: each value as text, or its key among the binary ones.
-pub fn of_secret(secret: &Secret) -> SourceData {
+pub(super) fn of_secret(secret: &Secret) -> SourceData {
     let mut out = SourceData::default();
     for (key, value) in secret.data.iter().flatten() {
         match String::from_utf8(value.0.clone()) {
@@ -89,7 +93,7 @@ pub fn of_secret(secret: &Secret) -> SourceData {
 }
 
 /// A ConfigMap's content: its data, and the keys of its binaryData.
-pub fn of_map(map: &ConfigMap) -> SourceData {
+pub(super) fn of_map(map: &ConfigMap) -> SourceData {
     SourceData {
         data: map.data.clone().unwrap_or_default(),
         binary: map.binary_data.iter().flatten().map(|(k, _)| k.clone()).collect(),

@@ -15,15 +15,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::collections::BTreeMap;
 
 /// Ready's reasons.
-pub const REASON_READY: &str = "Ready";
-pub const REASON_PROVISIONING: &str = "Provisioning";
-pub const REASON_ROLLING_OUT: &str = "RollingOut";
-pub const REASON_FAILED: &str = "Failed";
+pub(super) const REASON_READY: &str = "Ready";
+pub(super) const REASON_PROVISIONING: &str = "Provisioning";
+pub(super) const REASON_ROLLING_OUT: &str = "RollingOut";
+pub(super) const REASON_FAILED: &str = "Failed";
 /// Degraded's reason while more hosts than maxUnavailable wait to be deprovisioned.
-pub const DEPROVISION_UNCONFIRMED: &str = "DeprovisionUnconfirmed";
+pub(super) const DEPROVISION_UNCONFIRMED: &str = "DeprovisionUnconfirmed";
 
 /// The status to write and the Events to publish after it.
-pub fn compute(
+pub(super) fn compute(
     nodeset: &NodeSet,
     plan: &Plan,
     applied: &Applied,

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 
 /// Per listed service whose run hash is not its spec hash: (spec hash, run hash).
 #[derive(Clone, Debug, Default)]
-pub struct Upgrade(BTreeMap<String, (String, String)>);
+pub(super) struct Upgrade(BTreeMap<String, (String, String)>);
 
 impl Upgrade {
-    pub fn of(facts: &Facts) -> Self {
+    pub(super) fn of(facts: &Facts) -> Self {
         let hashes = facts.services.iter().map(|(name, service)| {
             (name.clone(), (service_hash(&service.spec), run_hash(&service.spec, &facts.sources)))
         });
@@ -32,7 +32,7 @@ impl Upgrade {
     }
 
     /// `completed` with the spec hashes of services that read something upgraded.
-    pub fn completions(&self, completed: &[CompletedService]) -> Vec<CompletedService> {
+    pub(super) fn completions(&self, completed: &[CompletedService]) -> Vec<CompletedService> {
         let upgrade = |c: &CompletedService| {
             let hash = self.run_hash(&c.name, c.service_hash.as_ref()).or_else(|| c.service_hash.clone());
             CompletedService { service_hash: hash, ..c.clone() }
@@ -41,7 +41,7 @@ impl Upgrade {
     }
 
     /// `approved` likewise.
-    pub fn approvals(&self, approved: &mut [ApprovedService]) {
+    pub(super) fn approvals(&self, approved: &mut [ApprovedService]) {
         for entry in approved {
             if let Some(run) = self.run_hash(&entry.name, entry.service_hash.as_ref()) {
                 entry.service_hash = Some(run);

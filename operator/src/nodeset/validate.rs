@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// What validation found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Findings {
+pub(super) struct Findings {
     /// Violations of the NodeSet's own rules: nothing is claimed, provisioned or run.
     pub invalid: Vec<FieldError>,
     /// Why the NodeSet cannot be served at all here: a condition reason and its message.
@@ -35,12 +35,17 @@ pub struct Findings {
 
 impl Findings {
     /// True when nothing may be claimed, provisioned or run.
-    pub fn blocks(&self) -> bool {
+    pub(super) fn blocks(&self) -> bool {
         !self.invalid.is_empty() || self.refused.is_some() || !self.variables.is_empty()
     }
 
     /// Adds what the sources read show: `variablesFrom` problems, services waiting for one.
-    pub fn sources(&mut self, nodeset: &NodeSet, read: &Sources, services: &BTreeMap<String, Arc<NodeSetService>>) {
+    pub(super) fn sources(
+        &mut self,
+        nodeset: &NodeSet,
+        read: &Sources,
+        services: &BTreeMap<String, Arc<NodeSetService>>,
+    ) {
         self.variables = super::sources::check(&nodeset.spec, read);
         for name in nodeset.spec.services.iter().flatten() {
             let missing = services.get(name).map(|s| missing_sources(&s.spec, read)).unwrap_or_default();
@@ -51,7 +56,7 @@ impl Findings {
     }
 
     /// The reason and message of the first problem, for Degraded.
-    pub fn problem(&self) -> Option<(&'static str, String)> {
+    pub(super) fn problem(&self) -> Option<(&'static str, String)> {
         if !self.invalid.is_empty() {
             return Some(("InvalidSpec", summarize(&self.invalid)));
         }
@@ -90,14 +95,14 @@ impl Findings {
 /// Where the operator may act for a NodeSet: the namespaces it watches one by one (empty: all of
 /// them) and the host pools an admin opened to other namespaces.
 #[derive(Clone, Debug, Default)]
-pub struct Reach {
+pub(super) struct Reach {
     pub watched: Vec<String>,
     pub pools: HostPools,
 }
 
 /// Validates `nodeset`. `existing` holds the NodeSetServices of its namespace, by name, each
 /// with its own violations.
-pub fn run(nodeset: &NodeSet, existing: &BTreeMap<String, Vec<FieldError>>, reach: &Reach) -> Findings {
+pub(super) fn run(nodeset: &NodeSet, existing: &BTreeMap<String, Vec<FieldError>>, reach: &Reach) -> Findings {
     let mut invalid = validate_nodeset(nodeset, None);
     invalid.extend(locked_by_status(nodeset));
     let mut findings = Findings { invalid, refused: refusal(nodeset, reach), ..Findings::default() };
@@ -163,7 +168,7 @@ fn locked_by_status(nodeset: &NodeSet) -> Vec<FieldError> {
 }
 
 /// The namespace of a NodeSet's BareMetalHosts.
-pub fn bmh_namespace(nodeset: &NodeSet) -> String {
+pub(super) fn bmh_namespace(nodeset: &NodeSet) -> String {
     nodeset.bmh_namespace()
 }
 

@@ -95,7 +95,7 @@ fn ip_from_bytes(bytes: &[u8]) -> Option<IpAddr> {
 
 /// What to do with the stored CA and serving certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Both are fine.
     Keep,
     /// Issue a new serving certificate from the stored CA.
@@ -105,7 +105,12 @@ pub enum Decision {
 }
 
 /// Decides from the stored material, the names to cover and the time (Unix seconds).
-pub fn decide(ca: Option<&CertifiedPem>, serving: Option<&CertifiedPem>, sans: &SubjectAltNames, now: i64) -> Decision {
+pub(crate) fn decide(
+    ca: Option<&CertifiedPem>,
+    serving: Option<&CertifiedPem>,
+    sans: &SubjectAltNames,
+    now: i64,
+) -> Decision {
     let Some(ca) = ca else {
         return Decision::NewCa { reason: "there is no CA yet" };
     };
@@ -126,7 +131,7 @@ pub fn decide(ca: Option<&CertifiedPem>, serving: Option<&CertifiedPem>, sans: &
 /// unreadable, another CA signed it, its names are not `sans`, or it lapses ([`lapse`]; one
 /// that already ends with its CA would only be re-signed ever more often: it waits for the
 /// CA's renewal).
-pub fn serving_problem(
+pub(crate) fn serving_problem(
     ca: &CertInfo,
     serving: Option<&CertifiedPem>,
     sans: &SubjectAltNames,
@@ -146,7 +151,7 @@ pub fn serving_problem(
 
 /// Why a serving certificate lapses beside its CA, if it does: it ends after the CA, or it is
 /// past two thirds of its lifetime while the CA could give it longer.
-pub fn lapse(serving: &CertInfo, ca: &CertInfo, now: i64) -> Option<&'static str> {
+pub(crate) fn lapse(serving: &CertInfo, ca: &CertInfo, now: i64) -> Option<&'static str> {
     if serving.not_after > ca.not_after {
         return Some("the serving certificate outlives its CA");
     }
@@ -178,7 +183,7 @@ fn random_serial() -> SerialNumber {
 
 /// A new self-signed CA valid `days` from `now`. Its name carries the issuing time, so that
 /// certificates from an earlier CA of the same Ironic are told apart by their issuer.
-pub fn new_ca(common_name: &str, days: i64, now: i64) -> Result<CertifiedPem, Error> {
+pub(crate) fn new_ca(common_name: &str, days: i64, now: i64) -> Result<CertifiedPem, Error> {
     let mut params = CertificateParams::default();
     params.distinguished_name.push(DnType::OrganizationName, "ferrometal");
     params.distinguished_name.push(DnType::CommonName, format!("{common_name} {now}"));

@@ -4,19 +4,19 @@
 //! controller (Auto TLS, API credentials), the database module (MariaDB's TLS and credentials)
 //! and the webhook (its CA's rotation); it knows nothing of any of them.
 
-pub mod certificate;
-pub mod password;
-pub mod request;
-pub mod rotation;
+pub(crate) mod certificate;
+pub(crate) mod password;
+pub(crate) mod request;
+pub(crate) mod rotation;
 
-pub use certificate::{CertInfo, CertifiedPem, Decision, decide, inspect, issue_serving, new_ca};
-pub use password::generate_password;
+pub(crate) use certificate::{CertInfo, CertifiedPem, Decision, decide, inspect, issue_serving, new_ca};
+pub(crate) use password::generate_password;
 
 use std::net::IpAddr;
 
 /// Keys of an operator-managed CA Secret.
-pub use crds::ironic::names::CA_CERT_KEY;
-pub const CA_KEY_KEY: &str = "ca.key";
+pub(crate) use crds::ironic::names::CA_CERT_KEY;
+pub(crate) const CA_KEY_KEY: &str = "ca.key";
 
 /// The names a serving certificate must cover, sorted and without duplicates, so that the
 /// same inputs always give the same certificate request (cert-manager reissues on any change).

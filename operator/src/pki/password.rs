@@ -8,7 +8,7 @@ const PASSWORD_LENGTH: usize = 32;
 const PASSWORD_ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_";
 
 /// A random password of 32 characters from ironic-standalone-operator's alphabet.
-pub fn generate_password() -> String {
+pub(crate) fn generate_password() -> String {
     let mut rng = rand::rng();
     (0..PASSWORD_LENGTH).filter_map(|_| PASSWORD_ALPHABET.choose(&mut rng).map(|b| *b as char)).collect()
 }

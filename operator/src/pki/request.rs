@@ -22,7 +22,7 @@ pub fn new_key() -> Result<String, Error> {
 
 /// A short digest of the public half of `key_pem`: it names the request made with that key.
 /// `None` for an unreadable key.
-pub fn key_digest(key_pem: &str) -> Option<String> {
+pub(crate) fn key_digest(key_pem: &str) -> Option<String> {
     let key = KeyPair::from_pem(key_pem).ok()?;
     Some(hex::encode(&Sha256::digest(key.subject_public_key_info())[..8]))
 }
@@ -36,7 +36,7 @@ pub fn signing_request(key_pem: &str, sans: &SubjectAltNames) -> Result<String, 
 
 /// Why a signed certificate is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error("it is not a readable PEM certificate")]
     Unreadable,
     #[error("it does not match the private key the request was made with")]
@@ -55,7 +55,7 @@ pub enum Refusal {
 
 /// Checks a signed certificate (the first of `cert_pem`, the rest being its chain) against
 /// the key it was requested with, the names it must cover and the time (Unix seconds).
-pub fn verify(cert_pem: &str, key_pem: &str, sans: &SubjectAltNames, now: i64) -> Result<CertInfo, Refusal> {
+pub(crate) fn verify(cert_pem: &str, key_pem: &str, sans: &SubjectAltNames, now: i64) -> Result<CertInfo, Refusal> {
     let info = inspect(cert_pem).ok_or(Refusal::Unreadable)?;
     let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|_| Refusal::Unreadable)?;
     let cert = pem.parse_x509().map_err(|_| Refusal::Unreadable)?;

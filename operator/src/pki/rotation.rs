@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 
 /// What the operator keeps of one rotating CA.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Bundle {
+pub(crate) struct Bundle {
     /// The CA that signs the serving certificate.
     pub ca: CertifiedPem,
     /// The serving certificate.
@@ -52,7 +52,7 @@ impl fmt::Debug for Bundle {
 
 impl Bundle {
     /// The CAs to publish: every CA a server may be serving from, or soon will.
-    pub fn trusted(&self) -> String {
+    pub(crate) fn trusted(&self) -> String {
         let cas = [self.retired.as_deref(), Some(self.ca.cert.as_str()), self.next.as_ref().map(|p| p.cert.as_str())];
         cas.into_iter().flatten().map(|pem| format!("{}\n", pem.trim_end())).collect()
     }
@@ -62,12 +62,12 @@ impl Bundle {
 /// [`super::CA_KEY_KEY`] (the signing CA): the incoming and the outgoing CA. Always written,
 /// empty between rotations: an apply that merely leaves a key out does not remove it when
 /// another field manager (whoever created the Secret) co-owns `data`, as Kubernetes 1.20 shows.
-pub const NEXT_CA_CERT_KEY: &str = "next-ca.crt";
-pub const NEXT_CA_KEY_KEY: &str = "next-ca.key";
-pub const RETIRED_CA_CERT_KEY: &str = "retired-ca.crt";
+pub(crate) const NEXT_CA_CERT_KEY: &str = "next-ca.crt";
+pub(crate) const NEXT_CA_KEY_KEY: &str = "next-ca.key";
+pub(crate) const RETIRED_CA_CERT_KEY: &str = "retired-ca.crt";
 
 /// The CAs of `bundle` as Secret data.
-pub fn ca_data(bundle: &Bundle) -> [(&'static str, String); 5] {
+pub(crate) fn ca_data(bundle: &Bundle) -> [(&'static str, String); 5] {
     let next = bundle.next.as_ref();
     [
         (super::CA_CERT_KEY, bundle.ca.cert.clone()),
@@ -80,7 +80,7 @@ pub fn ca_data(bundle: &Bundle) -> [(&'static str, String); 5] {
 
 /// The bundle whose CAs `get` reads from Secret data (empty values are absent), with its
 /// serving certificate; `None` without a signing CA.
-pub fn from_data(get: impl Fn(&str) -> Option<String>, serving: CertifiedPem) -> Option<Bundle> {
+pub(crate) fn from_data(get: impl Fn(&str) -> Option<String>, serving: CertifiedPem) -> Option<Bundle> {
     let get = |key: &str| get(key).filter(|v| !v.is_empty());
     let pair = |cert: &str, key: &str| Some(CertifiedPem { cert: get(cert)?, key: get(key)? });
     Some(Bundle {
@@ -92,7 +92,7 @@ pub fn from_data(get: impl Fn(&str) -> Option<String>, serving: CertifiedPem) ->
 }
 
 /// How one user of the rotation makes its certificates.
-pub trait Issuer {
+pub(crate) trait Issuer {
     type Error;
     /// A new CA, valid from `now`.
     fn ca(&self, now: SystemTime) -> Result<CertifiedPem, Self::Error>;
@@ -104,7 +104,7 @@ pub trait Issuer {
 
 /// When the steps are taken.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// How far into its life a CA gets a successor, from 0 to 1 (two thirds).
     pub renewal: f64,
     /// How long a step waits, at least, after the certificate the step before made.
@@ -116,7 +116,7 @@ pub struct Schedule {
 
 /// What the caller has seen reach everyone.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Reached {
+pub(crate) struct Reached {
     /// Every client holds a bundle with the stored next CA.
     pub next_trusted: bool,
     /// Every server serves the stored serving certificate.
@@ -125,20 +125,20 @@ pub struct Reached {
 
 /// What to do with the stored bundle.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     Keep,
     Write(Bundle),
 }
 
 /// A new CA and a serving certificate signed by it.
-pub fn fresh<I: Issuer>(issuer: &I, now: SystemTime) -> Result<Bundle, I::Error> {
+pub(crate) fn fresh<I: Issuer>(issuer: &I, now: SystemTime) -> Result<Bundle, I::Error> {
     let ca = issuer.ca(now)?;
     let serving = issuer.serving(&ca, now)?;
     Ok(Bundle { ca, serving, next: None, retired: None })
 }
 
 /// The next state of `stored` at `now`, given what has `reached` everyone.
-pub fn plan<I: Issuer>(
+pub(crate) fn plan<I: Issuer>(
     stored: Option<&Bundle>,
     issuer: &I,
     schedule: &Schedule,
@@ -191,13 +191,13 @@ pub fn plan<I: Issuer>(
 }
 
 /// When the CA of `bundle` reaches its renewal point.
-pub fn renewal_at(bundle: &Bundle, schedule: &Schedule) -> Option<SystemTime> {
+pub(crate) fn renewal_at(bundle: &Bundle, schedule: &Schedule) -> Option<SystemTime> {
     inspect(&bundle.ca.cert).map(|i| renewal_point(&i, schedule))
 }
 
 /// When the step under way may be taken, if one is under way: a settle time after the
 /// certificate the step before made.
-pub fn step_at(bundle: &Bundle, schedule: &Schedule) -> Option<SystemTime> {
+pub(crate) fn step_at(bundle: &Bundle, schedule: &Schedule) -> Option<SystemTime> {
     let made = match (&bundle.next, &bundle.retired) {
         (Some(next), _) => &next.cert,
         (None, Some(_)) => &bundle.serving.cert,
@@ -208,7 +208,7 @@ pub fn step_at(bundle: &Bundle, schedule: &Schedule) -> Option<SystemTime> {
 
 /// Whether a serving certificate lapses beside its CA at `now` ([`super::certificate::lapse`]),
 /// or cannot be read.
-pub fn lapsing(serving: &str, ca: &str, now: SystemTime) -> bool {
+pub(crate) fn lapsing(serving: &str, ca: &str, now: SystemTime) -> bool {
     let (Some(serving), Some(ca)) = (inspect(serving), inspect(ca)) else { return true };
     super::certificate::lapse(&serving, &ca, unix(now)).is_some()
 }
@@ -238,12 +238,12 @@ fn renewal_point(info: &CertInfo, schedule: &Schedule) -> SystemTime {
 }
 
 /// Unix seconds of `time` (0 before the epoch).
-pub fn unix(time: SystemTime) -> i64 {
+pub(crate) fn unix(time: SystemTime) -> i64 {
     time.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// The time of Unix seconds `secs`: the epoch before it, the year 9999 after that.
-pub fn at(secs: i64) -> SystemTime {
+pub(crate) fn at(secs: i64) -> SystemTime {
     let last = Duration::from_secs(253_402_300_799);
     let since = Duration::from_secs(u64::try_from(secs).unwrap_or(0)).min(last);
     SystemTime::UNIX_EPOCH.checked_add(since).unwrap_or(SystemTime::UNIX_EPOCH)

@@ -20,7 +20,7 @@ struct Health {
 }
 
 /// Binds `addr` and serves until `shutdown`; returns the bound address.
-pub async fn serve(
+pub(crate) async fn serve(
     addr: SocketAddr,
     limits: Limits,
     metrics: Arc<Metrics>,

@@ -106,7 +106,7 @@ enum State {
 }
 
 /// A held lease: the deadline the elector keeps renewing, and the task doing it.
-pub struct Leadership {
+pub(crate) struct Leadership {
     state: watch::Receiver<State>,
     stop: CancellationToken,
     // Aborted on drop (see `Drop`), so that an operator that is itself aborted
@@ -118,7 +118,7 @@ impl Leadership {
     /// Resolves when this replica must stop leading: the elector said so, its
     /// deadline passed without a renewal, or the elector is gone. Fails closed:
     /// every doubt is a loss.
-    pub async fn lost(&mut self) -> Loss {
+    pub(crate) async fn lost(&mut self) -> Loss {
         loop {
             let deadline = match &*self.state.borrow_and_update() {
                 State::Leading { deadline } => *deadline,
@@ -136,7 +136,7 @@ impl Leadership {
     /// Stops renewing and hands the lease back, if this replica still holds it,
     /// so that another replica takes over without waiting for it to expire.
     /// Bounded: an unreachable apiserver only delays the exit by `timeout`.
-    pub async fn release(mut self, within: Duration) {
+    pub(crate) async fn release(mut self, within: Duration) {
         self.stop.cancel();
         let Some(task) = self.task.take() else { return };
         let released = timeout(within, async move {
@@ -172,7 +172,7 @@ pub enum Error {
 /// Waits until this replica holds the lease, then keeps renewing it in the
 /// background. Transient failures (no apiserver, conflicts) are retried; a
 /// refused permission is an error, since waiting cannot fix it.
-pub async fn acquire(
+pub(crate) async fn acquire(
     client: kube::Client,
     config: &LeaderElection,
     identity: &str,

@@ -102,7 +102,7 @@ impl LeaseTiming {
 
 /// Whose the Lease is, as this replica sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// We hold it: renew it.
     Ours,
     /// Nobody holds it, or the holder let it expire: take it.
@@ -114,13 +114,13 @@ pub enum Verdict {
 /// What a follower remembers of the Lease: the record it last saw and when
 /// that record first appeared.
 #[derive(Clone, Debug, Default)]
-pub struct Observer {
+pub(crate) struct Observer {
     last: Option<(LeaseSpec, Instant)>,
 }
 
 impl Observer {
     /// Judges `spec`, read at `now`.
-    pub fn judge(&mut self, spec: &LeaseSpec, identity: &str, now: Instant) -> Verdict {
+    pub(crate) fn judge(&mut self, spec: &LeaseSpec, identity: &str, now: Instant) -> Verdict {
         let since = match &self.last {
             Some((seen, since)) if seen == spec => *since,
             _ => {
@@ -144,7 +144,7 @@ impl Observer {
 
 /// The spec that makes `identity` the holder, renewed at `now`: a renewal keeps
 /// the acquire time and transition count; a takeover restarts them.
-pub fn claim(current: Option<&LeaseSpec>, identity: &str, timing: &LeaseTiming, now: Timestamp) -> LeaseSpec {
+pub(crate) fn claim(current: Option<&LeaseSpec>, identity: &str, timing: &LeaseTiming, now: Timestamp) -> LeaseSpec {
     let current = current.cloned().unwrap_or_default();
     let renewing = current.holder_identity.as_deref() == Some(identity);
     let transitions = current.lease_transitions.unwrap_or(0);
@@ -160,7 +160,7 @@ pub fn claim(current: Option<&LeaseSpec>, identity: &str, timing: &LeaseTiming, 
 
 /// The spec that hands the lease back, so that a follower takes over at its
 /// next attempt instead of waiting for the term to run out.
-pub fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
+pub(crate) fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
     LeaseSpec {
         holder_identity: None,
         lease_duration_seconds: Some(1),

@@ -1,11 +1,11 @@
 //! The runtime: probes, metrics, webhooks, leader election, and the
 //! controllers, started and stopped together.
 
-pub mod error;
-pub mod health;
-pub mod leader;
-pub mod lease;
-pub mod readiness;
+pub(crate) mod error;
+pub(crate) mod health;
+pub(crate) mod leader;
+pub(crate) mod lease;
+pub(crate) mod readiness;
 mod supervise;
 
 use crate::config::OperatorConfig;

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 /// Where this replica stands with the leader lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// Not yet known: the lease has not been read.
     Starting,
     /// Another replica leads (or the lease is being taken over); this one serves webhooks.
@@ -41,7 +41,7 @@ struct State {
 
 /// The replica's readiness, shared by the runtime, its client and the health server.
 #[derive(Debug)]
-pub struct Readiness {
+pub(crate) struct Readiness {
     state: Mutex<State>,
 }
 
@@ -57,22 +57,22 @@ impl Readiness {
     }
 
     /// A webhook server will run: not ready until it serves.
-    pub fn webhook_starting(&self) {
+    pub(crate) fn webhook_starting(&self) {
         self.state().webhook_serving = Some(false);
     }
 
     /// The webhook server is bound and its webhooks are registered.
-    pub fn webhook_serving(&self) {
+    pub(crate) fn webhook_serving(&self) {
         self.state().webhook_serving = Some(true);
     }
 
-    pub fn standing_by(&self) {
+    pub(crate) fn standing_by(&self) {
         self.state().role = Role::StandingBy;
     }
 
     /// This replica leads: its controllers' watches must sync before it is ready. Call it
     /// before starting the controllers, so no watch is seen before it is expected.
-    pub fn leading(&self, controllers: &[&str], namespaces: &[String]) {
+    pub(crate) fn leading(&self, controllers: &[&str], namespaces: &[String]) {
         let scopes: Vec<Option<String>> =
             if namespaces.is_empty() { vec![None] } else { namespaces.iter().cloned().map(Some).collect() };
         let mut state = self.state();
@@ -88,10 +88,6 @@ impl Readiness {
         state.role = Role::Leading;
     }
 
-    pub fn role(&self) -> Role {
-        self.state().role
-    }
-
     /// Records that the watch request `uri` succeeded.
     fn watched(&self, uri: &Uri) {
         if let Some(watch) = watch_of(uri) {
@@ -104,7 +100,7 @@ impl Readiness {
 
     /// Whether the replica is ready, and a line per check (kube-apiserver's `/readyz?verbose`
     /// style: `[+]` passed, `[-]` failed).
-    pub fn report(&self) -> (bool, String) {
+    pub(crate) fn report(&self) -> (bool, String) {
         let state = self.state();
         let mut text = String::new();
         let webhook = state.webhook_serving.unwrap_or(true);
@@ -139,7 +135,7 @@ impl Readiness {
 
     /// `client`, with every successful watch request recorded here. Requests and answers pass
     /// through unchanged.
-    pub fn observe(self: &Arc<Self>, client: Client) -> Client {
+    pub(crate) fn observe(self: &Arc<Self>, client: Client) -> Client {
         let readiness = self.clone();
         let namespace = client.default_namespace().to_string();
         let service = tower::service_fn(move |request: Request<Body>| {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::{Instant, sleep, sleep_until};
 
 #[derive(Clone)]
-pub struct Activity(Arc<State>);
+pub(super) struct Activity(Arc<State>);
 
 struct State {
     start: Instant,
@@ -21,7 +21,7 @@ struct State {
 }
 
 /// One request in flight; answered when dropped.
-pub struct InFlight(Activity);
+pub(super) struct InFlight(Activity);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -33,7 +33,7 @@ impl Drop for InFlight {
 }
 
 impl Activity {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self(Arc::new(State {
             start: Instant::now(),
             requested: AtomicBool::new(false),
@@ -43,20 +43,20 @@ impl Activity {
     }
 
     /// Notes a request; it is answered when the returned guard drops.
-    pub fn begin(&self) -> InFlight {
+    pub(super) fn begin(&self) -> InFlight {
         self.0.requested.store(true, Ordering::Relaxed);
         self.0.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(self.clone())
     }
 
     /// Whether a request ever came.
-    pub fn requested(&self) -> bool {
+    pub(super) fn requested(&self) -> bool {
         self.0.requested.load(Ordering::Relaxed)
     }
 
     /// Resolves with the reason to close the connection: no request by `first_request_by`,
     /// no request in flight for `idle`, or `max_age` since it opened.
-    pub async fn stalled(&self, first_request_by: Instant, idle: Duration, max_age: Duration) -> &'static str {
+    pub(super) async fn stalled(&self, first_request_by: Instant, idle: Duration, max_age: Duration) -> &'static str {
         let aged = crate::kit::backoff::after(self.0.start, max_age);
         tokio::select! {
             () = sleep_until(aged) => "max_age",

@@ -34,7 +34,7 @@ const STREAM_WINDOW: u32 = 32 << 10;
 
 /// What an open connection holds: its slot under the cap, its place in its address's count,
 /// and the open-connections gauge; all given back when dropped.
-pub struct Held {
+pub(super) struct Held {
     server: &'static str,
     metrics: Arc<Metrics>,
     _slot: OwnedSemaphorePermit,
@@ -42,7 +42,7 @@ pub struct Held {
 }
 
 impl Held {
-    pub fn new(server: &'static str, metrics: Arc<Metrics>, slot: OwnedSemaphorePermit, source: Source) -> Self {
+    pub(super) fn new(server: &'static str, metrics: Arc<Metrics>, slot: OwnedSemaphorePermit, source: Source) -> Self {
         metrics.connection(server, true);
         Self { server, metrics, _slot: slot, _source: source }
     }
@@ -55,7 +55,7 @@ impl Drop for Held {
 }
 
 /// Serves one accepted connection to its end.
-pub async fn serve(stream: TcpStream, peer: SocketAddr, held: Held, server: Server) {
+pub(super) async fn serve(stream: TcpStream, peer: SocketAddr, held: Held, server: Server) {
     let _held = held;
     match &server.transport {
         Transport::Plain => http(stream, false, peer, &server).await,

@@ -77,7 +77,7 @@ impl Limits {
 
 /// How a server's connections start.
 #[derive(Clone)]
-pub enum Transport {
+pub(crate) enum Transport {
     /// TLS, with HTTP/2 or HTTP/1.1 chosen by ALPN.
     Tls(TlsAcceptor),
     /// Plain HTTP/1.1.
@@ -86,7 +86,7 @@ pub enum Transport {
 
 /// One server: what it is called in metrics and logs, and what it serves.
 #[derive(Clone)]
-pub struct Server {
+pub(crate) struct Server {
     pub name: &'static str,
     pub transport: Transport,
     pub app: axum::Router,
@@ -95,7 +95,7 @@ pub struct Server {
 }
 
 /// Serves `listener` until `shutdown`, in a task of its own.
-pub fn spawn(listener: TcpListener, mut server: Server, shutdown: CancellationToken) {
+pub(crate) fn spawn(listener: TcpListener, mut server: Server, shutdown: CancellationToken) {
     server.app = server.app.layer(middleware::from_fn_with_state(server.limits.request_timeout, within));
     // At least one slot, whatever the flags say: zero would serve nobody.
     let slots = Arc::new(Semaphore::new(server.limits.max_connections.max(1)));
@@ -144,7 +144,7 @@ async fn within(State(limit): State<Duration>, request: Request, next: Next) -> 
 }
 
 /// Binds `addr`; the bound address comes back with the listener (port 0 picks one).
-pub async fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     Ok((listener, bound))

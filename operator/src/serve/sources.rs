@@ -6,24 +6,24 @@ use std::sync::{Arc, Mutex};
 
 /// How many connections each address holds, up to a cap.
 #[derive(Clone)]
-pub struct Sources {
+pub(super) struct Sources {
     cap: usize,
     open: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
 /// One admitted connection's place in its address's count, given back when dropped.
-pub struct Source {
+pub(super) struct Source {
     ip: IpAddr,
     open: Arc<Mutex<HashMap<IpAddr, usize>>>,
 }
 
 impl Sources {
-    pub fn new(cap: usize) -> Self {
+    pub(super) fn new(cap: usize) -> Self {
         Self { cap, open: Arc::default() }
     }
 
     /// A place for one more connection from `ip`, or `None` when it holds `cap` already.
-    pub fn admit(&self, ip: IpAddr) -> Option<Source> {
+    pub(super) fn admit(&self, ip: IpAddr) -> Option<Source> {
         // A poisoned lock only means a panic elsewhere while counting: the map is still whole.
         let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let count = open.entry(ip).or_insert(0);

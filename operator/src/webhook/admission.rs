@@ -18,7 +18,7 @@ pub const MAX_PARSE_COST: usize = 64 << 20;
 
 /// A kind our webhooks validate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Ironic,
     BareMetalHost,
     NodeSet,
@@ -26,15 +26,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Ironic, Kind::BareMetalHost, Kind::NodeSet, Kind::NodeSetService];
+    pub(crate) const ALL: [Kind; 4] = [Kind::Ironic, Kind::BareMetalHost, Kind::NodeSet, Kind::NodeSetService];
 
     /// The URL path the apiserver posts reviews of this kind to.
-    pub fn path(self) -> String {
+    pub(crate) fn path(self) -> String {
         format!("/validate/{}", self.segment())
     }
 
     /// The kind named by a path segment.
-    pub fn from_segment(segment: &str) -> Option<Self> {
+    pub(crate) fn from_segment(segment: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.segment() == segment)
     }
 
@@ -47,7 +47,7 @@ impl Kind {
         }
     }
 
-    pub fn group(self) -> &'static str {
+    pub(crate) fn group(self) -> &'static str {
         match self {
             Kind::Ironic => "ironic.metal3.io",
             Kind::BareMetalHost => "metal3.io",
@@ -55,11 +55,11 @@ impl Kind {
         }
     }
 
-    pub fn version(self) -> &'static str {
+    pub(crate) fn version(self) -> &'static str {
         "v1alpha1"
     }
 
-    pub fn plural(self) -> &'static str {
+    pub(crate) fn plural(self) -> &'static str {
         match self {
             Kind::Ironic => "ironics",
             Kind::BareMetalHost => "baremetalhosts",
@@ -71,7 +71,7 @@ impl Kind {
 
 /// What the operator's flags add to the kinds' own rules: the controllers apply the same.
 #[derive(Clone, Debug)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// Feature gates (the Ironic's rules).
     pub features: IronicValidationOptions,
     /// The namespaces where an Ironic may run.
@@ -112,7 +112,7 @@ impl Checked {
 }
 
 /// Answers one review, read from its JSON `body`. Deletes (no new object) are always allowed.
-pub fn review(kind: Kind, body: &[u8], policy: &Policy) -> Answer {
+pub(crate) fn review(kind: Kind, body: &[u8], policy: &Policy) -> Answer {
     let review: Review<'_> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(err) => return Answer::deny("", format!("cannot parse the admission review: {err}")),

@@ -11,7 +11,7 @@ use kube::api::{Api, PostParams};
 /// The review that asks whether `author` may create Jobs in their namespace. Creating Jobs
 /// there is also, in Kubernetes' own model, what lets one run a pod as any ServiceAccount of
 /// that namespace, so it covers the account a service names too.
-pub fn job_review(author: &JobAuthor) -> LocalSubjectAccessReview {
+pub(super) fn job_review(author: &JobAuthor) -> LocalSubjectAccessReview {
     let user = &author.user;
     LocalSubjectAccessReview {
         metadata: kube::api::ObjectMeta { namespace: Some(author.namespace.clone()), ..Default::default() },
@@ -36,19 +36,19 @@ pub fn job_review(author: &JobAuthor) -> LocalSubjectAccessReview {
 /// Whether this operator would run the service's Jobs at all: only in the namespaces it watches
 /// (all, when it watches all). Elsewhere (another instance's namespaces, in a namespaced
 /// install whose webhook still sees every namespace) it runs nothing, and may not even ask.
-pub fn concerns(watched: &[String], namespace: &str) -> bool {
+pub(super) fn concerns(watched: &[String], namespace: &str) -> bool {
     watched.is_empty() || watched.iter().any(|w| w == namespace)
 }
 
 /// Asks the apiserver whether `author` may create Jobs in their namespace.
-pub async fn may_create_jobs(client: &Client, author: &JobAuthor) -> Result<bool, kube::Error> {
+pub(super) async fn may_create_jobs(client: &Client, author: &JobAuthor) -> Result<bool, kube::Error> {
     let api: Api<LocalSubjectAccessReview> = Api::namespaced(client.clone(), &author.namespace);
     let answered = api.create(&PostParams::default(), &job_review(author)).await?;
     Ok(answered.status.is_some_and(|s| s.allowed && s.denied != Some(true)))
 }
 
 /// Why a service from an author who may not create Jobs is refused.
-pub fn refusal(author: &JobAuthor) -> String {
+pub(super) fn refusal(author: &JobAuthor) -> String {
     format!(
         "{} may not create Jobs in namespace {}: a NodeSetService runs its image there as a Job, so only \
          someone who may create Jobs there may write one",

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use tokio_util::sync::CancellationToken;
 
 /// Name of the Secret holding operator-managed webhook certificates.
-pub const SECRET_NAME: &str = "ferrometal-webhook-tls";
+pub(crate) const SECRET_NAME: &str = "ferrometal-webhook-tls";
 /// Keys of the serving certificate in the Secret (the `kubernetes.io/tls` layout); the CAs'
 /// are [`crate::pki::rotation::ca_data`]'s.
 const TLS_CERT: &str = "tls.crt";
@@ -28,7 +28,7 @@ const TLS_KEY: &str = "tls.key";
 
 /// Serves whatever certificate is current; renewal swaps it in place.
 #[derive(Debug)]
-pub struct Resolver {
+pub(super) struct Resolver {
     current: RwLock<Arc<CertifiedKey>>,
 }
 
@@ -50,7 +50,7 @@ impl ResolvesServerCert for Resolver {
 
 /// Loads (or makes) the certificate; returns the resolver and the CA to
 /// publish in the caBundle, when known.
-pub async fn load(client: &kube::Client, config: &Config) -> Result<(Arc<Resolver>, Option<String>), Error> {
+pub(super) async fn load(client: &kube::Client, config: &Config) -> Result<(Arc<Resolver>, Option<String>), Error> {
     match &config.certificates {
         Certificates::Files { cert, key, ca } => {
             let key_pair = certified_key(&read(cert)?, &read(key)?)?;
@@ -77,7 +77,7 @@ pub async fn load(client: &kube::Client, config: &Config) -> Result<(Arc<Resolve
 /// Whenever the CAs to trust changed (a rotation step, or the Secret deleted
 /// or replaced), they are published in the ValidatingWebhookConfiguration's
 /// caBundle at once: otherwise the apiserver would refuse what the webhook serves.
-pub fn spawn_renewal(
+pub(super) fn spawn_renewal(
     client: kube::Client,
     config: Config,
     resolver: Arc<Resolver>,

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 /// An `admission.k8s.io/v1` AdmissionReview as the apiserver sends it.
 #[derive(Deserialize)]
-pub struct Review<'a> {
+pub(super) struct Review<'a> {
     #[serde(borrow)]
     pub request: Request<'a>,
 }
@@ -22,7 +22,7 @@ pub struct Review<'a> {
 /// The parts of a request the webhook reads.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Request<'a> {
+pub(super) struct Request<'a> {
     pub uid: String,
     #[serde(default)]
     pub name: String,
@@ -38,7 +38,7 @@ pub struct Request<'a> {
 
 /// One object of a review, split at its top level and its metadata's, the values left as
 /// slices of the body.
-pub struct Object<'a> {
+pub(super) struct Object<'a> {
     fields: BTreeMap<Cow<'a, str>, &'a RawValue>,
     metadata: BTreeMap<Cow<'a, str>, &'a RawValue>,
 }
@@ -48,7 +48,7 @@ pub struct Object<'a> {
 const SKIPPED_METADATA: &str = "managedFields";
 
 impl<'a> Object<'a> {
-    pub fn of(raw: &'a RawValue) -> Result<Self, String> {
+    pub(super) fn of(raw: &'a RawValue) -> Result<Self, String> {
         let unreadable = |e: serde_json::Error| format!("cannot parse the object: {e}");
         let fields: BTreeMap<Cow<'a, str>, &'a RawValue> = serde_json::from_str(raw.get()).map_err(unreadable)?;
         let metadata = match fields.get("metadata") {
@@ -60,11 +60,11 @@ impl<'a> Object<'a> {
 
     /// The spec's text. The apiserver encodes both objects of a review the same way (custom
     /// resources as maps, keys sorted), so equal specs are equal text.
-    pub fn spec(&self) -> Option<&str> {
+    pub(super) fn spec(&self) -> Option<&str> {
         self.fields.get("spec").map(|s| s.get())
     }
 
-    pub fn annotations(&self) -> Result<Option<BTreeMap<String, String>>, String> {
+    pub(super) fn annotations(&self) -> Result<Option<BTreeMap<String, String>>, String> {
         self.metadata
             .get("annotations")
             .map(|a| serde_json::from_str(a.get()))
@@ -73,19 +73,19 @@ impl<'a> Object<'a> {
             .map_err(|e| format!("cannot parse metadata.annotations: {e}"))
     }
 
-    pub fn deleting(&self) -> bool {
+    pub(super) fn deleting(&self) -> bool {
         self.metadata.get("deletionTimestamp").is_some_and(|t| t.get() != "null")
     }
 
     /// What building the object's types would cost, counted in its text.
-    pub fn weight(&self) -> Weight {
+    pub(super) fn weight(&self) -> Weight {
         let fields = self.fields.iter().filter(|(k, _)| *k != "metadata").map(|(_, v)| *v);
         let metadata = self.metadata.iter().filter(|(k, _)| *k != SKIPPED_METADATA).map(|(_, v)| *v);
         fields.chain(metadata).map(|v| Weight::of(v.get())).fold(Weight::default(), Weight::plus)
     }
 
     /// The object's JSON without the metadata the rules never read.
-    pub fn trimmed(&self) -> Result<String, String> {
+    pub(super) fn trimmed(&self) -> Result<String, String> {
         let metadata: BTreeMap<&str, &RawValue> =
             self.metadata.iter().filter(|(k, _)| *k != SKIPPED_METADATA).map(|(k, v)| (k.as_ref(), *v)).collect();
         let metadata = serde_json::value::to_raw_value(&metadata).map_err(|e| e.to_string())?;
@@ -99,7 +99,7 @@ impl<'a> Object<'a> {
 /// typed values can cost. An empty object where a struct is expected builds the whole struct
 /// (hundreds of bytes from two), so objects are counted apart from the other values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Weight {
+pub(super) struct Weight {
     pub objects: usize,
     pub values: usize,
     pub bytes: usize,
@@ -114,7 +114,7 @@ const VALUE_COST: usize = 48;
 impl Weight {
     /// Counts in valid JSON text (a `RawValue`'s): one, plus every container opened and every
     /// separator, is as many values as it holds or a few more (an empty container counts two).
-    pub fn of(json: &str) -> Self {
+    pub(super) fn of(json: &str) -> Self {
         let mut weight = Weight { objects: 0, values: 1, bytes: json.len() };
         let mut in_string = false;
         let mut escaped = false;
@@ -139,7 +139,7 @@ impl Weight {
         weight
     }
 
-    pub fn plus(self, other: Weight) -> Weight {
+    pub(super) fn plus(self, other: Weight) -> Weight {
         Weight {
             objects: self.objects.saturating_add(other.objects),
             values: self.values.saturating_add(other.values),
@@ -149,7 +149,7 @@ impl Weight {
 
     /// Bytes that parsing it into typed values may take, at most: every object a struct,
     /// every value a slot, every byte of text copied once (strings).
-    pub fn cost(self) -> usize {
+    pub(super) fn cost(self) -> usize {
         self.objects
             .saturating_mul(OBJECT_COST)
             .saturating_add(self.values.saturating_mul(VALUE_COST))
@@ -160,7 +160,7 @@ impl Weight {
 /// The answer, as an `admission.k8s.io/v1` AdmissionReview.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Answer {
+pub(crate) struct Answer {
     api_version: &'static str,
     kind: &'static str,
     pub response: Response,
@@ -172,13 +172,13 @@ pub struct Answer {
 
 /// Who wrote an object that makes the operator run Jobs, and where they would run.
 #[derive(Clone, Debug)]
-pub struct JobAuthor {
+pub(crate) struct JobAuthor {
     pub user: UserInfo,
     pub namespace: String,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Response {
+pub(crate) struct Response {
     pub uid: String,
     pub allowed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -187,17 +187,17 @@ pub struct Response {
 
 /// Why a request was refused. The apiserver answers its client with `code` (400 or more).
 #[derive(Debug, Serialize)]
-pub struct Status {
+pub(crate) struct Status {
     pub code: u16,
     pub message: String,
 }
 
 impl Answer {
-    pub fn allow(uid: &str) -> Self {
+    pub(crate) fn allow(uid: &str) -> Self {
         Self::new(uid, true, None)
     }
 
-    pub fn deny(uid: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn deny(uid: &str, message: impl Into<String>) -> Self {
         Self::new(uid, false, Some(Status { code: 400, message: message.into() }))
     }
 
@@ -211,7 +211,8 @@ impl Answer {
     }
 
     /// The refusal's message; empty when allowed.
-    pub fn message(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn message(&self) -> &str {
         self.response.status.as_ref().map_or("", |s| s.message.as_str())
     }
 }

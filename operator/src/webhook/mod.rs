@@ -25,10 +25,12 @@ mod registration;
 mod rotation;
 mod server;
 
-pub use crate::serve::Limits;
-pub use admission::{Kind, MAX_PARSE_COST, Policy, review};
-pub use certs::SECRET_NAME;
-pub use registration::{CONFIGURATION_NAME, ClientConfig, render_configuration};
+pub(crate) use crate::serve::Limits;
+pub use admission::MAX_PARSE_COST;
+pub(crate) use admission::Policy;
+pub(crate) use certs::SECRET_NAME;
+pub(crate) use registration::render_configuration;
+pub use registration::{CONFIGURATION_NAME, ClientConfig};
 pub use server::{BODY_BUDGET, MAX_REVIEW_BYTES, PARSING};
 
 use crate::kit::Context;
@@ -129,7 +131,7 @@ pub struct Config {
 }
 
 /// How often the certificate is checked by default.
-pub const DEFAULT_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const DEFAULT_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Config {
     /// A configuration with the default limits and refresh period.
@@ -171,13 +173,13 @@ impl From<crate::kit::KubeError> for Error {
 }
 
 /// A running webhook server.
-pub struct Webhook {
+pub(crate) struct Webhook {
     pub addr: SocketAddr,
 }
 
 /// Starts serving; returns once the server is bound and, when asked to,
 /// the webhooks are registered.
-pub async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<Webhook, Error> {
+pub(crate) async fn start(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<Webhook, Error> {
     let (resolver, ca_pem) = certs::load(&ctx.client, &config).await?;
     let policy = Policy {
         features: ctx.features.clone(),

@@ -77,7 +77,7 @@ impl ClientConfig {
 }
 
 /// One validating webhook per kind, for creates and updates.
-pub fn render_configuration(client: &ClientConfig, ca_bundle: Option<&str>) -> ValidatingWebhookConfiguration {
+pub(crate) fn render_configuration(client: &ClientConfig, ca_bundle: Option<&str>) -> ValidatingWebhookConfiguration {
     let webhooks = Kind::ALL
         .iter()
         .map(|kind| ValidatingWebhook {
@@ -109,7 +109,11 @@ pub fn render_configuration(client: &ClientConfig, ca_bundle: Option<&str>) -> V
 }
 
 /// Applies the configuration, with the kit's apply parameters (the one field manager, forced).
-pub async fn apply(client: &kube::Client, config: &ClientConfig, ca_bundle: Option<&str>) -> Result<(), KubeError> {
+pub(super) async fn apply(
+    client: &kube::Client,
+    config: &ClientConfig,
+    ca_bundle: Option<&str>,
+) -> Result<(), KubeError> {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let configuration = render_configuration(config, ca_bundle);
     api.patch(CONFIGURATION_NAME, &apply_params(), &Patch::Apply(&configuration)).await.map_err(KubeError::of::<
@@ -124,7 +128,7 @@ pub async fn apply(client: &kube::Client, config: &ClientConfig, ca_bundle: Opti
 /// The caBundle the apiserver has now, when every webhook of the
 /// configuration carries the same one; `None` when it cannot be read or the
 /// webhooks disagree (a publication in progress).
-pub async fn published_ca_bundle(client: &kube::Client) -> Option<String> {
+pub(super) async fn published_ca_bundle(client: &kube::Client) -> Option<String> {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let configuration = api.get_opt(CONFIGURATION_NAME).await.ok().flatten()?;
     common_bundle(&configuration)

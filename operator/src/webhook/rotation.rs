@@ -15,11 +15,11 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsage
 use std::time::{Duration, SystemTime};
 use time::OffsetDateTime;
 
-pub use crate::pki::CertifiedPem as Pair;
-pub use crate::pki::rotation::{Bundle, Plan};
+pub(super) use crate::pki::CertifiedPem as Pair;
+pub(super) use crate::pki::rotation::{Bundle, Plan};
 
-pub const CA_LIFETIME: Duration = Duration::from_secs(3650 * 86400);
-pub const SERVING_LIFETIME: Duration = Duration::from_secs(365 * 86400);
+pub(super) const CA_LIFETIME: Duration = Duration::from_secs(3650 * 86400);
+pub(super) const SERVING_LIFETIME: Duration = Duration::from_secs(365 * 86400);
 /// Certificates start this long before they are made, for clocks slightly behind ours;
 /// their issue time is read back as `not_before + BACKDATE`.
 const BACKDATE: Duration = Duration::from_secs(3600);
@@ -60,7 +60,7 @@ impl Issuer for Webhook<'_> {
 /// The next state of `stored` at `now`. `published` is the caBundle the
 /// apiserver has now (`None` when unknown), `settle` how long a change takes to
 /// reach every replica.
-pub fn plan(
+pub(super) fn plan(
     stored: Option<&Bundle>,
     names: &[String],
     now: SystemTime,
@@ -76,7 +76,7 @@ pub fn plan(
 }
 
 /// A new CA and a serving certificate signed by it.
-pub fn fresh(names: &[String], now: SystemTime) -> Result<Bundle, Error> {
+pub(super) fn fresh(names: &[String], now: SystemTime) -> Result<Bundle, Error> {
     rotation::fresh(&Webhook { names }, now)
 }
 

@@ -38,7 +38,7 @@ pub const PARSING: usize = 2;
 
 /// What the server answers with: its certificate, the operator's policy, the client it asks
 /// the apiserver's authorizer with, and the namespaces the operator watches (empty: all).
-pub struct Served {
+pub(super) struct Served {
     pub resolver: Arc<Resolver>,
     pub policy: Policy,
     pub client: Client,
@@ -46,7 +46,7 @@ pub struct Served {
 }
 
 /// Binds `addr` and serves until `shutdown`; returns the bound address.
-pub async fn serve(
+pub(super) async fn serve(
     addr: SocketAddr,
     served: Served,
     limits: Limits,

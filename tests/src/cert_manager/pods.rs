@@ -11,7 +11,7 @@
 //! configuration (no `--kubeconfig`).
 //!
 //! Why a registry rather than `RealNode::import` of an archive: the import is a `ctr` run that
-//! blocks the test's thread for seconds, and `ironic_tls_real` starts cert-manager in one of four
+//! blocks the test's thread for seconds, and `real::ironic_tls` starts cert-manager in one of four
 //! scenarios that share one thread (a client there calls the API every 100 ms); the push runs on
 //! a blocking task and the node's containerd pulls beside the test, as it pulls OLM's images.
 

@@ -21,11 +21,11 @@ use tokio::task::JoinHandle;
 
 use super::record::Record;
 
-/// The Job's NodeSetService (`operator::nodeset::SERVICE_ANNOTATION`).
+/// The Job's NodeSetService (`operator::testing::nodeset::SERVICE_ANNOTATION`).
 pub const SERVICE_ANNOTATION: &str = "ferrometal.io/service";
 /// The service's spec hash the Job runs.
 pub const SERVICE_HASH_ANNOTATION: &str = "ferrometal.io/service-hash";
-/// The Job's hosts and what each runs with, JSON (`operator::nodeset::HOSTS_ANNOTATION`).
+/// The Job's hosts and what each runs with, JSON (`operator::testing::nodeset::HOSTS_ANNOTATION`).
 pub const HOSTS_ANNOTATION: &str = "ferrometal.io/hosts";
 
 /// What one host of a Job runs with.

@@ -42,10 +42,10 @@ impl Env {
     /// at a loopback URL, with operator-managed certificates.
     pub fn with_webhooks(&self, config: &mut OperatorConfig) -> anyhow::Result<()> {
         let port = ferrometal_tests::ports::free_port()?;
-        config.webhook = Some(operator::webhook::Config::new(
+        config.webhook = Some(operator::testing::webhook::Config::new(
             ([127, 0, 0, 1], port).into(),
-            operator::webhook::Certificates::SelfManaged { secret_namespace: self.ns.clone() },
-            Some(operator::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
+            operator::testing::webhook::Certificates::SelfManaged { secret_namespace: self.ns.clone() },
+            Some(operator::testing::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
         ));
         Ok(())
     }
@@ -64,10 +64,10 @@ pub const POLL: Duration = Duration::from_millis(200);
 /// The operator's controller context for a reconcile driven in-process (the database module's
 /// `reconcile`, with no runtime around it): `namespace` watched, every option at its default,
 /// `identity` as the holder's name.
-pub fn kit_context(client: kube::Client, namespace: &str, identity: String) -> operator::kit::Context {
-    operator::kit::Context {
+pub fn kit_context(client: kube::Client, namespace: &str, identity: String) -> operator::testing::kit::Context {
+    operator::testing::kit::Context {
         client,
-        metrics: std::sync::Arc::new(operator::metrics::Metrics::new()),
+        metrics: std::sync::Arc::new(operator::testing::metrics::Metrics::new()),
         namespaces: vec![namespace.to_string()],
         identity,
         features: Default::default(),

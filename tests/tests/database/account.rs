@@ -1,5 +1,5 @@
 //! The accounts of a managed database against the harness's real MariaDB 10.11, made the way
-//! the pod makes them: by the init file (`operator::database::account::init_sql`) the server
+//! the pod makes them: by the init file (`operator::testing::database::account::init_sql`) the server
 //! applies at every start. On a fresh data directory and on one a deployment of the previous
 //! operator left (`root` allowed from anywhere, no maintenance account), `root` can no longer
 //! log in over TCP and the maintenance account exists with exactly its privileges: it runs the
@@ -11,12 +11,12 @@ use crate::mariadb_common::{target, write_data};
 use crds::ironic::{Ironic, ManagedDatabase};
 use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServedCertificate, ServerOptions};
 use ferrometal_tests::pki::{Authority, loopback};
-use operator::database::account::{self, MAINTENANCE_USER, UPGRADE_USER, UpgradeAccount};
-use operator::database::build::{CLIENT_CA_DIR, ClaimSettings, Inputs, jobs};
-use operator::database::check;
-use operator::database::credentials::{Credentials, Password};
-use operator::database::names::Names;
-use operator::database::tls::Material;
+use operator::testing::database::account::{self, MAINTENANCE_USER, UPGRADE_USER, UpgradeAccount};
+use operator::testing::database::build::{CLIENT_CA_DIR, ClaimSettings, Inputs, jobs};
+use operator::testing::database::check;
+use operator::testing::database::credentials::{Credentials, Password};
+use operator::testing::database::names::Names;
+use operator::testing::database::tls::Material;
 use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
 use sqlx::{ConnectOptions, Connection, Executor, MySqlConnection};
 

@@ -5,10 +5,10 @@
 
 use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServerOptions};
 use ferrometal_tests::pki::{Authority, loopback};
-use operator::database::check::{self, Target, Tls};
-use operator::database::credentials::{Credentials, Password};
-use operator::database::schema::SchemaRevision;
-use operator::database::version::Flavor;
+use operator::testing::database::check::{self, Target, Tls};
+use operator::testing::database::credentials::{Credentials, Password};
+use operator::testing::database::schema::SchemaRevision;
+use operator::testing::database::version::Flavor;
 use sqlx::{Connection, Executor, MySqlConnection};
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The clean-stop check of the MariaDB pod (`operator::database::clean_stop::SCRIPT`, its init
+//! The clean-stop check of the MariaDB pod (`operator::testing::database::clean_stop::SCRIPT`, its init
 //! container) against real data directories of the harness's MariaDB 10.11: a clean stop
 //! passes and records the new series, a `kill -9` is refused with the reason and leaves the
 //! directory as it was, the same series may always recover its own crash, and the way out the
@@ -10,8 +10,8 @@
 use crate::mariadb_common::{admin, write_data};
 use ferrometal_tests::clean_stop::{self, CheckRun};
 use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServerOptions};
-use operator::database::check;
-use operator::database::clean_stop::{EXIT_UNCLEAN, SCRIPT, SERIES_MARKER};
+use operator::testing::database::check;
+use operator::testing::database::clean_stop::{EXIT_UNCLEAN, SCRIPT, SERIES_MARKER};
 use sqlx::{Connection, MySqlConnection};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -25,11 +25,13 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Secret, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
-use operator::database::account::{MAINTENANCE_USER, UPGRADE_USER};
-use operator::database::names::Names;
-use operator::database::{self, Address, Config, DatabaseOutcome, RETRY_ANNOTATION, SchemaPlan, SchemaRevision};
-use operator::kit::ledger::Written;
-use operator::kit::{Context, Ledger, Notices, Progress};
+use operator::testing::database::account::{MAINTENANCE_USER, UPGRADE_USER};
+use operator::testing::database::names::Names;
+use operator::testing::database::{
+    self, Address, Config, DatabaseOutcome, RETRY_ANNOTATION, SchemaPlan, SchemaRevision,
+};
+use operator::testing::kit::ledger::Written;
+use operator::testing::kit::{Context, Ledger, Notices, Progress};
 use serde_json::json;
 use sqlx::{Connection, MySqlConnection};
 use std::time::{Duration, Instant};
@@ -159,7 +161,8 @@ async fn reconcile_once(
     config: &Config,
 ) -> anyhow::Result<(DatabaseOutcome, Vec<Written>)> {
     let scope = [(crds::ironic::IRONIC_LABEL.to_string(), ironic.name_any())].into();
-    let ledger = Ledger::new(ctx.client.clone(), ironic, scope)?.scoped(operator::ironic::names::database_scope());
+    let ledger =
+        Ledger::new(ctx.client.clone(), ironic, scope)?.scoped(operator::testing::ironic::names::database_scope());
     let mut notices = Notices::default();
     let outcome = database::reconcile(&ledger, ironic, config, &mut notices).await?;
     ctx.publisher("ironic").publish(ironic, notices).await;
@@ -265,18 +268,18 @@ async fn managed_mode_renders_the_statefulset_service_secrets_and_claim() -> any
     let served = served.tls.expect("the pod serves TLS");
     let client_ca = secret_text(&h.env.client(), ns, "ironic-mariadb-ca", "tls.crt").await?;
     assert_eq!(client_ca, served.ca_pem, "Ironic's CA is the one that signed what the server serves");
-    let plain = operator::database::check::Target {
+    let plain = operator::testing::database::check::Target {
         host: "127.0.0.1".into(),
         port: h.db.lock().await.port(),
         database: Some("ironic".into()),
-        credentials: operator::database::credentials::Credentials {
+        credentials: operator::testing::database::credentials::Credentials {
             username: "ironic".into(),
-            password: operator::database::credentials::Password::new(IRONIC_PASSWORD),
+            password: operator::testing::database::credentials::Password::new(IRONIC_PASSWORD),
         },
-        tls: operator::database::check::Tls::Disabled,
+        tls: operator::testing::database::check::Tls::Disabled,
         timeout: Duration::from_secs(10),
     };
-    let refused = operator::database::check::check(&plain, false).await.expect_err("clear text");
+    let refused = operator::testing::database::check::check(&plain, false).await.expect_err("clear text");
     assert_eq!(refused.reason(), "TLSRequired", "{refused}");
     let db = h.db.lock().await;
     assert!(db.ironic_url("ironic", "ironic", IRONIC_PASSWORD).contains("ssl_ca="));
@@ -408,7 +411,7 @@ async fn a_version_bump_runs_the_ordered_steps() -> anyhow::Result<()> {
 /// backup volume, the Secrets its environment and its CA volume name read from the apiserver.
 /// The pod simulator runs nothing, so this is how the script itself is proven.
 async fn run_job_script(h: &Harness, job: &Job, dir: &std::path::Path, file: &str) -> anyhow::Result<String> {
-    use operator::database::build::CLIENT_CA_DIR;
+    use operator::testing::database::build::CLIENT_CA_DIR;
     let container = job.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|p| p.containers[0].clone());
     let container = container.ok_or_else(|| anyhow::anyhow!("the Job has no container"))?;
     // The CA volume, beside (not in) the backup volume.
@@ -417,7 +420,7 @@ async fn run_job_script(h: &Harness, job: &Job, dir: &std::path::Path, file: &st
     std::fs::write(ca_dir.path().join("tls.crt"), ca)?;
     let script = container.command.as_ref().and_then(|c| c.last()).cloned().unwrap_or_default();
     let script = script
-        .replace(operator::database::build::jobs::BACKUP_DIR, &dir.display().to_string())
+        .replace(operator::testing::database::build::jobs::BACKUP_DIR, &dir.display().to_string())
         .replace(CLIENT_CA_DIR, &ca_dir.path().display().to_string());
     let mut cmd = std::process::Command::new("bash");
     cmd.arg("-c").arg(&script).env_clear().env("PATH", "/usr/bin:/bin");

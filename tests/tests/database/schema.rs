@@ -3,9 +3,9 @@
 //! MariaDB, and the operator reads the same alembic revision `ironic-dbsync version` reports.
 
 use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
-use operator::database::check::{self, Target, Tls};
-use operator::database::credentials::{Credentials, Password};
-use operator::database::schema::{self, SchemaPlan, SchemaRevision};
+use operator::testing::database::check::{self, Target, Tls};
+use operator::testing::database::credentials::{Credentials, Password};
+use operator::testing::database::schema::{self, SchemaPlan, SchemaRevision};
 use std::time::Duration;
 
 const PASSWORD: &str = "ironic-schema-password";

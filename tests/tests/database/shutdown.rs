@@ -12,7 +12,7 @@
 
 use crate::mariadb_common::{admin, write_data};
 use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig, ServerOptions};
-use operator::database::check;
+use operator::testing::database::check;
 use sqlx::{Connection, MySqlConnection};
 
 async fn count_nodes(server: &MariaDb) -> anyhow::Result<(i64, String)> {
@@ -106,7 +106,7 @@ fn run_script(server: &MariaDb, bin: &std::path::Path, script: &str) -> anyhow::
 
 #[tokio::test]
 async fn the_pre_stop_hook_itself_shuts_mariadb_down_cleanly() -> anyhow::Result<()> {
-    use operator::database::build::stateful_set::{PRE_STOP, READINESS};
+    use operator::testing::database::build::stateful_set::{PRE_STOP, READINESS};
     let mut server = MariaDb::start(MariaDbConfig::default()).await?;
     write_data(&server).await?;
     let before = count_nodes(&server).await?;

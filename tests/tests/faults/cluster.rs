@@ -8,7 +8,7 @@ use crate::install_common::*;
 use ferrometal_tests::faults::{IronicProbe, Launch, Recorder, Replicas};
 use ferrometal_tests::ironic::{IronicConfig, IronicServer};
 use ferrometal_tests::{ControlPlane, PodSimulator, ports};
-use operator::install::{DEFAULT_NAMESPACE, NAME};
+use operator::testing::install::{DEFAULT_NAMESPACE, NAME};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::path::PathBuf;

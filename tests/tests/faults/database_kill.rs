@@ -25,11 +25,11 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
-use operator::database::clean_stop::{INIT_CONTAINER, SCRIPT, SERIES_MARKER};
-use operator::database::names::Names;
-use operator::database::status::reasons;
-use operator::database::{self, Address, Config, DatabaseOutcome};
-use operator::kit::{Context, Ledger, Notices, Progress};
+use operator::testing::database::clean_stop::{INIT_CONTAINER, SCRIPT, SERIES_MARKER};
+use operator::testing::database::names::Names;
+use operator::testing::database::status::reasons;
+use operator::testing::database::{self, Address, Config, DatabaseOutcome};
+use operator::testing::kit::{Context, Ledger, Notices, Progress};
 use serde_json::json;
 use sqlx::{Connection, Executor, MySqlConnection};
 use std::time::{Duration, Instant};
@@ -94,8 +94,8 @@ impl Scenario {
     async fn reconcile(&mut self) -> anyhow::Result<DatabaseOutcome> {
         let ironic = self.ironics().get("ironic").await?;
         let scope = [(crds::ironic::IRONIC_LABEL.to_string(), ironic.name_any())].into();
-        let ledger =
-            Ledger::new(self.ctx.client.clone(), &ironic, scope)?.scoped(operator::ironic::names::database_scope());
+        let ledger = Ledger::new(self.ctx.client.clone(), &ironic, scope)?
+            .scoped(operator::testing::ironic::names::database_scope());
         let mut notices = Notices::default();
         let outcome = database::reconcile(&ledger, &ironic, &self.config, &mut notices).await?;
         self.ctx.publisher("ironic").publish(&ironic, notices).await;

@@ -32,8 +32,8 @@ const MAX_UNAVAILABLE_PERCENT: usize = 10;
 
 #[test]
 fn the_harness_reads_the_job_annotations_the_controller_writes() {
-    assert_eq!(jobs::SERVICE_ANNOTATION, operator::nodeset::SERVICE_ANNOTATION);
-    assert_eq!(jobs::HOSTS_ANNOTATION, operator::nodeset::HOSTS_ANNOTATION);
+    assert_eq!(jobs::SERVICE_ANNOTATION, operator::testing::nodeset::SERVICE_ANNOTATION);
+    assert_eq!(jobs::HOSTS_ANNOTATION, operator::testing::nodeset::HOSTS_ANNOTATION);
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use ferrometal_tests::ironic::{IronicAuth, IronicConfig};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Resource;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use operator::host::IronicSource;
+use operator::testing::host::IronicSource;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -63,7 +63,7 @@ async fn start(prefix: &str) -> anyhow::Result<HostEnv> {
     HostEnv::start(prefix, Options { ironic, ironic_service: Some("ironic"), ..Options::default() }).await
 }
 
-fn resource_config(t: &HostEnv) -> anyhow::Result<operator::host::Config> {
+fn resource_config(t: &HostEnv) -> anyhow::Result<operator::testing::host::Config> {
     let mut config = t.host_config();
     config.ironic = IronicSource::Resource {
         namespace: t.ns().to_string(),

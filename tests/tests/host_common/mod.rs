@@ -17,7 +17,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 use kube::{Resource, ResourceExt};
 use operator::Operator;
-use operator::host::{self, CredentialsSource, EndpointConfig, IronicSource};
+use operator::testing::host::{self, CredentialsSource, EndpointConfig, IronicSource};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

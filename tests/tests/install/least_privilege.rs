@@ -16,7 +16,7 @@ use crate::install_common::*;
 use ferrometal_tests::operator_process::binary;
 use ferrometal_tests::pki::{Authority, loopback};
 use ferrometal_tests::ports;
-use operator::install::DEFAULT_NAMESPACE;
+use operator::testing::install::DEFAULT_NAMESPACE;
 use std::time::Duration;
 
 /// Accesses no install may grant: other API groups, RBAC, CRDs, namespaces, deleting hosts.
@@ -79,7 +79,7 @@ async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> 
         ask("watch", "ironic.metal3.io", "ironics", None),
         ask("watch", "", "secrets", None),
         Ask {
-            name: Some(operator::webhook::CONFIGURATION_NAME),
+            name: Some(operator::testing::webhook::CONFIGURATION_NAME),
             ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
         },
     ];
@@ -124,7 +124,7 @@ async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_now
     let (mut args, env) = pod_command(&deployment, DEFAULT_NAMESPACE, "ferrometal-0", &[])?;
     // The kubelet would mount the Secret at the Deployment's path; here it is a directory.
     for arg in &mut args {
-        *arg = arg.replace(operator::install::MOUNTED_CERT_DIR, &certs.path().display().to_string());
+        *arg = arg.replace(operator::testing::install::MOUNTED_CERT_DIR, &certs.path().display().to_string());
     }
     set_flag(&mut args, "webhook-addr", &format!("127.0.0.1:{webhook_port}"));
     let watch = env.iter().find(|(k, _)| k == "WATCH_NAMESPACE").map(|(_, v)| v.clone());
@@ -154,7 +154,7 @@ async fn namespaced_with_roles_only_the_operator_works_in_its_namespaces_and_now
         ask("watch", "ironic.metal3.io", "ironics", Some(&unwatched)),
         ask("patch", "metal3.io", "baremetalhosts", Some(&unwatched)),
         Ask {
-            name: Some(operator::webhook::CONFIGURATION_NAME),
+            name: Some(operator::testing::webhook::CONFIGURATION_NAME),
             ..ask("patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", None)
         },
         // cert-manager provides the certificate: no certificate Secret of its own.

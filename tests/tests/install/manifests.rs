@@ -5,9 +5,9 @@
 //! operator's unit tests.)
 
 use crate::install_common::*;
-use operator::install::manifests::{webhook, workload};
-use operator::install::rbac::{Feature, render};
-use operator::install::{Layout, WebhookCertificates};
+use operator::testing::install::manifests::{webhook, workload};
+use operator::testing::install::rbac::{Feature, render};
+use operator::testing::install::{Layout, WebhookCertificates};
 use serde_json::Value;
 
 fn value<T: serde::Serialize>(object: &T) -> Value {
@@ -43,7 +43,7 @@ fn config_default_renders_the_cluster_wide_install_with_operator_managed_certifi
         &value(&workload::deployment(&layout, WebhookCertificates::SelfManaged))
     );
     assert_eq!(
-        find(&objects, "ValidatingWebhookConfiguration", operator::webhook::CONFIGURATION_NAME),
+        find(&objects, "ValidatingWebhookConfiguration", operator::testing::webhook::CONFIGURATION_NAME),
         &value(&webhook::configuration(&layout, false))
     );
     let mut expected_rbac = render::objects(&layout.grantee(), Feature::Always);
@@ -81,11 +81,11 @@ fn the_cert_manager_overlay_mounts_cert_managers_certificate_and_lets_cainjector
         panic!("the patch does not turn the Deployment into the cert-manager one: {difference}");
     }
     assert_eq!(
-        find(&objects, "ValidatingWebhookConfiguration", operator::webhook::CONFIGURATION_NAME),
+        find(&objects, "ValidatingWebhookConfiguration", operator::testing::webhook::CONFIGURATION_NAME),
         &value(&webhook::configuration(&layout, true))
     );
     let certificate = find(&objects, "Certificate", webhook::CERTIFICATE);
-    assert_eq!(certificate["spec"]["secretName"], operator::install::CERT_MANAGER_SECRET);
+    assert_eq!(certificate["spec"]["secretName"], operator::testing::install::CERT_MANAGER_SECRET);
     assert!(
         !objects.iter().any(|o| name_of(o) == "ferrometal-webhook-configuration"),
         "no permission to write webhook configurations: cert-manager provides the CA"

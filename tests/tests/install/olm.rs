@@ -1,6 +1,6 @@
 //! The bundle's examples against its own CRDs and webhooks, as bundle validation asks: every
 //! `alm-examples` object is admitted by a server-side dry run on a real apiserver, with no field
-//! pruned. The install through OLM itself runs for real in `install_real` (`olm`: OLM's
+//! pruned. The install through OLM itself runs for real in `real::install` (`olm`: OLM's
 //! operators on the real node, the bundle and catalog images in a loopback registry).
 
 use crate::install_common::*;
@@ -33,16 +33,16 @@ async fn every_alm_example_is_accepted_by_a_server_side_dry_run() -> anyhow::Res
     let ns = cp.namespace("olm-examples").await?;
     let port = ports::free_port()?;
     let mut config = operator::OperatorConfig::minimal("dry-run");
-    config.webhook = Some(operator::webhook::Config::new(
+    config.webhook = Some(operator::testing::webhook::Config::new(
         ([127, 0, 0, 1], port).into(),
-        operator::webhook::Certificates::SelfManaged { secret_namespace: ns.clone() },
-        Some(operator::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
+        operator::testing::webhook::Certificates::SelfManaged { secret_namespace: ns.clone() },
+        Some(operator::testing::webhook::ClientConfig::Url(format!("https://127.0.0.1:{port}"))),
     ));
     let _operator = operator::Operator::start(cp.client(), config).await?;
     let csv = objects.iter().find(|o| kind_of(o) == "ClusterServiceVersion").cloned().expect("one CSV");
     let examples: Vec<Value> =
         serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;
-    assert_eq!(examples.len(), operator::install::bundle::csv::EXAMPLES.len());
+    assert_eq!(examples.len(), operator::testing::install::bundle::csv::EXAMPLES.len());
     for example in &examples {
         let group_version = example["apiVersion"].as_str().unwrap_or_default();
         let (group, version) = group_version.split_once('/').unwrap_or(("", group_version));

@@ -36,5 +36,5 @@ fn the_containerfile_builds_with_the_release_script_and_ships_only_the_binary_as
     let (uid, gid) = user.split_once(':').expect("uid:gid");
     let (uid, gid): (u32, u32) = (uid.parse().expect("numeric uid"), gid.parse().expect("numeric gid"));
     assert!(uid != 0 && gid != 0, "not root");
-    assert_eq!(i64::from(uid), operator::install::manifests::workload::RUN_AS, "the Deployment's runAsUser");
+    assert_eq!(i64::from(uid), operator::testing::install::manifests::workload::RUN_AS, "the Deployment's runAsUser");
 }

@@ -6,7 +6,7 @@ use super::*;
 use ferrometal_tests::ironic::{IronicConfig, IronicServer};
 use ferrometal_tests::operator_process::OperatorProcess;
 use ferrometal_tests::{ControlPlane, PodSimulator, ports};
-use operator::install::{DEFAULT_NAMESPACE, NAME};
+use operator::testing::install::{DEFAULT_NAMESPACE, NAME};
 use serde_json::Value;
 use std::time::Duration;
 

@@ -19,8 +19,8 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use operator::database::Address;
-use operator::database::names::Names;
+use operator::testing::database::Address;
+use operator::testing::database::names::Names;
 use serde_json::json;
 use sqlx::{Connection, Executor, MySqlConnection};
 use std::sync::Arc;
@@ -243,7 +243,7 @@ async fn a_clear_text_managed_database_moves_to_tls_only_after_ironics_pods_trus
         }
         if requires {
             assert_eq!(mounted_ca(&workload).as_deref(), Some("ironic-mariadb-ca"), "Ironic first");
-            assert!(operator::kit::observe::deployment_rollout(&workload).is_done(), "rolled out first");
+            assert!(operator::testing::kit::observe::deployment_rollout(&workload).is_done(), "rolled out first");
             return Ok(Some(()));
         }
         let ready = condition_of(&ironics(&env).get("ironic").await?, "DatabaseReady").map(|c| c.message);

@@ -60,7 +60,7 @@ async fn a_minimal_irso_style_ironic_becomes_ready_keeps_its_spec_byte_for_byte_
         assert!(!fields.contains("\"f:spec\""), "the operator manages spec fields: {fields}");
     }
     assert!(ironic.spec.api_credentials_name.is_none());
-    assert!(ironic.metadata.finalizers.iter().flatten().any(|f| f == operator::ironic::names::FINALIZER));
+    assert!(ironic.metadata.finalizers.iter().flatten().any(|f| f == operator::testing::ironic::names::FINALIZER));
 
     let secrets = api::<Secret>(&env);
     let credentials = secrets.get("ironic-api-credentials").await?;

@@ -12,9 +12,9 @@ use k8s_openapi::api::core::v1::{Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
-use operator::install::rbac::{Feature, render};
-use operator::ironic::build::service_monitor::api_resource;
-use operator::ironic::monitor::SERVICE_MONITOR_READY;
+use operator::testing::install::rbac::{Feature, render};
+use operator::testing::ironic::build::service_monitor::api_resource;
+use operator::testing::ironic::monitor::SERVICE_MONITOR_READY;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -99,7 +99,8 @@ async fn the_service_monitor_follows_the_crd_and_the_spec_with_the_shipped_permi
     let env = Env::start("ironic-smon").await?;
     let client = shipped_identity(&env).await?;
     let mut config = env.operator_config();
-    config.ironic = Some(operator::ironic::Config { api_discovery_refresh: DISCOVERY_REFRESH, ..ironic_config() });
+    config.ironic =
+        Some(operator::testing::ironic::Config { api_discovery_refresh: DISCOVERY_REFRESH, ..ironic_config() });
     let _operator = operator::Operator::start(client, config).await?;
     create_ironic(
         &env,

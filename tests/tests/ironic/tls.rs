@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use operator::pki as auto;
+use operator::testing::pki as auto;
 use serde_json::json;
 
 fn mounted_secret(deployment: &Deployment, volume: &str) -> Option<String> {
@@ -107,7 +107,7 @@ async fn auto_tls_issues_a_ca_and_serving_certificate_and_renews_one_about_to_ex
     let before = deployment(&env, "ironic-service").await?;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let pair = auto::CertifiedPem { cert: ca.clone(), key: secret_text(&ca_secret, "ca.key") };
-    let names = operator::ironic::tls::SubjectAltNames { dns: info.dns.clone(), ips: info.ips.clone() };
+    let names = operator::testing::ironic::tls::SubjectAltNames { dns: info.dns.clone(), ips: info.ips.clone() };
     let expiring = auto::issue_serving(&pair, &names, 1, now - 86_400 + 60)?;
     let patch = json!({"stringData": {"tls.crt": expiring.cert, "tls.key": expiring.key}});
     secrets.patch("ironic-tls-auto", &PatchParams::default(), &Patch::Merge(&patch)).await?;
@@ -164,7 +164,7 @@ async fn cert_manager_tls_requests_a_certificate_waits_for_its_secret_and_keeps_
     assert!(api::<Deployment>(&env).get_opt("ironic-service").await?.is_none(), "nothing to mount yet");
 
     let certificates: Api<DynamicObject> =
-        Api::namespaced_with(env.client(), &env.ns, &operator::ironic::tls::cert_manager::api_resource());
+        Api::namespaced_with(env.client(), &env.ns, &operator::testing::ironic::tls::cert_manager::api_resource());
     let requested = certificates.get("ironic-tls").await?;
     let spec = &requested.data["spec"];
     let ns = &env.ns;

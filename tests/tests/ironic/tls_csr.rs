@@ -10,7 +10,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestCondition};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use operator::pki as auto;
+use operator::testing::pki as auto;
 use rcgen::{BasicConstraints, CertificateParams, CertificateSigningRequestParams, IsCa, Issuer, KeyPair};
 use serde_json::json;
 

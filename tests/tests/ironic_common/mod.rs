@@ -20,8 +20,8 @@ pub const STEP: Duration = Duration::from_secs(90);
 
 /// The Ironic controller's configuration for tests: upgrade Jobs fail on their first failed
 /// pod, and work in progress is looked at often.
-pub fn ironic_config() -> operator::ironic::Config {
-    operator::ironic::Config {
+pub fn ironic_config() -> operator::testing::ironic::Config {
+    operator::testing::ironic::Config {
         upgrade_job_backoff_limit: 0,
         progress_interval: Duration::from_secs(2),
         retry_interval: Duration::from_secs(1),
@@ -187,7 +187,7 @@ pub fn content_hash(deployment: &Deployment) -> Option<String> {
         .as_ref()
         .and_then(|s| s.template.metadata.as_ref())
         .and_then(|m| m.annotations.as_ref())
-        .and_then(|a| a.get(operator::ironic::names::CONTENT_HASH_ANNOTATION).cloned())
+        .and_then(|a| a.get(operator::testing::ironic::names::CONTENT_HASH_ANNOTATION).cloned())
 }
 
 /// The Ironic pods (selected like the workload selects them) that are Ready.

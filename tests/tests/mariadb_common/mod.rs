@@ -8,10 +8,10 @@ use ferrometal_tests::mariadb::{ADMIN_PASSWORD, ADMIN_USER, MariaDb, ServedCerti
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use operator::database::account::INIT_KEY;
-use operator::database::build::{CONTAINER, INIT_DIR, SERVER_TLS_DIR};
-use operator::database::check::{Target, Tls};
-use operator::database::credentials::{self, Credentials, Password};
+use operator::testing::database::account::INIT_KEY;
+use operator::testing::database::build::{CONTAINER, INIT_DIR, SERVER_TLS_DIR};
+use operator::testing::database::check::{Target, Tls};
+use operator::testing::database::credentials::{self, Credentials, Password};
 use serde_json::json;
 use sqlx::{Connection, Executor, MySqlConnection};
 use std::time::Duration;
@@ -108,7 +108,7 @@ pub fn ready_status(image: &str) -> serde_json::Value {
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
     json!({"phase": "Running", "podIP": "10.244.9.9", "startTime": now,
         "conditions": [{"type": "Ready", "status": "True"}, {"type": "Initialized", "status": "True"}],
-        "initContainerStatuses": [{"name": operator::database::clean_stop::INIT_CONTAINER, "image": image,
+        "initContainerStatuses": [{"name": operator::testing::database::clean_stop::INIT_CONTAINER, "image": image,
             "imageID": "simulated://", "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0,
             "reason": "Completed", "startedAt": now, "finishedAt": now}}}],
         "containerStatuses": [{"name": CONTAINER, "image": image, "imageID": "simulated://",

@@ -226,7 +226,7 @@ async fn a_preprovisioned_nodeset_only_runs_services_addressed_through_its_manag
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> = kube::Api::namespaced(env.t.env.client(), env.ns());
     let secret = secrets.get(&name).await?;
     let inventory: serde_json::Value =
-        serde_json::from_slice(&secret.data.unwrap_or_default()[operator::nodeset::INVENTORY_KEY].0)?;
+        serde_json::from_slice(&secret.data.unwrap_or_default()[operator::testing::nodeset::INVENTORY_KEY].0)?;
     assert_eq!(inventory["hosts"]["edge-0"]["managementAddress"], "192.0.2.10");
     assert_eq!(inventory["hosts"]["edge-1"]["managementAddress"], "192.0.2.11");
     assert!(inventory["hosts"]["edge-0"].get("bmh").is_none());
@@ -301,7 +301,7 @@ async fn editing_a_secret_a_nodeset_reads_reruns_its_services_in_place_once_and_
     let mut given = BTreeMap::new();
     for job in env.service_jobs().await? {
         let data = secrets.get(&job.metadata.name.unwrap_or_default()).await?.data.unwrap_or_default();
-        let inventory: serde_json::Value = serde_json::from_slice(&data[operator::nodeset::INVENTORY_KEY].0)?;
+        let inventory: serde_json::Value = serde_json::from_slice(&data[operator::testing::nodeset::INVENTORY_KEY].0)?;
         for (host, entry) in inventory["hosts"].as_object().into_iter().flatten() {
             assert_eq!(entry["variables"]["timezone"], "UTC", "spec variables and read ones together");
             given.entry(host.clone()).or_insert_with(Vec::new).push(entry["variables"]["db_password"].clone());

@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 pub struct Setup {
     pub sushy_systems: Option<usize>,
     pub webhooks: bool,
-    pub nodeset: operator::nodeset::Config,
+    pub nodeset: operator::testing::nodeset::Config,
 }
 
 impl Default for Setup {
@@ -36,7 +36,7 @@ impl Default for Setup {
         Self {
             sushy_systems: None,
             webhooks: false,
-            nodeset: operator::nodeset::Config { backoff_max: Duration::from_secs(5), ..Default::default() },
+            nodeset: operator::testing::nodeset::Config { backoff_max: Duration::from_secs(5), ..Default::default() },
         }
     }
 }
@@ -409,11 +409,12 @@ impl JobRecorder {
                             continue;
                         }
                         let annotations = job.annotations();
-                        let Some(service) = annotations.get(operator::nodeset::SERVICE_ANNOTATION).cloned() else {
+                        let Some(service) = annotations.get(operator::testing::nodeset::SERVICE_ANNOTATION).cloned()
+                        else {
                             continue;
                         };
                         let hosts: BTreeMap<String, Value> = annotations
-                            .get(operator::nodeset::HOSTS_ANNOTATION)
+                            .get(operator::testing::nodeset::HOSTS_ANNOTATION)
                             .and_then(|h| serde_json::from_str(h).ok())
                             .unwrap_or_default();
                         let image = job
@@ -536,7 +537,8 @@ pub async fn wait_for_jobs(env: &NodeSetEnv, n: usize) -> anyhow::Result<Vec<Str
         let jobs = env.service_jobs().await?;
         let mut per_service: BTreeMap<String, usize> = BTreeMap::new();
         for job in &jobs {
-            let service = job.annotations().get(operator::nodeset::SERVICE_ANNOTATION).cloned().unwrap_or_default();
+            let service =
+                job.annotations().get(operator::testing::nodeset::SERVICE_ANNOTATION).cloned().unwrap_or_default();
             *per_service.entry(service).or_default() += 1;
         }
         let mut names: Vec<String> = jobs.iter().map(|j| j.name_any()).collect();

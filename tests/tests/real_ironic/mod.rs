@@ -1,8 +1,8 @@
 //! The operator's own Ironic on the real node (`scripts/node.sh`): a control plane with a
 //! node, the CRDs, the Ironic image (`scripts/node/ironic-image.sh`) imported, a namespace,
 //! and the operator's Ironic controller pointed at that image through its own image setting.
-//! No pod simulator: every pod is real. The tests of `ironic_real`, `ironic_tls_real` and
-//! `dhcp_real` stand on it (`mod real_ironic;`); a test uses what it needs of it.
+//! No pod simulator: every pod is real. The tests of `real::ironic`, `real::ironic_tls` and
+//! `real::dhcp` stand on it (`mod real_ironic;`); a test uses what it needs of it.
 
 #![allow(dead_code)]
 
@@ -43,7 +43,7 @@ impl RealIronic {
     }
 
     /// Like [`RealIronic::start`], with the Ironic controller's settings adjusted by `adjust`.
-    pub async fn start_with(prefix: &str, adjust: impl FnOnce(&mut operator::ironic::Config)) -> Result<Self> {
+    pub async fn start_with(prefix: &str, adjust: impl FnOnce(&mut operator::testing::ironic::Config)) -> Result<Self> {
         Self::start_many(&[prefix], adjust).await?.pop().context("one namespace")
     }
 
@@ -52,7 +52,7 @@ impl RealIronic {
     /// one after the other.
     pub async fn start_many(
         prefixes: &[&str],
-        adjust: impl FnOnce(&mut operator::ironic::Config),
+        adjust: impl FnOnce(&mut operator::testing::ironic::Config),
     ) -> Result<Vec<Self>> {
         let mut cp = ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }).await?;
         cp.install_crds(&crds::all_crds()).await?;
@@ -67,7 +67,7 @@ impl RealIronic {
         }
         let mut config = OperatorConfig::minimal(format!("test-{}", namespaces.first().context("a prefix")?));
         config.namespaces = namespaces.clone();
-        let mut ironic = operator::ironic::Config {
+        let mut ironic = operator::testing::ironic::Config {
             progress_interval: Duration::from_secs(2),
             retry_interval: Duration::from_secs(1),
             ..Default::default()

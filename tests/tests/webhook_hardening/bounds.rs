@@ -171,10 +171,10 @@ async fn concurrent_large_reviews_stay_within_the_stated_memory() -> anyhow::Res
 
     // Just under the parse bound (about 1.1 KiB of cost per host), and the largest body
     // allowed, made of nothing but values; one copy of each, shared by every request.
-    let parsed = nodeset_review(operator::webhook::MAX_PARSE_COST / 1200);
-    let padding = "[],".repeat((operator::webhook::MAX_REVIEW_BYTES - 200) / 3);
+    let parsed = nodeset_review(operator::testing::webhook::MAX_PARSE_COST / 1200);
+    let padding = "[],".repeat((operator::testing::webhook::MAX_REVIEW_BYTES - 200) / 3);
     let large = Bytes::from(format!(r#"{{"request":{{"uid":"u","object":{{"spec":{{"x":[{padding}[]]}}}}}}}}"#));
-    assert!(large.len() <= operator::webhook::MAX_REVIEW_BYTES);
+    assert!(large.len() <= operator::testing::webhook::MAX_REVIEW_BYTES);
     let before = peak_memory()?;
     let reviews = (0..16).map(|i| {
         let body = if i % 2 == 0 { parsed.clone() } else { large.clone() };
@@ -187,7 +187,8 @@ async fn concurrent_large_reviews_stay_within_the_stated_memory() -> anyhow::Res
     let answers = futures::future::try_join_all(reviews).await?;
     let grown = peak_memory()?.saturating_sub(before);
 
-    let bound = operator::webhook::MAX_PARSE_COST * operator::webhook::PARSING + operator::webhook::BODY_BUDGET;
+    let bound = operator::testing::webhook::MAX_PARSE_COST * operator::testing::webhook::PARSING
+        + operator::testing::webhook::BODY_BUDGET;
     println!(
         "16 concurrent reviews ({} and {} bytes): the peak grew by {} MiB (bound {} MiB)",
         parsed.len(),

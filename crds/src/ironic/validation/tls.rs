@@ -171,7 +171,7 @@ fn validate_csr(errors: &mut Errors, csr: &CsrTls) {
 }
 
 /// What is wrong with a signer name, if anything.
-pub fn signer_name_problem(name: &str) -> Option<String> {
+fn signer_name_problem(name: &str) -> Option<String> {
     if name.trim().is_empty() {
         return Some("is required".into());
     }

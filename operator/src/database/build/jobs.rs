@@ -20,13 +20,13 @@ const CA_VOLUME: &str = "mariadb-ca";
 
 /// Which Job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Backup,
     Upgrade,
 }
 
 impl Kind {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::Backup => "backup",
             Self::Upgrade => "mariadb-upgrade",
@@ -72,7 +72,7 @@ echo "wrote $target"
 /// The dump's file name: `<statefulset>-<UTC time>-<server version>.sql.gz`. `started_at` is
 /// the version change's start (Unix seconds), so every attempt of one change names the same
 /// file and a retried Job replaces a partial one.
-pub fn backup_file(prefix: &str, started_at: i64, server_version: Option<&str>) -> String {
+pub(crate) fn backup_file(prefix: &str, started_at: i64, server_version: Option<&str>) -> String {
     let time = time::OffsetDateTime::from_unix_timestamp(started_at).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let stamp = format!(
         "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
@@ -93,7 +93,7 @@ pub fn backup_file(prefix: &str, started_at: i64, server_version: Option<&str>) 
 }
 
 /// The backup Job: `image` is the running server's, so the dump tool matches the server.
-pub fn backup(inputs: &Inputs<'_>, name: &str, image: &str, file: &str, keep: i32) -> Job {
+pub(crate) fn backup(inputs: &Inputs<'_>, name: &str, image: &str, file: &str, keep: i32) -> Job {
     let mut extra_env = vec![
         env("BACKUP_FILE", file),
         env("BACKUP_PREFIX", inputs.names.stateful_set()),
@@ -112,7 +112,7 @@ pub fn backup(inputs: &Inputs<'_>, name: &str, image: &str, file: &str, keep: i3
 }
 
 /// The `mariadb-upgrade` Job: `image` is the new server's.
-pub fn upgrade(inputs: &Inputs<'_>, name: &str, image: &str) -> Job {
+pub(crate) fn upgrade(inputs: &Inputs<'_>, name: &str, image: &str) -> Job {
     render(inputs, Kind::Upgrade, name, image, &upgrade_script(inputs), &mut Vec::new(), Vec::new())
 }
 

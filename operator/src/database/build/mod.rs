@@ -6,10 +6,10 @@
 //! Every object sets only fields Kubernetes 1.20 knows: server-side apply on 1.20 rejects
 //! unknown fields on built-in types.
 
-pub mod jobs;
-pub mod service;
-pub mod stateful_set;
-pub mod storage;
+pub(crate) mod jobs;
+pub(crate) mod service;
+pub(crate) mod stateful_set;
+pub(crate) mod storage;
 
 #[cfg(test)]
 mod golden;
@@ -27,11 +27,11 @@ use std::collections::BTreeMap;
 
 /// User and group of `mysql` in the official MariaDB image. The pod runs as them from the
 /// start, and `fsGroup` makes the volumes and the certificate readable to them.
-pub const MARIADB_UID: i64 = 999;
+pub(crate) const MARIADB_UID: i64 = 999;
 /// The container's name.
 pub const CONTAINER: &str = "mariadb";
 /// Where MariaDB keeps its data in the official image.
-pub const DATA_DIR: &str = "/var/lib/mysql";
+pub(crate) const DATA_DIR: &str = "/var/lib/mysql";
 /// Where MariaDB finds its certificate.
 pub const SERVER_TLS_DIR: &str = "/etc/mysql/tls";
 /// Where clients (the Jobs) find the CA; the same path Ironic's pods use.
@@ -94,7 +94,7 @@ impl Inputs<'_> {
 }
 
 /// An environment variable from a Secret's key.
-pub fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
+pub(crate) fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
         value_from: Some(EnvVarSource {
@@ -110,12 +110,12 @@ pub fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
 }
 
 /// A plain environment variable.
-pub fn env(name: &str, value: impl Into<String>) -> EnvVar {
+pub(crate) fn env(name: &str, value: impl Into<String>) -> EnvVar {
     EnvVar { name: name.to_string(), value: Some(value.into()), ..Default::default() }
 }
 
 /// A Secret volume readable by the `mysql` group (the key must be, for MariaDB).
-pub fn secret_volume(name: &str, secret: &str) -> Volume {
+pub(crate) fn secret_volume(name: &str, secret: &str) -> Volume {
     Volume {
         name: name.to_string(),
         secret: Some(k8s_openapi::api::core::v1::SecretVolumeSource {
@@ -127,10 +127,10 @@ pub fn secret_volume(name: &str, secret: &str) -> Volume {
     }
 }
 
-pub use crate::kit::pod::mount;
+pub(crate) use crate::kit::pod::mount;
 
 /// Runs as `mysql`, with the volumes' group set to it.
-pub fn pod_security() -> PodSecurityContext {
+pub(crate) fn pod_security() -> PodSecurityContext {
     PodSecurityContext {
         run_as_user: Some(MARIADB_UID),
         run_as_group: Some(MARIADB_UID),
@@ -142,6 +142,6 @@ pub fn pod_security() -> PodSecurityContext {
 
 /// No privilege escalation and no capabilities: MariaDB needs none; the runtime's default
 /// seccomp profile.
-pub fn container_security() -> SecurityContext {
+pub(crate) fn container_security() -> SecurityContext {
     crate::kit::pod::restricted_container()
 }

@@ -6,7 +6,7 @@ use super::stateful_set::port_name;
 use crate::database::connection::MARIADB_PORT;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 
-pub fn render(inputs: &Inputs<'_>) -> Service {
+pub(crate) fn render(inputs: &Inputs<'_>) -> Service {
     let names = inputs.names;
     Service {
         metadata: inputs.meta(names.service(), names.labels()),

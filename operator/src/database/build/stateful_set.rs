@@ -21,9 +21,9 @@ use kube::api::ObjectMeta;
 
 const TLS_VOLUME: &str = "tls";
 /// The argument that makes MariaDB refuse clear text on the network.
-pub const REQUIRE_TLS_ARG: &str = "--require-secure-transport=ON";
+pub(crate) const REQUIRE_TLS_ARG: &str = "--require-secure-transport=ON";
 /// The argument of the served certificate: the server offers TLS.
-pub const SERVE_TLS_ARG_PREFIX: &str = "--ssl-cert=";
+pub(crate) const SERVE_TLS_ARG_PREFIX: &str = "--ssl-cert=";
 const INIT_VOLUME: &str = "init";
 
 /// The preStop hook. A normal shutdown (`innodb_fast_shutdown = 1`, MariaDB's default) leaves
@@ -55,7 +55,7 @@ pub const READINESS: &str =
     r#"MYSQL_PWD="$MARIADB_ROOT_PASSWORD" exec mariadb-admin --protocol=socket --user=root ping"#;
 
 /// The StatefulSet.
-pub fn render(inputs: &Inputs<'_>) -> StatefulSet {
+pub(crate) fn render(inputs: &Inputs<'_>) -> StatefulSet {
     let (names, managed) = (inputs.names, inputs.managed);
     let wiring = wiring(inputs);
     let template_meta =
@@ -199,6 +199,6 @@ fn data_claim(inputs: &Inputs<'_>) -> PersistentVolumeClaim {
 }
 
 /// The container port's name, for the Service's target port.
-pub fn port_name() -> IntOrString {
+pub(crate) fn port_name() -> IntOrString {
     IntOrString::String("mysql".to_string())
 }

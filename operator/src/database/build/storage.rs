@@ -6,7 +6,7 @@ use super::{ClaimSettings, Inputs};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimSpec, VolumeResourceRequirements};
 use kube::api::ObjectMeta;
 
-pub fn backup_claim(inputs: &Inputs<'_>, settings: &ClaimSettings) -> PersistentVolumeClaim {
+pub(crate) fn backup_claim(inputs: &Inputs<'_>, settings: &ClaimSettings) -> PersistentVolumeClaim {
     let names = inputs.names;
     PersistentVolumeClaim {
         metadata: ObjectMeta {

@@ -23,12 +23,12 @@ pub(super) struct Found {
 
 impl Found {
     /// Data may exist: credentials made for it are never made again.
-    pub fn data_exists(&self) -> bool {
+    pub(super) fn data_exists(&self) -> bool {
         self.stateful_set.is_some() || self.data_claim.is_some()
     }
 
     /// The image the StatefulSet gets: the one it runs, until the version change rolls it.
-    pub fn image_to_apply(&self, status: &DatabaseStatus) -> String {
+    pub(super) fn image_to_apply(&self, status: &DatabaseStatus) -> String {
         let live = self.stateful_set.as_ref().and_then(observe::template_image);
         sequence::image_to_apply(status.upgrade.as_ref(), live.as_deref(), &self.managed.image())
     }

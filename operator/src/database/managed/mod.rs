@@ -15,7 +15,7 @@ mod transport;
 mod version_change;
 mod volumes;
 
-pub use error::Error;
+pub(super) use error::Error;
 
 use super::connection::Connection;
 use super::outcome::DatabaseOutcome;

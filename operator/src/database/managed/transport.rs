@@ -28,18 +28,18 @@ pub(super) struct Wire {
 
 impl Wire {
     /// The certificates the server serves, when it serves TLS.
-    pub fn serving(&self) -> Option<&Material> {
+    pub(super) fn serving(&self) -> Option<&Material> {
         self.material.as_ref().filter(|_| self.transport.serves())
     }
 
     /// How long until the generated serving certificate is renewed.
-    pub fn renewal(&self, now: i64) -> Option<Duration> {
+    pub(super) fn renewal(&self, now: i64) -> Option<Duration> {
         let at = self.material.as_ref()?.generated.as_ref()?.renew_at?;
         Some(Duration::from_secs(u64::try_from(at.saturating_sub(now).max(1)).unwrap_or(1)))
     }
 
     /// How Ironic reaches the server, in DatabaseReady's message.
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match (self.transport, &self.clients) {
             (Transport::Offered, Clients::Pending(waiting)) if self.wanted => {
                 format!("over verified TLS, not yet required ({waiting})")

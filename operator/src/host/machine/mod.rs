@@ -19,7 +19,7 @@ mod states;
 #[cfg(test)]
 mod tests;
 
-pub use states::{allowed, detach_allowed, error_type_of, is_busy, is_transitional};
+pub(crate) use states::{detach_allowed, error_type_of, is_busy, is_transitional};
 
 use crds::baremetalhost::annotations::DetachedAnnotation;
 use crds::baremetalhost::{ErrorType, ProvisioningState};
@@ -29,7 +29,7 @@ use ProvisioningState as S;
 
 /// The node as the bulk poll last saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NodeView {
+pub(crate) enum NodeView {
     /// No poll has completed yet (or the last one is older than the host's
     /// last action): nothing can be decided about the node.
     Unknown,
@@ -41,7 +41,7 @@ pub enum NodeView {
 
 /// What power the host should have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PowerGoal {
+pub(crate) enum PowerGoal {
     On,
     /// Off: `spec.online: false`, or held off by reboot annotations. `hard`
     /// skips the ACPI shutdown.
@@ -56,7 +56,7 @@ pub enum PowerGoal {
 
 /// Everything [`plan`] decides from.
 #[derive(Clone, Debug)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub state: ProvisioningState,
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
@@ -128,7 +128,7 @@ impl Default for Facts {
 
 /// An Ironic operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
+pub(crate) enum Act {
     /// Find the node by name or create it (with its port), refresh its
     /// credentials when they changed, and `manage` it when in `enroll`.
     Register,
@@ -154,7 +154,7 @@ pub enum Act {
 
 /// The next step for a host.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// Nothing to do until something changes (steady state).
     Idle,
     /// A retry is due later: the error backoff has not expired.
@@ -178,7 +178,7 @@ pub enum Plan {
 impl Plan {
     /// True when carrying the plan out calls Ironic (creates, changes or deletes a node);
     /// everything else only writes the host.
-    pub fn reaches_ironic(&self) -> bool {
+    pub(crate) fn reaches_ironic(&self) -> bool {
         matches!(self, Plan::Act { .. } | Plan::Detach)
     }
 }
@@ -192,7 +192,7 @@ pub(super) fn retry(act: Act) -> Plan {
 }
 
 /// The next step for a host.
-pub fn plan(f: &Facts) -> Plan {
+pub(crate) fn plan(f: &Facts) -> Plan {
     if f.deleting {
         return delete::plan_delete(f);
     }

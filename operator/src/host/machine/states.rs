@@ -5,12 +5,12 @@ use crds::baremetalhost::{ErrorType, ProvisioningState};
 use ProvisioningState as S;
 
 /// States that take a provisioning slot (`--provisioning-limit`).
-pub fn is_busy(state: ProvisioningState) -> bool {
+pub(crate) fn is_busy(state: ProvisioningState) -> bool {
     matches!(state, S::Inspecting | S::Provisioning | S::Deprovisioning)
 }
 
 /// States in which the host is on its way somewhere.
-pub fn is_transitional(state: ProvisioningState) -> bool {
+pub(crate) fn is_transitional(state: ProvisioningState) -> bool {
     matches!(
         state,
         S::Registering
@@ -25,12 +25,12 @@ pub fn is_transitional(state: ProvisioningState) -> bool {
 }
 
 /// States a host may be detached from Ironic in, without `force`.
-pub fn detach_allowed(state: ProvisioningState) -> bool {
+pub(crate) fn detach_allowed(state: ProvisioningState) -> bool {
     matches!(state, S::Provisioned | S::ExternallyProvisioned | S::Available | S::Ready)
 }
 
 /// The error class of failures in a state.
-pub fn error_type_of(state: ProvisioningState) -> ErrorType {
+pub(crate) fn error_type_of(state: ProvisioningState) -> ErrorType {
     match state {
         S::None | S::Unmanaged | S::Registering => ErrorType::Registration,
         S::Inspecting => ErrorType::Inspection,
@@ -43,7 +43,8 @@ pub fn error_type_of(state: ProvisioningState) -> ErrorType {
 
 /// Every transition of the machine (baremetal-operator's
 /// `host_state_machine.go`, plus the deletion path), for tests and docs.
-pub fn allowed(from: ProvisioningState, to: ProvisioningState) -> bool {
+#[cfg(test)]
+pub(crate) fn allowed(from: ProvisioningState, to: ProvisioningState) -> bool {
     let deletion = match from {
         S::None | S::Unmanaged | S::Registering => to == S::Deleting,
         S::Provisioning | S::Provisioned => to == S::Deprovisioning,

@@ -1,5 +1,6 @@
 //! The state machine, state by state: every planned transition is one the machine allows.
 
+use super::states::allowed;
 use super::*;
 use crds::baremetalhost::annotations::DetachedDeleteAction;
 use ironic_client::PowerState;

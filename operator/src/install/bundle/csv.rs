@@ -12,14 +12,14 @@ use serde_json::{Value, json};
 pub const PACKAGE: &str = "ferrometal";
 pub const CHANNEL: &str = "alpha";
 /// The oldest Kubernetes the operator is tested against.
-pub const MIN_KUBE_VERSION: &str = "1.20.0";
+pub(crate) const MIN_KUBE_VERSION: &str = "1.20.0";
 /// The samples offered as `alm-examples`, one per kind a user creates.
 pub const EXAMPLES: &[&str] =
     &["ironic-minimal.yaml", "baremetalhost-minimal.yaml", "nodeset-minimal.yaml", "nodesetservice-minimal.yaml"];
 /// Kinds the operator writes and users do not create: hidden from the console's forms.
-pub const INTERNAL: &[&str] = &["hardwaredata.metal3.io"];
+pub(crate) const INTERNAL: &[&str] = &["hardwaredata.metal3.io"];
 /// The install modes: the operator watches one namespace, a list of them, or all.
-pub const INSTALL_MODES: &[(&str, bool)] =
+pub(crate) const INSTALL_MODES: &[(&str, bool)] =
     &[("OwnNamespace", true), ("SingleNamespace", true), ("MultiNamespace", true), ("AllNamespaces", true)];
 
 const ICON: &str = include_str!("icon.svg");
@@ -35,14 +35,14 @@ Uninstalling the operator leaves BareMetalHosts and machines alone.
 Ironics with `spec.tls.mode: CertManager` need cert-manager and the roles in `config/optional/cert-manager-tls` of the source repository; Ironics with `spec.tls.mode: CertificateSigningRequest` need the ClusterRole in `config/optional/csr-tls`.";
 
 /// `X.Y.Z` with numeric parts: what OLM compares versions by.
-pub fn check_version(version: &str) -> Result<(), Error> {
+pub(crate) fn check_version(version: &str) -> Result<(), Error> {
     let parts: Vec<&str> = version.split('.').collect();
     let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
     if parts.len() == 3 && parts.iter().all(numeric) { Ok(()) } else { Err(Error::Version(version.to_string())) }
 }
 
 /// The examples, without namespace: the console creates them where the user is.
-pub fn examples() -> Result<Vec<Value>, Error> {
+pub(crate) fn examples() -> Result<Vec<Value>, Error> {
     EXAMPLES
         .iter()
         .map(|file| {
@@ -93,7 +93,7 @@ fn webhook_definitions() -> Vec<Value> {
 /// namespace and every target namespace, or cluster-wide for AllNamespaces) and
 /// `clusterPermissions`: what every install grants, without the webhook's self-management
 /// (OLM provides the certificate and registers the webhooks).
-pub fn permissions() -> (Vec<Value>, Vec<Value>) {
+pub(crate) fn permissions() -> (Vec<Value>, Vec<Value>) {
     let to_values = |rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule>| {
         rules.iter().map(|r| serde_json::to_value(r).unwrap_or_default()).collect::<Vec<_>>()
     };
@@ -104,7 +104,7 @@ pub fn permissions() -> (Vec<Value>, Vec<Value>) {
 }
 
 /// The ClusterServiceVersion of `version`.
-pub fn csv(version: &str) -> Result<Value, Error> {
+pub(crate) fn csv(version: &str) -> Result<Value, Error> {
     check_version(version)?;
     let layout = Layout { image: crate::install::image(version), ..Layout::default() };
     let deployment = workload::deployment(&layout, WebhookCertificates::Olm);

@@ -20,7 +20,7 @@ fn resources(kinds: &[(&str, &str)]) -> Vec<Value> {
 }
 
 /// One entry per served version of every CRD, in `crds::all_crds` order.
-pub fn owned() -> Vec<Value> {
+pub(super) fn owned() -> Vec<Value> {
     vec![ironic(), bare_metal_host(), hardware_data(), node_set(), node_set_service()]
 }
 

@@ -2,8 +2,8 @@
 //! and the metrics Service), `bundle/metadata/annotations.yaml`, and `bundle.Dockerfile` with
 //! the same annotations as labels.
 
-pub mod args;
-pub mod csv;
+pub(crate) mod args;
+pub(crate) mod csv;
 mod descriptors;
 #[cfg(test)]
 mod validation;
@@ -13,10 +13,10 @@ use super::{Error, File, Layout, NAME, to_yaml};
 use std::path::PathBuf;
 
 /// The directories `ferrometal bundle` owns below its output directory.
-pub const OWNED_DIRS: &[&str] = &["bundle"];
+pub(crate) const OWNED_DIRS: &[&str] = &["bundle"];
 
 /// The bundle's annotations, in a fixed order: the same pairs are the Dockerfile's labels.
-pub fn annotations() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn annotations() -> Vec<(&'static str, &'static str)> {
     vec![
         ("operators.operatorframework.io.bundle.mediatype.v1", "registry+v1"),
         ("operators.operatorframework.io.bundle.manifests.v1", "manifests/"),

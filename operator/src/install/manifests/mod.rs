@@ -14,9 +14,9 @@
 //! A namespaced layout (`--watch-namespaces`) has Roles only, so the operator cannot publish
 //! its CA in the cluster-scoped webhook configuration: its `default/` uses cert-manager.
 
-pub mod args;
-pub mod webhook;
-pub mod workload;
+pub(crate) mod args;
+pub(crate) mod webhook;
+pub(crate) mod workload;
 
 use super::rbac::{Feature, render};
 use super::{Error, File, Layout, WebhookCertificates, to_yaml};
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 /// The directories `ferrometal manifests` owns below its output directory.
-pub const OWNED_DIRS: &[&str] =
+pub(crate) const OWNED_DIRS: &[&str] =
     &["crd", "rbac", "manager", "webhook", "certmanager", "default", "cert-manager", "optional"];
 
 fn value<T: serde::Serialize>(object: &T) -> Value {
@@ -51,7 +51,7 @@ fn kustomization(dir: &str, comment: &str, resources: &[&str], patches: &[&str])
 }
 
 /// Every file of the tree for `layout`.
-pub fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
+pub(crate) fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
     let mut files = Vec::new();
     crd_dir(&mut files)?;
     rbac_dir(layout, &mut files)?;
@@ -184,7 +184,7 @@ fn optional_comment(feature: Feature) -> String {
 
 /// The strategic-merge patch that turns the default Deployment into the cert-manager one:
 /// the arguments that read the mounted certificate, and the mount.
-pub fn cert_manager_patch(layout: &Layout) -> Value {
+pub(crate) fn cert_manager_patch(layout: &Layout) -> Value {
     let deployment = workload::deployment(layout, WebhookCertificates::CertManager);
     let pod = deployment.spec.map(|s| s.template).and_then(|t| t.spec).unwrap_or_default();
     let container = pod.containers.first().cloned().unwrap_or_default();

@@ -10,14 +10,14 @@ use kube::api::ObjectMeta;
 use serde_json::{Value, json};
 
 /// cert-manager's self-signed Issuer of the webhook certificate.
-pub const ISSUER: &str = "ferrometal-selfsigned-issuer";
+pub(crate) const ISSUER: &str = "ferrometal-selfsigned-issuer";
 /// cert-manager's Certificate of the webhook.
 pub const CERTIFICATE: &str = "ferrometal-serving-cert";
 /// The annotation cert-manager's cainjector fills a caBundle from.
-pub const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
+pub(crate) const INJECT_CA_FROM: &str = "cert-manager.io/inject-ca-from";
 
 /// The Service the apiserver reaches the webhook servers through.
-pub fn service(layout: &Layout) -> Service {
+pub(crate) fn service(layout: &Layout) -> Service {
     Service {
         metadata: ObjectMeta {
             name: Some(WEBHOOK_SERVICE.to_string()),
@@ -41,7 +41,7 @@ pub fn service(layout: &Layout) -> Service {
 }
 
 /// How the apiserver reaches the webhooks: the Service, on 443.
-pub fn client_config(layout: &Layout) -> ClientConfig {
+pub(crate) fn client_config(layout: &Layout) -> ClientConfig {
     ClientConfig::Service { namespace: layout.namespace.clone(), name: WEBHOOK_SERVICE.to_string(), port: 443 }
 }
 
@@ -59,14 +59,14 @@ pub fn configuration(layout: &Layout, inject_ca: bool) -> ValidatingWebhookConfi
 }
 
 /// The DNS names a serving certificate for the Service must cover.
-pub fn dns_names(layout: &Layout) -> Vec<String> {
+pub(crate) fn dns_names(layout: &Layout) -> Vec<String> {
     let namespace = &layout.namespace;
     vec![format!("{WEBHOOK_SERVICE}.{namespace}.svc"), format!("{WEBHOOK_SERVICE}.{namespace}.svc.cluster.local")]
 }
 
 /// cert-manager's self-signed Issuer and the webhook's Certificate, written to the Secret the
 /// cert-manager variant's Deployment mounts.
-pub fn cert_manager_objects(layout: &Layout) -> Vec<Value> {
+pub(crate) fn cert_manager_objects(layout: &Layout) -> Vec<Value> {
     let labels = serde_json::to_value(layout.labels()).unwrap_or_default();
     vec![
         json!({

@@ -23,9 +23,9 @@ use std::collections::BTreeMap;
 /// The numeric user and group the operator runs as (the image's `USER`).
 pub const RUN_AS: i64 = 65532;
 /// The operator's container.
-pub const CONTAINER: &str = "manager";
+pub(crate) const CONTAINER: &str = "manager";
 /// Replicas: one leads, the others stand by and serve webhooks.
-pub const REPLICAS: i32 = 2;
+pub(crate) const REPLICAS: i32 = 2;
 
 fn meta(layout: &Layout, name: &str, namespaced: bool) -> ObjectMeta {
     ObjectMeta {
@@ -36,23 +36,23 @@ fn meta(layout: &Layout, name: &str, namespaced: bool) -> ObjectMeta {
     }
 }
 
-pub fn namespace(layout: &Layout) -> Namespace {
+pub(crate) fn namespace(layout: &Layout) -> Namespace {
     Namespace { metadata: meta(layout, &layout.namespace, false), ..Default::default() }
 }
 
-pub fn service_account(layout: &Layout) -> ServiceAccount {
+pub(crate) fn service_account(layout: &Layout) -> ServiceAccount {
     ServiceAccount { metadata: meta(layout, NAME, true), ..Default::default() }
 }
 
 /// The namespace label that lets a namespace's pods (Prometheus) scrape the operator's metrics
 /// through its NetworkPolicy.
-pub const SCRAPE_LABEL: &str = "ferrometal.io/scrape-metrics";
+pub(crate) const SCRAPE_LABEL: &str = "ferrometal.io/scrape-metrics";
 
 /// Who may reach the operator's pods: the webhook port from anywhere (the apiserver is not a
 /// pod, and its address differs from cluster to cluster: an admin narrows it with an
 /// `ipBlock`), the health and metrics port from namespaces labelled [`SCRAPE_LABEL`]; the
 /// kubelet's probes come from the node, which a NetworkPolicy always admits. Nothing else.
-pub fn network_policy(layout: &Layout) -> NetworkPolicy {
+pub(crate) fn network_policy(layout: &Layout) -> NetworkPolicy {
     let port = |number: u16| NetworkPolicyPort {
         port: Some(IntOrString::Int(i32::from(number))),
         protocol: Some("TCP".to_string()),
@@ -80,7 +80,7 @@ pub fn network_policy(layout: &Layout) -> NetworkPolicy {
 }
 
 /// The Service Prometheus scrapes /metrics through.
-pub fn metrics_service(layout: &Layout) -> Service {
+pub(crate) fn metrics_service(layout: &Layout) -> Service {
     Service {
         metadata: meta(layout, METRICS_SERVICE, true),
         spec: Some(ServiceSpec {
@@ -115,7 +115,7 @@ fn value(name: &str, value: &str) -> EnvVar {
 
 /// The operator's arguments: `run` with leader election, and where its webhook certificate
 /// comes from.
-pub fn args(layout: &Layout, certificates: WebhookCertificates) -> Vec<String> {
+pub(crate) fn args(layout: &Layout, certificates: WebhookCertificates) -> Vec<String> {
     let mut args = vec!["run".to_string(), "--leader-elect".to_string()];
     match certificates {
         WebhookCertificates::SelfManaged => {
@@ -181,7 +181,7 @@ fn quantities(cpu: &str, memory: &str) -> BTreeMap<String, Quantity> {
 }
 
 /// The operator's container.
-pub fn container(layout: &Layout, certificates: WebhookCertificates) -> Container {
+pub(crate) fn container(layout: &Layout, certificates: WebhookCertificates) -> Container {
     let mut mounts =
         vec![VolumeMount { name: "tmp".to_string(), mount_path: "/tmp".to_string(), ..Default::default() }];
     if certificates == WebhookCertificates::CertManager {

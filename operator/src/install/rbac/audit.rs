@@ -1,7 +1,7 @@
 //! The table agrees with the controllers' code: every Kubernetes kind a controller's module
 //! names in an API call is in that controller's part of the table. A kind added to a
 //! controller without its permission fails here; the verbs are checked where the code says
-//! [`require_access!`](crate::require_access), and by the end-to-end tests that run the
+//! [`require_access!`](crate::install::rbac::require_access), and by the end-to-end tests that run the
 //! operator with exactly the rendered roles.
 
 use super::kinds::{ALL, short_name};

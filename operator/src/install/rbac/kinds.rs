@@ -1,10 +1,10 @@
 //! Every Kubernetes kind the operator reads or writes, with its API resource as a constant,
-//! so that [`require_access!`](crate::require_access) can check an access at compile time.
+//! so that [`require_access!`](crate::install::rbac::require_access) can check an access at compile time.
 
 use super::Resource;
 
 /// A kind with its API resource (group and plural).
-pub trait Kind {
+pub(crate) trait Kind {
     const RESOURCE: Resource;
 }
 
@@ -14,8 +14,10 @@ macro_rules! kinds {
             const RESOURCE: Resource = Resource::new($group, $plural);
         })*
 
-        /// Every kind above: its Rust name (the last path segment), group and plural.
-        pub const ALL: &[(&str, Resource)] = &[
+        /// Every kind above: its Rust name (the last path segment), group and plural (for the
+        /// audit test).
+        #[cfg(test)]
+        pub(crate) const ALL: &[(&str, Resource)] = &[
             $((kinds!(@name $ty), Resource::new($group, $plural)),)*
         ];
     };
@@ -52,13 +54,14 @@ kinds! {
 
 /// cert-manager's Certificate, which the operator has no Rust type for (it applies it as a
 /// dynamic object).
-pub const CERT_MANAGER_CERTIFICATES: Resource = Resource::new("cert-manager.io", "certificates");
+pub(crate) const CERT_MANAGER_CERTIFICATES: Resource = Resource::new("cert-manager.io", "certificates");
 
 /// The Prometheus operator's ServiceMonitor, which the operator has no Rust type for either.
-pub const SERVICE_MONITORS: Resource = Resource::new("monitoring.coreos.com", "servicemonitors");
+pub(crate) const SERVICE_MONITORS: Resource = Resource::new("monitoring.coreos.com", "servicemonitors");
 
 /// The Rust name of a kind: the last segment of its path.
-pub fn short_name(path: &str) -> &str {
+#[cfg(test)]
+pub(crate) fn short_name(path: &str) -> &str {
     path.rsplit("::").next().unwrap_or(path).trim()
 }
 

@@ -5,18 +5,18 @@
 //! (`/readyz`) are all rendered from it ([`render`]), so there is one truth.
 //!
 //! A controller states what its watches and its finalizer use with
-//! [`require_access!`](crate::require_access), beside them (each controller's `controller.rs`):
+//! [`require_access!`](crate::install::rbac::require_access), beside them (each controller's `controller.rs`):
 //! the assertion is evaluated at compile time, so a watch the table does not grant does not
 //! build. The writes of a reconcile are checked at run time instead, by the audit test and the
 //! end-to-end tests that run the operator with the shipped permissions.
 
 #[cfg(test)]
 mod audit;
-pub mod kinds;
+pub(crate) mod kinds;
 pub mod render;
-pub mod table;
+pub(crate) mod table;
 
-pub use kinds::Kind;
+pub(crate) use kinds::Kind;
 
 /// A verb of Kubernetes' authorization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -197,9 +197,9 @@ const fn has_verb(verbs: &[Verb], verb: Verb) -> bool {
 }
 
 /// True when `component` may use every verb of `verbs` on `resource` (in any reach, for any
-/// feature). `const`, so that [`require_access!`](crate::require_access) checks at compile
+/// feature). `const`, so that [`require_access!`](crate::install::rbac::require_access) checks at compile
 /// time.
-pub const fn permits(component: &Component, resource: Resource, verbs: &[Verb]) -> bool {
+pub(crate) const fn permits(component: &Component, resource: Resource, verbs: &[Verb]) -> bool {
     let mut v = 0;
     while v < verbs.len() {
         let mut found = false;
@@ -221,32 +221,19 @@ pub const fn permits(component: &Component, resource: Resource, verbs: &[Verb]) 
 
 /// Fails the build unless the RBAC table grants `component` the verbs on `kind` (or on its
 /// `status` subresource). Put it beside the code that uses the access:
-///
-/// ```
-/// use k8s_openapi::api::apps::v1::Deployment;
-/// operator::require_access!(operator::install::rbac::table::IRONIC, Deployment: Get, List, Watch);
-/// operator::require_access!(operator::install::rbac::table::IRONIC, crds::ironic::Ironic, status: Patch);
-/// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-/// operator::require_access!(operator::install::rbac::table::HOST, [Secret, ConfigMap]: Get);
-/// ```
-///
-/// A watch the table does not grant does not compile:
-///
-/// ```compile_fail
-/// use k8s_openapi::api::core::v1::Node;
-/// operator::require_access!(operator::install::rbac::table::HOST, Node: Watch);
-/// ```
-#[macro_export]
+/// `require_access!(IRONIC, Deployment: Get, List, Watch)`,
+/// `require_access!(IRONIC, Ironic, status: Patch)`, `require_access!(HOST, [Secret, ConfigMap]: Get)`.
+/// It asserts [`permits`] in a `const`, whose refusals the tests below show.
 macro_rules! require_access {
     // Several kinds with the same verbs: one assertion each.
     ($component:path, [$($kind:ty),+ $(,)?]: $($verb:ident),+ $(,)?) => {
-        $crate::require_access!(@each $component, [$($verb),+], $($kind),+);
+        $crate::install::rbac::require_access!(@each $component, [$($verb),+], $($kind),+);
     };
     (@each $component:path, $verbs:tt, $($kind:ty),+) => {
-        $($crate::require_access!(@one $component, $kind, $verbs);)+
+        $($crate::install::rbac::require_access!(@one $component, $kind, $verbs);)+
     };
     (@one $component:path, $kind:ty, [$($verb:ident),+]) => {
-        $crate::require_access!($component, $kind: $($verb),+);
+        $crate::install::rbac::require_access!($component, $kind: $($verb),+);
     };
     ($component:path, $kind:ty, status: $($verb:ident),+ $(,)?) => {
         const _: () = assert!(
@@ -269,6 +256,7 @@ macro_rules! require_access {
         );
     };
 }
+pub(crate) use require_access;
 
 #[cfg(test)]
 mod tests {
@@ -278,8 +266,8 @@ mod tests {
     use k8s_openapi::api::core::v1::Node;
 
     // The macro in use: these lines would not compile if the table lost the access.
-    crate::require_access!(IRONIC, Deployment: Get, List, Watch, Create, Patch, Delete);
-    crate::require_access!(HOST, crds::baremetalhost::BareMetalHost, status: Patch);
+    crate::install::rbac::require_access!(IRONIC, Deployment: Get, List, Watch, Create, Patch, Delete);
+    crate::install::rbac::require_access!(HOST, crds::baremetalhost::BareMetalHost, status: Patch);
 
     #[test]
     fn permits_needs_every_verb_on_the_exact_resource() {

@@ -41,16 +41,16 @@ const VALIDATING_WEBHOOKS: Resource = Resource::new("admissionregistration.k8s.i
 const LOCAL_SUBJECT_ACCESS_REVIEWS: Resource = Resource::new("authorization.k8s.io", "localsubjectaccessreviews");
 
 /// The name of the leader Lease (`--leader-election-lease`'s default).
-pub const LEADER_LEASE: &str = "ferrometal-leader";
+pub(crate) const LEADER_LEASE: &str = "ferrometal-leader";
 /// The Secret with the operator-managed webhook certificate.
-pub const WEBHOOK_SECRET: &str = crate::webhook::SECRET_NAME;
+pub(crate) const WEBHOOK_SECRET: &str = crate::webhook::SECRET_NAME;
 /// The ValidatingWebhookConfiguration the operator publishes its CA in.
-pub const WEBHOOK_CONFIGURATION: &str = crate::webhook::CONFIGURATION_NAME;
+pub(crate) const WEBHOOK_CONFIGURATION: &str = crate::webhook::CONFIGURATION_NAME;
 
 /// The `Ironic` controller (`operator/src/ironic`): Ironic's workload, Services, Ingress,
 /// Secrets, ConfigMaps, upgrade Jobs, cert-manager Certificate and ServiceMonitor, with the user's
 /// Secrets and ConfigMaps an Ironic refers to.
-pub const IRONIC: Component = Component {
+pub(crate) const IRONIC: Component = Component {
     name: "ironic",
     access: &[
         access(IRONICS, &[Get, List, Watch, Patch], "reconcile Ironics; add and remove the finalizer"),
@@ -115,7 +115,7 @@ pub const IRONIC: Component = Component {
 /// The database module of the `Ironic` controller (`operator/src/database`): a managed
 /// MariaDB's StatefulSet, Service, Secrets, volumes and Jobs, or an external database's Secrets,
 /// all in the namespaces where an Ironic may run.
-pub const DATABASE: Component = Component {
+pub(crate) const DATABASE: Component = Component {
     name: "database",
     access: &[
         access(IRONICS.status(), &[Patch], "persist the database's progress mid-sequence"),
@@ -133,7 +133,7 @@ pub const DATABASE: Component = Component {
 
 /// The `BareMetalHost` controller (`operator/src/host`): hosts, their HardwareData, the
 /// Secrets they name, and the `Ironic` it provisions through.
-pub const HOST: Component = Component {
+pub(crate) const HOST: Component = Component {
     name: "host",
     access: &[
         access(BAREMETALHOSTS, &[Get, List, Watch, Patch], "reconcile hosts; finalizer and consumed annotations"),
@@ -153,7 +153,7 @@ pub const HOST: Component = Component {
 /// Secret and ConfigMap watches (but the records') are of metadata only; it reads a Secret's or
 /// ConfigMap's content only by GET, in a NodeSet's own namespace, when the NodeSet's
 /// `variablesFrom` or a service it lists names it.
-pub const NODESET: Component = Component {
+pub(crate) const NODESET: Component = Component {
     name: "nodeset",
     access: &[
         access(NODESETS, &[Get, List, Watch, Patch], "reconcile NodeSets; add and remove the finalizer"),
@@ -179,7 +179,7 @@ pub const NODESET: Component = Component {
 };
 
 /// The runtime: leader election in the operator's namespace.
-pub const RUNTIME: Component = Component {
+pub(crate) const RUNTIME: Component = Component {
     name: "runtime",
     access: &[
         Access {
@@ -197,7 +197,7 @@ pub const RUNTIME: Component = Component {
 };
 
 /// The webhook server: its operator-managed certificate and CA.
-pub const WEBHOOK: Component = Component {
+pub(crate) const WEBHOOK: Component = Component {
     name: "webhook",
     access: &[
         Access {
@@ -225,15 +225,12 @@ pub const WEBHOOK: Component = Component {
     ],
 };
 
-/// The controllers, in `--controllers` order.
-pub const CONTROLLERS: [&Component; 4] = [&IRONIC, &DATABASE, &HOST, &NODESET];
-
 /// Everything: the controllers, the runtime and the webhook server.
-pub const ALL: [&Component; 6] = [&IRONIC, &DATABASE, &HOST, &NODESET, &RUNTIME, &WEBHOOK];
+pub(crate) const ALL: [&Component; 6] = [&IRONIC, &DATABASE, &HOST, &NODESET, &RUNTIME, &WEBHOOK];
 
 /// The components that run with a controller the runtime starts: the database module runs
 /// inside the Ironic controller.
-pub fn of_controller(name: &str) -> Vec<&'static Component> {
+pub(crate) fn of_controller(name: &str) -> Vec<&'static Component> {
     match name {
         "ironic" => vec![&IRONIC, &DATABASE],
         "host" => vec![&HOST],

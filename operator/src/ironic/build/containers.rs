@@ -14,10 +14,10 @@ const IRONIC_GROUP: i64 = 994;
 /// uid and gid of the keepalived image.
 const KEEPALIVED_USER: i64 = 65532;
 
-pub const API_PORT_NAME: &str = "ironic-api";
-pub const IMAGES_PORT_NAME: &str = "image-svc";
-pub const IMAGES_TLS_PORT_NAME: &str = "image-svc-tls";
-pub const METRICS_PORT_NAME: &str = "metrics";
+pub(crate) const API_PORT_NAME: &str = "ironic-api";
+pub(crate) const IMAGES_PORT_NAME: &str = "image-svc";
+pub(crate) const IMAGES_TLS_PORT_NAME: &str = "image-svc-tls";
+pub(crate) const METRICS_PORT_NAME: &str = "metrics";
 
 /// A file httpd always serves once the downloader has run.
 const KNOWN_IMAGE_PATH: &str = "/images/ironic-python-agent.kernel";
@@ -97,7 +97,7 @@ fn image_container(name: &str, image: &str, command: &str, env: Vec<EnvVar>, mou
 }
 
 /// The `ironic` container: API and conductor.
-pub fn ironic(resolved: &Resolved, volumes: &PodVolumes) -> Container {
+pub(crate) fn ironic(resolved: &Resolved, volumes: &PodVolumes) -> Container {
     let net = &resolved.network;
     let tls = net.serves_tls;
     let mut container = image_container(
@@ -117,7 +117,7 @@ pub fn ironic(resolved: &Resolved, volumes: &PodVolumes) -> Container {
 }
 
 /// The `httpd` container: images, iPXE, virtual media, and the TLS front end of the API.
-pub fn httpd(resolved: &Resolved, volumes: &PodVolumes) -> Container {
+pub(crate) fn httpd(resolved: &Resolved, volumes: &PodVolumes) -> Container {
     let net = &resolved.network;
     let host = net.host_network;
     let mut ports = vec![port(IMAGES_PORT_NAME, net.image_server_port, host)];
@@ -149,7 +149,7 @@ pub fn httpd(resolved: &Resolved, volumes: &PodVolumes) -> Container {
 }
 
 /// The `ramdisk-logs` container: prints the logs ramdisks upload.
-pub fn ramdisk_logs(resolved: &Resolved, volumes: &PodVolumes) -> Container {
+pub(crate) fn ramdisk_logs(resolved: &Resolved, volumes: &PodVolumes) -> Container {
     image_container(
         "ramdisk-logs",
         &resolved.version.ironic_image,
@@ -160,7 +160,7 @@ pub fn ramdisk_logs(resolved: &Resolved, volumes: &PodVolumes) -> Container {
 }
 
 /// The `dnsmasq` container: DHCP and TFTP for network boot.
-pub fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Container {
+pub(crate) fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Container {
     let mut container = image_container(
         "dnsmasq",
         &resolved.version.ironic_image,
@@ -177,7 +177,7 @@ pub fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Container {
 }
 
 /// The `keepalived` container: holds the provisioning IP (and extra VIPs).
-pub fn keepalived(resolved: &Resolved, image: &str) -> Container {
+pub(crate) fn keepalived(resolved: &Resolved, image: &str) -> Container {
     let mut security = security(KEEPALIVED_USER, KEEPALIVED_USER, &["NET_ADMIN", "NET_BROADCAST", "NET_RAW"], true);
     security.privileged = Some(false);
     Container {
@@ -190,7 +190,7 @@ pub fn keepalived(resolved: &Resolved, image: &str) -> Container {
 }
 
 /// The `ironic-prometheus-exporter` container.
-pub fn prometheus_exporter(resolved: &Resolved, volumes: &PodVolumes, bind_address: &str) -> Container {
+pub(crate) fn prometheus_exporter(resolved: &Resolved, volumes: &PodVolumes, bind_address: &str) -> Container {
     let port_number = resolved.network.exporter_port;
     let mut container = image_container(
         "ironic-prometheus-exporter",
@@ -210,7 +210,7 @@ pub fn prometheus_exporter(resolved: &Resolved, volumes: &PodVolumes, bind_addre
 
 /// The `ramdisk-downloader` init container: fetches the ironic-python-agent images into
 /// the shared volume.
-pub fn ramdisk_downloader(resolved: &Resolved, image: &str, volumes: &PodVolumes) -> Container {
+pub(crate) fn ramdisk_downloader(resolved: &Resolved, image: &str, volumes: &PodVolumes) -> Container {
     Container {
         name: "ramdisk-downloader".to_string(),
         image: Some(image.to_string()),
@@ -223,7 +223,7 @@ pub fn ramdisk_downloader(resolved: &Resolved, image: &str, volumes: &PodVolumes
 
 /// The container of an upgrade Job: `database-upgrade` (pre) or `online-data-migrations`
 /// (post), with a read-only root and writable scratch directories.
-pub fn upgrade_job(script: &str, image: &str, env: Vec<EnvVar>, mounts: Vec<VolumeMount>) -> Container {
+pub(crate) fn upgrade_job(script: &str, image: &str, env: Vec<EnvVar>, mounts: Vec<VolumeMount>) -> Container {
     let mut container = image_container(script, image, &format!("/bin/run{script}"), env, mounts);
     if let Some(security) = container.security_context.as_mut() {
         security.read_only_root_filesystem = Some(true);

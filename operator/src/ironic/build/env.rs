@@ -10,7 +10,7 @@ use crds::ironic::{CpuArchitecture, Dhcp};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector, SecretKeySelector};
 
 /// `name=value`.
-pub fn var(name: &str, value: impl Into<String>) -> EnvVar {
+pub(crate) fn var(name: &str, value: impl Into<String>) -> EnvVar {
     EnvVar { name: name.to_string(), value: Some(value.into()), value_from: None }
 }
 
@@ -52,7 +52,7 @@ fn push_joined(env: &mut Vec<EnvVar>, name: &str, values: Option<&Vec<String>>, 
 }
 
 /// Variables every Ironic image container shares (ironic, httpd, dnsmasq).
-pub fn common(resolved: &Resolved) -> Vec<EnvVar> {
+pub(crate) fn common(resolved: &Resolved) -> Vec<EnvVar> {
     let net = &resolved.network;
     let mut env = vec![
         var("IRONIC_LISTEN_PORT", net.api_port.to_string()),
@@ -111,12 +111,12 @@ fn agent_images(env: &mut Vec<EnvVar>, settings: &Settings) {
 }
 
 /// Database client variables (the credentials come from the `/auth/mariadb` mount).
-pub fn database(db: &Connection) -> Vec<EnvVar> {
+pub(crate) fn database(db: &Connection) -> Vec<EnvVar> {
     vec![var("MARIADB_HOST", db.host_with_port()), var("MARIADB_DATABASE", db.name.clone())]
 }
 
 /// The `ironic` container.
-pub fn ironic(resolved: &Resolved) -> Vec<EnvVar> {
+pub(crate) fn ironic(resolved: &Resolved) -> Vec<EnvVar> {
     let net = &resolved.network;
     let settings = &resolved.settings;
     let ha = settings.high_availability;
@@ -168,7 +168,7 @@ pub fn ironic(resolved: &Resolved) -> Vec<EnvVar> {
 }
 
 /// The `httpd` container.
-pub fn httpd(resolved: &Resolved) -> Vec<EnvVar> {
+pub(crate) fn httpd(resolved: &Resolved) -> Vec<EnvVar> {
     let mut env = common(resolved);
     if resolved.network.serves_tls {
         env.push(from_secret("IRONIC_HTPASSWD", &resolved.names.htpasswd(), HTPASSWD_KEY));
@@ -188,7 +188,7 @@ fn dhcp_range(tag: Option<&str>, cidr: Option<&str>, begin: Option<&str>, end: O
 
 /// The `dnsmasq` container. The main pool and `extraRanges` (tagged `range_<index>`) go in
 /// `DHCP_RANGE`, separated by `;`; per-pool gateways in `DHCP_OPTIONS`.
-pub fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Vec<EnvVar> {
+pub(crate) fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Vec<EnvVar> {
     let mut env = common(resolved);
     let mut ranges: Vec<String> =
         dhcp_range(None, dhcp.network_cidr.as_deref(), dhcp.range_begin.as_deref(), dhcp.range_end.as_deref())
@@ -220,7 +220,7 @@ pub fn dnsmasq(resolved: &Resolved, dhcp: &Dhcp) -> Vec<EnvVar> {
 /// The `keepalived` container: `KEEPALIVED_VIRTUAL_IPS` (`ip,interface[,prefix]`, space
 /// separated, the provisioning IP first) in the `keepalived` form, the provisioning IP and
 /// interface in the deprecated `ipAddressManager` form.
-pub fn keepalived(network: &Network) -> Vec<EnvVar> {
+pub(crate) fn keepalived(network: &Network) -> Vec<EnvVar> {
     match &network.virtual_ips {
         VirtualIps::Keepalived(entries) => vec![var("KEEPALIVED_VIRTUAL_IPS", entries.join(" "))],
         VirtualIps::Provisioning { ip, interface } => {
@@ -230,7 +230,7 @@ pub fn keepalived(network: &Network) -> Vec<EnvVar> {
 }
 
 /// The `ramdisk-downloader` init container.
-pub fn downloader(resolved: &Resolved) -> Vec<EnvVar> {
+pub(crate) fn downloader(resolved: &Resolved) -> Vec<EnvVar> {
     let settings = &resolved.downloader;
     let mut env = Vec::new();
     push_nonempty(&mut env, "IPA_BRANCH", resolved.version.agent_branch.as_deref());
@@ -248,7 +248,7 @@ pub fn downloader(resolved: &Resolved) -> Vec<EnvVar> {
 }
 
 /// The upgrade Jobs: just enough for ironic-image's configuration script and the database.
-pub fn upgrade_job(db: &Connection) -> Vec<EnvVar> {
+pub(crate) fn upgrade_job(db: &Connection) -> Vec<EnvVar> {
     let mut env = database(db);
     env.push(var("IRONIC_USE_MARIADB", "true"));
     // The configuration script insists on a provisioning IP, though migrations need none.
@@ -257,11 +257,11 @@ pub fn upgrade_job(db: &Connection) -> Vec<EnvVar> {
 }
 
 /// Where the pods find the trusted CA bundle.
-pub fn trusted_ca_path(resolved: &Resolved) -> Option<String> {
+pub(crate) fn trusted_ca_path(resolved: &Resolved) -> Option<String> {
     resolved.trusted_ca.as_ref().map(|(_, key)| trusted_ca_file(key))
 }
 
 /// The trusted CA bundle's path inside the pods.
-pub fn trusted_ca_file(key: &str) -> String {
+pub(crate) fn trusted_ca_file(key: &str) -> String {
     format!("{TRUSTED_CA_DIR}/{key}")
 }

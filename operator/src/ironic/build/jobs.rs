@@ -14,7 +14,7 @@ use kube::api::ObjectMeta;
 
 /// Which Job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// `/bin/rundatabase-upgrade`, before the rollout.
     Pre,
     /// `/bin/runonline-data-migrations`, once the new pods run.
@@ -22,7 +22,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Self::Pre => "pre",
             Self::Post => "post",
@@ -37,7 +37,7 @@ impl Phase {
     }
 
     /// For messages: "pre-upgrade Job".
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Self::Pre => "pre-upgrade Job (database schema upgrade)",
             Self::Post => "post-upgrade Job (online data migrations)",
@@ -48,7 +48,7 @@ impl Phase {
 /// Directories ironic-image writes to, which a read-only root needs as volumes.
 const SCRATCH: [(&str, &str); 3] = [("ironic-conf", "/conf"), ("ironic-data", "/data"), ("ironic-tmp", "/tmp")];
 
-pub fn render(resolved: &Resolved, db: &Connection, versions: &UpgradeVersions, phase: Phase) -> Job {
+pub(crate) fn render(resolved: &Resolved, db: &Connection, versions: &UpgradeVersions, phase: Phase) -> Job {
     let name = resolved.names.upgrade_job(phase.label(), versions.from.as_deref(), &versions.to);
     let mut labels = names::common_labels(&resolved.names.ironic, &versions.to);
     labels.insert(UPGRADE_PHASE_LABEL.to_string(), phase.label().to_string());

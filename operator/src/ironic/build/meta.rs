@@ -5,7 +5,7 @@ use kube::api::ObjectMeta;
 use std::collections::BTreeMap;
 
 /// Metadata of an owned object.
-pub fn meta(resolved: &Resolved, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
+pub(crate) fn meta(resolved: &Resolved, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
     ObjectMeta {
         name: Some(name),
         namespace: Some(resolved.namespace.clone()),

@@ -7,36 +7,36 @@
 //! Building cannot fail: everything that can be wrong with the inputs was caught when they
 //! were validated and resolved.
 
-pub mod containers;
-pub mod env;
-pub mod jobs;
-pub mod meta;
-pub mod network;
-pub mod pod;
-pub mod secrets;
-pub mod service_monitor;
-pub mod volumes;
-pub mod workload;
+pub(crate) mod containers;
+pub(crate) mod env;
+pub(crate) mod jobs;
+pub(crate) mod meta;
+pub(crate) mod network;
+pub(crate) mod pod;
+pub(crate) mod secrets;
+pub(crate) mod service_monitor;
+pub(crate) mod volumes;
+pub(crate) mod workload;
 
 #[cfg(test)]
 mod dnsmasq_check;
 #[cfg(test)]
 mod golden;
 
-pub use super::resolve::Resolved;
+pub(crate) use super::resolve::Resolved;
 use super::tls::cert_manager;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::DynamicObject;
 
-pub use super::upgrade::UpgradeVersions;
-pub use jobs::Phase;
-pub use workload::Workload;
+pub(crate) use super::upgrade::UpgradeVersions;
+pub(crate) use jobs::Phase;
+pub(crate) use workload::Workload;
 
 /// The objects one Ironic needs.
 #[derive(Clone, Debug)]
-pub struct Desired {
+pub(crate) struct Desired {
     pub secrets: Vec<Secret>,
     pub config_maps: Vec<ConfigMap>,
     pub certificate: Option<DynamicObject>,
@@ -50,7 +50,7 @@ pub struct Desired {
 }
 
 /// Renders every object.
-pub fn build(resolved: &Resolved) -> Desired {
+pub(crate) fn build(resolved: &Resolved) -> Desired {
     let mut secrets: Vec<Secret> = secrets::generated_credentials(resolved).into_iter().collect();
     secrets.push(secrets::htpasswd(resolved));
     secrets.extend(secrets::auto_tls(resolved));

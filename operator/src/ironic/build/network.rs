@@ -11,9 +11,9 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-pub use crds::ironic::names::{IMAGES_SERVICE_PORT, api_service_port};
+pub(crate) use crds::ironic::names::{IMAGES_SERVICE_PORT, api_service_port};
 /// Service port of the image server over TLS.
-pub const IMAGES_TLS_SERVICE_PORT: i32 = 8443;
+pub(crate) const IMAGES_TLS_SERVICE_PORT: i32 = 8443;
 
 fn service_port(name: &str, port: i32) -> ServicePort {
     ServicePort {
@@ -25,7 +25,7 @@ fn service_port(name: &str, port: i32) -> ServicePort {
     }
 }
 
-pub fn service(resolved: &Resolved) -> Service {
+pub(crate) fn service(resolved: &Resolved) -> Service {
     let network = &resolved.network;
     let mut ports = vec![service_port(API_PORT_NAME, api_service_port(network.serves_tls))];
     // Each replica of a DaemonSet serves its own images; one Service cannot front them.
@@ -70,7 +70,7 @@ fn path(path: &str, service: &str, port: &str) -> HTTPIngressPath {
 
 /// The Ingress, when `networking.ingress` asks for one: `/` to the API, `/redfish` and
 /// `/images` to the image server.
-pub fn ingress(resolved: &Resolved) -> Option<Ingress> {
+pub(crate) fn ingress(resolved: &Resolved) -> Option<Ingress> {
     let settings = resolved.network.ingress.as_ref()?;
     let host = settings.host.clone().filter(|h| !h.is_empty());
     let service = resolved.names.service();

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use kube::api::ObjectMeta;
 use std::collections::BTreeMap;
 
-pub fn template(resolved: &Resolved) -> PodTemplateSpec {
+pub(crate) fn template(resolved: &Resolved) -> PodTemplateSpec {
     let settings = &resolved.settings;
     let pod_volumes = volumes::pod(resolved);
 
@@ -59,7 +59,7 @@ pub fn template(resolved: &Resolved) -> PodTemplateSpec {
 /// Applies `overrides`: labels and annotations (never replacing the operator's own),
 /// containers and init containers (replacing the generated one of the same name, or
 /// appended), volumes (appended) and tolerations.
-pub fn apply_overrides(mut template: PodTemplateSpec, overrides: Option<&Overrides>) -> PodTemplateSpec {
+pub(crate) fn apply_overrides(mut template: PodTemplateSpec, overrides: Option<&Overrides>) -> PodTemplateSpec {
     let Some(overrides) = overrides else {
         return template;
     };
@@ -86,7 +86,7 @@ pub fn apply_overrides(mut template: PodTemplateSpec, overrides: Option<&Overrid
 }
 
 /// Adds `extra` entries whose keys `map` does not have.
-pub fn merge_under(map: &mut Option<BTreeMap<String, String>>, extra: Option<&BTreeMap<String, String>>) {
+pub(crate) fn merge_under(map: &mut Option<BTreeMap<String, String>>, extra: Option<&BTreeMap<String, String>>) {
     let Some(extra) = extra.filter(|e| !e.is_empty()) else {
         return;
     };

@@ -22,7 +22,7 @@ fn secret(resolved: &Resolved, name: String, type_: &str, data: &[(&str, &[u8])]
 }
 
 /// The generated API credentials, when `apiCredentialsName` is empty.
-pub fn generated_credentials(resolved: &Resolved) -> Option<Secret> {
+pub(crate) fn generated_credentials(resolved: &Resolved) -> Option<Secret> {
     let credentials = &resolved.credentials;
     credentials.generated.then(|| {
         secret(
@@ -35,13 +35,13 @@ pub fn generated_credentials(resolved: &Resolved) -> Option<Secret> {
 }
 
 /// The htpasswd line, and nothing a guess could be checked against faster than bcrypt.
-pub fn htpasswd(resolved: &Resolved) -> Secret {
+pub(crate) fn htpasswd(resolved: &Resolved) -> Secret {
     secret(resolved, resolved.names.htpasswd(), "Opaque", &[(HTPASSWD_KEY, resolved.credentials.htpasswd.as_bytes())])
 }
 
 /// The Auto CA (with its key, and those of a renewal under way) and the serving certificate
 /// it signs.
-pub fn auto_tls(resolved: &Resolved) -> Vec<Secret> {
+pub(crate) fn auto_tls(resolved: &Resolved) -> Vec<Secret> {
     let Some(auto) = &resolved.tls.auto else {
         return Vec::new();
     };
@@ -58,7 +58,7 @@ pub fn auto_tls(resolved: &Resolved) -> Vec<Secret> {
 /// Mode CertificateSigningRequest: the serving Secret once a certificate is signed (with the
 /// signer that signed it, to tell when the spec names another), and the key of the request
 /// in flight, kept apart so that a request under way never rolls the pods.
-pub fn csr_tls(resolved: &Resolved) -> Vec<Secret> {
+pub(crate) fn csr_tls(resolved: &Resolved) -> Vec<Secret> {
     let Some(plan) = &resolved.tls.csr else {
         return Vec::new();
     };
@@ -82,7 +82,7 @@ pub fn csr_tls(resolved: &Resolved) -> Vec<Secret> {
 
 /// The CA bundle clients use to verify the API, when the CA is known. A ConfigMap: the CA is
 /// public, and readers need no access to Secrets.
-pub fn ca_bundle(resolved: &Resolved) -> Option<ConfigMap> {
+pub(crate) fn ca_bundle(resolved: &Resolved) -> Option<ConfigMap> {
     let ca = resolved.tls.material.as_ref()?.ca_pem.clone()?;
     Some(ConfigMap {
         metadata: meta(resolved, resolved.names.ca_bundle(), names::owner_labels(&resolved.names.ironic)),

@@ -22,12 +22,12 @@ pub fn api_resource() -> ApiResource {
 }
 
 /// The spec asks for a ServiceMonitor: the exporter runs and `disableServiceMonitor` is not set.
-pub fn wanted(resolved: &Resolved) -> bool {
+pub(crate) fn wanted(resolved: &Resolved) -> bool {
     resolved.settings.exporter.as_ref().is_some_and(|e| e.disable_service_monitor != Some(true))
 }
 
 /// The ServiceMonitor, when [`wanted`].
-pub fn render(resolved: &Resolved) -> Option<DynamicObject> {
+pub(crate) fn render(resolved: &Resolved) -> Option<DynamicObject> {
     if !wanted(resolved) {
         return None;
     }

@@ -4,15 +4,15 @@ use crate::database::Connection;
 use crate::ironic::linked::{CaReference, SourceKind};
 use crate::ironic::resolve::Resolved;
 use crate::kit::pod::secret_volume;
-pub use crate::kit::pod::{empty_dir, mount};
+pub(crate) use crate::kit::pod::{empty_dir, mount};
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume, VolumeMount};
 
-pub const SHARED_DIR: &str = "/shared";
-pub const AUTH_DIR: &str = "/auth";
-pub const CERTS_DIR: &str = "/certs";
-pub const TRUSTED_CA_DIR: &str = "/certs/ca/trusted";
+pub(crate) const SHARED_DIR: &str = "/shared";
+pub(crate) const AUTH_DIR: &str = "/auth";
+pub(crate) const CERTS_DIR: &str = "/certs";
+pub(crate) const TRUSTED_CA_DIR: &str = "/certs/ca/trusted";
 
-pub const SHARED_VOLUME: &str = "ironic-shared";
+pub(crate) const SHARED_VOLUME: &str = "ironic-shared";
 const AUTH_VOLUME: &str = "ironic-auth";
 const CERT_VOLUME: &str = "cert-ironic";
 const BMC_CA_VOLUME: &str = "cert-bmc";
@@ -22,7 +22,7 @@ const DB_CA_VOLUME: &str = "cert-mariadb";
 
 /// The pod's volumes, the mounts of the ironic and httpd containers, and the shared mount
 /// the other containers use.
-pub struct PodVolumes {
+pub(crate) struct PodVolumes {
     pub volumes: Vec<Volume>,
     pub mounts: Vec<VolumeMount>,
     pub shared: VolumeMount,
@@ -40,7 +40,7 @@ fn ca_volume(name: &str, reference: &CaReference) -> Volume {
 }
 
 /// The database client's credentials and CA, for the pods and the upgrade Jobs.
-pub fn database(db: &Connection) -> (Vec<Volume>, Vec<VolumeMount>) {
+pub(crate) fn database(db: &Connection) -> (Vec<Volume>, Vec<VolumeMount>) {
     let mut volumes = vec![secret_volume(DB_AUTH_VOLUME, &db.credentials_secret)];
     let mut mounts = vec![mount(DB_AUTH_VOLUME, &format!("{AUTH_DIR}/mariadb"), true)];
     if let Some(ca) = db.ca_secret() {
@@ -50,7 +50,7 @@ pub fn database(db: &Connection) -> (Vec<Volume>, Vec<VolumeMount>) {
     (volumes, mounts)
 }
 
-pub fn pod(resolved: &Resolved) -> PodVolumes {
+pub(crate) fn pod(resolved: &Resolved) -> PodVolumes {
     let shared = mount(SHARED_VOLUME, SHARED_DIR, false);
     let mut volumes = vec![empty_dir(SHARED_VOLUME), secret_volume(AUTH_VOLUME, &resolved.credentials.secret_name)];
     let mut mounts = vec![shared.clone()];

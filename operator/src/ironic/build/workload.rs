@@ -9,13 +9,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// The Deployment or the DaemonSet.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Workload {
+pub(crate) enum Workload {
     Deployment(Box<Deployment>),
     DaemonSet(Box<DaemonSet>),
 }
 
 impl Workload {
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Deployment(_) => "Deployment",
             Self::DaemonSet(_) => "DaemonSet",
@@ -23,7 +23,7 @@ impl Workload {
     }
 }
 
-pub fn render(resolved: &Resolved) -> Workload {
+pub(crate) fn render(resolved: &Resolved) -> Workload {
     let metadata = meta(
         resolved,
         resolved.names.workload(),

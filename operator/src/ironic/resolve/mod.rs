@@ -3,11 +3,11 @@
 //! ports and addresses computed once. Pure apart from what it may have to make: a password,
 //! the bcrypt hash of the htpasswd (off the async workers) and Auto TLS certificates.
 
-pub mod network;
-pub mod settings;
+pub(crate) mod network;
+pub(crate) mod settings;
 
-pub use network::{Network, VirtualIps};
-pub use settings::Settings;
+pub(crate) use network::{Network, VirtualIps};
+pub(crate) use settings::Settings;
 
 use super::config::{Config, DownloaderSettings};
 use super::credentials::{self, ApiCredentials};
@@ -27,7 +27,7 @@ use std::time::Duration;
 
 /// Why the inputs could not be resolved.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("cannot resolve the API credentials")]
     Credentials(#[from] credentials::Error),
     #[error("cannot resolve TLS")]
@@ -37,7 +37,7 @@ pub enum Error {
 /// Everything the builders need; the Ironic itself reaches them only as its names, namespace
 /// and owner reference.
 #[derive(Clone, Debug)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub names: Names,
     pub namespace: String,
     /// The controller reference every object carries (the ledger stamps it again on apply).
@@ -71,7 +71,7 @@ pub struct Resolved {
 impl Resolved {
     /// When the Auto or CertificateSigningRequest serving certificate is due for renewal, from
     /// `now` (Unix seconds).
-    pub fn renewal_after(&self, now: i64) -> Option<Duration> {
+    pub(crate) fn renewal_after(&self, now: i64) -> Option<Duration> {
         let at = match self.tls.mode {
             // A time already past is a step waiting for the pods' rollout, which is watched, or
             // for the one pod's reload ([`Self::awaits_unwatched`]).
@@ -97,7 +97,7 @@ impl Resolved {
     /// failed or refused, for a person to delete it so that the operator asks again: the CSR is
     /// not watched (that would take reading every CSR of the cluster), so the controller looks
     /// again on its progress interval, also while an older certificate still serves.
-    pub fn awaits_unwatched(&self) -> bool {
+    pub(crate) fn awaits_unwatched(&self) -> bool {
         self.tls.awaits_reload || self.awaits_signature()
     }
 
@@ -109,7 +109,7 @@ impl Resolved {
 }
 
 /// Resolves the inputs of `ironic`; `now` is Unix seconds.
-pub async fn run(
+pub(crate) async fn run(
     ironic: &Ironic,
     found: &Found,
     valid: &Valid,

@@ -6,7 +6,7 @@ use crds::ironic::{Dhcp, Ingress, IronicSpec, Networking};
 
 /// What keepalived holds, when it runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum VirtualIps {
+pub(crate) enum VirtualIps {
     /// `networking.keepalived`: `ip,interface[,prefix]` entries, the provisioning IP first.
     Keepalived(Vec<String>),
     /// The deprecated `ipAddressManager: keepalived`: the provisioning IP on its interface.
@@ -15,7 +15,7 @@ pub enum VirtualIps {
 
 /// Networking, resolved.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Network {
+pub(crate) struct Network {
     /// The pods use their node's network: hosts on the provisioning network reach Ironic,
     /// httpd and dnsmasq directly.
     pub host_network: bool,
@@ -47,7 +47,7 @@ pub struct Network {
 
 impl Network {
     /// From `spec`; `serves_tls` when a serving certificate is mounted.
-    pub fn of(spec: &IronicSpec, serves_tls: bool) -> Self {
+    pub(crate) fn of(spec: &IronicSpec, serves_tls: bool) -> Self {
         let net = spec.networking.clone().unwrap_or_default();
         let ingress_url = net.ingress.as_ref().and_then(|i| i.host.as_deref()).map(|h| format!("https://{h}"));
         let disable_vmedia_tls = spec.tls.as_ref().and_then(|t| t.disable_virtual_media_tls).unwrap_or(false);

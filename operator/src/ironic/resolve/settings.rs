@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 /// The spec's settings, resolved.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// A DaemonSet with JSON RPC between conductors, instead of a one-replica Deployment.
     pub high_availability: bool,
     /// Where the pods and Jobs run; `None` when the spec names no node labels.
@@ -24,7 +24,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn of(spec: &IronicSpec) -> Self {
+    pub(crate) fn of(spec: &IronicSpec) -> Self {
         Self {
             high_availability: spec.high_availability(),
             node_selector: spec.node_selector.clone().filter(|s| !s.is_empty()),
@@ -38,7 +38,7 @@ impl Settings {
     }
 
     /// `overrides.agentImages` names ironic-python-agent images of its own.
-    pub fn custom_agent_images(&self) -> bool {
+    pub(crate) fn custom_agent_images(&self) -> bool {
         self.overrides.as_ref().and_then(|o| o.agent_images.as_ref()).is_some_and(|a| !a.is_empty())
     }
 }

@@ -1,6 +1,6 @@
 use super::*;
-use crate::database::SchemaRevision;
 use crate::database::connection::{Connection, SecretKeyRef};
+use crate::database::schema::SchemaRevision;
 use crate::ironic::credentials::{HTPASSWD_KEY, Stored};
 use crate::ironic::fixtures;
 use crate::ironic::validate;

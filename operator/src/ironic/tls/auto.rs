@@ -49,7 +49,7 @@ impl Renewal {
 /// The workload as read: the content hash of its pod template, whether every pod runs that
 /// template, and, for one pod that reloads its certificate in place, what its API presents.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Rollout {
+pub(crate) struct Rollout {
     pub content_hash: Option<String>,
     pub done: bool,
     /// The pods reload a new certificate without rolling ([`super::reloaded_in_place`]).
@@ -59,12 +59,12 @@ pub struct Rollout {
 }
 
 impl Rollout {
-    pub fn of_deployment(deployment: &Deployment) -> Self {
+    pub(crate) fn of_deployment(deployment: &Deployment) -> Self {
         let template = deployment.spec.as_ref().map(|s| &s.template);
         Self { reloads: super::reloaded_in_place(false), ..Self::of(template, observe::deployment_rollout(deployment)) }
     }
 
-    pub fn of_daemonset(daemonset: &DaemonSet) -> Self {
+    pub(crate) fn of_daemonset(daemonset: &DaemonSet) -> Self {
         let template = daemonset.spec.as_ref().map(|s| &s.template);
         Self { reloads: super::reloaded_in_place(true), ..Self::of(template, observe::daemonset_rollout(daemonset)) }
     }
@@ -79,14 +79,14 @@ impl Rollout {
     }
 
     /// Whether every pod runs the template whose content hash is `content_hash`.
-    pub fn serves(&self, content_hash: &str) -> bool {
+    pub(crate) fn serves(&self, content_hash: &str) -> bool {
         self.done && self.content_hash.as_deref() == Some(content_hash)
     }
 }
 
 /// Reads the workload of the Ironic `names` names: its DaemonSet with `high_availability`,
 /// else its Deployment.
-pub async fn read_rollout(
+pub(crate) async fn read_rollout(
     ledger: &Ledger,
     names: &Names,
     high_availability: bool,
@@ -101,7 +101,7 @@ pub async fn read_rollout(
 
 /// The Ironic's certificates: its CA (`common_name`, `ca_days`) and serving certificates
 /// for `sans` (`cert_days`).
-pub struct Auto<'a> {
+pub(crate) struct Auto<'a> {
     pub common_name: String,
     pub ca_days: i64,
     pub cert_days: i64,
@@ -127,7 +127,7 @@ impl Issuer for Auto<'_> {
 
 /// What the Auto certificates become in one reconcile.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decided {
+pub(crate) struct Decided {
     pub bundle: Bundle,
     /// Why a serving certificate was stored just now.
     pub issued: Option<&'static str>,
@@ -136,7 +136,7 @@ pub struct Decided {
 }
 
 /// The stored CA Secret's data and serving pair as a bundle; `None` without a readable CA.
-pub fn stored(ca: Option<&Source>, serving: Option<&Source>) -> Option<Bundle> {
+pub(crate) fn stored(ca: Option<&Source>, serving: Option<&Source>) -> Option<Bundle> {
     let pair =
         serving.and_then(|s| Some(CertifiedPem { cert: s.text("tls.crt")?.into(), key: s.text("tls.key")?.into() }));
     // A missing serving certificate reads as an unusable one: the plan re-signs it.
@@ -146,7 +146,7 @@ pub fn stored(ca: Option<&Source>, serving: Option<&Source>) -> Option<Bundle> {
 
 /// Moves the stored bundle along at `now`; `served` tells that every pod runs what the
 /// Secrets hold now.
-pub fn decide(
+pub(crate) fn decide(
     stored: Option<&Bundle>,
     issuer: &Auto<'_>,
     renewal: Renewal,
@@ -199,7 +199,7 @@ fn step(old: &Bundle, new: &Bundle) -> Option<&'static str> {
 
 /// The serving Secret's content: the certificate, its key, and every CA to trust (clients in
 /// the pods, the ramdisk and JSON RPC, may meet a pod serving from any of them).
-pub fn serving_source(name: &str, bundle: &Bundle) -> Source {
+pub(crate) fn serving_source(name: &str, bundle: &Bundle) -> Source {
     let trusted = bundle.trusted();
     let data = [("tls.crt", &bundle.serving.cert), ("tls.key", &bundle.serving.key), (CA_CERT_KEY, &trusted)]
         .into_iter()
@@ -213,7 +213,7 @@ pub fn serving_source(name: &str, bundle: &Bundle) -> Source {
 /// certificate, of the stored serving Secret too; its rollout is done; and a pod that reloads
 /// in place presents the stored certificate. Only the keys the operator writes count: a key
 /// someone else added is not mounted differently and must not hold the rotation up.
-pub fn served(rollout: Option<&Rollout>, stored_serving: Option<&Source>, others: &[&Source]) -> bool {
+pub(crate) fn served(rollout: Option<&Rollout>, stored_serving: Option<&Source>, others: &[&Source]) -> bool {
     let (Some(rollout), Some(serving)) = (rollout, stored_serving) else { return false };
     if rollout.reloads {
         let stored = serving.text("tls.crt").and_then(super::presented::leaf);
@@ -228,7 +228,7 @@ pub fn served(rollout: Option<&Rollout>, stored_serving: Option<&Source>, others
 
 /// Whether a step of the CA's renewal waits for the one pod to reload the stored certificate,
 /// which no watch event tells: the controller then looks again on its progress interval.
-pub fn awaits_reload(rollout: Option<&Rollout>, bundle: &Bundle, served: bool) -> bool {
+pub(crate) fn awaits_reload(rollout: Option<&Rollout>, bundle: &Bundle, served: bool) -> bool {
     let under_way = bundle.next.is_some() || bundle.retired.is_some();
     under_way && !served && rollout.is_some_and(|r| r.reloads)
 }
@@ -237,7 +237,7 @@ pub fn awaits_reload(rollout: Option<&Rollout>, bundle: &Bundle, served: bool) -
 /// the serving certificate's (when its CA could give it longer), or the next step of a
 /// renewal under way; the CA's renewal point when all of them passed (a step waits for the
 /// pods' rollout, which the controller watches).
-pub fn renewal_at(bundle: &Bundle, renewal: Renewal, now: i64) -> Option<i64> {
+pub(crate) fn renewal_at(bundle: &Bundle, renewal: Renewal, now: i64) -> Option<i64> {
     let schedule = renewal.schedule();
     let ca_point = rotation::renewal_at(bundle, &schedule).map(rotation::unix);
     let (serving, ca) = (inspect(&bundle.serving.cert), inspect(&bundle.ca.cert));

@@ -19,7 +19,7 @@ pub fn api_resource() -> ApiResource {
 
 /// The Certificate to request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CertificateRequest {
+pub(crate) struct CertificateRequest {
     /// Name of the Certificate.
     pub name: String,
     /// Secret cert-manager writes (`tls.crt`, `tls.key`, `ca.crt`).
@@ -34,7 +34,7 @@ pub struct CertificateRequest {
 }
 
 impl CertificateRequest {
-    pub fn new(name: String, settings: &CertManagerTls, sans: &SubjectAltNames) -> Self {
+    pub(crate) fn new(name: String, settings: &CertManagerTls, sans: &SubjectAltNames) -> Self {
         Self {
             secret_name: name.clone(),
             name,
@@ -53,7 +53,7 @@ impl CertificateRequest {
 }
 
 /// The Certificate object, owned by the Ironic.
-pub fn render(
+pub(crate) fn render(
     request: &CertificateRequest,
     namespace: &str,
     owner: Option<OwnerReference>,

@@ -24,33 +24,33 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Key of the request's private key in the request Secret.
-pub const REQUEST_KEY: &str = "tls.key";
+pub(crate) const REQUEST_KEY: &str = "tls.key";
 /// Key of the digest of what the request asks for (signer, lifetime, names).
-pub const REQUEST_DIGEST_KEY: &str = "request.sha256";
+pub(crate) const REQUEST_DIGEST_KEY: &str = "request.sha256";
 /// Annotation of the serving Secret naming the signer that signed it.
-pub const SIGNER_ANNOTATION: &str = "ironic.ferrometal.io/signer-name";
+pub(crate) const SIGNER_ANNOTATION: &str = "ironic.ferrometal.io/signer-name";
 /// Labels of the CSRs the operator creates: which Ironic asked.
-pub const NAMESPACE_LABEL: &str = "ironic.metal3.io/namespace";
-pub const IRONIC_LABEL: &str = "ironic.metal3.io/ironic";
+pub(crate) const NAMESPACE_LABEL: &str = "ironic.metal3.io/namespace";
+pub(crate) const IRONIC_LABEL: &str = "ironic.metal3.io/ironic";
 /// The first Kubernetes minor version whose CSR API has `expirationSeconds`.
-pub const EXPIRATION_SECONDS_SINCE_MINOR: u32 = 22;
+pub(crate) const EXPIRATION_SECONDS_SINCE_MINOR: u32 = 22;
 
 /// Condition type reporting the request in flight, in mode CertificateSigningRequest.
-pub const CERTIFICATE_READY: &str = "CertificateReady";
+pub(crate) const CERTIFICATE_READY: &str = "CertificateReady";
 
 /// Reasons of CertificateReady (and of Progressing/Degraded when nothing can serve yet).
-pub mod reasons {
-    pub const ISSUED: &str = "CertificateIssued";
-    pub const APPROVAL_PENDING: &str = "CertificateApprovalPending";
-    pub const SIGNING: &str = "CertificateSigning";
-    pub const DENIED: &str = "CertificateDenied";
-    pub const FAILED: &str = "CertificateSigningFailed";
-    pub const REFUSED: &str = "CertificateRefused";
+pub(crate) mod reasons {
+    pub(crate) const ISSUED: &str = "CertificateIssued";
+    pub(crate) const APPROVAL_PENDING: &str = "CertificateApprovalPending";
+    pub(crate) const SIGNING: &str = "CertificateSigning";
+    pub(crate) const DENIED: &str = "CertificateDenied";
+    pub(crate) const FAILED: &str = "CertificateSigningFailed";
+    pub(crate) const REFUSED: &str = "CertificateRefused";
 }
 
 /// Why the request could not be prepared.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("cannot make the key or the signing request")]
     Request(#[from] request::Error),
 }
@@ -58,14 +58,14 @@ pub enum Error {
 /// The name of the request made with `key_pem` for the Ironic `names` in `namespace`. A
 /// namespace has no dots, so `ferrometal.<namespace>.<ironic>.<digest>` never names two
 /// Ironics' requests alike. `None` for an unreadable key.
-pub fn request_name(namespace: &str, names: &Names, key_pem: &str) -> Option<String> {
+pub(crate) fn request_name(namespace: &str, names: &Names, key_pem: &str) -> Option<String> {
     let digest = request::key_digest(key_pem)?;
     Some(bounded(&format!("ferrometal.{namespace}.{}.{digest}", names.ironic), 253))
 }
 
 /// What dereference read for this mode.
 #[derive(Clone, Debug, Default)]
-pub struct Stored {
+pub(crate) struct Stored {
     /// The Secret the pods mount (`<name>-tls-csr`), when it is this Ironic's.
     pub serving: Option<Secret>,
     /// The Secret with the key of the request in flight (`<name>-tls-csr-request`).
@@ -78,7 +78,7 @@ pub struct Stored {
 
 /// Where the request stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     /// A verified certificate serves and nothing is requested.
     Issued,
     /// The request waits for an administrator.
@@ -96,7 +96,7 @@ pub enum State {
 impl State {
     /// CertificateReady: status, reason, message. The pending message holds the exact
     /// command to approve, the failures what was refused and how to ask again.
-    pub fn condition(&self, signer: &str) -> (bool, &'static str, String) {
+    pub(crate) fn condition(&self, signer: &str) -> (bool, &'static str, String) {
         let again =
             "delete the CertificateSigningRequest (or change spec.tls.certificateSigningRequest) to request again";
         match self {
@@ -132,7 +132,7 @@ impl State {
     }
 
     /// The request this state is about; `None` once issued.
-    pub fn request_name(&self) -> Option<&str> {
+    pub(crate) fn request_name(&self) -> Option<&str> {
         match self {
             Self::Issued => None,
             Self::Pending { name }
@@ -144,14 +144,14 @@ impl State {
     }
 
     /// Whether the state is one only a person can move on from.
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         matches!(self, Self::Denied { .. } | Self::Failed { .. } | Self::Refused { .. })
     }
 }
 
 /// The key of the request in flight, as apply stores it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RequestKey {
+pub(crate) struct RequestKey {
     pub key: String,
     pub digest: String,
 }
@@ -164,7 +164,7 @@ impl std::fmt::Debug for RequestKey {
 
 /// What apply writes, and where the request stands.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CsrPlan {
+pub(crate) struct CsrPlan {
     pub signer: String,
     /// The certificate and key to serve (kept or newly signed); `None` while nothing usable
     /// is signed.
@@ -205,7 +205,7 @@ fn condition_of(csr: &CertificateSigningRequest, type_: &str) -> Option<String> 
 
 /// Decides this reconcile's part of mode CertificateSigningRequest; `now` is Unix seconds.
 /// Pure but for the key it makes when a new request is needed.
-pub fn resolve(
+pub(crate) fn resolve(
     names: &Names,
     namespace: &str,
     settings: &CsrTls,
@@ -336,7 +336,7 @@ fn follow(
 
 /// The request: the names to cover, `server auth` (with the usages a TLS server key needs),
 /// for `signer`; `expirationSeconds` only where the apiserver knows it.
-pub fn render(
+pub(crate) fn render(
     name: &str,
     namespace: &str,
     names: &Names,

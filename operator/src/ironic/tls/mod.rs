@@ -11,11 +11,11 @@
 //! when known). The one pod of a Deployment reloads a new certificate in place; a DaemonSet's
 //! pods roll for it ([`reloaded_in_place`]).
 
-pub mod auto;
-pub mod cert_manager;
-pub mod csr;
-pub mod presented;
-pub mod sans;
+pub(crate) mod auto;
+pub(crate) mod cert_manager;
+pub(crate) mod csr;
+pub(crate) mod presented;
+pub(crate) mod sans;
 
 use super::linked::{Linked, Source, SourceKind, fields};
 use super::names::Names;
@@ -25,12 +25,12 @@ use crds::ironic::{IronicSpec, TlsMode};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-pub use crate::pki::{CA_CERT_KEY, CA_KEY_KEY, CertifiedPem, SubjectAltNames};
-pub use cert_manager::CertificateRequest;
+pub(crate) use crate::pki::{CA_CERT_KEY, CertifiedPem, SubjectAltNames};
+pub(crate) use cert_manager::CertificateRequest;
 
 /// Why TLS could not be resolved.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("Secret {name} exists but is not managed by this Ironic; delete it or choose another TLS mode")]
     Conflict { name: String },
     #[error("cannot make the Auto TLS certificates")]
@@ -45,13 +45,13 @@ pub enum Error {
 /// roll would leave the API without a pod (`Recreate`) and lose an in-pod SQLite database.
 /// A DaemonSet's Ironic serves JSON RPC over TLS itself and reads its certificate once, at
 /// start: its pods roll, one node at a time.
-pub fn reloaded_in_place(high_availability: bool) -> bool {
+pub(crate) fn reloaded_in_place(high_availability: bool) -> bool {
     !high_availability
 }
 
 /// The serving certificate the pods mount.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TlsMaterial {
+pub(crate) struct TlsMaterial {
     /// Secret with `tls.crt`, `tls.key` and maybe `ca.crt`.
     pub secret_name: String,
     /// Its content.
@@ -65,11 +65,11 @@ pub struct TlsMaterial {
 }
 
 /// The Auto CA, the serving certificate it signs, and the CAs of a renewal under way, to store.
-pub use crate::pki::rotation::Bundle as AutoSecrets;
+pub(crate) use crate::pki::rotation::Bundle as AutoSecrets;
 
 /// TLS as resolved for one reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct TlsPlan {
+pub(crate) struct TlsPlan {
     /// The mode; `None` is plain HTTP.
     pub mode: Option<TlsMode>,
     /// The certificate to mount; `None` without TLS or while waiting for cert-manager.
@@ -94,7 +94,7 @@ pub struct TlsPlan {
 
 impl TlsPlan {
     /// status.tls.
-    pub fn status(&self, names: &Names) -> Option<TlsStatus> {
+    pub(crate) fn status(&self, names: &Names) -> Option<TlsStatus> {
         let mode = self.mode?;
         let time = |secs: Option<i64>| secs.and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok()).map(Time);
         Some(TlsStatus {
@@ -131,13 +131,13 @@ fn material(source: Source, with_renewal: bool) -> TlsMaterial {
 }
 
 /// The Secret content of an Auto serving certificate.
-pub fn auto_serving_source(name: &str, secrets: &AutoSecrets) -> Source {
+pub(crate) fn auto_serving_source(name: &str, secrets: &AutoSecrets) -> Source {
     auto::serving_source(name, secrets)
 }
 
 /// The Secret content of a serving certificate from the cluster's signer, with the signer's CA
 /// when the spec names it.
-pub fn csr_serving_source(name: &str, serving: &CertifiedPem, ca: Option<&str>) -> Source {
+pub(crate) fn csr_serving_source(name: &str, serving: &CertifiedPem, ca: Option<&str>) -> Source {
     let data = [("tls.crt", Some(&serving.cert[..])), ("tls.key", Some(&serving.key[..])), (CA_CERT_KEY, ca)]
         .into_iter()
         .filter_map(|(k, v)| Some((k.to_string(), v?.as_bytes().to_vec())))
@@ -149,7 +149,7 @@ pub fn csr_serving_source(name: &str, serving: &CertifiedPem, ca: Option<&str>) 
 /// Secret cert-manager writes (mode CertManager), the serving Secret, the request's key and
 /// the request (mode CertificateSigningRequest).
 #[derive(Clone, Debug, Default)]
-pub struct Stored {
+pub(crate) struct Stored {
     pub auto_ca: Option<Secret>,
     pub auto_serving: Option<Secret>,
     /// Mode Auto: the workload as read, to tell when a step of the CA's renewal reached the pods.
@@ -159,7 +159,7 @@ pub struct Stored {
 }
 
 /// The Secrets to read for `spec`, by name: what [`Stored`] holds.
-pub fn to_read(spec: &IronicSpec, names: &Names) -> (Option<[String; 2]>, Option<String>) {
+pub(crate) fn to_read(spec: &IronicSpec, names: &Names) -> (Option<[String; 2]>, Option<String>) {
     let tls = spec.tls.clone().unwrap_or_default();
     match tls.effective_mode() {
         Some(TlsMode::Auto) => (Some([names.auto_ca(), names.auto_serving()]), None),
@@ -172,7 +172,7 @@ pub fn to_read(spec: &IronicSpec, names: &Names) -> (Option<[String; 2]>, Option
 /// What mode Auto needs beside the stored Secrets: how the CA is renewed, and everything else
 /// the pods mount (to tell whether they run what the Secrets hold).
 #[derive(Clone, Copy, Debug)]
-pub struct AutoContext<'a> {
+pub(crate) struct AutoContext<'a> {
     pub renewal: auto::Renewal,
     pub others: &'a [&'a Source],
 }
@@ -180,7 +180,7 @@ pub struct AutoContext<'a> {
 /// Resolves the TLS mode of `spec` of the Ironic in `namespace`. Pure but for the Auto
 /// certificates it may make; `now` is Unix seconds.
 #[allow(clippy::too_many_arguments)]
-pub fn resolve(
+pub(crate) fn resolve(
     names: &Names,
     namespace: &str,
     owner_uid: &str,

@@ -22,7 +22,7 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The leaf certificate (DER) `address` presents for `server_name`, once it verified against
 /// `trusted` (PEM); why not, as a sentence, otherwise.
-pub async fn presented(address: SocketAddr, server_name: &str, trusted: &str) -> Result<Vec<u8>, String> {
+pub(crate) async fn presented(address: SocketAddr, server_name: &str, trusted: &str) -> Result<Vec<u8>, String> {
     let connector = connector(trusted)?;
     let name = ServerName::try_from(server_name.to_string()).map_err(|err| format!("{server_name}: {err}"))?;
     let handshake = async {
@@ -58,7 +58,7 @@ fn connector(trusted: &str) -> Result<TlsConnector, String> {
 }
 
 /// The first certificate of `pem`, DER: what a pod serving it presents.
-pub fn leaf(pem: &str) -> Option<Vec<u8>> {
+pub(crate) fn leaf(pem: &str) -> Option<Vec<u8>> {
     CertificateDer::pem_slice_iter(pem.as_bytes()).next()?.ok().map(|der| der.to_vec())
 }
 

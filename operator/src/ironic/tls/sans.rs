@@ -12,7 +12,7 @@ use std::net::IpAddr;
 /// and `node_ips`: with host networking and no fixed provisioning IP, Ironic listens on the
 /// address of whichever node it runs on (every node of a DaemonSet), so the caller passes the
 /// addresses of the nodes the pods may run on.
-pub fn compute(
+pub(crate) fn compute(
     service: &str,
     namespace: &str,
     cluster_domain: &str,
@@ -52,7 +52,7 @@ pub fn compute(
 
 /// True when Ironic's provisioning address is the node's: host networking without a fixed
 /// `networking.ipAddress`.
-pub fn uses_node_addresses(spec: &IronicSpec) -> bool {
+pub(crate) fn uses_node_addresses(spec: &IronicSpec) -> bool {
     let networking = spec.networking.clone().unwrap_or_default();
     networking.host_network() && networking.ip_address.as_deref().is_none_or(str::is_empty)
 }

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 /// A value for a host's `reprovisionToken`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Token {
+pub(super) enum Token {
     /// A value never used for any host.
     Fresh,
     /// One of the values this host had before (a revert, A→B→A), by index.
@@ -16,14 +16,14 @@ pub enum Token {
 
 /// A ferrometal annotation of a BareMetalHost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Annotation {
+pub(super) enum Annotation {
     ProvisionedHash,
     ServicesCompleted,
     ReprovisionToken,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Policy {
+pub(super) enum Policy {
     Retain,
     Detach,
     Deprovision,
@@ -32,7 +32,7 @@ pub enum Policy {
 /// One step of a run. Host indexes are into `fixtures::HOSTNAMES`, machine indexes into the
 /// BareMetalHosts, Job indexes into the running Jobs (modulo their numbers).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
+pub(super) enum Action {
     /// The template's ctlplane MTU: 1500 or 9000.
     EditMtu(bool),
     /// A storage network in the template, or not.
@@ -70,7 +70,7 @@ pub enum Action {
 
 /// How often each kind is drawn; 0 leaves it out.
 #[derive(Clone, Debug)]
-pub struct Weights {
+pub(super) struct Weights {
     pub config: u32,
     pub image: u32,
     pub hosts: u32,
@@ -103,7 +103,7 @@ pub struct Weights {
 
 impl Weights {
     /// Every kind of action.
-    pub fn all() -> Self {
+    pub(super) fn all() -> Self {
         Weights {
             config: 4,
             image: 1,
@@ -140,7 +140,7 @@ fn policy() -> impl Strategy<Value = Policy> {
 }
 
 /// One action, drawn by `weights` (kinds of weight 0 are left out).
-pub fn action(w: &Weights) -> impl Strategy<Value = Action> + use<> {
+pub(super) fn action(w: &Weights) -> impl Strategy<Value = Action> + use<> {
     let host = 0..super::fixtures::HOSTNAMES.len();
     let machine = 0..super::fixtures::MACHINES;
     let kinds: Vec<(u32, BoxedStrategy<Action>)> = vec![
@@ -200,6 +200,6 @@ pub fn action(w: &Weights) -> impl Strategy<Value = Action> + use<> {
 }
 
 /// A run: a preProvisioned NodeSet or not, how many hosts it starts with, and the actions.
-pub fn run(w: &Weights, steps: usize) -> impl Strategy<Value = (bool, usize, Vec<Action>)> + use<> {
+pub(super) fn run(w: &Weights, steps: usize) -> impl Strategy<Value = (bool, usize, Vec<Action>)> + use<> {
     (prop::bool::weighted(0.25), 1..=3usize, prop::collection::vec(action(w), 1..=steps))
 }

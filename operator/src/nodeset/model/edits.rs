@@ -16,7 +16,7 @@ const ROLES: [&str; 3] = ["compute", "hci", "edge"];
 const TIMEZONES: [&str; 3] = ["UTC", "Europe/Paris", "Asia/Tokyo"];
 
 /// Changes the NodeSet's spec as a user would (a new generation).
-pub fn edit_spec(world: &mut World, edit: impl FnOnce(&mut Value)) {
+pub(super) fn edit_spec(world: &mut World, edit: impl FnOnce(&mut Value)) {
     let mut spec = serde_json::to_value(&world.nodeset.spec).expect("spec");
     edit(&mut spec);
     world.nodeset.spec = serde_json::from_value(spec).expect("an edited spec");
@@ -25,12 +25,12 @@ pub fn edit_spec(world: &mut World, edit: impl FnOnce(&mut Value)) {
 }
 
 /// True when `hostname` is in `spec.nodes`.
-pub fn has_host(world: &World, hostname: &str) -> bool {
+pub(super) fn has_host(world: &World, hostname: &str) -> bool {
     world.nodeset.spec.nodes.as_ref().is_some_and(|n| n.contains_key(hostname))
 }
 
 /// Sets `hostname`'s reprovisionToken (`None` removes it).
-pub fn set_token(world: &mut World, hostname: &str, token: Option<String>) {
+pub(super) fn set_token(world: &mut World, hostname: &str, token: Option<String>) {
     if !has_host(world, hostname) || world.nodeset.spec.pre_provisioned() {
         return;
     }
@@ -41,7 +41,7 @@ pub fn set_token(world: &mut World, hostname: &str, token: Option<String>) {
 }
 
 /// Performs every action but SetToken, DeleteAndRecreate and Settle (the harness's).
-pub fn perform(world: &mut World, action: &Action) {
+pub(super) fn perform(world: &mut World, action: &Action) {
     let pre_provisioned = world.nodeset.spec.pre_provisioned();
     match action {
         Action::EditMtu(jumbo) => {
@@ -106,7 +106,7 @@ fn hosts(world: &World) -> usize {
     world.nodeset.spec.nodes.as_ref().map_or(0, |n| n.len())
 }
 
-pub fn policy_name(policy: Policy) -> &'static str {
+pub(super) fn policy_name(policy: Policy) -> &'static str {
     match policy {
         Policy::Retain => "Retain",
         Policy::Detach => "Detach",

@@ -6,16 +6,16 @@ use crds::nodeset::{NodeSet, SourceData, SourceRef, Sources};
 use crds::nodesetservice::NodeSetService;
 use serde_json::{Value, json};
 
-pub const NAMESPACE: &str = "metal3";
-pub const NODESET: &str = "computes";
+pub(super) const NAMESPACE: &str = "metal3";
+pub(super) const NODESET: &str = "computes";
 /// Hostnames the model uses, by index.
-pub const HOSTNAMES: [&str; 4] = ["compute-0", "compute-1", "compute-2", "compute-3"];
+pub(super) const HOSTNAMES: [&str; 4] = ["compute-0", "compute-1", "compute-2", "compute-3"];
 /// BareMetalHosts in the namespace.
-pub const MACHINES: usize = 5;
+pub(super) const MACHINES: usize = 5;
 /// The NodeSetServices that exist.
-pub const SERVICES: [&str; 3] = ["bootstrap", "configure-network", "configure-os"];
+pub(super) const SERVICES: [&str; 3] = ["bootstrap", "configure-network", "configure-os"];
 /// The service lists the user chooses from.
-pub const SERVICE_LISTS: [&[&str]; 4] = [
+pub(super) const SERVICE_LISTS: [&[&str]; 4] = [
     &["bootstrap", "configure-network"],
     &["bootstrap", "configure-network", "configure-os"],
     &["bootstrap", "configure-os", "configure-network"],
@@ -23,12 +23,12 @@ pub const SERVICE_LISTS: [&[&str]; 4] = [
 ];
 
 /// A host's entry in `spec.nodes`.
-pub fn node(index: usize) -> Value {
+pub(super) fn node(index: usize) -> Value {
     json!({"networks": [{"name": "ctlplane", "addresses": [format!("192.0.2.{}/24", 10 + index)]}]})
 }
 
 /// The spec of a NodeSet of the first `hosts` hostnames.
-pub fn spec(pre_provisioned: bool, hosts: usize) -> Value {
+pub(super) fn spec(pre_provisioned: bool, hosts: usize) -> Value {
     let nodes: serde_json::Map<String, Value> =
         HOSTNAMES.iter().take(hosts).enumerate().map(|(i, h)| (h.to_string(), node(i))).collect();
     let mut spec = json!({
@@ -52,7 +52,7 @@ pub fn spec(pre_provisioned: bool, hosts: usize) -> Value {
 }
 
 /// The NodeSet of `spec`, in its `incarnation` (a recreated NodeSet has a new uid).
-pub fn nodeset(spec: &Value, incarnation: u32) -> NodeSet {
+pub(super) fn nodeset(spec: &Value, incarnation: u32) -> NodeSet {
     serde_json::from_value(json!({
         "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet",
         "metadata": {"name": NODESET, "namespace": NAMESPACE, "uid": format!("ns-uid-{incarnation}"), "generation": 1},
@@ -63,7 +63,7 @@ pub fn nodeset(spec: &Value, incarnation: u32) -> NodeSet {
 
 /// A NodeSetService at `version` of its spec. `bootstrap` (run once) and `configure-os` read
 /// [`SECRET`] in their Job's environment.
-pub fn service(name: &str, version: u32) -> NodeSetService {
+pub(super) fn service(name: &str, version: u32) -> NodeSetService {
     let mut job = json!({"image": format!("{name}:{version}")});
     match name {
         "bootstrap" => job["envFrom"] = json!([{"secretRef": {"name": SECRET}}]),
@@ -82,16 +82,16 @@ pub fn service(name: &str, version: u32) -> NodeSetService {
 }
 
 /// The Secret the template's variablesFrom and two services read.
-pub const SECRET: &str = "db";
+pub(super) const SECRET: &str = "db";
 
 /// The sources as read, with [`SECRET`] at `version` of its content.
-pub fn sources(version: u8) -> Sources {
+pub(super) fn sources(version: u8) -> Sources {
     let data = SourceData { data: [("password".to_string(), format!("v{version}"))].into(), binary: Vec::new() };
     Sources([(SourceRef::secret(SECRET), data)].into())
 }
 
 /// A free BareMetalHost, as JSON.
-pub fn machine(index: usize) -> Value {
+pub(super) fn machine(index: usize) -> Value {
     let name = format!("server-{index}");
     let mut host: BareMetalHost = serde_json::from_value(json!({
         "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",

@@ -12,14 +12,14 @@ use crds::nodeset::RolloutStrategy;
 /// Rounds of a Settle at most.
 const SETTLE_ROUNDS: usize = 40;
 
-pub struct Model {
+pub(super) struct Model {
     pub world: World,
     pub oracle: Oracle,
     pub weights: Weights,
 }
 
 impl Model {
-    pub fn new(pre_provisioned: bool, hosts: usize, weights: Weights) -> Self {
+    pub(super) fn new(pre_provisioned: bool, hosts: usize, weights: Weights) -> Self {
         let world = World::new(pre_provisioned, hosts);
         let mut oracle = Oracle { pre_provisioned, ..Oracle::default() };
         // Never reconciled: its first reconcile is a first sight.
@@ -28,7 +28,12 @@ impl Model {
     }
 
     /// Runs `actions`; the first broken invariant, with the step it broke at.
-    pub fn run(pre_provisioned: bool, hosts: usize, actions: &[Action], weights: Weights) -> Result<Model, String> {
+    pub(super) fn run(
+        pre_provisioned: bool,
+        hosts: usize,
+        actions: &[Action],
+        weights: Weights,
+    ) -> Result<Model, String> {
         let mut model = Model::new(pre_provisioned, hosts, weights);
         for (i, action) in actions.iter().enumerate() {
             model.step(action).map_err(|e| format!("step {i} ({action:?}): {e}"))?;
@@ -55,7 +60,7 @@ impl Model {
         }
     }
 
-    pub fn step(&mut self, action: &Action) -> Result<(), String> {
+    pub(super) fn step(&mut self, action: &Action) -> Result<(), String> {
         self.world.clock += 1;
         if self.skipped(action) {
             return self.reconcile();

@@ -24,7 +24,7 @@ struct Created {
     machines: Vec<(String, String)>,
 }
 
-pub fn check(world: &World, oracle: &mut Oracle, reconciled: &Reconciled) -> Result<(), String> {
+pub(super) fn check(world: &World, oracle: &mut Oracle, reconciled: &Reconciled) -> Result<(), String> {
     let mut created = Vec::new();
     for name in &reconciled.applied.jobs_created {
         let job = &world.jobs[name].job;

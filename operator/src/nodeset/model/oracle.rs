@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// What rollouts acknowledged: the services (each listed name with its spec hash), and per host
 /// the configuration acknowledged for it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Acked {
+pub(super) struct Acked {
     pub services: Option<Vec<(String, String)>>,
     pub hosts: BTreeMap<String, String>,
 }
@@ -32,7 +32,7 @@ impl Acked {
     }
 
     /// True when `hostname`'s configuration and the services, as they are now, were acknowledged.
-    pub fn covers(&self, world: &World, hostname: &str) -> bool {
+    pub(super) fn covers(&self, world: &World, hostname: &str) -> bool {
         self.services.as_ref() == Some(&services(world))
             && self.hosts.get(hostname) == desired(world, hostname).as_ref()
     }
@@ -54,10 +54,10 @@ fn desired(world: &World, hostname: &str) -> Option<String> {
 }
 
 /// A success: machine, service, config hash, service hash.
-pub type Success = (String, String, String, String);
+pub(super) type Success = (String, String, String, String);
 
 #[derive(Default)]
-pub struct Oracle {
+pub(super) struct Oracle {
     pub pre_provisioned: bool,
     /// Every reprovisionToken value each host had, in order.
     pub tokens: BTreeMap<String, Vec<String>>,
@@ -88,7 +88,7 @@ pub struct Oracle {
 
 impl Oracle {
     /// The token value `token` stands for on `hostname`.
-    pub fn resolve(&mut self, hostname: &str, token: Token) -> Option<String> {
+    pub(super) fn resolve(&mut self, hostname: &str, token: Token) -> Option<String> {
         match token {
             Token::Clear => None,
             Token::Fresh => {
@@ -103,7 +103,7 @@ impl Oracle {
     }
 
     /// Records what `action` (with `token` resolved) asks for, before it is performed.
-    pub fn asked(&mut self, world: &World, action: &Action, token: Option<&String>) {
+    pub(super) fn asked(&mut self, world: &World, action: &Action, token: Option<&String>) {
         let spec = &world.nodeset.spec;
         let policy = spec.deletion_policy();
         let deprovision = policy == crds::nodeset::DeletionPolicy::Deprovision;
@@ -162,25 +162,25 @@ impl Oracle {
     }
 
     /// A new rollout token, a switch to Manual, or Automatic: what is, is approved.
-    pub fn acknowledge(&mut self, world: &World) {
+    pub(super) fn acknowledge(&mut self, world: &World) {
         self.acked = Acked::now(world);
         self.approved = self.acked.clone();
     }
 
     /// A first sight (a recreated NodeSet, its status lost): what is may be what someone
     /// approved, but nothing says so.
-    pub fn first_sight(&mut self, world: &World) {
+    pub(super) fn first_sight(&mut self, world: &World) {
         self.acked = Acked::now(world);
         self.approved = Acked { services: None, hosts: BTreeMap::new() };
     }
 
     /// The approvals of hosts no longer in spec.nodes go with them.
-    pub fn forget_removed(&mut self, world: &World) {
+    pub(super) fn forget_removed(&mut self, world: &World) {
         self.approved.hosts.retain(|h, _| desired(world, h).is_some());
     }
 
     /// Judges the world's events: every image loss must be a grant's (invariant 1).
-    pub fn events(&mut self, world: &mut World) -> Result<(), String> {
+    pub(super) fn events(&mut self, world: &mut World) -> Result<(), String> {
         for event in std::mem::take(&mut world.events) {
             match event {
                 Event::ImageLost { bmh, hostname, label, purpose } => {
@@ -207,7 +207,7 @@ impl Oracle {
     }
 
     /// The machine behind `hostname` in `plan`.
-    pub fn machine(&self, plan: &Plan, hostname: &str) -> Option<String> {
+    pub(super) fn machine(&self, plan: &Plan, hostname: &str) -> Option<String> {
         if self.pre_provisioned {
             let removals = self.removals.get(hostname).copied().unwrap_or_default();
             return Some(format!("pre:{hostname}#{removals}"));
@@ -217,7 +217,7 @@ impl Oracle {
     }
 
     /// A Job ended: a success is recorded per machine.
-    pub fn finished(&mut self, job: &Job, succeeded: bool) {
+    pub(super) fn finished(&mut self, job: &Job, succeeded: bool) {
         let (Some(name), Some((service, hash))) = (job.metadata.name.as_ref(), service_of(job)) else { return };
         if !succeeded {
             return;
@@ -229,7 +229,7 @@ impl Oracle {
     }
 
     /// Marks the machines that run every listed service at their host's desired configuration.
-    pub fn update_serving(&mut self, world: &World, plan: &Plan) {
+    pub(super) fn update_serving(&mut self, world: &World, plan: &Plan) {
         let spec = &world.nodeset.spec;
         self.behind = false;
         for (hostname, section) in spec.nodes.iter().flatten() {
@@ -256,13 +256,13 @@ impl Oracle {
 }
 
 /// A service Job's service and service hash.
-pub fn service_of(job: &Job) -> Option<(String, String)> {
+pub(super) fn service_of(job: &Job) -> Option<(String, String)> {
     let annotations = job.metadata.annotations.as_ref()?;
     Some((annotations.get(SERVICE_ANNOTATION)?.clone(), annotations.get(SERVICE_HASH_ANNOTATION)?.clone()))
 }
 
 /// A service Job's hosts and the config hash each runs with.
-pub fn job_hosts(job: &Job) -> BTreeMap<String, String> {
+pub(super) fn job_hosts(job: &Job) -> BTreeMap<String, String> {
     let hosts = job.metadata.annotations.as_ref().and_then(|a| a.get(HOSTS_ANNOTATION));
     let parsed: BTreeMap<String, serde_json::Value> =
         hosts.and_then(|h| serde_json::from_str(h).ok()).unwrap_or_default();

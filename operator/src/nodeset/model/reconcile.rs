@@ -11,13 +11,13 @@ use crds::nodeset::DeletionPolicy;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What one reconcile did.
-pub struct Reconciled {
+pub(super) struct Reconciled {
     pub plan: Plan,
     pub applied: Applied,
 }
 
 /// Reconciles the NodeSet once; its status is replaced by what status::compute returns.
-pub fn reconcile(world: &mut World) -> Reconciled {
+pub(super) fn reconcile(world: &mut World) -> Reconciled {
     let nodeset = world.nodeset.clone();
     let facts = world.facts();
     let existing: BTreeMap<String, Vec<crds::FieldError>> =
@@ -41,7 +41,7 @@ pub fn reconcile(world: &mut World) -> Reconciled {
 
 /// The deletion behind the finalizer: plan::plan_deletion, its writes, then the NodeSet and
 /// its Jobs are gone (the garbage collector); the BareMetalHosts stay.
-pub fn delete(world: &mut World) -> Reconciled {
+pub(super) fn delete(world: &mut World) -> Reconciled {
     let nodeset = world.nodeset.clone();
     let mut facts = world.facts();
     facts.jobs.clear();

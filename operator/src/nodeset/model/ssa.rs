@@ -7,13 +7,13 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// A field's path from the object's root.
-pub type Path = Vec<String>;
+pub(super) type Path = Vec<String>;
 
 /// Fields that name the object rather than set anything.
 const IDENTITY: [&str; 5] = ["apiVersion", "kind", "metadata.name", "metadata.namespace", "metadata.resourceVersion"];
 
 /// The leaf fields `body` sets.
-pub fn leaves(body: &Value) -> BTreeSet<Path> {
+pub(super) fn leaves(body: &Value) -> BTreeSet<Path> {
     let mut out = BTreeSet::new();
     collect(body, &mut Vec::new(), &mut out);
     out.retain(|p| !IDENTITY.contains(&p.join(".").as_str()));
@@ -36,7 +36,7 @@ fn collect(value: &Value, at: &mut Path, out: &mut BTreeSet<Path>) {
 }
 
 /// The value at `path`.
-pub fn get<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
+pub(super) fn get<'a>(value: &'a Value, path: &[String]) -> Option<&'a Value> {
     path.iter().try_fold(value, |v, key| v.get(key))
 }
 
@@ -53,7 +53,7 @@ fn set(value: &mut Value, path: &[String], leaf: Value) {
 }
 
 /// Removes the field at `path`, and the objects it leaves empty below the root's own keys.
-pub fn remove(value: &mut Value, path: &[String]) {
+pub(super) fn remove(value: &mut Value, path: &[String]) {
     let Some((last, parents)) = path.split_last() else { return };
     let mut at = &mut *value;
     for key in parents {
@@ -73,7 +73,7 @@ pub fn remove(value: &mut Value, path: &[String]) {
 /// Who owns a field: "ferrometal"'s applies, or any other manager (the BareMetalHost's
 /// creator, ferrometal's own merge patches, which are updates, not applies).
 #[derive(Clone, Debug, Default)]
-pub struct Fields {
+pub(super) struct Fields {
     pub applied: BTreeSet<Path>,
     pub others: BTreeSet<Path>,
 }
@@ -81,7 +81,7 @@ pub struct Fields {
 /// Server-side apply of `body`, forced: what "ferrometal" applied before and omits now goes
 /// unless another manager owns it too; a value it changes is its alone; it owns exactly what
 /// it applied.
-pub fn apply(object: &mut Value, fields: &mut Fields, body: &Value) {
+pub(super) fn apply(object: &mut Value, fields: &mut Fields, body: &Value) {
     let applied = leaves(body);
     for gone in fields.applied.difference(&applied) {
         if !fields.others.contains(gone) {
@@ -101,7 +101,7 @@ pub fn apply(object: &mut Value, fields: &mut Fields, body: &Value) {
 
 /// A JSON merge patch (nulls remove) by an update: the fields it removes are nobody's, the
 /// ones it changes the update's (no longer the applier's).
-pub fn merge(object: &mut Value, fields: &mut Fields, patch: &Value) {
+pub(super) fn merge(object: &mut Value, fields: &mut Fields, patch: &Value) {
     let before = object.clone();
     json_patch::merge(object, patch);
     for path in leaves(patch) {
@@ -116,7 +116,7 @@ pub fn merge(object: &mut Value, fields: &mut Fields, patch: &Value) {
 }
 
 /// A user's update removing the field at `path`: nobody owns it any more.
-pub fn user_remove(object: &mut Value, fields: &mut Fields, path: &[String]) {
+pub(super) fn user_remove(object: &mut Value, fields: &mut Fields, path: &[String]) {
     remove(object, path);
     fields.applied.remove(path);
     fields.others.remove(path);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 /// One BareMetalHost as the apiserver stores it.
 #[derive(Clone, Debug)]
-pub struct Bmh {
+pub(super) struct Bmh {
     pub value: Value,
     pub rv: u64,
     /// Who owns which field.
@@ -27,21 +27,21 @@ pub struct Bmh {
 }
 
 impl Bmh {
-    pub fn typed(&self) -> Arc<BareMetalHost> {
+    pub(super) fn typed(&self) -> Arc<BareMetalHost> {
         let mut value = self.value.clone();
         value["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
         Arc::new(serde_json::from_value(value).expect("a BareMetalHost"))
     }
 
-    pub fn has_image(&self) -> bool {
+    pub(super) fn has_image(&self) -> bool {
         self.value.pointer("/spec/image/url").and_then(Value::as_str).is_some_and(|u| !u.is_empty())
     }
 
-    pub fn state(&self) -> &str {
+    pub(super) fn state(&self) -> &str {
         self.value.pointer("/status/provisioning/state").and_then(Value::as_str).unwrap_or_default()
     }
 
-    pub fn hostname_label(&self) -> Option<String> {
+    pub(super) fn hostname_label(&self) -> Option<String> {
         self.value
             .pointer("/metadata/labels")
             .and_then(|l| l.get(HOSTNAME_LABEL))
@@ -57,21 +57,21 @@ impl Bmh {
 
 /// How a Job ends, at which second.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(super) enum Outcome {
     Running,
     Succeeded(i64),
     Failed(i64),
 }
 
 #[derive(Clone, Debug)]
-pub struct SimJob {
+pub(super) struct SimJob {
     pub job: Job,
     pub outcome: Outcome,
 }
 
 /// What happened in the world, for the oracle to judge.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Event {
+pub(super) enum Event {
     /// A write removed a machine's image: which host it named, what the machine's hostname
     /// label said before the write, and the write's purpose.
     ImageLost { bmh: String, hostname: String, label: Option<String>, purpose: Purpose },
@@ -83,12 +83,12 @@ pub enum Event {
 
 /// A write the apiserver refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WriteError {
+pub(super) enum WriteError {
     Conflict,
     NotFound,
 }
 
-pub struct World {
+pub(super) struct World {
     pub bmhs: BTreeMap<String, Bmh>,
     pub nodeset: NodeSet,
     pub incarnation: u32,
@@ -104,7 +104,7 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(pre_provisioned: bool, hosts: usize) -> Self {
+    pub(super) fn new(pre_provisioned: bool, hosts: usize) -> Self {
         let bmhs = (0..MACHINES)
             .map(|i| {
                 // Its creator owns what it wrote.
@@ -127,12 +127,12 @@ impl World {
         }
     }
 
-    pub fn now(&self) -> Time {
+    pub(super) fn now(&self) -> Time {
         Time(Timestamp::from_second(1_000_000 + self.clock).expect("time"))
     }
 
     /// What a reconcile reads, straight from the world (the caches are never behind here).
-    pub fn facts(&self) -> Facts {
+    pub(super) fn facts(&self) -> Facts {
         let listed: BTreeSet<&String> = self.nodeset.spec.services.iter().flatten().collect();
         let now = self.now();
         Facts {
@@ -157,7 +157,7 @@ impl World {
 
     /// Writes `body` on `host` as "ferrometal" (server-side apply, or a merge patch), guarded
     /// by the resourceVersion the body carries; records image changes as events.
-    pub fn write(
+    pub(super) fn write(
         &mut self,
         host: &str,
         hostname: &str,
@@ -191,7 +191,7 @@ impl World {
     }
 
     /// A user's update removing a field of a BareMetalHost.
-    pub fn user_remove(&mut self, host: &str, path: &[&str]) {
+    pub(super) fn user_remove(&mut self, host: &str, path: &[&str]) {
         if let Some(bmh) = self.bmhs.get_mut(host) {
             let path: Path = path.iter().map(|s| s.to_string()).collect();
             if ssa::get(&bmh.value, &path).is_some() {
@@ -202,7 +202,7 @@ impl World {
     }
 
     /// baremetal-operator's step on every machine; true when one moved.
-    pub fn bmo_step(&mut self) -> bool {
+    pub(super) fn bmo_step(&mut self) -> bool {
         let mut moved = false;
         for (name, bmh) in self.bmhs.iter_mut() {
             let next = match (bmh.state(), bmh.has_image()) {
@@ -222,12 +222,12 @@ impl World {
     }
 
     /// Names of the running Jobs, in order.
-    pub fn running(&self) -> Vec<String> {
+    pub(super) fn running(&self) -> Vec<String> {
         self.jobs.iter().filter(|(_, j)| j.outcome == Outcome::Running).map(|(n, _)| n.clone()).collect()
     }
 
     /// Ends the Job `name`.
-    pub fn finish(&mut self, name: &str, succeed: bool) {
+    pub(super) fn finish(&mut self, name: &str, succeed: bool) {
         let now = self.now();
         let Some(sim) = self.jobs.get_mut(name) else { return };
         let (kind, outcome) = if succeed {
@@ -250,7 +250,7 @@ impl World {
     }
 
     /// Creates a Job unless one of its name exists (the ledger's `create_once`).
-    pub fn create_job(&mut self, mut job: Job) -> bool {
+    pub(super) fn create_job(&mut self, mut job: Job) -> bool {
         let name = job.metadata.name.clone().unwrap_or_default();
         if self.jobs.contains_key(&name) {
             return false;

@@ -9,11 +9,11 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use std::sync::Arc;
 
-pub const DAY: Duration = Duration::from_secs(86400);
+pub(crate) const DAY: Duration = Duration::from_secs(86400);
 
 /// Whether a client trusting exactly `bundle` accepts `serving` for `name` at `now`, with
 /// rustls' WebPKI verifier as a client would.
-pub fn trusts(bundle: &str, serving: &str, name: &str, now: SystemTime) -> bool {
+pub(crate) fn trusts(bundle: &str, serving: &str, name: &str, now: SystemTime) -> bool {
     let mut roots = rustls::RootCertStore::empty();
     for ca in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
         roots.add(ca.expect("CA PEM")).expect("CA");
@@ -27,7 +27,7 @@ pub fn trusts(bundle: &str, serving: &str, name: &str, now: SystemTime) -> bool 
 }
 
 /// The bundle a plan writes.
-pub fn written(plan: Plan) -> Bundle {
+pub(crate) fn written(plan: Plan) -> Bundle {
     match plan {
         Plan::Write(bundle) => bundle,
         Plan::Keep => panic!("expected a change"),
@@ -35,12 +35,12 @@ pub fn written(plan: Plan) -> Bundle {
 }
 
 /// How many certificates a PEM bundle holds.
-pub fn count(bundle: &str) -> usize {
+pub(crate) fn count(bundle: &str) -> usize {
     bundle.matches("BEGIN CERTIFICATE").count()
 }
 
 /// A self-signed CA valid from `from` for `life`.
-pub fn ca_between(from: SystemTime, life: Duration) -> CertifiedPem {
+pub(crate) fn ca_between(from: SystemTime, life: Duration) -> CertifiedPem {
     let mut params = CertificateParams::default();
     params.distinguished_name.push(DnType::CommonName, format!("an older CA {}", unix(from)));
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
@@ -55,7 +55,7 @@ pub fn ca_between(from: SystemTime, life: Duration) -> CertifiedPem {
 /// Checks a walk through the rotation: between each step and the next, whichever bundle a
 /// client holds (the step's or the next's) trusts whichever certificate a server serves (the
 /// step's or the next's), for `name`, at the time of the next step.
-pub fn assert_overlaps(steps: &[(&Bundle, SystemTime)], name: &str) {
+pub(crate) fn assert_overlaps(steps: &[(&Bundle, SystemTime)], name: &str) {
     for (i, pair) in steps.windows(2).enumerate() {
         let ((before, _), (after, at)) = (pair[0], pair[1]);
         for bundle in [before.trusted(), after.trusted()] {

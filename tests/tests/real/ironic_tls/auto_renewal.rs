@@ -90,8 +90,8 @@ fn renewal_after(after: Duration) -> f64 {
 /// and a half minutes after its making, time for the pod to become Ready and the client to call
 /// it first (were it later, the pod of the first step would still serve the first CA's
 /// certificate); each step settles for [`SETTLE`].
-pub fn renewal() -> operator::ironic::tls::auto::Renewal {
-    operator::ironic::tls::auto::Renewal { at: renewal_after(Duration::from_secs(150)), settle: SETTLE }
+pub fn renewal() -> operator::testing::ironic::tls::auto::Renewal {
+    operator::testing::ironic::tls::auto::Renewal { at: renewal_after(Duration::from_secs(150)), settle: SETTLE }
 }
 
 pub async fn the_auto_ca_is_renewed_while_a_client_keeps_calling_the_api_and_the_one_pod_answers_every_call(

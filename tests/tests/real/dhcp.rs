@@ -11,8 +11,7 @@
 //! The network is 172.22.0.0/24 (metal3's default provisioning network), unused on the machines
 //! the tests run on; the host end holds 172.22.0.1, the Ironic's `networking.ipAddress`.
 
-mod real_ironic;
-
+use crate::real_ironic::{POLL, RealIronic};
 use anyhow::Context;
 use crds::ironic::Ironic;
 use ferrometal_tests::netns::{Client, Lease, ProvisioningLink};
@@ -21,7 +20,6 @@ use ferrometal_tests::workdir::WorkDir;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod};
 use kube::api::{ListParams, LogParams, PostParams};
-use real_ironic::{POLL, RealIronic};
 use serde_json::{Value, json};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -220,9 +218,10 @@ async fn an_ironic_whose_dhcp_network_is_not_its_interfaces_gets_no_dnsmasq_the_
 
     // The dnsmasq container ends before dnsmasq runs, saying why in its output.
     let pods = env.api::<Pod>();
-    let refusal =
-        wait::until("dnsmasq's container refusing", real_ironic::READY_TIMEOUT, POLL, || ended_dnsmasq(pods.clone()))
-            .await;
+    let refusal = wait::until("dnsmasq's container refusing", crate::real_ironic::READY_TIMEOUT, POLL, || {
+        ended_dnsmasq(pods.clone())
+    })
+    .await;
     let (dnsmasq, ended, said) = match refusal {
         Ok(found) => found,
         Err(err) => return Err(err.context(env.pod_report().await)),

@@ -13,22 +13,19 @@
 //! `IRONIC_ENDPOINT` (the README's step for the host controller) and shortens the host
 //! controller's polling.
 
-#[path = "install_real/cert_manager.rs"]
 mod cert_manager;
-mod install_common;
-#[path = "install_real/olm.rs"]
 mod olm;
 
+use crate::install_common::workloads::{self, Running, resource};
+use crate::install_common::{config_dir, kubectl};
 use anyhow::Context as _;
 use ferrometal_tests::ironic::{IronicConfig, IronicServer};
 use ferrometal_tests::operator_process::operator_image;
 use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
-use install_common::workloads::{self, Running, resource};
-use install_common::{config_dir, kubectl};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams};
-use operator::install::{DEFAULT_NAMESPACE, NAME};
+use operator::testing::install::{DEFAULT_NAMESPACE, NAME};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -193,7 +190,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     // changed (seconds; the base about 2 minutes on a fresh machine), else a cache hit.
     let started = Instant::now();
     let archive = tokio::task::spawn_blocking(operator_image).await??;
-    eprintln!("---- install_real: the operator image ready in {:.1?}", started.elapsed());
+    eprintln!("---- real::install: the operator image ready in {:.1?}", started.elapsed());
     let (config, digests) = image_config(&archive)?;
     let (entrypoint, cmd, user) = containerfile_runtime()?;
     assert_eq!(config["Entrypoint"], entrypoint, "the Containerfile's ENTRYPOINT");
@@ -208,7 +205,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     let ns = cp.namespace("install-real").await?;
     let node = cp.node().context("a node")?;
     node.import(&archive)?;
-    eprintln!("---- install_real: control plane, node and Ironic up, image imported in {:.1?}", phase.elapsed());
+    eprintln!("---- real::install: control plane, node and Ironic up, image imported in {:.1?}", phase.elapsed());
     let ironic_for_pods = node.forward_from_pods(ironic.socket_addr()?.port())?;
     let admin = cp.client();
     let kubeconfig = cp.kubeconfig();
@@ -222,7 +219,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     let container =
         deployment.spec.as_ref().and_then(|s| s.template.spec.as_ref()).and_then(|s| s.containers.first().cloned());
     let container = container.context("the Deployment's container")?;
-    assert_eq!(container.image.as_deref(), Some(operator::install::image(env!("CARGO_PKG_VERSION")).as_str()));
+    assert_eq!(container.image.as_deref(), Some(operator::testing::install::image(env!("CARGO_PKG_VERSION")).as_str()));
     // A tag the node holds is used as it is: nothing is pulled.
     assert_eq!(container.image_pull_policy.as_deref(), Some("IfNotPresent"));
 
@@ -232,7 +229,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     let mut pods = OperatorPods::new(kubeconfig, DEFAULT_NAMESPACE);
     let wait_start = Instant::now();
     until_available(&deployments, kubeconfig).await?;
-    eprintln!("---- install_real: the operator's pods ready in {:.1?}", wait_start.elapsed());
+    eprintln!("---- real::install: the operator's pods ready in {:.1?}", wait_start.elapsed());
     let pod_api: Api<Pod> = Api::namespaced(admin.clone(), DEFAULT_NAMESPACE);
     let running = pod_api.list(&ListParams::default().labels(SELECTOR)).await?.items;
     assert_eq!(running.len(), 2, "two replicas");
@@ -258,7 +255,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
         &[
             "get",
             "validatingwebhookconfiguration",
-            operator::webhook::CONFIGURATION_NAME,
+            operator::testing::webhook::CONFIGURATION_NAME,
             "-o",
             "jsonpath={.webhooks[0].clientConfig.caBundle}",
         ],
@@ -274,7 +271,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     let phase = Instant::now();
     workloads::hosts_steady(&admin, &mut pods, &ns, &ironic).await?;
     workloads::nodeset_steady(&admin, &mut pods, &ns, &ironic).await?;
-    eprintln!("---- install_real: hosts and the NodeSet steady in {:.1?}", phase.elapsed());
+    eprintln!("---- real::install: hosts and the NodeSet steady in {:.1?}", phase.elapsed());
 
     // An Ironic in the operator's namespace: the operator renders and applies its Deployment
     // and reports it rolling out. Its pods cannot start (no Ironic image here).
@@ -338,7 +335,7 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
         async move { pod_api.list(&ListParams::default().labels(SELECTOR)).await.ok().filter(|l| l.items.is_empty()) }
     })
     .await?;
-    eprintln!("---- install_real: uninstalled in {:.1?}", phase.elapsed());
+    eprintln!("---- real::install: uninstalled in {:.1?}", phase.elapsed());
     // A moment for anything that would act on the hosts once the operator is gone.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(ironic_nodes(&ironic).await?, ironic_before, "every machine where it was, in Ironic");

@@ -17,9 +17,7 @@
 //! A third test runs the image alone, for the part of the official image's contract the
 //! operator does not use (`images/mariadb/README.md`).
 
-mod common;
-mod mariadb_common;
-
+use crate::mariadb_common::secret_text;
 use anyhow::{Context as _, ensure};
 use crds::ironic::Ironic;
 use crds::ironic::status::DatabaseUpgradeStep as Step;
@@ -30,12 +28,11 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
-use mariadb_common::secret_text;
-use operator::database::clean_stop::INIT_CONTAINER;
-use operator::database::names::JOB_LABEL;
-use operator::database::status::reasons;
-use operator::database::{self, Address, Config, DatabaseOutcome};
-use operator::kit::{Context, Ledger, Notices, Progress};
+use operator::testing::database::clean_stop::INIT_CONTAINER;
+use operator::testing::database::names::JOB_LABEL;
+use operator::testing::database::status::reasons;
+use operator::testing::database::{self, Address, Config, DatabaseOutcome};
+use operator::testing::kit::{Context, Ledger, Notices, Progress};
 use serde_json::json;
 use sqlx::mysql::{MySqlConnectOptions, MySqlSslMode};
 use sqlx::{ConnectOptions, Connection, Executor, MySqlConnection};
@@ -128,8 +125,8 @@ impl Cluster {
         };
         let ironic = self.api::<Ironic>().get("ironic").await?;
         let scope = [(crds::ironic::IRONIC_LABEL.to_string(), ironic.name_any())].into();
-        let ledger =
-            Ledger::new(self.ctx.client.clone(), &ironic, scope)?.scoped(operator::ironic::names::database_scope());
+        let ledger = Ledger::new(self.ctx.client.clone(), &ironic, scope)?
+            .scoped(operator::testing::ironic::names::database_scope());
         let mut notices = Notices::default();
         let outcome = database::reconcile(&ledger, &ironic, &config, &mut notices).await?;
         self.ctx.publisher("ironic").publish(&ironic, notices).await;
@@ -456,7 +453,9 @@ async fn the_image_initialises_a_new_directory_from_the_official_images_variable
         .api::<k8s_openapi::api::core::v1::ConfigMap>()
         .create(&PostParams::default(), &serde_json::from_value(initdb)?)
         .await?;
-    let hash = operator::database::account::password_hash(&operator::database::credentials::Password::new("apppass"));
+    let hash = operator::testing::database::account::password_hash(
+        &operator::testing::database::credentials::Password::new("apppass"),
+    );
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain-mariadb"},
         "spec": {"containers": [{"name": "mariadb", "image": old().0, "imagePullPolicy": "Never",
             "env": [

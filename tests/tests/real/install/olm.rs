@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 const OPERATOR_NAMESPACE: &str = "ferrometal-system";
 const CATALOG: &str = "ferrometal-catalog";
-const PACKAGE: &str = operator::install::bundle::csv::PACKAGE;
-const CHANNEL: &str = operator::install::bundle::csv::CHANNEL;
+const PACKAGE: &str = operator::testing::install::bundle::csv::PACKAGE;
+const CHANNEL: &str = operator::testing::install::bundle::csv::CHANNEL;
 /// The checked-in bundle's version, and the next one the upgrade publishes.
 const FIRST: &str = "0.1.0";
 const NEXT: &str = "0.1.1";
@@ -65,7 +65,7 @@ fn entry(root: &Path, image: String, previous: Option<&Entry>) -> anyhow::Result
 
 /// `ferrometal bundle --version NEXT`, written under `dir`.
 fn next_bundle(dir: &Path) -> anyhow::Result<()> {
-    for file in operator::install::bundle::files(NEXT)? {
+    for file in operator::testing::install::bundle::files(NEXT)? {
         let path = dir.join(&file.path);
         std::fs::create_dir_all(path.parent().context("a parent")?)?;
         std::fs::write(path, file.content)?;
@@ -167,7 +167,7 @@ async fn unsubscribe(client: &kube::Client, name: &str, csv: &str) -> anyhow::Re
     wait::until("the operator's Deployment gone", Duration::from_secs(120), Duration::from_millis(500), || {
         let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
             Api::namespaced(client.clone(), OPERATOR_NAMESPACE);
-        async move { deployments.get_opt(operator::install::NAME).await.ok().filter(Option::is_none).map(drop) }
+        async move { deployments.get_opt(operator::testing::install::NAME).await.ok().filter(Option::is_none).map(drop) }
     })
     .await?;
     let plans: Api<DynamicObject> =
@@ -266,7 +266,7 @@ async fn examples_steady(
 ) -> anyhow::Result<()> {
     let examples: Vec<Value> =
         serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap_or("[]"))?;
-    assert_eq!(examples.len(), operator::install::bundle::csv::EXAMPLES.len(), "the CSV OLM installed");
+    assert_eq!(examples.len(), operator::testing::install::bundle::csv::EXAMPLES.len(), "the CSV OLM installed");
     for example in &examples {
         prerequisites(admin, pods, namespace, example).await?;
         workloads::apply(admin, namespace, localized(example, image)).await?;
@@ -295,8 +295,8 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
     )?;
     let node = cp.node().context("a node")?;
     node.import(&archive)?;
-    let first_image = operator::install::image(FIRST);
-    node.ctr(&["images", "tag", "--force", &first_image, &operator::install::image(NEXT)])?;
+    let first_image = operator::testing::install::image(FIRST);
+    node.ctr(&["images", "tag", "--force", &first_image, &operator::testing::install::image(NEXT)])?;
     let ironic_for_pods = node.forward_from_pods(ironic.socket_addr()?.port())?;
     let ironic_endpoint = format!("http://{}", ironic_for_pods.addr());
     let (admin, kubeconfig) = (cp.client(), cp.kubeconfig().to_path_buf());
@@ -316,7 +316,7 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
     };
     let first_catalog = catalog(std::slice::from_ref(&first), "1")?;
     olm::install(&cp, &images).await?;
-    eprintln!("---- install_real olm: cluster, registry, images and OLM up in {:.1?}", started.elapsed());
+    eprintln!("---- real::install olm: cluster, registry, images and OLM up in {:.1?}", started.elapsed());
 
     // SingleNamespace: the operator in its namespace, the hosts in another.
     let phase = Instant::now();
@@ -325,7 +325,7 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
     let hosts_ns = cp.namespace("olm-hosts").await?;
     subscribe(&admin, PACKAGE, &[hosts_ns.as_str()], &ironic_endpoint).await?;
     let csv = until_succeeded(&admin, &kubeconfig, OPERATOR_NAMESPACE, &csv_name(FIRST)).await?;
-    eprintln!("---- install_real olm: {} Succeeded in {:.1?}", csv_name(FIRST), phase.elapsed());
+    eprintln!("---- real::install olm: {} Succeeded in {:.1?}", csv_name(FIRST), phase.elapsed());
     let mut pods = OperatorPods::new(&kubeconfig, OPERATOR_NAMESPACE);
     until_serving(&admin, &kubeconfig, &hosts_ns).await?;
     let iso = ironic.image_server().write_live_iso("olm/live.iso")?;
@@ -333,7 +333,7 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
     pods.ensure_running()?;
     let machines = ironic_nodes(&ironic).await?;
     assert!(machines.iter().filter(|n| n["provision_state"] == "active").count() >= 2, "{machines:#?}");
-    eprintln!("---- install_real olm: every example steady in {:.1?}", phase.elapsed());
+    eprintln!("---- real::install olm: every example steady in {:.1?}", phase.elapsed());
 
     // The next version published: OLM upgrades the operator; no machine is touched.
     let phase = Instant::now();
@@ -360,7 +360,7 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
         .filter(|j| j.status.as_ref().and_then(|s| s.succeeded) == Some(1))
         .count();
     assert_eq!(unpacked, 2, "one unpack Job per bundle");
-    eprintln!("---- install_real olm: upgraded to {} in {:.1?}", csv_name(NEXT), phase.elapsed());
+    eprintln!("---- real::install olm: upgraded to {} in {:.1?}", csv_name(NEXT), phase.elapsed());
 
     // Every other install mode: uninstalled and installed again, the hosts left as they are.
     let other = cp.namespace("olm-other").await?;
@@ -383,7 +383,7 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
         let annotations = deployment.spec.and_then(|s| s.template.metadata).and_then(|m| m.annotations);
         let watched = annotations.unwrap_or_default().get("olm.targetNamespaces").cloned().unwrap_or_default();
         assert_eq!(watched, targets.join(","), "{mode}: the namespaces OLM hands the operator");
-        eprintln!("---- install_real olm: {mode} installed in {:.1?}", phase.elapsed());
+        eprintln!("---- real::install olm: {mode} installed in {:.1?}", phase.elapsed());
     }
     // Back on every namespace: the NodeSet and its machines as they were.
     workloads::wait_steady(&admin, &mut pods, &hosts_ns, &nodesets, "computes", "Ready", workloads::ready).await?;

@@ -11,20 +11,16 @@
 //! every call's handshake verifies the certificate a pod serves at that moment against the
 //! bundle the client holds at that moment, with rustls' WebPKI verifier.
 
-#[path = "ironic_tls_real/auto_renewal.rs"]
 mod auto_renewal;
-#[path = "ironic_tls_real/cert_manager.rs"]
 mod cert_manager;
-#[path = "ironic_tls_real/csr.rs"]
 mod csr;
-mod real_ironic;
 
+use crate::real_ironic::{API_VERSION, POLL, RealIronic, all_pass, scenario};
 use anyhow::Context;
 use base64::Engine;
 use ferrometal_tests::wait;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
-use real_ironic::{API_VERSION, POLL, RealIronic, all_pass, scenario};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
@@ -232,7 +228,7 @@ async fn first_served(address: SocketAddr, host: &str, bundle: &str) -> anyhow::
     }
 }
 
-/// An Ironic on the pod network, without the downloader (as `ironic_real`'s), with `tls`.
+/// An Ironic on the pod network, without the downloader (as `real::ironic`'s), with `tls`.
 fn ironic(ns: &str, tls: Value) -> Value {
     json!({"apiVersion": "ironic.metal3.io/v1alpha1", "kind": "Ironic",
         "metadata": {"name": NAME, "namespace": ns},

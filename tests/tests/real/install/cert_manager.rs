@@ -19,7 +19,7 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use operator::install::DEFAULT_NAMESPACE;
+use operator::testing::install::DEFAULT_NAMESPACE;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ const SECRET: &str = "ferrometal-webhook-server-cert";
 /// `ca.crt` of the Certificate's Secret, which the annotation names.
 async fn injected_ca(admin: &kube::Client) -> anyhow::Result<Option<String>> {
     let configurations: Api<ValidatingWebhookConfiguration> = Api::all(admin.clone());
-    let configuration = configurations.get(operator::webhook::CONFIGURATION_NAME).await?;
+    let configuration = configurations.get(operator::testing::webhook::CONFIGURATION_NAME).await?;
     let annotations = configuration.metadata.annotations.clone().unwrap_or_default();
     let from = annotations.get("cert-manager.io/inject-ca-from").context("the inject-ca-from annotation")?;
     assert_eq!(from, &format!("{DEFAULT_NAMESPACE}/{CERTIFICATE}"), "the overlay's Certificate");
@@ -53,7 +53,7 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
     cp.node().context("a node")?.import(&archive)?;
     let mut cert_manager = CertManager::start(&cp).await?;
     let (admin, kubeconfig) = (cp.client(), cp.kubeconfig());
-    eprintln!("---- install_real: control plane, node and cert-manager up in {:.1?}", started.elapsed());
+    eprintln!("---- real::install: control plane, node and cert-manager up in {:.1?}", started.elapsed());
     // cert-manager as in a cluster: its three pods on the node, its webhook called through its
     // Service.
     let node = cp.node().context("a node")?.name().to_string();
@@ -94,7 +94,7 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
     let mut pods = OperatorPods::new(kubeconfig, DEFAULT_NAMESPACE);
     until_available(&deployments, kubeconfig).await?;
     pods.ensure_running()?;
-    eprintln!("---- install_real: the operator's pods ready in {:.1?}", started.elapsed());
+    eprintln!("---- real::install: the operator's pods ready in {:.1?}", started.elapsed());
 
     // The apiserver reaches the webhook through its Service and trusts the certificate
     // cert-manager issued through the CA cainjector injected: the webhook's own refusal comes back.
@@ -120,13 +120,14 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
     // With a certificate from files the operator makes no CA of its own: the bundle stays
     // the one cainjector injected.
     let configuration: Api<ValidatingWebhookConfiguration> = Api::all(admin.clone());
-    let webhooks = configuration.get(operator::webhook::CONFIGURATION_NAME).await?.webhooks.unwrap_or_default();
+    let webhooks =
+        configuration.get(operator::testing::webhook::CONFIGURATION_NAME).await?.webhooks.unwrap_or_default();
     for webhook in &webhooks {
         let bundle =
             webhook.client_config.ca_bundle.as_ref().map(|b| base64::engine::general_purpose::STANDARD.encode(&b.0));
         assert_eq!(bundle.as_deref(), Some(injected.as_str()), "{}: the injected CA", webhook.name);
     }
-    eprintln!("---- install_real: done in {:.1?}", started.elapsed());
+    eprintln!("---- real::install: done in {:.1?}", started.elapsed());
     Ok(())
 }
 

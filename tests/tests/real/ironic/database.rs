@@ -16,7 +16,7 @@ use ferrometal_tests::wait;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use operator::database::Address;
+use operator::testing::database::Address;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::net::{IpAddr, SocketAddr};
@@ -138,7 +138,7 @@ impl IronicApi {
 /// The upgrade Jobs to `version`: each phase's Job complete, its pod a container of the
 /// Ironic image on the node that exited 0.
 async fn assert_jobs_ran(env: &RealIronic, version: &str) -> anyhow::Result<()> {
-    use operator::ironic::names::{UPGRADE_PHASE_LABEL, VERSION_LABEL};
+    use operator::testing::ironic::names::{UPGRADE_PHASE_LABEL, VERSION_LABEL};
     let image = ferrometal_tests::node::ironic_image()?;
     for phase in ["pre", "post"] {
         let selector = format!("{UPGRADE_PHASE_LABEL}={phase},{VERSION_LABEL}={version}");
@@ -187,10 +187,11 @@ fn server_version(ironic: &Ironic) -> String {
 
 /// The forward the database scenario's operator connects through, and the operator's database
 /// settings for it (one operator serves every scenario of the test; the others use SQLite).
-pub async fn forward_and_settings() -> anyhow::Result<(PodForward, impl FnOnce(&mut operator::ironic::Config))> {
+pub async fn forward_and_settings() -> anyhow::Result<(PodForward, impl FnOnce(&mut operator::testing::ironic::Config))>
+{
     let forward = PodForward::bind().await?;
     let address = Address { host: "127.0.0.1".into(), port: forward.addr.port() };
-    let settings = move |config: &mut operator::ironic::Config| {
+    let settings = move |config: &mut operator::testing::ironic::Config| {
         config.database.address_override = Some(address);
         config.database.step_timeout = Duration::from_secs(300);
     };

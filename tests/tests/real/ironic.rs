@@ -15,10 +15,9 @@
 //! the host network (the pods would listen on this machine's own interfaces) and the ramdisk
 //! downloader (its image cannot be pulled here).
 
-#[path = "ironic_real/database.rs"]
 mod database;
-mod real_ironic;
 
+use crate::real_ironic::{API_VERSION, POLL, RealIronic, all_pass, client, get_json, scenario};
 use anyhow::Context;
 use crds::baremetalhost::BareMetalHost;
 use ferrometal_tests::http_server::HttpServer;
@@ -28,9 +27,8 @@ use ferrometal_tests::workdir::WorkDir;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use operator::host::{self, IronicSource};
+use operator::testing::host::{self, IronicSource};
 use operator::{Operator, OperatorConfig};
-use real_ironic::{API_VERSION, POLL, RealIronic, all_pass, client, get_json, scenario};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
