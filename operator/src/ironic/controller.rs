@@ -87,8 +87,9 @@ impl Reconcile for IronicController {
     }
 }
 
-/// The Ironics that `object` (a Secret or ConfigMap) concerns: its controlling Ironic, and
-/// every Ironic of its namespace that refers to it by name.
+/// The Ironics that `object` (a Secret or ConfigMap) concerns: its controlling Ironic, every
+/// Ironic of its namespace that refers to it by name, and the one whose own objects take its
+/// name.
 fn concerned(store: &Store<Ironic>, kind: SourceKind, object: &kube::api::ObjectMeta) -> Vec<ObjectRef<Ironic>> {
     let namespace = object.namespace.clone().unwrap_or_default();
     let name = object.name.clone().unwrap_or_default();
@@ -101,7 +102,8 @@ fn concerned(store: &Store<Ironic>, kind: SourceKind, object: &kube::api::Object
         .collect();
     for ironic in store.state() {
         if ironic.namespace().as_deref() == Some(namespace.as_str())
-            && linked::watched(&ironic.spec, &Names::of(&ironic)).iter().any(|(k, n)| *k == kind && *n == name)
+            && (linked::watched(&ironic.spec, &Names::of(&ironic)).iter().any(|(k, n)| *k == kind && *n == name)
+                || takes_a_name_of(&ironic, &name))
         {
             out.push(ObjectRef::from_obj(ironic.as_ref()));
         }
@@ -117,6 +119,13 @@ crate::install::rbac::require_access!(
     IRONIC,
     [Deployment, DaemonSet, Service, Ingress, Job, StatefulSet, Secret, ConfigMap]: List, Watch
 );
+
+/// True when `name` is one this Ironic's own objects take (`<ironic>-…`): an object of someone
+/// else's there is in the way (the Ironic reports it and writes nothing over it), and its change
+/// or removal is noticed at once rather than at the next retry, which may be minutes away.
+fn takes_a_name_of(ironic: &Ironic, name: &str) -> bool {
+    name.strip_prefix(ironic.name_any().as_str()).is_some_and(|rest| rest.starts_with('-'))
+}
 
 /// Runs the controller over one scope until `shutdown`.
 pub(crate) async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown: CancellationToken) {
@@ -145,4 +154,19 @@ pub(crate) async fn run_scope(controller: Arc<IronicController>, scope: Scope, s
             concerned(&config_map_store, SourceKind::ConfigMap, &config_map.metadata)
         });
     runner::drive(watched, controller, shutdown).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_under_a_name_of_the_ironics_own_concerns_it_and_a_mere_prefix_does_not() {
+        let ironic = Ironic::new("ironic", Default::default());
+        assert!(takes_a_name_of(&ironic, "ironic-htpasswd"));
+        assert!(takes_a_name_of(&ironic, "ironic-mariadb-credentials"));
+        assert!(!takes_a_name_of(&ironic, "ironicx-htpasswd"));
+        assert!(!takes_a_name_of(&ironic, "ironic"));
+        assert!(!takes_a_name_of(&ironic, "other-ironic-htpasswd"));
+    }
 }

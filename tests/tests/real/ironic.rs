@@ -97,8 +97,19 @@ async fn the_operators_ironic_runs_on_a_real_node_and_serves_its_api_over_tls_wi
     let http = client(&ca, &host, address)?;
     let base = format!("https://{host}");
 
-    // The API's root is open (the probes use it), everything else needs the credentials.
-    let root = http.get(format!("{base}/v1")).header(API_VERSION.0, API_VERSION.1).send().await?;
+    // The API's root is open (the probes use it), everything else needs the credentials. The
+    // Deployment is available once the pod is ready, but kube-proxy programs the Service's
+    // endpoints a moment later (an EndpointSlice update, then its own sync): until then the
+    // ClusterIP refuses connections, so only a refused connection is tried again.
+    let root =
+        wait::until_ok("the Service's endpoints programmed by kube-proxy", Duration::from_secs(30), POLL, || async {
+            match http.get(format!("{base}/v1")).header(API_VERSION.0, API_VERSION.1).send().await {
+                Ok(response) => Ok(Some(response)),
+                Err(err) if err.is_connect() => Ok(None),
+                Err(err) => Err(err.into()),
+            }
+        })
+        .await?;
     assert_eq!(root.status(), StatusCode::OK);
     let root: Value = root.json().await?;
     assert!(root["version"]["version"].is_string(), "{root}");
