@@ -47,6 +47,7 @@ mod client;
 mod config;
 mod error;
 mod fault;
+mod firmware;
 mod metrics;
 mod net_error;
 mod nodes;

@@ -50,6 +50,8 @@ operations! {
     CreatePort => "create_port",
     ListPorts => "list_ports",
     DeletePort => "delete_port",
+    ListBiosSettings => "list_bios_settings",
+    ListFirmwareComponents => "list_firmware_components",
 }
 
 impl Operation {

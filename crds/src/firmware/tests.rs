@@ -1,0 +1,93 @@
+//! `check_setting` against baremetal-operator's `CheckSettingIsValid`, case by case.
+
+use super::schema::*;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
+
+/// The attribute registry sushy-tools serves, which the test BMCs report.
+fn registry() -> BTreeMap<String, SettingSchema> {
+    let enumeration = |values: &[&str], read_only| SettingSchema {
+        attribute_type: Some("Enumeration".into()),
+        allowable_values: Some(values.iter().map(|v| v.to_string()).collect()),
+        read_only: Some(read_only),
+        ..SettingSchema::default()
+    };
+    let typed = |kind: &str| SettingSchema { attribute_type: Some(kind.into()), ..SettingSchema::default() };
+    BTreeMap::from([
+        ("ProcTurboMode".into(), enumeration(&["Enabled", "Disabled"], false)),
+        ("SecureBootStatus".into(), enumeration(&["Enabled", "Disabled"], true)),
+        ("NumCores".into(), SettingSchema { lower_bound: Some(10), upper_bound: Some(20), ..typed("Integer") }),
+        ("Unbounded".into(), typed("Integer")),
+        ("L2Cache".into(), SettingSchema { min_length: Some(1), max_length: Some(16), ..typed("String") }),
+        ("SerialNumber".into(), typed("String")),
+        ("QuietBoot".into(), typed("Boolean")),
+        ("SysPassword".into(), typed("Password")),
+        ("Untyped".into(), SettingSchema::default()),
+        ("Odd".into(), typed("Float")),
+    ])
+}
+
+fn text(value: &str) -> IntOrString {
+    IntOrString::String(value.into())
+}
+
+fn check(name: &str, value: IntOrString) -> Result<(), SettingProblem> {
+    check_setting(&registry(), name, &value)
+}
+
+#[test]
+fn what_baremetal_operator_accepts_is_accepted() {
+    let accepted = [
+        ("ProcTurboMode", text("Disabled")),
+        ("NumCores", IntOrString::Int(10)),
+        ("NumCores", text("20")),
+        ("Unbounded", IntOrString::Int(-5)),
+        ("L2Cache", text("10x256 KB")),
+        ("SerialNumber", text("")),
+        ("QuietBoot", text("false")),
+        ("Untyped", text("anything")),
+    ];
+    for (name, value) in accepted {
+        assert_eq!(check(name, value.clone()), Ok(()), "{name} = {value:?}");
+    }
+}
+
+#[test]
+fn what_baremetal_operator_refuses_is_refused_with_its_reason() {
+    assert!(matches!(check("Missing", text("x")), Err(SettingProblem::Unknown(_))));
+    assert!(matches!(check("SecureBootStatus", text("Disabled")), Err(SettingProblem::ReadOnly(_))));
+    assert!(matches!(check("ProcTurboMode", text("enabled")), Err(SettingProblem::NotAllowed { .. })));
+    assert!(matches!(check("NumCores", IntOrString::Int(21)), Err(SettingProblem::OutOfBounds { .. })));
+    assert!(matches!(check("NumCores", text("9")), Err(SettingProblem::OutOfBounds { .. })));
+    assert!(matches!(check("L2Cache", text("")), Err(SettingProblem::BadLength { .. })));
+    assert!(matches!(check("L2Cache", text("seventeen bytes!!")), Err(SettingProblem::BadLength { .. })));
+    assert!(matches!(check("QuietBoot", text("True")), Err(SettingProblem::NotBoolean { .. })));
+    assert!(matches!(check("SysPassword", text("secret")), Err(SettingProblem::Password(_))));
+    assert!(matches!(check("Odd", text("1.5")), Err(SettingProblem::UnknownType { .. })));
+}
+
+#[test]
+fn an_integer_that_is_not_one_is_refused_where_baremetal_operator_would_read_zero() {
+    assert!(matches!(check("NumCores", text("ten")), Err(SettingProblem::NotInteger { .. })));
+    assert!(matches!(check("Unbounded", text("ten")), Err(SettingProblem::NotInteger { .. })));
+}
+
+#[test]
+fn the_message_names_the_setting_and_what_it_accepts() {
+    let message = check("ProcTurboMode", text("Off")).expect_err("not allowed").to_string();
+    assert_eq!(message, r#""ProcTurboMode" must be one of Enabled, Disabled, not "Off""#);
+}
+
+#[test]
+fn extreme_bounds_from_a_bmc_never_overflow() {
+    let schemas = BTreeMap::from([(
+        "Huge".to_string(),
+        SettingSchema {
+            attribute_type: Some("String".into()),
+            min_length: Some(i64::MIN),
+            max_length: Some(i64::MAX),
+            ..SettingSchema::default()
+        },
+    )]);
+    assert_eq!(check_setting(&schemas, "Huge", &text("x")), Ok(()));
+}
