@@ -30,7 +30,7 @@ pub enum CrdRenderError {
 }
 
 /// Every CRD ferrometal serves, in a fixed order: Ironic, BareMetalHost, HardwareData,
-/// NodeSet, NodeSetService. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
+/// NodeSet, NodeSetService, FirmwareSchema, HostFirmwareSettings, HostUpdatePolicy. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
 /// adjusted ([`crate::ironic::crd`]).
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
     vec![
@@ -39,6 +39,9 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         crate::hardwaredata::HardwareData::crd(),
         crate::nodeset::NodeSet::crd(),
         crate::nodesetservice::NodeSetService::crd(),
+        crate::firmware::FirmwareSchema::crd(),
+        crate::firmware::HostFirmwareSettings::crd(),
+        crate::firmware::HostUpdatePolicy::crd(),
     ]
 }
 

@@ -37,6 +37,9 @@ pub const ALL: &[Sample] = &[
     sample!("nodeset-full.yaml", "NodeSet"),
     sample!("nodesetservice-minimal.yaml", "NodeSetService"),
     sample!("nodesetservice-full.yaml", "NodeSetService"),
+    sample!("firmwareschema-full.yaml", "FirmwareSchema"),
+    sample!("hostfirmwaresettings-bmo.yaml", "HostFirmwareSettings"),
+    sample!("hostupdatepolicy-full.yaml", "HostUpdatePolicy"),
 ];
 
 /// The samples of one kind.

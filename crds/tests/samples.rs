@@ -5,6 +5,7 @@ mod common;
 
 use common::{assert_lossless, merge, schema_of, yaml};
 use crds::baremetalhost::{BareMetalHost, validate_baremetalhost};
+use crds::firmware::{FirmwareSchema, HostFirmwareSettings, HostUpdatePolicy, validate_settings};
 use crds::hardwaredata::HardwareData;
 use crds::ironic::{Ironic, IronicValidationOptions, validate_ironic};
 use crds::nodeset::{NodeSet, validate_nodeset};
@@ -40,6 +41,18 @@ fn validate(sample: &Sample) -> Vec<crds::FieldError> {
         "NodeSetService" => {
             let service: NodeSetService = assert_lossless(&value, sample.file);
             validate_nodeset_service(&service.spec)
+        }
+        "FirmwareSchema" => {
+            let _: FirmwareSchema = assert_lossless(&value, sample.file);
+            Vec::new()
+        }
+        "HostUpdatePolicy" => {
+            let _: HostUpdatePolicy = assert_lossless(&value, sample.file);
+            Vec::new()
+        }
+        "HostFirmwareSettings" => {
+            let settings: HostFirmwareSettings = assert_lossless(&value, sample.file);
+            validate_settings(&settings.spec, None, None)
         }
         other => panic!("unknown kind {other}"),
     }
@@ -185,15 +198,25 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         ("BareMetalHost", include_str!("fixtures/baremetalhost-deprecated.yaml")),
         ("NodeSet", include_str!("fixtures/nodeset-status.yaml")),
         ("NodeSetService", include_str!("fixtures/nodesetservice-status.yaml")),
+        ("HostFirmwareSettings", include_str!("fixtures/hostfirmwaresettings-status.yaml")),
     ];
-    ["Ironic", "BareMetalHost", "HardwareData", "NodeSet", "NodeSetService"]
-        .into_iter()
-        .map(|kind| {
-            let mut values: Vec<Value> = of_kind(kind).map(|s| yaml(s.yaml)).collect();
-            values.extend(fixtures.iter().filter(|f| f.0 == kind).map(|f| yaml(f.1)));
-            (kind, schema_of(kind), values)
-        })
-        .collect()
+    [
+        "Ironic",
+        "BareMetalHost",
+        "HardwareData",
+        "NodeSet",
+        "NodeSetService",
+        "FirmwareSchema",
+        "HostFirmwareSettings",
+        "HostUpdatePolicy",
+    ]
+    .into_iter()
+    .map(|kind| {
+        let mut values: Vec<Value> = of_kind(kind).map(|s| yaml(s.yaml)).collect();
+        values.extend(fixtures.iter().filter(|f| f.0 == kind).map(|f| yaml(f.1)));
+        (kind, schema_of(kind), values)
+    })
+    .collect()
 }
 
 /// Missing fields of `kind`. A type used fully anywhere (in any kind) counts as used wherever
@@ -238,4 +261,11 @@ fn hardwaredata_nodeset_and_service_samples_use_every_field() {
     assert_every_field_used("HardwareData");
     assert_every_field_used("NodeSet");
     assert_every_field_used("NodeSetService");
+}
+
+#[test]
+fn firmware_samples_use_every_field() {
+    assert_every_field_used("FirmwareSchema");
+    assert_every_field_used("HostFirmwareSettings");
+    assert_every_field_used("HostUpdatePolicy");
 }

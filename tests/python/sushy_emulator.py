@@ -10,15 +10,22 @@ It also gives every fake system BIOS attributes (those of the attribute registry
 sushy-tools serves, with the values of its libvirt driver's defaults), kept per
 system and changed by a PATCH of `Bios/Settings` at once (a real BMC applies
 them at the next boot, which Ironic's redfish bios interface always makes), and
-a BIOS version that `set_versions` changes.
+a BIOS version that `set_versions` changes. A PATCH with the value
+'refused-by-bmc' is refused (400), for tests of a failed BIOS step. Since a PATCH applies at once, the
+pending settings (`GET Bios/Settings`) are empty, as a BMC's are once it applied
+them; stock sushy-tools lists every attribute there as pending, which Ironic
+35.1 reads as a change never applied (its clean then waits forever).
 
 Config keys read from the emulator config file (Python syntax), per system:
   'cpus' (int), 'memory_gib' (int), 'disk_gib' (int), 'bios_version' (str)
 and globally:
   FERROMETAL_INSTANT_POWER (bool)
 """
+import json
 import sys
 
+import flask
+from sushy_tools import error
 from sushy_tools.emulator import main as emulator
 from sushy_tools.emulator.resources.systems import fakedriver
 
@@ -77,7 +84,14 @@ def get_bios(self, identity):
     return dict(DEFAULT_BIOS, **_system(self, identity).get('bios', {}))
 
 
+# A value the BMC refuses (with a 400), for tests of a failed BIOS step: the registry
+# accepts it (a short string), so Ironic sends it.
+REFUSED = 'refused-by-bmc'
+
+
 def set_bios(self, identity, attributes):
+    if REFUSED in attributes.values():
+        raise error.FishyError(f'the BMC refuses the value {REFUSED!r}', code=400)
     system = self._get(identity)
     self._update(system, bios=dict(system.get('bios', {}), **attributes))
 
@@ -108,6 +122,21 @@ fakedriver.FakeDriver.set_bios = set_bios
 fakedriver.FakeDriver.reset_bios = reset_bios
 fakedriver.FakeDriver.get_versions = get_versions
 fakedriver.FakeDriver.set_versions = set_versions
+
+_stock_bios_settings = emulator.app.view_functions['bios_settings']
+
+
+def bios_settings(identity):
+    response = _stock_bios_settings(identity)
+    if flask.request.method != 'GET' or response.status_code != 200:
+        return response
+    body = json.loads(response.get_data())
+    body['Attributes'] = {}
+    response.set_data(json.dumps(body))
+    return response
+
+
+emulator.app.view_functions['bios_settings'] = bios_settings
 
 if __name__ == '__main__':
     sys.exit(emulator.main())

@@ -62,3 +62,15 @@ pub fn init() {
         let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
     });
 }
+
+/// The apiserver's resource for `kind` of `group`/`version`: for ferrometal's own kinds, with
+/// the plural their CRD names (`HostFirmwareSettings`, `HostUpdatePolicy` have none a guess
+/// from the kind finds); for any other kind, guessed as kube does.
+pub fn api_resource(group: &str, version: &str, kind: &str) -> kube::core::ApiResource {
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+    let ours = crds::all_crds().into_iter().find(|c| c.spec.group == group && c.spec.names.kind == kind);
+    match ours {
+        Some(crd) => kube::core::ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural),
+        None => kube::core::ApiResource::from_gvk(&gvk),
+    }
+}

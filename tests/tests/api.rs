@@ -6,14 +6,13 @@ mod common;
 
 use common::Env;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::core::ApiResource;
 use serde_json::Value;
 
 /// The apiserver's view of a kind, from our own CRDs.
 fn api_resource(kind: &str) -> ApiResource {
     let crd = crds::all_crds().into_iter().find(|c| c.spec.names.kind == kind).expect("a CRD for every sample kind");
-    let version = crd.spec.versions[0].name.clone();
-    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&crd.spec.group, &version, kind), &crd.spec.names.plural)
+    ferrometal_tests::api_resource(&crd.spec.group, &crd.spec.versions[0].name, kind)
 }
 
 #[tokio::test]

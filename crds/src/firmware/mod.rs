@@ -1,15 +1,20 @@
 //! baremetal-operator's BIOS kinds (`metal3.io/v1alpha1`): `FirmwareSchema`, the settings a
-//! model of machine has and what each accepts, and `HostFirmwareSettings`, a host's wanted and
-//! current BIOS settings. Their YAML is baremetal-operator's, field for field.
+//! model of machine has and what each accepts, `HostFirmwareSettings`, a host's wanted and
+//! current BIOS settings, and `HostUpdatePolicy`, whether a provisioned host may be serviced
+//! for them. baremetal-operator's YAML is theirs, field for field; the settings' status adds
+//! `observedGeneration` and a `Ready` condition (`design/hosts.md`).
 //!
-//! Not served yet: no CRD is generated for them and no controller reads them
-//! (`design/hosts.md`, "Not done yet"); this module holds the types and the pure check of a
-//! wanted value against its schema, which the webhook and the controller will share.
+//! The webhook and the firmware controller share the pure checks here: a wanted value against
+//! its schema ([`check_setting`]) and every wanted setting of an object ([`validate_settings`]).
 
+mod policy;
 mod schema;
 mod settings;
 #[cfg(test)]
 mod tests;
+mod validate;
 
+pub use policy::{HostUpdatePolicy, HostUpdatePolicySpec, UpdatePolicy};
 pub use schema::{FirmwareSchema, FirmwareSchemaSpec, SettingProblem, SettingSchema, check_setting};
 pub use settings::{HostFirmwareSettings, HostFirmwareSettingsSpec, HostFirmwareSettingsStatus, SchemaReference};
+pub use validate::{differs, setting_text, validate_host_firmware_settings, validate_settings};

@@ -43,6 +43,8 @@ pub struct SettingSchema {
 }
 
 /// The settings of one vendor's model.
+// printcolumn(...) repeats type_ and priority by design; clippy reads them as duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "metal3.io",
@@ -52,7 +54,20 @@ pub struct SettingSchema {
     namespaced,
     derive = "PartialEq",
     derive = "Default",
-    doc = "The BIOS settings of a hardware model and what each accepts."
+    doc = "The BIOS settings of a hardware model and what each accepts.",
+    printcolumn(
+        name = "Vendor",
+        type_ = "string",
+        json_path = ".spec.hardwareVendor",
+        description = "Hardware vendor"
+    ),
+    printcolumn(name = "Model", type_ = "string", json_path = ".spec.hardwareModel", description = "Hardware model"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "Time since creation"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FirmwareSchemaSpec {

@@ -19,6 +19,8 @@ pub struct SchemaReference {
 }
 
 /// A host's wanted BIOS settings; the object has the host's name.
+// printcolumn(...) repeats type_ and priority by design; clippy reads them as duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "metal3.io",
@@ -30,7 +32,25 @@ pub struct SchemaReference {
     status = "HostFirmwareSettingsStatus",
     derive = "PartialEq",
     derive = "Default",
-    doc = "The BIOS settings wanted for the BareMetalHost of the same name, and those it has."
+    doc = "The BIOS settings wanted for the BareMetalHost of the same name, and those it has.",
+    printcolumn(
+        name = "Valid",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Valid\")].status",
+        description = "The wanted settings follow the schema"
+    ),
+    printcolumn(
+        name = "ChangeDetected",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"ChangeDetected\")].status",
+        description = "The wanted settings differ from the host's"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "Time since creation"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct HostFirmwareSettingsSpec {
@@ -53,7 +73,12 @@ pub struct HostFirmwareSettingsStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_updated: Option<Time>,
     /// `ChangeDetected` (the spec differs from the status) and `Valid` (the spec follows the
-    /// schema), as in baremetal-operator.
+    /// schema), as in baremetal-operator, and `Ready` (the settings were read from Ironic).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// The generation of the spec the conditions describe (not in baremetal-operator, whose
+    /// conditions alone carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }

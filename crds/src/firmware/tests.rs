@@ -91,3 +91,51 @@ fn extreme_bounds_from_a_bmc_never_overflow() {
     )]);
     assert_eq!(check_setting(&schemas, "Huge", &text("x")), Ok(()));
 }
+
+mod the_object {
+    use super::*;
+    use crate::firmware::{HostFirmwareSettingsSpec, validate_settings};
+
+    fn spec(settings: &[(&str, IntOrString)]) -> HostFirmwareSettingsSpec {
+        HostFirmwareSettingsSpec { settings: settings.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() }
+    }
+
+    fn current() -> BTreeMap<String, String> {
+        registry().keys().map(|k| (k.clone(), String::new())).collect()
+    }
+
+    #[test]
+    fn a_password_is_refused_by_its_name_before_anything_is_read() {
+        let errors = validate_settings(&spec(&[("AdminPassword", text("x"))]), None, None);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, "spec.settings[AdminPassword]");
+        assert!(errors[0].message.contains("password"), "{}", errors[0].message);
+    }
+
+    #[test]
+    fn before_the_settings_are_read_any_other_name_and_value_wait_for_them() {
+        assert!(
+            validate_settings(&spec(&[("Anything", text("x")), ("NumCores", IntOrString::Int(99))]), None, None)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_setting_the_host_lacks_is_refused_once_its_settings_are_read() {
+        let errors = validate_settings(&spec(&[("Missing", text("x"))]), Some(&current()), Some(&registry()));
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].message.contains("not among the host's BIOS settings"), "{}", errors[0].message);
+    }
+
+    #[test]
+    fn each_value_the_schema_refuses_is_one_error_and_the_valid_ones_none() {
+        let wanted = spec(&[
+            ("ProcTurboMode", text("Disabled")),
+            ("NumCores", IntOrString::Int(99)),
+            ("SecureBootStatus", text("Disabled")),
+        ]);
+        let errors = validate_settings(&wanted, Some(&current()), Some(&registry()));
+        let paths: Vec<_> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["spec.settings[NumCores]", "spec.settings[SecureBootStatus]"]);
+    }
+}

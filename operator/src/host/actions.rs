@@ -26,13 +26,15 @@ use crate::host::request::{Bmc, ConfigDrive, Request};
 use crds::baremetalhost::{HardwareDetails, Image, ProvisioningState};
 use ironic_client::{
     DeployRequest, DeployStep, DriverInfo, IronicClient, Node, NodeCreate, PatchOperation, PortCreate, PowerTarget,
-    ProvisionState, Step,
+    ProvisionState, ProvisionTarget, Step,
 };
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// How long the OS gets to shut down on a soft power off or reboot.
 const SOFT_POWER_TIMEOUT: Duration = Duration::from_secs(180);
+/// The fault Ironic records when it puts a node whose servicing failed in maintenance.
+const SERVICE_FAILURE: &str = "service failure";
 /// The priority baremetal-operator gives a custom deploy step.
 const CUSTOM_DEPLOY_PRIORITY: u32 = 80;
 
@@ -69,6 +71,8 @@ pub(super) struct Learned {
     pub credentials_sent: bool,
     pub inspection_started: bool,
     pub inspected: Option<Inspected>,
+    /// Ironic shows the host has the BIOS settings it waited for.
+    pub bios_settled: bool,
 }
 
 /// What happened.
@@ -114,6 +118,9 @@ pub(super) async fn run(client: &IronicClient, request: &Request, act: Act) -> R
         Act::Manage => step.manage().await,
         Act::Inspect => step.inspect(&mut learned).await,
         Act::FinishInspection => step.finish_inspection(&mut learned).await,
+        Act::ApplyBios => step.apply_bios(&mut learned, false).await,
+        Act::Service => step.apply_bios(&mut learned, true).await,
+        Act::AbortServicing => step.abort().await,
         Act::Provide => step.provide().await,
         Act::Deploy => step.deploy().await,
         Act::Adopt => step.adopt().await,
@@ -385,6 +392,57 @@ impl Calls<'_> {
     async fn set_automated_clean(&self, uuid: &str) -> Result<(), Stop> {
         if let Some(op) = automated_clean_patch(self.request.node_automated_clean, self.request.automated_clean) {
             self.client.update_node(uuid, &[op]).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts a manual clean (a host being prepared) or a servicing (a provisioned host) with
+    /// the BIOS settings the host waits for that Ironic does not show it has, read now: the
+    /// clean or servicing that applied them may have finished since the host's record was made,
+    /// and must not run again. Out of band (no ramdisk boots): the BMC applies the settings at
+    /// the reboot Ironic makes.
+    async fn apply_bios(&self, learned: &mut Learned, service: bool) -> Result<Answer, Stop> {
+        let uuid = self.node()?;
+        let current = self.client.list_bios_settings(uuid).await?;
+        let value = |name: &str| current.iter().find(|s| s.name == name).and_then(|s| s.value.as_deref());
+        let changes: Vec<Value> = (self.request.bios.iter())
+            .filter(|(name, wanted)| value(name) != Some(wanted.as_str()))
+            .map(|(name, wanted)| json!({"name": name, "value": wanted}))
+            .collect();
+        if changes.is_empty() {
+            learned.bios_settled = true;
+            return Ok(Answer::Nothing);
+        }
+        if service {
+            self.out_of_service_failure(uuid).await?;
+        }
+        tracing::info!(settings = changes.len(), service, "applying BIOS settings");
+        let steps = vec![Step::new("bios", "apply_configuration").arg("settings", Value::Array(changes))];
+        let target = match service {
+            true => ProvisionTarget::Service { steps, disable_ramdisk: true },
+            false => ProvisionTarget::Clean { steps, disable_ramdisk: true },
+        };
+        self.client.set_provision_state(uuid, &target).await?;
+        Ok(Answer::Called)
+    }
+
+    /// Ends a failed servicing: the node goes back to `active` as it is.
+    async fn abort(&self) -> Result<Answer, Stop> {
+        let uuid = self.node()?;
+        self.out_of_service_failure(uuid).await?;
+        self.client.set_provision_state(uuid, &ProvisionTarget::Abort).await?;
+        Ok(Answer::Called)
+    }
+
+    /// Ironic puts a node whose servicing failed in maintenance (fault `service failure`), and
+    /// allows neither servicing again nor aborting until it leaves it: that maintenance is
+    /// lifted, never one a person set (their node then stays as they left it, and the call's
+    /// refusal is retried and reported).
+    async fn out_of_service_failure(&self, uuid: &str) -> Result<(), Stop> {
+        let node = self.client.get_node(uuid).await?;
+        let failed = node.provision_state == Some(ProvisionState::ServiceFailed);
+        if failed && node.maintenance == Some(true) && node.fault.as_deref() == Some(SERVICE_FAILURE) {
+            self.client.clear_maintenance(uuid).await?;
         }
         Ok(())
     }

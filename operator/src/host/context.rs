@@ -7,6 +7,7 @@
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
 use crate::host::connection::Provisioner;
+use crate::host::firmware::Wanted;
 use crate::host::memory::Memory;
 use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
@@ -35,6 +36,8 @@ pub(super) struct HostContext {
     /// Ironic calls that keep failing, per host: their backoff and what status says of them.
     pub(super) troubles: Troubles,
     pub(super) ironic_metrics: IronicMetricsSync,
+    /// The BIOS settings each host waits for.
+    pub(super) firmware: Wanted,
     /// Bounds reconciles across the controllers of all namespaces.
     pub(super) permits: Semaphore,
 }
@@ -52,7 +55,13 @@ impl HostContext {
 
     /// What the controller keeps per host.
     pub(super) fn per_host(&self) -> PerHost<'_> {
-        PerHost { poller: &self.poller, capacity: &self.capacity, memory: &self.memory, troubles: &self.troubles }
+        PerHost {
+            poller: &self.poller,
+            capacity: &self.capacity,
+            memory: &self.memory,
+            troubles: &self.troubles,
+            firmware: &self.firmware,
+        }
     }
 
     /// What gathering reads.
@@ -63,6 +72,7 @@ impl HostContext {
             provisioner: &self.provisioner,
             poller: &self.poller,
             memory: &self.memory,
+            firmware: &self.firmware,
         }
     }
 
@@ -94,6 +104,7 @@ pub(super) struct PerHost<'a> {
     pub(super) capacity: &'a Capacity,
     pub(super) memory: &'a Memory,
     pub(super) troubles: &'a Troubles,
+    pub(super) firmware: &'a Wanted,
 }
 
 impl PerHost<'_> {
@@ -103,6 +114,7 @@ impl PerHost<'_> {
         self.capacity.release(key);
         self.memory.forget(key);
         self.troubles.clear(key);
+        self.firmware.forget(key);
     }
 }
 
@@ -116,6 +128,7 @@ pub(super) struct Reads<'a> {
     pub(super) provisioner: &'a Provisioner,
     pub(super) poller: &'a Poller,
     pub(super) memory: &'a Memory,
+    pub(super) firmware: &'a Wanted,
 }
 
 /// The Ironic side of a reconcile: the client, and the per-host state an Ironic step moves

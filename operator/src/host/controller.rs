@@ -1,7 +1,8 @@
 //! Wiring: one kube-runtime controller per watched scope (a namespace, or the whole cluster),
 //! run by the kit's runner and fed by BareMetalHost events, by changes to the Secrets hosts
-//! refer to, and by the wake-ups of the bulk poller and the capacity limiter; and the poller
-//! itself, shared by all of them.
+//! refer to, and by the wake-ups of the bulk poller and the capacity limiter; the poller
+//! itself, shared by all of them; and the `HostFirmwareSettings` controller, through the same
+//! Ironic connection.
 
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
@@ -54,6 +55,7 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
         memory: Memory::default(),
         troubles: Troubles::new(retry, config.slow_poll_interval.max(retry).saturating_mul(5)),
         ironic_metrics: IronicMetricsSync::new(client_metrics, ctx.metrics()),
+        firmware: crate::host::firmware::Wanted::new(wakeups.clone()),
         permits: Semaphore::new(usize::from(config.concurrency.max(1))),
         config: config.clone(),
     });
@@ -80,8 +82,10 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
             })
             .await;
     };
-    let (controllers, ()) = futures::future::join(controllers, poll).await;
+    let firmware = crate::host::firmware::run(&ctx, host_ctx.clone(), shutdown.clone());
+    let (controllers, (), firmware) = futures::future::join3(controllers, poll, firmware).await;
     controllers?;
+    firmware?;
     tracing::info!("the host controller stopped");
     Ok(())
 }

@@ -8,6 +8,7 @@ use crate::host::connection;
 use crate::host::context::Reads;
 use crate::host::draft::Draft;
 use crate::host::error;
+use crate::host::firmware::{self, Settings};
 use crate::host::handoff::Decoded;
 use crate::host::machine::{Act, Facts, NodeView, Plan, PowerGoal};
 use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
@@ -21,8 +22,8 @@ use crds::baremetalhost::annotations::{
 };
 use crds::baremetalhost::bmc::BmcAddress;
 use crds::baremetalhost::inspection_disabled;
-use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ErrorType, OperationalStatus};
-use ironic_client::PowerTarget;
+use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ErrorType, OperationalStatus, ProvisioningState};
+use ironic_client::{PowerTarget, ProvisionState as IronicState};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Resource, ResourceExt};
 use std::time::Duration;
@@ -39,6 +40,12 @@ pub(super) struct Observed<'a> {
     pub node: NodeView,
     /// The power change last asked for, while the node has not reached it.
     pub power_attempt: Option<PowerTarget>,
+    /// The BIOS settings the host waits for.
+    pub bios: Settings,
+    /// The host's settings object wants settings not read yet ([`crate::host::firmware::must_wait`]).
+    pub bios_pending: bool,
+    /// The host's `HostUpdatePolicy` lets it be serviced for its settings at its next reboot.
+    pub bios_on_reboot: bool,
     pub now: Timestamp,
 }
 
@@ -58,6 +65,9 @@ pub(super) async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Re
         }
         other => other,
     };
+    let moment = bios_moment(&host, draft.status.provisioning.state, &node);
+    let firmware::BiosFacts { settings: bios, pending: bios_pending, on_reboot: bios_on_reboot } =
+        firmware::bios_facts(ctx.kube, &host, &draft.key, ctx.firmware, moment).await?;
     let observed = Observed {
         host: &host,
         key: &draft.key,
@@ -66,6 +76,9 @@ pub(super) async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Re
         bmc,
         node,
         power_attempt,
+        bios,
+        bios_pending,
+        bios_on_reboot,
         now,
     };
     let decoded = decode(ctx.config, observed);
@@ -79,6 +92,22 @@ pub(super) async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Re
         draft.problem = Some((PROVISIONER_NOT_CONFIGURED, connection::Error::NotConfigured.to_string()));
     }
     Ok(decoded)
+}
+
+/// Where the host is, for its BIOS settings: an available host is about to be provisioned once
+/// it has an image (or custom deploy) and should be online.
+fn bios_moment(host: &BareMetalHost, state: ProvisioningState, node: &NodeView) -> firmware::Moment {
+    use ProvisioningState as S;
+    let spec = &host.spec;
+    let deploys = spec.image.as_ref().is_some_and(|i| !i.url.is_empty()) || spec.custom_deploy.is_some();
+    let failed = matches!(node, NodeView::Present(n) if n.provision_state == Some(IronicState::ServiceFailed));
+    match state {
+        S::Preparing => firmware::Moment::BeforeProvisioning,
+        S::Available | S::Ready if deploys && spec.online => firmware::Moment::BeforeProvisioning,
+        S::Provisioned | S::ExternallyProvisioned if failed => firmware::Moment::ServicingFailed,
+        S::Provisioned | S::ExternallyProvisioned => firmware::Moment::Provisioned,
+        _ => firmware::Moment::Other,
+    }
 }
 
 /// Completes the request for the plan: a deployment's config drive is read from the userData,
@@ -125,7 +154,8 @@ fn reached(node: &NodeView, target: PowerTarget) -> bool {
 
 /// The facts the plan is made from and the request its Ironic calls need.
 pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
-    let Observed { host, key, status, credentials, bmc, node, power_attempt, now } = observed;
+    let Observed { host, key, status, credentials, bmc, node, power_attempt, bios, bios_pending, bios_on_reboot, now } =
+        observed;
     let spec = &host.spec;
     let annotations = host.annotations();
     let detach = annotations.get(DETACHED).map(|v| {
@@ -193,13 +223,17 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         power,
         reboot_oneshot: reboot.is_some_and(|(_, oneshot)| oneshot),
         disable_power_off,
+        bios_change: !bios.is_empty(),
+        bios_pending,
+        bios_on_reboot,
         node,
     };
     let seen = match &facts.node {
         NodeView::Present(n) => Some(&**n),
         _ => None,
     };
-    let request = Request::new(host, status, key, credentials, bmc, seen, config);
+    let mut request = Request::new(host, status, key, credentials, bmc, seen, config);
+    request.bios = bios;
     Decoded { facts, request, retry_in, now }
 }
 

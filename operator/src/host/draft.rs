@@ -36,6 +36,8 @@ pub(super) struct Draft {
     pub remove_annotations: Vec<&'static str>,
     /// What inspection found, for the host's HardwareData.
     pub hardware_data: Option<HardwareDetails>,
+    /// The node is being serviced (the operational status says so).
+    pub servicing: bool,
 }
 
 impl Draft {
@@ -55,6 +57,7 @@ impl Draft {
             release_slot: false,
             remove_annotations: Vec::new(),
             hardware_data: None,
+            servicing: false,
         }
     }
 
@@ -69,6 +72,10 @@ impl Draft {
         let NodeView::Present(node) = node else {
             return;
         };
+        self.servicing = matches!(
+            node.provision_state,
+            Some(ProvisionState::Servicing | ProvisionState::ServiceWait | ProvisionState::ServiceHold)
+        );
         let status = &mut self.status;
         status.provisioning.id = node.uuid.clone();
         if let Some(power) = &node.power_state {
@@ -88,7 +95,8 @@ impl Draft {
     /// one status write per host less. Nothing reads the ID back to find the node: the poll
     /// finds it by name, and a new node of that name is refused by Ironic.
     pub(super) fn settle(&mut self, now: Timestamp) -> bool {
-        self.status.operational_status = status::operational_status(&self.status, self.detached, self.delayed);
+        self.status.operational_status =
+            status::operational_status(&self.status, self.detached, self.delayed, self.servicing);
         let problem = self.problem.as_ref().map(|(r, m)| (*r, m.clone()));
         status::set_conditions(&mut self.status, self.host.meta().generation, problem, self.failed_now, now);
         if !status::differs(&self.before, &self.status) {

@@ -175,11 +175,26 @@ async fn run_act(
     };
     ctx.hosts.troubles.clear(&draft.key);
     draft.problem = draft.problem.take().filter(|(reason, _)| *reason != IRONIC_CALL_FAILING);
+    if report.learned.bios_settled {
+        // Ironic shows the settings: preparing moves on (the firmware controller's next read
+        // says so in the HostFirmwareSettings).
+        ctx.hosts.firmware.settled(&draft.key);
+    } else if report.answer == Answer::Called {
+        match act {
+            Act::ApplyBios => draft
+                .notices
+                .normal("FirmwareSettings", "asked Ironic to apply the host's BIOS settings by a manual clean"),
+            Act::Service => draft.notices.normal("Servicing", "asked Ironic to service the host for its BIOS settings"),
+            Act::AbortServicing => draft.notices.normal("ServicingAborted", "ended the failed servicing"),
+            _ => {}
+        }
+    }
     learn(draft, &decoded.request, report.learned, decoded.now);
     match report.answer {
         Answer::Failed(message) => {
             let error = match act {
                 Act::Power(_) => ErrorType::PowerManagement,
+                Act::Service | Act::AbortServicing => ErrorType::Servicing,
                 _ => error_type_of(draft.status.provisioning.state),
             };
             tracing::info!(?act, error = %crate::kit::scrub::scrubbed(&message, &[]), "step failed");

@@ -25,7 +25,9 @@
 //! - `connection`: the Ironic client, from an `Ironic` resource or an endpoint;
 //! - `poller`: one paginated bulk list of Ironic nodes per interval for all hosts;
 //!   `capacity`: the provisioning limit across hosts; `wake`: host keys and wake-ups;
-//!   `metrics`: the controller's own metrics.
+//!   `metrics`: the controller's own metrics;
+//! - `firmware`: the `HostFirmwareSettings` controller, run beside the host controller through
+//!   its Ironic connection.
 
 mod actions;
 mod capacity;
@@ -39,6 +41,7 @@ mod draft;
 pub(crate) mod driver;
 mod error;
 mod execute;
+mod firmware;
 mod handoff;
 mod hardware;
 mod instance;

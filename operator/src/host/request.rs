@@ -111,6 +111,8 @@ pub(super) struct Request {
     /// only be one whose start the status has not recorded yet (a crash between the inspect
     /// call and the status write), never one to start again.
     pub status_written_at: Option<k8s_openapi::jiff::Timestamp>,
+    /// The BIOS settings the host waits for (its `HostFirmwareSettings`), by name.
+    pub bios: crate::host::firmware::Settings,
 }
 
 impl Request {
@@ -153,6 +155,7 @@ impl Request {
             credentials_sent,
             config_drive: ConfigDrive::None,
             status_written_at: status.last_updated.as_ref().map(|t| t.0),
+            bios: Default::default(),
         }
     }
 

@@ -153,9 +153,16 @@ pub(super) fn clear_error(status: &mut BareMetalHostStatus) {
 }
 
 /// The operational status that follows from the rest.
-pub(super) fn operational_status(status: &BareMetalHostStatus, detached: bool, delayed: bool) -> OperationalStatus {
+pub(super) fn operational_status(
+    status: &BareMetalHostStatus,
+    detached: bool,
+    delayed: bool,
+    servicing: bool,
+) -> OperationalStatus {
     if status.error_type.is_some() {
         OperationalStatus::Error
+    } else if servicing {
+        OperationalStatus::Servicing
     } else if detached {
         OperationalStatus::Detached
     } else if delayed {
@@ -309,15 +316,16 @@ mod tests {
     }
 
     #[test]
-    fn operational_status_reflects_errors_detach_and_delay() {
+    fn operational_status_reflects_errors_servicing_detach_and_delay() {
         let mut status = BareMetalHostStatus::default();
-        assert_eq!(operational_status(&status, false, false), OperationalStatus::Ok);
-        assert_eq!(operational_status(&status, true, false), OperationalStatus::Detached);
-        assert_eq!(operational_status(&status, false, true), OperationalStatus::Delayed);
+        assert_eq!(operational_status(&status, false, false, false), OperationalStatus::Ok);
+        assert_eq!(operational_status(&status, true, false, false), OperationalStatus::Detached);
+        assert_eq!(operational_status(&status, false, true, false), OperationalStatus::Delayed);
+        assert_eq!(operational_status(&status, true, true, true), OperationalStatus::Servicing);
         status.provisioning.state = S::Unmanaged;
-        assert_eq!(operational_status(&status, false, false), OperationalStatus::Discovered);
+        assert_eq!(operational_status(&status, false, false, false), OperationalStatus::Discovered);
         record_failure(&mut status, ErrorType::Registration, "x");
-        assert_eq!(operational_status(&status, true, true), OperationalStatus::Error);
+        assert_eq!(operational_status(&status, true, true, true), OperationalStatus::Error);
     }
 
     #[test]

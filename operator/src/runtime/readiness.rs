@@ -214,6 +214,8 @@ mod tests {
         readiness.watched(&uri("/api/v1/namespaces/b/secrets?watch=true"));
         assert!(!readiness.report().0, "the Secrets of namespace a are not synced");
         readiness.watched(&uri("/api/v1/namespaces/a/secrets?watch=true"));
+        assert!(!readiness.report().0, "the firmware controller's watch runs with the host controller");
+        readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/hostfirmwaresettings?watch=true"));
         let (ready, text) = readiness.report();
         assert!(ready, "{text}");
     }

@@ -1,9 +1,10 @@
 //! Admission reviews: which kinds we validate, and the answer for each.
 
-use super::envelope::{Answer, JobAuthor, Object, Request, Review, Weight};
+use super::envelope::{Answer, JobAuthor, Object, Request, Review, SchemaCheck, Weight};
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::access::HostAccess;
+use crds::firmware::{HostFirmwareSettings, validate_host_firmware_settings};
 use crds::ironic::{Ironic, IronicNamespaces, IronicValidationOptions};
 use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
@@ -23,10 +24,12 @@ pub(crate) enum Kind {
     BareMetalHost,
     NodeSet,
     NodeSetService,
+    HostFirmwareSettings,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 4] = [Kind::Ironic, Kind::BareMetalHost, Kind::NodeSet, Kind::NodeSetService];
+    pub(crate) const ALL: [Kind; 5] =
+        [Kind::Ironic, Kind::BareMetalHost, Kind::NodeSet, Kind::NodeSetService, Kind::HostFirmwareSettings];
 
     /// The URL path the apiserver posts reviews of this kind to.
     pub(crate) fn path(self) -> String {
@@ -44,13 +47,14 @@ impl Kind {
             Kind::BareMetalHost => "baremetalhost",
             Kind::NodeSet => "nodeset",
             Kind::NodeSetService => "nodesetservice",
+            Kind::HostFirmwareSettings => "hostfirmwaresettings",
         }
     }
 
     pub(crate) fn group(self) -> &'static str {
         match self {
             Kind::Ironic => "ironic.metal3.io",
-            Kind::BareMetalHost => "metal3.io",
+            Kind::BareMetalHost | Kind::HostFirmwareSettings => "metal3.io",
             Kind::NodeSet | Kind::NodeSetService => "ferrometal.io",
         }
     }
@@ -65,6 +69,7 @@ impl Kind {
             Kind::BareMetalHost => "baremetalhosts",
             Kind::NodeSet => "nodesets",
             Kind::NodeSetService => "nodesetservices",
+            Kind::HostFirmwareSettings => "hostfirmwaresettings",
         }
     }
 }
@@ -98,16 +103,22 @@ impl Default for Policy {
     }
 }
 
-/// What the rules found: the violations, and whether they looked at the object at all (an
-/// update that leaves the spec as it was, or a delete, is let through unread).
+/// What the rules found: the violations, whether they looked at the object at all (an
+/// update that leaves the spec as it was, or a delete, is let through unread), and what is
+/// left to check against another object.
 struct Checked {
     errors: Vec<FieldError>,
     read: bool,
+    schema: Option<SchemaCheck>,
 }
 
 impl Checked {
     fn unread() -> Self {
-        Self { errors: Vec::new(), read: false }
+        Self { errors: Vec::new(), read: false, schema: None }
+    }
+
+    fn read(errors: Vec<FieldError>) -> Self {
+        Self { errors, read: true, schema: None }
     }
 }
 
@@ -118,7 +129,7 @@ pub(crate) fn review(kind: Kind, body: &[u8], policy: &Policy) -> Answer {
         Err(err) => return Answer::deny("", format!("cannot parse the admission review: {err}")),
     };
     let request = review.request;
-    let Checked { errors, read } = match validate(kind, &request, policy) {
+    let Checked { errors, read, schema } = match validate(kind, &request, policy) {
         Ok(checked) => checked,
         Err(message) => return Answer::deny(&request.uid, message),
     };
@@ -130,6 +141,7 @@ pub(crate) fn review(kind: Kind, body: &[u8], policy: &Policy) -> Answer {
             let namespace = request.namespace.clone().unwrap_or_default();
             answer.requires = Some(JobAuthor { user: request.user_info.clone(), namespace });
         }
+        answer.schema = schema;
         answer
     } else {
         tracing::info!(kind = ?kind, name = %request.name, namespace = ?request.namespace,
@@ -159,7 +171,7 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
             Checked::unread()
         } else {
             let errors = vec![FieldError::new("spec", "the object is being deleted: its spec can no longer change")];
-            Checked { errors, read: true }
+            Checked::read(errors)
         });
     }
     if let Some(old) = &old
@@ -205,8 +217,28 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
             errors.extend(validate_service_account(&new.spec, namespace, policy.reserved_account.as_ref()));
             errors
         }
+        Kind::HostFirmwareSettings => {
+            let (new, _) = typed::<HostFirmwareSettings>(&new, old)?;
+            return Ok(firmware_settings(new, namespace));
+        }
     };
-    Ok(Checked { errors, read: true })
+    Ok(Checked::read(errors))
+}
+
+/// A host's wanted BIOS settings: what needs no other object is checked here (a password, a
+/// setting the host lacks); when the status names the schema of the host's settings, the values
+/// are checked against it before the answer goes out (`firmware.rs`). The schema is looked up
+/// in the object's own namespace, whatever namespace the status names.
+fn firmware_settings(settings: HostFirmwareSettings, namespace: &str) -> Checked {
+    let status = settings.status.unwrap_or_default();
+    let errors = validate_host_firmware_settings(&settings.spec, &status.settings, None);
+    let schema = status.firmware_schema.filter(|_| errors.is_empty()).map(|schema| SchemaCheck {
+        namespace: namespace.to_string(),
+        name: schema.name,
+        spec: settings.spec,
+        current: status.settings,
+    });
+    Checked { errors, read: true, schema }
 }
 
 /// The review's objects as our types, parsed from their text without the metadata no rule
@@ -324,6 +356,38 @@ mod tests {
         let text = message(&denied);
         assert!(text.contains("spec.bmc.address") && text.contains("--bmc-networks"), "{text}");
         assert!(text.contains("spec.image") && text.contains("--file-image-dirs"), "{text}");
+    }
+
+    fn firmware_settings(settings: serde_json::Value, status: serde_json::Value) -> Answer {
+        let mut r = review_of(json!({"apiVersion": "metal3.io/v1alpha1", "kind": "HostFirmwareSettings",
+            "metadata": {"name": "server-0", "namespace": "team-a"},
+            "spec": {"settings": settings}, "status": status}));
+        r["request"]["namespace"] = json!("team-a");
+        let body = serde_json::to_vec(&r).expect("serializes");
+        super::review(Kind::HostFirmwareSettings, &body, &Policy::default())
+    }
+
+    #[test]
+    fn a_password_or_a_setting_the_host_lacks_is_refused_without_reading_anything() {
+        let password = firmware_settings(json!({"AdminPassword": "x"}), json!({}));
+        assert!(!password.response.allowed);
+        assert!(password.message().contains("spec.settings[AdminPassword]"), "{}", password.message());
+        let status = json!({"settings": {"ProcTurboMode": "Enabled"}});
+        let missing = firmware_settings(json!({"NoSuchSetting": "x"}), status);
+        assert!(!missing.response.allowed);
+        assert!(missing.message().contains("not among the host's BIOS settings"), "{}", missing.message());
+    }
+
+    #[test]
+    fn the_schema_is_checked_in_the_objects_own_namespace_whatever_the_status_names() {
+        let status = json!({"settings": {"ProcTurboMode": "Enabled"},
+                            "schema": {"namespace": "team-b", "name": "schema-1"}});
+        let answer = firmware_settings(json!({"ProcTurboMode": "Disabled"}), status);
+        assert!(answer.response.allowed, "{:?}", answer.response.status);
+        let check = answer.schema.expect("a schema to check against");
+        assert_eq!((check.namespace.as_str(), check.name.as_str()), ("team-a", "schema-1"));
+        let before = firmware_settings(json!({"ProcTurboMode": "Disabled"}), json!({}));
+        assert!(before.response.allowed && before.schema.is_none(), "settings written before the host are let in");
     }
 
     #[test]

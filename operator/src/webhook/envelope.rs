@@ -168,6 +168,21 @@ pub(crate) struct Answer {
     /// answer goes out (`server.rs`).
     #[serde(skip)]
     pub requires: Option<JobAuthor>,
+    /// Allowed only if the wanted BIOS settings follow this schema: read from the apiserver
+    /// before the answer goes out (`firmware.rs`).
+    #[serde(skip)]
+    pub schema: Option<SchemaCheck>,
+}
+
+/// Wanted BIOS settings to check against the `FirmwareSchema` of the host's model.
+#[derive(Clone, Debug)]
+pub(crate) struct SchemaCheck {
+    /// The settings object's namespace: the only one the schema is read from.
+    pub namespace: String,
+    pub name: String,
+    pub spec: crds::firmware::HostFirmwareSettingsSpec,
+    /// The host's settings as last read.
+    pub current: std::collections::BTreeMap<String, String>,
 }
 
 /// Who wrote an object that makes the operator run Jobs, and where they would run.
@@ -207,6 +222,7 @@ impl Answer {
             kind: "AdmissionReview",
             response: Response { uid: uid.to_string(), allowed, status },
             requires: None,
+            schema: None,
         }
     }
 

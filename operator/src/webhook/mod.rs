@@ -21,6 +21,7 @@ mod admission;
 mod authorize;
 mod certs;
 mod envelope;
+mod firmware;
 mod registration;
 mod rotation;
 mod server;

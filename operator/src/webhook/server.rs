@@ -127,6 +127,7 @@ async fn validate(State(reviews): State<Arc<Reviews>>, Path(segment): Path<Strin
         }
     };
     let answer = authorized(&reviews.client, &reviews.watched, answer).await;
+    let answer = super::firmware::checked(&reviews.client, &reviews.watched, answer).await;
     match serde_json::to_vec(&answer) {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], Body::from(json)).into_response(),
         Err(err) => {

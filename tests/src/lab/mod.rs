@@ -17,7 +17,6 @@ use anyhow::Context;
 use k8s_openapi::api::batch::v1::{Job, JobStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use progress::{Progress, Row};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -379,7 +378,7 @@ async fn apply(client: &kube::Client, object: Value) -> crate::Result<()> {
         api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object)).await?;
         return Ok(());
     }
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &kind));
+    let resource = crate::api_resource(group, version, &kind);
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
     api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&object))
         .await
@@ -405,7 +404,7 @@ struct Watch<'a> {
 
 impl Watch<'_> {
     fn api(&self, group: &str, kind: &str) -> Api<DynamicObject> {
-        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, "v1alpha1", kind));
+        let resource = crate::api_resource(group, "v1alpha1", kind);
         Api::namespaced_with(self.client.clone(), samples::NAMESPACE, &resource)
     }
 

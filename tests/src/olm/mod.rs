@@ -20,7 +20,6 @@ use anyhow::Context;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,7 +88,7 @@ pub async fn apply(client: &kube::Client, object: &Value) -> Result<Value> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let kind = object["kind"].as_str().unwrap_or_default();
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+    let resource = crate::api_resource(group, version, kind);
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let api: Api<DynamicObject> = match object["metadata"]["namespace"].as_str() {
         Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),

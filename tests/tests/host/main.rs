@@ -8,6 +8,7 @@ mod host_common;
 
 mod annotations;
 mod errors;
+mod firmware;
 mod ironic_resource;
 mod ironic_restart;
 mod lifecycle;

@@ -46,11 +46,8 @@ async fn every_alm_example_is_accepted_by_a_server_side_dry_run() -> anyhow::Res
     for example in &examples {
         let group_version = example["apiVersion"].as_str().unwrap_or_default();
         let (group, version) = group_version.split_once('/').unwrap_or(("", group_version));
-        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-            cp.client(),
-            &ns,
-            &kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(group, version, kind_of(example))),
-        );
+        let resource = ferrometal_tests::api_resource(group, version, kind_of(example));
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(cp.client(), &ns, &resource);
         let object: kube::api::DynamicObject = serde_json::from_value(example.clone())?;
         let params = kube::api::PostParams { dry_run: true, ..Default::default() };
         let stored =

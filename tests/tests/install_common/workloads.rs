@@ -8,7 +8,7 @@ use ferrometal_tests::mariadb::{MariaDb, MariaDbConfig};
 use ferrometal_tests::operator_process::OperatorProcess;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::core::ApiResource;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ impl Running for OperatorProcess {
 }
 
 pub fn resource(group: &str, kind: &str) -> ApiResource {
-    ApiResource::from_gvk(&GroupVersionKind::gvk(group, "v1alpha1", kind))
+    ferrometal_tests::api_resource(group, "v1alpha1", kind)
 }
 
 /// Server-side applies `object` (JSON with apiVersion, kind, metadata.name) in `namespace`.
@@ -56,7 +56,7 @@ pub async fn apply(client: &kube::Client, namespace: &str, object: Value) -> any
         api.patch(&name, &params, &Patch::Apply(&object)).await?;
         return Ok(());
     }
-    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &kind));
+    let resource = ferrometal_tests::api_resource(group, version, &kind);
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
     api.patch(&name, &params, &Patch::Apply(&object))
         .await

@@ -55,8 +55,19 @@ fn decoded(
     now: Timestamp,
 ) -> Decoded {
     let key = HostKey::new("ns", "h");
-    let observed =
-        Observed { host, key: &key, status, credentials, bmc: parse_bmc(&host.spec), node, power_attempt: None, now };
+    let observed = Observed {
+        host,
+        key: &key,
+        status,
+        credentials,
+        bmc: parse_bmc(&host.spec),
+        node,
+        power_attempt: None,
+        bios: Default::default(),
+        bios_pending: false,
+        bios_on_reboot: false,
+        now,
+    };
     decode(&Config::default(), observed)
 }
 
@@ -145,6 +156,9 @@ fn a_power_change_that_ended_elsewhere_with_an_error_has_failed() {
         bmc: parse_bmc(&host.spec),
         node,
         power_attempt: Some(PowerTarget::Off),
+        bios: Default::default(),
+        bios_pending: false,
+        bios_on_reboot: false,
         now: at(0),
     };
     let config = Config::default();

@@ -94,6 +94,14 @@ pub(crate) struct Facts {
     /// The one-shot reboot annotation is present.
     pub reboot_oneshot: bool,
     pub disable_power_off: bool,
+    /// The host's `HostFirmwareSettings` wants BIOS settings Ironic did not show it has.
+    pub bios_change: bool,
+    /// The host's `HostFirmwareSettings` wants settings the firmware controller has not read
+    /// (or told) yet, at a moment that decides on them (before provisioning, a failed
+    /// servicing).
+    pub bios_pending: bool,
+    /// The host's `HostUpdatePolicy` lets a provisioned host be serviced for its settings.
+    pub bios_on_reboot: bool,
     pub node: NodeView,
 }
 
@@ -121,6 +129,9 @@ impl Default for Facts {
             power: PowerGoal::On,
             reboot_oneshot: false,
             disable_power_off: false,
+            bios_change: false,
+            bios_pending: false,
+            bios_on_reboot: false,
             node: NodeView::Unknown,
         }
     }
@@ -139,6 +150,13 @@ pub(crate) enum Act {
     Inspect,
     /// Read the inventory, write HardwareData, move on to preparing.
     FinishInspection,
+    /// Apply the BIOS settings the host waits for, by a manual clean (out of band).
+    ApplyBios,
+    /// Apply them to a provisioned host by servicing (out of band): the node goes from `active`
+    /// through `servicing` back to `active`, never deployed or cleaned again.
+    Service,
+    /// End a failed servicing whose settings are no longer wanted: back to `active`.
+    AbortServicing,
     /// `provide` (with automated cleaning as the host asks).
     Provide,
     /// Set the instance info and deploy.

@@ -123,6 +123,11 @@ fn plan_preparing(f: &Facts, seen: &Seen<'_>) -> Plan {
                 Plan::Fail { error: ErrorType::Preparation, message, then: None }
             }
         }
+        // BIOS settings are applied by a manual clean, which starts from manageable.
+        ProvisionState::Available if f.bios_change => act(Act::Manage),
+        ProvisionState::Manageable if f.bios_change => act(Act::ApplyBios),
+        // Woken when the firmware controller has read them.
+        ProvisionState::Manageable | ProvisionState::Available if f.bios_pending => Plan::Wait,
         ProvisionState::Manageable | ProvisionState::Available => Plan::Transition(S::Available),
         ProvisionState::CleanFailed => {
             failed(f, ErrorType::Preparation, last_error(seen.node, "cleaning failed"), Act::Manage)
@@ -138,6 +143,11 @@ fn plan_available(f: &Facts, seen: &Seen<'_>) -> Plan {
     // As baremetal-operator goes back to preparing when RAID changes: there the
     // refusal is recorded, and nothing is provisioned without what was asked for.
     if f.unsupported.is_some() {
+        return Plan::Transition(S::Preparing);
+    }
+    // New BIOS settings are applied in preparing, as baremetal-operator applies them, before
+    // anything is provisioned.
+    if f.bios_change || (f.bios_pending && f.provision_requested) {
         return Plan::Transition(S::Preparing);
     }
     if f.inspect_requested && !f.inspection_disabled {
@@ -193,7 +203,20 @@ fn plan_provisioned(f: &Facts, state: ProvisioningState, seen: &Seen<'_>) -> Pla
         return Plan::Transition(S::Deprovisioning);
     }
     match seen.ps {
+        ProvisionState::Servicing | ProvisionState::ServiceWait | ProvisionState::ServiceHold => Plan::Wait,
+        // Tried again while its settings are still wanted and allowed, abandoned otherwise, as
+        // baremetal-operator does; never anything that would leave `active` for good.
+        ProvisionState::ServiceFailed => {
+            let recover = if f.bios_change && f.bios_on_reboot { Act::Service } else { Act::AbortServicing };
+            match failed(f, ErrorType::Servicing, last_error(seen.node, "servicing failed"), recover) {
+                // What is wanted is not known yet (the firmware controller's first read after
+                // a restart): neither tried again nor abandoned on a guess.
+                Plan::Act { .. } if f.bios_pending => Plan::Wait,
+                plan => plan,
+            }
+        }
         _ if seen.busy => Plan::Wait,
+        ProvisionState::Active if servicing_due(f, seen.node) => act(Act::Service),
         ProvisionState::Active => plan_power(f, seen.node),
         ProvisionState::Manageable => act(Act::Adopt),
         // Adoption starts from manageable.
@@ -205,6 +228,17 @@ fn plan_provisioned(f: &Facts, state: ProvisioningState, seen: &Seen<'_>) -> Pla
     }
 }
 
+/// A provisioned host is serviced for the settings it waits for at its reboot, as
+/// baremetal-operator services it: when it is off and should be on (after the reboot
+/// annotation powered it off, or a power off and on), and only when its policy allows.
+fn servicing_due(f: &Facts, node: &NodeStatusSummary) -> bool {
+    f.bios_change
+        && f.bios_on_reboot
+        && f.power == PowerGoal::On
+        && node.target_power_state.is_none()
+        && node.power_state == Some(PowerState::Off)
+}
+
 fn plan_deprovisioning(f: &Facts, seen: &Seen<'_>) -> Plan {
     let busy = seen.busy;
     match seen.ps {
@@ -212,6 +246,8 @@ fn plan_deprovisioning(f: &Facts, seen: &Seen<'_>) -> Plan {
         ProvisionState::CleanWait if busy => Plan::Wait,
         // A deployment waiting for its agent can be torn down.
         ProvisionState::Active | ProvisionState::DeployFailed | ProvisionState::DeployWait => act(Act::Undeploy),
+        // A failed servicing is ended first: Ironic undeploys from `active` only.
+        ProvisionState::ServiceFailed => act(Act::AbortServicing),
         _ if busy => Plan::Wait,
         ProvisionState::Available | ProvisionState::Manageable => Plan::Transition(S::Available),
         ProvisionState::Error => {

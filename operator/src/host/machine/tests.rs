@@ -112,6 +112,69 @@ fn unsupported_settings_stop_the_host_in_preparing_until_removed() {
 }
 
 #[test]
+fn new_bios_settings_are_applied_in_preparing_before_anything_is_provisioned() {
+    let available =
+        Facts { bios_change: true, provision_requested: true, ..facts(S::Available, node("available", None)) };
+    assert_eq!(transition(&available), S::Preparing, "back to preparing, not on to provisioning");
+    let preparing = |state| Facts { bios_change: true, ..facts(S::Preparing, node(state, None)) };
+    assert_eq!(plan(&preparing("available")), act(Act::Manage), "a manual clean starts from manageable");
+    assert_eq!(plan(&preparing("manageable")), act(Act::ApplyBios));
+    let cleaning = Facts { bios_change: true, ..facts(S::Preparing, node("clean wait", Some("manageable"))) };
+    assert_eq!(plan(&cleaning), Plan::Wait);
+    let failed =
+        Facts { bios_change: true, ..facts(S::Preparing, with_error(node("clean failed", None), "BMC said no")) };
+    assert!(matches!(plan(&failed), Plan::Fail { error: ErrorType::Preparation, .. }), "{:?}", plan(&failed));
+    let applied = Facts { bios_change: false, ..preparing("manageable") };
+    assert_eq!(transition(&applied), S::Available);
+    let unread = Facts { bios_pending: true, ..applied };
+    assert_eq!(plan(&unread), Plan::Wait, "wanted settings not yet read hold the host in preparing");
+    let about_to_provision =
+        Facts { bios_pending: true, provision_requested: true, ..facts(S::Available, node("available", None)) };
+    assert_eq!(transition(&about_to_provision), S::Preparing, "an available host waits for them in preparing");
+    // A provisioned host is never taken back for BIOS settings: that is servicing.
+    let provisioned = Facts { bios_change: true, ..facts(S::Provisioned, node("active", None)) };
+    assert!(!matches!(plan(&provisioned), Plan::Transition(_) | Plan::Act { act: Act::ApplyBios, .. }));
+}
+
+#[test]
+fn a_provisioned_host_is_serviced_for_its_bios_settings_at_its_reboot_only_when_its_policy_allows() {
+    let off = |allowed| Facts {
+        bios_change: true,
+        bios_on_reboot: allowed,
+        ..facts(S::Provisioned, powered(node("active", None), PowerState::Off))
+    };
+    assert_eq!(plan(&off(true)), act(Act::Service), "off and wanted on: serviced instead of powered on");
+    assert_eq!(plan(&off(false)), act(Act::Power(PowerTarget::On)), "no policy: powered on as it is");
+    let running = Facts { bios_change: true, bios_on_reboot: true, ..facts(S::Provisioned, node("active", None)) };
+    assert_eq!(plan(&running), Plan::Idle, "a running host waits for its reboot");
+    let held_off = Facts { power: PowerGoal::Off { hard: false }, ..off(true) };
+    assert_eq!(plan(&held_off), Plan::Idle, "not while the reboot annotation holds it off");
+    for state in ["servicing", "service wait"] {
+        let busy =
+            Facts { bios_change: true, bios_on_reboot: true, ..facts(S::Provisioned, node(state, Some("active"))) };
+        assert_eq!(plan(&busy), Plan::Wait, "{state}");
+    }
+    let failed = |wanted| Facts {
+        bios_change: wanted,
+        bios_on_reboot: true,
+        ..facts(S::Provisioned, with_error(node("service failed", None), "BMC said no"))
+    };
+    assert!(matches!(plan(&failed(true)), Plan::Fail { error: ErrorType::Servicing, then: None, .. }));
+    let recorded = |wanted| Facts { error_type: Some(ErrorType::Servicing), ..failed(wanted) };
+    assert_eq!(plan(&recorded(true)), retry(Act::Service), "tried again while still wanted");
+    assert_eq!(plan(&recorded(false)), retry(Act::AbortServicing), "abandoned once no longer wanted");
+    let unknown = Facts { bios_change: false, bios_pending: true, ..recorded(false) };
+    assert_eq!(plan(&unknown), Plan::Wait, "what is wanted is not known yet: neither retried nor aborted");
+    // Deleted, or given another image, while its servicing failed: aborted, then undeployed.
+    let leaving = Facts { error_type: None, ..facts(S::Deprovisioning, node("service failed", None)) };
+    assert_eq!(plan(&leaving), act(Act::AbortServicing));
+    // Whatever servicing does, the host stays provisioned: no transition, no undeploy.
+    for f in [off(true), off(false), running, failed(true), recorded(true), recorded(false)] {
+        assert!(!matches!(plan(&f), Plan::Transition(_) | Plan::Act { act: Act::Undeploy | Act::DeleteNode, .. }));
+    }
+}
+
+#[test]
 fn available_hosts_provision_inspect_or_get_adopted() {
     let f = Facts { provision_requested: true, ..facts(S::Available, node("manageable", None)) };
     assert_eq!(transition(&f), S::Provisioning);

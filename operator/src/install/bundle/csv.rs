@@ -14,10 +14,16 @@ pub const CHANNEL: &str = "alpha";
 /// The oldest Kubernetes the operator is tested against.
 pub(crate) const MIN_KUBE_VERSION: &str = "1.20.0";
 /// The samples offered as `alm-examples`, one per kind a user creates.
-pub const EXAMPLES: &[&str] =
-    &["ironic-minimal.yaml", "baremetalhost-minimal.yaml", "nodeset-minimal.yaml", "nodesetservice-minimal.yaml"];
+pub const EXAMPLES: &[&str] = &[
+    "ironic-minimal.yaml",
+    "baremetalhost-minimal.yaml",
+    "hostfirmwaresettings-bmo.yaml",
+    "hostupdatepolicy-full.yaml",
+    "nodeset-minimal.yaml",
+    "nodesetservice-minimal.yaml",
+];
 /// Kinds the operator writes and users do not create: hidden from the console's forms.
-pub(crate) const INTERNAL: &[&str] = &["hardwaredata.metal3.io"];
+pub(crate) const INTERNAL: &[&str] = &["hardwaredata.metal3.io", "firmwareschemas.metal3.io"];
 /// The install modes: the operator watches one namespace, a list of them, or all.
 pub(crate) const INSTALL_MODES: &[(&str, bool)] =
     &[("OwnNamespace", true), ("SingleNamespace", true), ("MultiNamespace", true), ("AllNamespaces", true)];
@@ -27,7 +33,7 @@ const ICON: &str = include_str!("icon.svg");
 const DESCRIPTION: &str = "ferrometal runs OpenStack Ironic and the bare-metal machines it provisions.
 
 - **Ironic** (`ironic.metal3.io/v1alpha1`): the YAML ironic-standalone-operator users already have becomes a running Ironic, with TLS, a managed or external MariaDB, and version upgrades.
-- **BareMetalHost** (`metal3.io/v1alpha1`): baremetal-operator's hosts, driven through Ironic's API.
+- **BareMetalHost** (`metal3.io/v1alpha1`): baremetal-operator's hosts, driven through Ironic's API, with each host's BIOS settings read into its **HostFirmwareSettings** and their schema into a **FirmwareSchema**; a **HostUpdatePolicy** lets a provisioned host be serviced for them at its next reboot.
 - **NodeSet** (`ferrometal.io/v1alpha1`): groups of hosts whose day-2 configuration is edited in place. No machine is ever deprovisioned unless a user explicitly asks for that machine.
 
 Uninstalling the operator leaves BareMetalHosts and machines alone.

@@ -21,7 +21,16 @@ fn resources(kinds: &[(&str, &str)]) -> Vec<Value> {
 
 /// One entry per served version of every CRD, in `crds::all_crds` order.
 pub(super) fn owned() -> Vec<Value> {
-    vec![ironic(), bare_metal_host(), hardware_data(), node_set(), node_set_service()]
+    vec![
+        ironic(),
+        bare_metal_host(),
+        hardware_data(),
+        node_set(),
+        node_set_service(),
+        firmware_schema(),
+        host_firmware_settings(),
+        host_update_policy(),
+    ]
 }
 
 /// An `Ironic`.
@@ -83,6 +92,50 @@ fn hardware_data() -> Value {
         "resources": [],
         "specDescriptors": [
             descriptor("hardware", "Hardware", "The inspected hardware.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `FirmwareSchema`.
+fn firmware_schema() -> Value {
+    json!({
+        "name": "firmwareschemas.metal3.io", "version": "v1alpha1", "kind": "FirmwareSchema",
+        "displayName": "Firmware Schema",
+        "description": "The BIOS settings of a model of machine and what each accepts, as its BMC reports them. Written by the operator.",
+        "resources": [],
+        "specDescriptors": [
+            descriptor("hardwareVendor", "Vendor", "The hardware vendor.", &[TEXT]),
+            descriptor("hardwareModel", "Model", "The hardware model.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `HostFirmwareSettings`.
+fn host_firmware_settings() -> Value {
+    json!({
+        "name": "hostfirmwaresettings.metal3.io", "version": "v1alpha1", "kind": "HostFirmwareSettings",
+        "displayName": "Host Firmware Settings",
+        "description": "The BIOS settings wanted for the BareMetalHost of the same name, and those it has (baremetal-operator's API).",
+        "resources": resources(&[("FirmwareSchema", "v1alpha1")]),
+        "specDescriptors": [
+            descriptor("settings", "Settings", "The wanted BIOS settings, by name.", &[TEXT]),
+        ],
+        "statusDescriptors": [
+            descriptor("settings", "Current settings", "The host's BIOS settings as Ironic last read them.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `HostUpdatePolicy`.
+fn host_update_policy() -> Value {
+    json!({
+        "name": "hostupdatepolicies.metal3.io", "version": "v1alpha1", "kind": "HostUpdatePolicy",
+        "displayName": "Host Update Policy",
+        "description": "Whether the BareMetalHost of the same name may have its firmware settings applied by servicing at its next reboot (baremetal-operator's API).",
+        "resources": [],
+        "specDescriptors": [
+            descriptor("firmwareSettings", "Firmware settings", "onPreparing (the default) or onReboot.", &[TEXT]),
+            descriptor("firmwareUpdates", "Firmware updates", "onPreparing (the default) or onReboot.", &[TEXT]),
         ],
     })
 }

@@ -48,6 +48,9 @@ kinds! {
     crds::ironic::Ironic => "ironic.metal3.io", "ironics";
     crds::baremetalhost::BareMetalHost => "metal3.io", "baremetalhosts";
     crds::hardwaredata::HardwareData => "metal3.io", "hardwaredata";
+    crds::firmware::HostFirmwareSettings => "metal3.io", "hostfirmwaresettings";
+    crds::firmware::FirmwareSchema => "metal3.io", "firmwareschemas";
+    crds::firmware::HostUpdatePolicy => "metal3.io", "hostupdatepolicies";
     crds::nodeset::NodeSet => "ferrometal.io", "nodesets";
     crds::nodesetservice::NodeSetService => "ferrometal.io", "nodesetservices";
 }
@@ -105,7 +108,10 @@ mod tests {
         check_custom::<crds::hardwaredata::HardwareData>();
         check_custom::<crds::nodeset::NodeSet>();
         check_custom::<crds::nodesetservice::NodeSetService>();
-        assert_eq!(ALL.len(), 22, "every kind above is checked here");
+        check_custom::<crds::firmware::HostFirmwareSettings>();
+        check_custom::<crds::firmware::FirmwareSchema>();
+        check_custom::<crds::firmware::HostUpdatePolicy>();
+        assert_eq!(ALL.len(), 25, "every kind above is checked here");
     }
 
     #[test]

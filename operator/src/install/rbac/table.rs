@@ -21,6 +21,9 @@ const fn workload(resource: Resource, verbs: &'static [Verb], why: &'static str)
 const IRONICS: Resource = Resource::new("ironic.metal3.io", "ironics");
 const BAREMETALHOSTS: Resource = Resource::new("metal3.io", "baremetalhosts");
 const HARDWAREDATA: Resource = Resource::new("metal3.io", "hardwaredata");
+const HOSTFIRMWARESETTINGS: Resource = Resource::new("metal3.io", "hostfirmwaresettings");
+const FIRMWARESCHEMAS: Resource = Resource::new("metal3.io", "firmwareschemas");
+const HOSTUPDATEPOLICIES: Resource = Resource::new("metal3.io", "hostupdatepolicies");
 const NODESETS: Resource = Resource::new("ferrometal.io", "nodesets");
 const NODESETSERVICES: Resource = Resource::new("ferrometal.io", "nodesetservices");
 const DEPLOYMENTS: Resource = Resource::new("apps", "deployments");
@@ -146,6 +149,25 @@ pub(crate) const HOST: Component = Component {
     ],
 };
 
+/// The `HostFirmwareSettings` controller (`operator/src/host/firmware`), run with the host
+/// controller: the settings objects it makes for hosts and reads, their hosts, and the schemas
+/// it publishes.
+pub(crate) const FIRMWARE: Component = Component {
+    name: "firmware",
+    access: &[
+        access(
+            HOSTFIRMWARESETTINGS,
+            &[Get, List, Watch, Create],
+            "read wanted BIOS settings (a host being prepared reads its own); one per host at registration",
+        ),
+        access(HOSTFIRMWARESETTINGS.status(), &[Patch], "write the settings read and the conditions"),
+        access(FIRMWARESCHEMAS, &[Get, Create, Patch], "the schema of each model's BIOS settings, shared by its hosts"),
+        access(BAREMETALHOSTS, &[Get], "the host of a settings object: its Ironic node"),
+        access(HOSTUPDATEPOLICIES, &[Get], "whether a provisioned host with settings waiting may be serviced"),
+        access(EVENTS, &[Create, Patch], "Events on transitions"),
+    ],
+};
+
 /// The `NodeSet` controller (`operator/src/nodeset`, `design/nodeset.md`): NodeSets and their
 /// services, the BareMetalHosts it claims (as their consumer; it reads them, and HardwareData,
 /// from watch caches), service Jobs and their inventory Secrets, and the first-boot network
@@ -222,18 +244,23 @@ pub(crate) const WEBHOOK: Component = Component {
             &[Create],
             "ask whether a NodeSetService's author may create Jobs in its namespace (a service runs its image as a Job); reads nothing",
         ),
+        access(
+            FIRMWARESCHEMAS,
+            &[Get],
+            "check wanted BIOS settings against the schema their status names, in their namespace",
+        ),
     ],
 };
 
 /// Everything: the controllers, the runtime and the webhook server.
-pub(crate) const ALL: [&Component; 6] = [&IRONIC, &DATABASE, &HOST, &NODESET, &RUNTIME, &WEBHOOK];
+pub(crate) const ALL: [&Component; 7] = [&IRONIC, &DATABASE, &HOST, &FIRMWARE, &NODESET, &RUNTIME, &WEBHOOK];
 
 /// The components that run with a controller the runtime starts: the database module runs
-/// inside the Ironic controller.
+/// inside the Ironic controller, the firmware controller beside the host controller.
 pub(crate) fn of_controller(name: &str) -> Vec<&'static Component> {
     match name {
         "ironic" => vec![&IRONIC, &DATABASE],
-        "host" => vec![&HOST],
+        "host" => vec![&HOST, &FIRMWARE],
         "nodeset" => vec![&NODESET],
         _ => Vec::new(),
     }

@@ -1,0 +1,51 @@
+//! Wiring: one controller of `HostFirmwareSettings` per watched scope, woken when a spec
+//! changes (a new generation) and by its own requeues, never by its status writes, each of
+//! which would cost Ironic a read for nothing.
+
+use super::reconcile::{CONTROLLER, FirmwareReconciler};
+use crate::host::context::HostContext;
+use crate::kit::backoff::Backoff;
+use crate::kit::cache::{lean, paged};
+use crate::kit::runner::{Runner, Stopped, drive, fan_out};
+use crate::kit::{Context, Scope};
+use crds::firmware::HostFirmwareSettings;
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::{WatchStreamExt, predicates, reflector, watcher};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, HostFirmwareSettings: List, Watch);
+
+/// Runs the controllers of every scope until `shutdown`.
+pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: CancellationToken) -> Result<(), Stopped> {
+    let retry = Duration::from_secs(5);
+    let reconciler = Arc::new(FirmwareReconciler {
+        runner: Runner {
+            controller: CONTROLLER,
+            metrics: ctx.metrics(),
+            backoff: Backoff::new(retry, Duration::from_secs(300)),
+        },
+        publisher: ctx.publisher(CONTROLLER),
+        hosts,
+    });
+    fan_out(CONTROLLER, ctx.scopes(), |scope| {
+        let reads = reconciler.hosts.firmware.reads(scope.namespace().map(str::to_string));
+        let controller = watch(&scope, reconciler.hosts.config.concurrency).reconcile_on(reads);
+        drive(controller, reconciler.clone(), shutdown.clone())
+    })
+    .await
+}
+
+/// Woken by a new generation of a spec, and (`reconcile_on`) by the host controller when a
+/// host has the settings it waited for.
+fn watch(scope: &Scope, concurrency: u16) -> Controller<HostFirmwareSettings> {
+    let (store, writer) = reflector::store();
+    let trigger = watcher(scope.api::<HostFirmwareSettings>(), paged().any_semantic())
+        .default_backoff()
+        .modify(lean::<HostFirmwareSettings>)
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, Default::default());
+    Controller::for_stream(trigger, store).with_config(controller::Config::default().concurrency(concurrency))
+}

@@ -1,0 +1,33 @@
+//! The `HostFirmwareSettings` of a host, made when the host controller registers its node, as
+//! baremetal-operator makes it: named for the host, owned by it (the garbage collector removes
+//! it with the host), and with an empty spec, which belongs to the user from then on.
+
+use crate::kit::KubeError;
+use crate::kit::error::Verb;
+use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL};
+use crds::baremetalhost::BareMetalHost;
+use crds::firmware::{HostFirmwareSettings, HostFirmwareSettingsSpec};
+use kube::api::{Api, PostParams};
+use kube::{Resource, ResourceExt};
+
+crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, HostFirmwareSettings: Create);
+
+/// Creates the host's settings object unless one exists (the user may have written it first,
+/// to have settings applied before provisioning: it is then left as it is).
+pub(crate) async fn ensure_settings(client: &kube::Client, host: &BareMetalHost) -> Result<(), KubeError> {
+    let (Some(namespace), Some(owner)) = (host.namespace(), host.controller_owner_ref(&())) else { return Ok(()) };
+    let name = host.name_any();
+    let mut settings = HostFirmwareSettings::new(&name, HostFirmwareSettingsSpec::default());
+    settings.metadata.namespace = Some(namespace.clone());
+    settings.metadata.owner_references = Some(vec![owner]);
+    settings.metadata.labels = Some([(MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string())].into());
+    let api: Api<HostFirmwareSettings> = Api::namespaced(client.clone(), &namespace);
+    match api
+        .create(&PostParams { field_manager: Some(crate::FIELD_MANAGER.into()), ..Default::default() }, &settings)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(err) if crate::kit::error::code(&err) == Some(409) => Ok(()),
+        Err(err) => Err(KubeError::of::<HostFirmwareSettings>(Verb::Create, &name)(err)),
+    }
+}

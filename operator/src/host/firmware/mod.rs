@@ -1,0 +1,32 @@
+//! The `HostFirmwareSettings` controller, beside the host controller and through its Ironic
+//! connection: it reads each host's BIOS settings from Ironic into the status of the
+//! `HostFirmwareSettings` of the host's name, publishes their schema as a `FirmwareSchema`
+//! shared by the machines of one model, and says whether the wanted settings are valid and
+//! differ from the host's (baremetal-operator's `Valid` and `ChangeDetected`). It never
+//! changes a BIOS itself: it tells the host controller what each host waits for, and the host
+//! controller applies it by a manual clean when it prepares the host (`design/hosts.md`).
+//!
+//! - `controller`: the watch per scope, woken by changes of the spec only;
+//! - `reconcile`: the steps: dereference the host → read Ironic → publish the schema → status;
+//! - `read`: Ironic's list as settings and schema, and the schema's name (pure);
+//! - `schema`: the shared `FirmwareSchema`, owned by every settings object that uses it;
+//! - `status`: the status, conditions and Events from what was read (pure);
+//! - `create`: the empty `HostFirmwareSettings` the host controller makes for a host it
+//!   registers, as baremetal-operator does;
+//! - `gate`: whether a host being prepared must wait for its settings to be read;
+//! - `wanted`: the settings each host waits for, which the host controller applies while it
+//!   prepares the host.
+
+mod controller;
+mod create;
+mod gate;
+mod read;
+mod reconcile;
+mod schema;
+mod status;
+mod wanted;
+
+pub(super) use controller::run;
+pub(super) use create::ensure_settings;
+pub(super) use gate::{BiosFacts, Moment, bios_facts};
+pub(super) use wanted::{Settings, Wanted};

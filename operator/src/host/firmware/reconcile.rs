@@ -1,0 +1,175 @@
+//! One reconcile of a `HostFirmwareSettings`: dereference its host → read the BIOS from Ironic
+//! → publish the schema → write the status. What cannot be read (no host, not registered,
+//! detached, Ironic unavailable or not done reading) is a value, reported in `Ready`, and read
+//! again later; only failed Kubernetes writes are errors, retried with backoff.
+
+use super::read::{Reading, reading, schema_name};
+use super::schema;
+use super::status::{Observed, compute};
+use crate::host::context::HostContext;
+use crate::host::wake::HostKey;
+use crate::kit::backoff::spread;
+use crate::kit::runner::{Reconcile, Runner};
+use crate::kit::scrub::scrubbed;
+use crate::kit::status::Commit;
+use crate::kit::{KubeError, Publisher};
+use crds::baremetalhost::annotations::DETACHED;
+use crds::baremetalhost::{BareMetalHost, ProvisioningState};
+use crds::firmware::HostFirmwareSettings;
+use futures::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The controller's name: in metrics, logs and as the Events' reporter.
+pub(super) const CONTROLLER: &str = "hostfirmwaresettings";
+
+/// baremetal-operator's delays: a host not ready to be read is tried again in 30 s; settings
+/// that differ from the host's are read again every minute (they change when the host is
+/// prepared or serviced), the others every five.
+const NOT_READY: Duration = Duration::from_secs(30);
+const CHANGE_DETECTED: Duration = Duration::from_secs(60);
+const STEADY: Duration = Duration::from_secs(300);
+
+crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, BareMetalHost: Get);
+crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, HostFirmwareSettings, status: Patch);
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Error {
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+}
+
+crate::kit::label::metric_labels!(Error: Kube);
+
+/// What the reconciles share.
+pub(super) struct FirmwareReconciler {
+    pub(super) runner: Runner,
+    pub(super) publisher: Publisher,
+    /// The host controller's: its Ironic connection and configuration.
+    pub(super) hosts: Arc<HostContext>,
+}
+
+impl Reconcile for FirmwareReconciler {
+    type Object = HostFirmwareSettings;
+    type Error = Error;
+
+    fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    fn reconcile(self: Arc<Self>, settings: Arc<HostFirmwareSettings>) -> BoxFuture<'static, Result<Action, Error>> {
+        Box::pin(async move { self.run(&settings).await })
+    }
+}
+
+/// `Ready`'s reason when the host's driver gives no settings at all.
+pub(super) const NO_SETTINGS: &str = "NoSettings";
+
+/// Whether Ironic has managed the host's node (verified it), which is when it reads the BIOS:
+/// any state past inspection.
+fn managed(host: &BareMetalHost) -> bool {
+    use ProvisioningState as S;
+    let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
+    !matches!(state, S::None | S::Unmanaged | S::Registering | S::Inspecting)
+}
+
+/// What dereferencing and reading found.
+enum Found {
+    Unread { reason: &'static str, message: String, again: Duration },
+    Read { host: Box<BareMetalHost>, reading: Reading },
+}
+
+impl FirmwareReconciler {
+    async fn run(&self, settings: &HostFirmwareSettings) -> Result<Action, Error> {
+        let found = self.read(settings).await?;
+        let now = Time(Timestamp::now());
+        let (outcome, again) = match &found {
+            Found::Unread { reason, message, again } => {
+                (compute(settings, &Observed::Unread { reason, message: message.clone() }, &now), *again)
+            }
+            Found::Read { host, reading } => {
+                let name = schema_name(&reading.schema);
+                let kube = &self.hosts.kube;
+                let schema = schema::publish(kube, settings, host, reading, &name).await?;
+                let serviced = self.serviced(settings, host).await?;
+                (compute(settings, &Observed::Read { reading, schema, serviced }, &now), STEADY)
+            }
+        };
+        let again = if outcome.change_detected { again.min(CHANGE_DETECTED) } else { again };
+        let key = HostKey::new(settings.namespace().unwrap_or_default(), settings.name_any());
+        let written = outcome.status.is_some();
+        let generation = settings.metadata.generation;
+        match &found {
+            Found::Read { .. } => self.hosts.firmware.set(&key, outcome.waiting.clone(), generation),
+            Found::Unread { .. } => self.hosts.firmware.unread(&key, generation),
+        }
+        let api: Api<HostFirmwareSettings> =
+            Api::namespaced(self.hosts.kube.clone(), &settings.namespace().unwrap_or_default());
+        let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
+        commit.write(&api, settings, outcome.status.as_ref(), outcome.notices).await?;
+        if written {
+            // A host waiting in preparing for this read looks at it now.
+            self.hosts.firmware.wake(&key);
+        }
+        Ok(Action::requeue(spread(again)))
+    }
+
+    /// For a provisioned host with wanted settings, whether its policy lets servicing apply
+    /// them (for `Ready`'s message; the host controller reads the policy itself when it acts).
+    async fn serviced(&self, settings: &HostFirmwareSettings, host: &BareMetalHost) -> Result<Option<bool>, Error> {
+        let state = host.status.as_ref().map(|s| s.provisioning.state);
+        let provisioned =
+            matches!(state, Some(ProvisioningState::Provisioned | ProvisioningState::ExternallyProvisioned));
+        if !provisioned || settings.spec.settings.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(super::gate::settings_on_reboot(&self.hosts.kube, host).await?))
+    }
+
+    /// The host of the same name in the same namespace, and its BIOS as Ironic read it.
+    async fn read(&self, settings: &HostFirmwareSettings) -> Result<Found, Error> {
+        let (namespace, name) = (settings.namespace().unwrap_or_default(), settings.name_any());
+        let hosts: Api<BareMetalHost> = Api::namespaced(self.hosts.kube.clone(), &namespace);
+        let unread = |reason, message: String, again| Ok(Found::Unread { reason, message, again });
+        let host =
+            hosts.get_opt(&name).await.map_err(KubeError::of::<BareMetalHost>(crate::kit::error::Verb::Get, &name))?;
+        let Some(host) = host else {
+            return unread("NoHost", format!("no BareMetalHost named {name} in this namespace"), NOT_READY);
+        };
+        if host.annotations().contains_key(DETACHED) {
+            return unread("Detached", "the host is detached from Ironic".into(), STEADY);
+        }
+        let node = host.status.as_ref().map(|s| s.provisioning.id.clone()).unwrap_or_default();
+        if node.is_empty() {
+            return unread("NotRegistered", "the host has no Ironic node yet".into(), NOT_READY);
+        }
+        // Ironic's answers may quote what they were sent: scrubbed before status sees them.
+        let unavailable = |message: String| unread("IronicUnavailable", scrubbed(&message, &[]), NOT_READY);
+        let client = match self.hosts.provisioner.client().await {
+            Ok(client) => client,
+            Err(err) => return unavailable(err.to_string()),
+        };
+        let bios = match client.list_bios_settings(&node).await {
+            Ok(bios) => bios,
+            Err(err) => return unavailable(format!("cannot read the BIOS settings: {err}")),
+        };
+        let reading = reading(&bios);
+        if reading.is_empty() && managed(&host) {
+            // Managed, Ironic has read what the driver gives: nothing.
+            let message = "the host's driver reports no BIOS settings (no BIOS interface, or fake hardware): \
+                           none can be applied";
+            return Ok(Found::Unread { reason: NO_SETTINGS, message: message.into(), again: STEADY });
+        }
+        if reading.is_empty() {
+            let message = "Ironic has not read the host's BIOS settings yet (it does once the host is managed)";
+            return unread("NotRead", message.into(), NOT_READY);
+        }
+        Ok(Found::Read { host: Box::new(host), reading })
+    }
+}
