@@ -30,7 +30,8 @@ pub enum CrdRenderError {
 }
 
 /// Every CRD ferrometal serves, in a fixed order: Ironic, BareMetalHost, HardwareData,
-/// NodeSet, NodeSetService, FirmwareSchema, HostFirmwareSettings, HostUpdatePolicy. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
+/// NodeSet, NodeSetService, FirmwareSchema, HostFirmwareSettings, HostFirmwareComponents,
+/// HostUpdatePolicy. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
 /// adjusted ([`crate::ironic::crd`]).
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
     vec![
@@ -41,6 +42,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         crate::nodesetservice::NodeSetService::crd(),
         crate::firmware::FirmwareSchema::crd(),
         crate::firmware::HostFirmwareSettings::crd(),
+        crate::firmware::HostFirmwareComponents::crd(),
         crate::firmware::HostUpdatePolicy::crd(),
     ]
 }

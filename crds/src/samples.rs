@@ -39,6 +39,7 @@ pub const ALL: &[Sample] = &[
     sample!("nodesetservice-full.yaml", "NodeSetService"),
     sample!("firmwareschema-full.yaml", "FirmwareSchema"),
     sample!("hostfirmwaresettings-bmo.yaml", "HostFirmwareSettings"),
+    sample!("hostfirmwarecomponents-bmo.yaml", "HostFirmwareComponents"),
     sample!("hostupdatepolicy-full.yaml", "HostUpdatePolicy"),
 ];
 

@@ -55,6 +55,7 @@ fn all_yaml_is_every_crd_in_order_and_parses_back() {
             "nodesetservices.ferrometal.io",
             "firmwareschemas.metal3.io",
             "hostfirmwaresettings.metal3.io",
+            "hostfirmwarecomponents.metal3.io",
             "hostupdatepolicies.metal3.io"
         ]
     );

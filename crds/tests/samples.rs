@@ -5,7 +5,10 @@ mod common;
 
 use common::{assert_lossless, merge, schema_of, yaml};
 use crds::baremetalhost::{BareMetalHost, validate_baremetalhost};
-use crds::firmware::{FirmwareSchema, HostFirmwareSettings, HostUpdatePolicy, validate_settings};
+use crds::firmware::{
+    FirmwareSchema, HostFirmwareComponents, HostFirmwareSettings, HostUpdatePolicy, validate_host_firmware_components,
+    validate_settings,
+};
 use crds::hardwaredata::HardwareData;
 use crds::ironic::{Ironic, IronicValidationOptions, validate_ironic};
 use crds::nodeset::{NodeSet, validate_nodeset};
@@ -53,6 +56,10 @@ fn validate(sample: &Sample) -> Vec<crds::FieldError> {
         "HostFirmwareSettings" => {
             let settings: HostFirmwareSettings = assert_lossless(&value, sample.file);
             validate_settings(&settings.spec, None, None)
+        }
+        "HostFirmwareComponents" => {
+            let components: HostFirmwareComponents = assert_lossless(&value, sample.file);
+            validate_host_firmware_components(&components.spec)
         }
         other => panic!("unknown kind {other}"),
     }
@@ -199,6 +206,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         ("NodeSet", include_str!("fixtures/nodeset-status.yaml")),
         ("NodeSetService", include_str!("fixtures/nodesetservice-status.yaml")),
         ("HostFirmwareSettings", include_str!("fixtures/hostfirmwaresettings-status.yaml")),
+        ("HostFirmwareComponents", include_str!("fixtures/hostfirmwarecomponents-status.yaml")),
     ];
     [
         "Ironic",
@@ -208,6 +216,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         "NodeSetService",
         "FirmwareSchema",
         "HostFirmwareSettings",
+        "HostFirmwareComponents",
         "HostUpdatePolicy",
     ]
     .into_iter()
@@ -267,5 +276,6 @@ fn hardwaredata_nodeset_and_service_samples_use_every_field() {
 fn firmware_samples_use_every_field() {
     assert_every_field_used("FirmwareSchema");
     assert_every_field_used("HostFirmwareSettings");
+    assert_every_field_used("HostFirmwareComponents");
     assert_every_field_used("HostUpdatePolicy");
 }

@@ -24,9 +24,9 @@ impl IronicClient {
         Ok(settings.bios)
     }
 
-    /// A node's firmware components (`GET /v1/nodes/{id}/firmware`): empty until an
-    /// inspection or a firmware update has cached them, and for drivers without a firmware
-    /// interface.
+    /// A node's firmware components (`GET /v1/nodes/{id}/firmware`): empty until Ironic has
+    /// cached them (when the node is managed, at inspection, around cleaning and servicing,
+    /// after a firmware update), and for drivers without a firmware interface.
     pub async fn list_firmware_components(&self, ident: &str) -> Result<Vec<FirmwareComponent>> {
         #[derive(Deserialize)]
         struct Components {

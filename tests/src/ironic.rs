@@ -353,6 +353,11 @@ http_url = {image_url}
 
 [service_catalog]
 endpoint_override = {endpoint}
+
+[redfish]
+firmware_update_status_interval = 2
+firmware_update_fail_interval = 2
+firmware_update_required_successes = 0
 ",
         state = state.display(),
         tmp = tmp.display(),

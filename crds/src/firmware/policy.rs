@@ -67,4 +67,9 @@ impl HostUpdatePolicySpec {
     pub fn settings_on_reboot(&self) -> bool {
         self.firmware_settings == Some(UpdatePolicy::OnReboot)
     }
+
+    /// Firmware updates may be flashed on the provisioned host by servicing.
+    pub fn updates_on_reboot(&self) -> bool {
+        self.firmware_updates == Some(UpdatePolicy::OnReboot)
+    }
 }

@@ -1,7 +1,7 @@
 //! BIOS settings and their registry (`GET /v1/nodes/{id}/bios?detail=True`, 1.74) and firmware
 //! components (`GET /v1/nodes/{id}/firmware`, 1.86), as Ironic cached them from the BMC: the
-//! settings when a node is managed and after cleaning or servicing, the components at
-//! inspection and after a firmware update. Every registry field is optional, since a BMC
+//! settings when a node is managed and after cleaning or servicing, the components when a
+//! node is managed, at inspection, around cleaning and servicing and after a firmware update. Every registry field is optional, since a BMC
 //! without an attribute registry gives names and values only.
 
 use serde::{Deserialize, Serialize};
@@ -49,6 +49,8 @@ pub struct FirmwareComponent {
     pub current_version: Option<String>,
     /// The version of the last update Ironic flashed, if any.
     pub last_version_flashed: Option<String>,
+    /// When Ironic last changed this record (RFC 3339); `None` until it first did.
+    pub updated_at: Option<String>,
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! between a create and the next poll, a create racing ours) makes the create fail with a
 //! conflict and is then read by name, never duplicated.
 
+use crate::host::components::handover::{MARK, Mark, NodeMoment, handed, mark_of};
 use crate::host::driver::{DriverSpec, inspect_interface};
 use crate::host::hardware;
 use crate::host::instance::{
@@ -24,6 +25,7 @@ use crate::host::instance::{
 use crate::host::machine::Act;
 use crate::host::request::{Bmc, ConfigDrive, Request};
 use crds::baremetalhost::{HardwareDetails, Image, ProvisioningState};
+use crds::firmware::{FirmwareUpdate, updates_to_flash};
 use ironic_client::{
     DeployRequest, DeployStep, DriverInfo, IronicClient, Node, NodeCreate, PatchOperation, PortCreate, PowerTarget,
     ProvisionState, ProvisionTarget, Step,
@@ -73,6 +75,8 @@ pub(super) struct Learned {
     pub inspected: Option<Inspected>,
     /// Ironic shows the host has the BIOS settings it waited for.
     pub bios_settled: bool,
+    /// Ironic was handed the firmware updates the host waited for, before this step.
+    pub updates_settled: bool,
 }
 
 /// What happened.
@@ -118,8 +122,8 @@ pub(super) async fn run(client: &IronicClient, request: &Request, act: Act) -> R
         Act::Manage => step.manage().await,
         Act::Inspect => step.inspect(&mut learned).await,
         Act::FinishInspection => step.finish_inspection(&mut learned).await,
-        Act::ApplyBios => step.apply_bios(&mut learned, false).await,
-        Act::Service => step.apply_bios(&mut learned, true).await,
+        Act::ApplyBios => step.apply_bios(&mut learned).await,
+        Act::Service => step.service(&mut learned).await,
         Act::AbortServicing => step.abort().await,
         Act::Provide => step.provide().await,
         Act::Deploy => step.deploy().await,
@@ -396,40 +400,107 @@ impl Calls<'_> {
         Ok(())
     }
 
-    /// Starts a manual clean (a host being prepared) or a servicing (a provisioned host) with
-    /// the BIOS settings the host waits for that Ironic does not show it has, read now: the
-    /// clean or servicing that applied them may have finished since the host's record was made,
-    /// and must not run again. Out of band (no ramdisk boots): the BMC applies the settings at
-    /// the reboot Ironic makes.
-    async fn apply_bios(&self, learned: &mut Learned, service: bool) -> Result<Answer, Stop> {
-        let uuid = self.node()?;
+    /// The BIOS settings the host waits for that Ironic does not show it has, read now: the
+    /// clean or servicing that applied them may have finished since the host's record was
+    /// made, and must not run again.
+    async fn bios_changes(&self, uuid: &str) -> Result<Vec<Value>, Stop> {
+        if self.request.bios.is_empty() {
+            return Ok(Vec::new());
+        }
         let current = self.client.list_bios_settings(uuid).await?;
         let value = |name: &str| current.iter().find(|s| s.name == name).and_then(|s| s.value.as_deref());
-        let changes: Vec<Value> = (self.request.bios.iter())
+        Ok((self.request.bios.iter())
             .filter(|(name, wanted)| value(name) != Some(wanted.as_str()))
             .map(|(name, wanted)| json!({"name": name, "value": wanted}))
-            .collect();
+            .collect())
+    }
+
+    /// Starts a manual clean of a host being prepared with the BIOS settings it waits for. Out
+    /// of band (no ramdisk boots): the BMC applies them at the reboot Ironic makes.
+    async fn apply_bios(&self, learned: &mut Learned) -> Result<Answer, Stop> {
+        let uuid = self.node()?;
+        let changes = self.bios_changes(uuid).await?;
         if changes.is_empty() {
             learned.bios_settled = true;
             return Ok(Answer::Nothing);
         }
-        if service {
-            self.out_of_service_failure(uuid).await?;
-        }
-        tracing::info!(settings = changes.len(), service, "applying BIOS settings");
+        tracing::info!(settings = changes.len(), "applying BIOS settings by a manual clean");
         let steps = vec![Step::new("bios", "apply_configuration").arg("settings", Value::Array(changes))];
-        let target = match service {
-            true => ProvisionTarget::Service { steps, disable_ramdisk: true },
-            false => ProvisionTarget::Clean { steps, disable_ramdisk: true },
-        };
-        self.client.set_provision_state(uuid, &target).await?;
+        self.client.set_provision_state(uuid, &ProvisionTarget::Clean { steps, disable_ramdisk: true }).await?;
         Ok(Answer::Called)
     }
 
-    /// Ends a failed servicing: the node goes back to `active` as it is.
+    /// Services a provisioned host, out of band, for the BIOS settings and firmware updates it
+    /// waits for (those its policy allows; the request holds no others): the settings first,
+    /// then the updates, as baremetal-operator orders them. What Ironic already has or was
+    /// already handed is left out, and a servicing with nothing left is not asked for.
+    async fn service(&self, learned: &mut Learned) -> Result<Answer, Stop> {
+        let uuid = self.node()?;
+        let node = self.out_of_service_failure(uuid).await?;
+        let mut steps = Vec::new();
+        let changes = self.bios_changes(uuid).await?;
+        if changes.is_empty() {
+            learned.bios_settled = !self.request.bios.is_empty();
+        } else {
+            steps.push(Step::new("bios", "apply_configuration").arg("settings", Value::Array(changes)));
+        }
+        let updates = self.updates_to_flash(uuid, &node, learned).await?;
+        if !updates.is_empty() {
+            let settings = serde_json::to_value(&updates).map_err(|e| failed(e.to_string()))?;
+            steps.push(Step::new("firmware", "update").arg("settings", settings));
+        }
+        if steps.is_empty() {
+            return Ok(Answer::Nothing);
+        }
+        tracing::info!(steps = steps.len(), updates = updates.len(), "servicing the host");
+        self.client.set_provision_state(uuid, &ProvisionTarget::Service { steps, disable_ramdisk: true }).await?;
+        Ok(Answer::Called)
+    }
+
+    /// The updates this servicing flashes: those of the request's list that Ironic was not
+    /// handed in an earlier servicing that did not fail, after the mark that witnesses the
+    /// handover is written in the node (`host::components::handover`). A list Ironic was
+    /// handed whole already is settled, and so is one it needs nothing flashed for (an update
+    /// removed from the spec).
+    async fn updates_to_flash(
+        &self,
+        uuid: &str,
+        node: &Node,
+        learned: &mut Learned,
+    ) -> Result<Vec<FirmwareUpdate>, Stop> {
+        let wanted = &self.request.updates;
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let at = NodeMoment {
+            provision_state: node.provision_state.as_ref(),
+            provision_updated_at: node.provision_updated_at.as_deref(),
+        };
+        let handed = handed(mark_of(&node.extra).as_ref(), at);
+        if handed == *wanted {
+            learned.updates_settled = true;
+            return Ok(Vec::new());
+        }
+        let flash = updates_to_flash(wanted, &handed);
+        // With nothing to flash the list is handed over as it is: a mark with no time before
+        // reads as handed at once.
+        let before = if flash.is_empty() { None } else { node.provision_updated_at.clone() };
+        let mark = serde_json::to_value(Mark { updates: wanted.clone(), before }).map_err(|e| failed(e.to_string()))?;
+        self.client.update_node(uuid, &[PatchOperation::add(format!("/extra/{MARK}"), mark)]).await?;
+        // Handed over, or about to be: the components controller reads the node again now, and
+        // tells the host again should the servicing never reach Ironic.
+        learned.updates_settled = true;
+        Ok(flash)
+    }
+
+    /// Ends a failed servicing: the node goes back to `active` as it is. The updates it was
+    /// handed were not flashed (or not all): their mark goes first, so that they wait again.
     async fn abort(&self) -> Result<Answer, Stop> {
         let uuid = self.node()?;
-        self.out_of_service_failure(uuid).await?;
+        let node = self.out_of_service_failure(uuid).await?;
+        if node.extra.contains_key(MARK) {
+            self.client.update_node(uuid, &[PatchOperation::remove(format!("/extra/{MARK}"))]).await?;
+        }
         self.client.set_provision_state(uuid, &ProvisionTarget::Abort).await?;
         Ok(Answer::Called)
     }
@@ -438,13 +509,14 @@ impl Calls<'_> {
     /// allows neither servicing again nor aborting until it leaves it: that maintenance is
     /// lifted, never one a person set (their node then stays as they left it, and the call's
     /// refusal is retried and reported).
-    async fn out_of_service_failure(&self, uuid: &str) -> Result<(), Stop> {
+    /// Answers the node as it read it.
+    async fn out_of_service_failure(&self, uuid: &str) -> Result<Node, Stop> {
         let node = self.client.get_node(uuid).await?;
         let failed = node.provision_state == Some(ProvisionState::ServiceFailed);
         if failed && node.maintenance == Some(true) && node.fault.as_deref() == Some(SERVICE_FAILURE) {
             self.client.clear_maintenance(uuid).await?;
         }
-        Ok(())
+        Ok(node)
     }
 
     async fn provide(&self) -> Result<Answer, Stop> {

@@ -7,7 +7,7 @@
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
 use crate::host::connection::Provisioner;
-use crate::host::firmware::Wanted;
+use crate::host::firmware::{Wanted, WantedUpdates};
 use crate::host::memory::Memory;
 use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
@@ -38,6 +38,8 @@ pub(super) struct HostContext {
     pub(super) ironic_metrics: IronicMetricsSync,
     /// The BIOS settings each host waits for.
     pub(super) firmware: Wanted,
+    /// The firmware updates each host waits for.
+    pub(super) components: WantedUpdates,
     /// Bounds reconciles across the controllers of all namespaces.
     pub(super) permits: Semaphore,
 }
@@ -61,6 +63,7 @@ impl HostContext {
             memory: &self.memory,
             troubles: &self.troubles,
             firmware: &self.firmware,
+            components: &self.components,
         }
     }
 
@@ -73,6 +76,7 @@ impl HostContext {
             poller: &self.poller,
             memory: &self.memory,
             firmware: &self.firmware,
+            components: &self.components,
         }
     }
 
@@ -105,6 +109,7 @@ pub(super) struct PerHost<'a> {
     pub(super) memory: &'a Memory,
     pub(super) troubles: &'a Troubles,
     pub(super) firmware: &'a Wanted,
+    pub(super) components: &'a WantedUpdates,
 }
 
 impl PerHost<'_> {
@@ -115,6 +120,7 @@ impl PerHost<'_> {
         self.memory.forget(key);
         self.troubles.clear(key);
         self.firmware.forget(key);
+        self.components.forget(key);
     }
 }
 
@@ -129,6 +135,7 @@ pub(super) struct Reads<'a> {
     pub(super) poller: &'a Poller,
     pub(super) memory: &'a Memory,
     pub(super) firmware: &'a Wanted,
+    pub(super) components: &'a WantedUpdates,
 }
 
 /// The Ironic side of a reconcile: the client, and the per-host state an Ironic step moves

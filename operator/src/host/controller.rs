@@ -56,6 +56,7 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
         troubles: Troubles::new(retry, config.slow_poll_interval.max(retry).saturating_mul(5)),
         ironic_metrics: IronicMetricsSync::new(client_metrics, ctx.metrics()),
         firmware: crate::host::firmware::Wanted::new(wakeups.clone()),
+        components: crate::host::firmware::WantedUpdates::new(wakeups.clone()),
         permits: Semaphore::new(usize::from(config.concurrency.max(1))),
         config: config.clone(),
     });
@@ -83,9 +84,11 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
             .await;
     };
     let firmware = crate::host::firmware::run(&ctx, host_ctx.clone(), shutdown.clone());
-    let (controllers, (), firmware) = futures::future::join3(controllers, poll, firmware).await;
+    let components = crate::host::components::run(&ctx, host_ctx.clone(), shutdown.clone());
+    let (controllers, (), firmware, components) = futures::future::join4(controllers, poll, firmware, components).await;
     controllers?;
     firmware?;
+    components?;
     tracing::info!("the host controller stopped");
     Ok(())
 }

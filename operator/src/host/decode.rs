@@ -2,13 +2,14 @@
 //! once into the [`Facts`] the state machine reads and the [`Request`] the Ironic calls are
 //! made of. Only the reads happen here; [`decode`] itself is a pure function.
 
+use crate::host::components::{UpdateFacts, update_facts};
 use crate::host::config::Config;
 use crate::host::configdrive::{self, HostIdentity};
 use crate::host::connection;
 use crate::host::context::Reads;
 use crate::host::draft::Draft;
 use crate::host::error;
-use crate::host::firmware::{self, Settings};
+use crate::host::firmware;
 use crate::host::handoff::Decoded;
 use crate::host::machine::{Act, Facts, NodeView, Plan, PowerGoal};
 use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
@@ -40,12 +41,11 @@ pub(super) struct Observed<'a> {
     pub node: NodeView,
     /// The power change last asked for, while the node has not reached it.
     pub power_attempt: Option<PowerTarget>,
-    /// The BIOS settings the host waits for.
-    pub bios: Settings,
-    /// The host's settings object wants settings not read yet ([`crate::host::firmware::must_wait`]).
-    pub bios_pending: bool,
-    /// The host's `HostUpdatePolicy` lets it be serviced for its settings at its next reboot.
-    pub bios_on_reboot: bool,
+    /// The BIOS settings the host waits for, whether they are not known yet, and whether its
+    /// policy lets servicing apply them.
+    pub bios: firmware::BiosFacts,
+    /// The same of its firmware updates.
+    pub updates: UpdateFacts,
     pub now: Timestamp,
 }
 
@@ -66,8 +66,8 @@ pub(super) async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Re
         other => other,
     };
     let moment = bios_moment(&host, draft.status.provisioning.state, &node);
-    let firmware::BiosFacts { settings: bios, pending: bios_pending, on_reboot: bios_on_reboot } =
-        firmware::bios_facts(ctx.kube, &host, &draft.key, ctx.firmware, moment).await?;
+    let bios = firmware::bios_facts(ctx.kube, &host, &draft.key, ctx.firmware, moment).await?;
+    let updates = update_facts(ctx.kube, &host, &draft.key, ctx.components, moment).await?;
     let observed = Observed {
         host: &host,
         key: &draft.key,
@@ -77,8 +77,7 @@ pub(super) async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Re
         node,
         power_attempt,
         bios,
-        bios_pending,
-        bios_on_reboot,
+        updates,
         now,
     };
     let decoded = decode(ctx.config, observed);
@@ -154,8 +153,7 @@ fn reached(node: &NodeView, target: PowerTarget) -> bool {
 
 /// The facts the plan is made from and the request its Ironic calls need.
 pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
-    let Observed { host, key, status, credentials, bmc, node, power_attempt, bios, bios_pending, bios_on_reboot, now } =
-        observed;
+    let Observed { host, key, status, credentials, bmc, node, power_attempt, bios, updates, now } = observed;
     let spec = &host.spec;
     let annotations = host.annotations();
     let detach = annotations.get(DETACHED).map(|v| {
@@ -223,9 +221,12 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         power,
         reboot_oneshot: reboot.is_some_and(|(_, oneshot)| oneshot),
         disable_power_off,
-        bios_change: !bios.is_empty(),
-        bios_pending,
-        bios_on_reboot,
+        bios_change: !bios.settings.is_empty(),
+        bios_pending: bios.pending,
+        bios_on_reboot: bios.on_reboot,
+        updates_change: !updates.updates.is_empty(),
+        updates_pending: updates.pending,
+        updates_on_reboot: updates.on_reboot,
         node,
     };
     let seen = match &facts.node {
@@ -233,7 +234,15 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         _ => None,
     };
     let mut request = Request::new(host, status, key, credentials, bmc, seen, config);
-    request.bios = bios;
+    // A provisioned host is serviced only for what its policy allows.
+    let provisioned =
+        matches!(status.provisioning.state, ProvisioningState::Provisioned | ProvisioningState::ExternallyProvisioned);
+    if !provisioned || bios.on_reboot {
+        request.bios = bios.settings;
+    }
+    if updates.on_reboot {
+        request.updates = updates.updates;
+    }
     Decoded { facts, request, retry_in, now }
 }
 

@@ -179,12 +179,20 @@ async fn run_act(
         // Ironic shows the settings: preparing moves on (the firmware controller's next read
         // says so in the HostFirmwareSettings).
         ctx.hosts.firmware.settled(&draft.key);
-    } else if report.answer == Answer::Called {
+    }
+    if report.learned.updates_settled {
+        // Ironic was handed the updates: nothing waits (the components controller's next read
+        // says so in the HostFirmwareComponents).
+        ctx.hosts.components.settled(&draft.key);
+    }
+    if report.answer == Answer::Called {
         match act {
             Act::ApplyBios => draft
                 .notices
                 .normal("FirmwareSettings", "asked Ironic to apply the host's BIOS settings by a manual clean"),
-            Act::Service => draft.notices.normal("Servicing", "asked Ironic to service the host for its BIOS settings"),
+            Act::Service => draft
+                .notices
+                .normal("Servicing", "asked Ironic to service the host for its BIOS settings and firmware updates"),
             Act::AbortServicing => draft.notices.normal("ServicingAborted", "ended the failed servicing"),
             _ => {}
         }

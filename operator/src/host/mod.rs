@@ -26,11 +26,13 @@
 //! - `poller`: one paginated bulk list of Ironic nodes per interval for all hosts;
 //!   `capacity`: the provisioning limit across hosts; `wake`: host keys and wake-ups;
 //!   `metrics`: the controller's own metrics;
-//! - `firmware`: the `HostFirmwareSettings` controller, run beside the host controller through
-//!   its Ironic connection.
+//! - `firmware`: the `HostFirmwareSettings` controller, and `components`: the
+//!   `HostFirmwareComponents` controller, run beside the host controller through its Ironic
+//!   connection.
 
 mod actions;
 mod capacity;
+mod components;
 pub(crate) mod config;
 mod configdrive;
 mod connection;

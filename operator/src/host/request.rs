@@ -111,8 +111,12 @@ pub(super) struct Request {
     /// only be one whose start the status has not recorded yet (a crash between the inspect
     /// call and the status write), never one to start again.
     pub status_written_at: Option<k8s_openapi::jiff::Timestamp>,
-    /// The BIOS settings the host waits for (its `HostFirmwareSettings`), by name.
+    /// The BIOS settings the host waits for (its `HostFirmwareSettings`), by name; for a
+    /// provisioned host, only when its policy lets servicing apply them.
     pub bios: crate::host::firmware::Settings,
+    /// The firmware updates its `HostFirmwareComponents` wants, the whole list, when some were
+    /// not handed to Ironic and its policy lets servicing flash them; empty otherwise.
+    pub updates: Vec<crds::firmware::FirmwareUpdate>,
 }
 
 impl Request {
@@ -156,6 +160,7 @@ impl Request {
             config_drive: ConfigDrive::None,
             status_written_at: status.last_updated.as_ref().map(|t| t.0),
             bios: Default::default(),
+            updates: Vec::new(),
         }
     }
 

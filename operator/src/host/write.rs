@@ -51,12 +51,14 @@ async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<(),
             return Err(err);
         }
     }
-    // A node registered (first, or again under a new id): the host's HostFirmwareSettings, as
-    // baremetal-operator makes it at registration, before the status that shows the node.
+    // A node registered (first, or again under a new id): the host's HostFirmwareSettings and
+    // HostFirmwareComponents, as baremetal-operator makes them at registration, before the
+    // status that shows the node.
     let registered = &draft.status.provisioning.id;
     let before = draft.host.status.as_ref().map(|s| s.provisioning.id.as_str()).unwrap_or_default();
     if !registered.is_empty() && registered != before {
         crate::host::firmware::ensure_settings(ctx.kube, &draft.host).await?;
+        crate::host::components::ensure_components(ctx.kube, &draft.host).await?;
     }
     let api = api(&ctx, &draft);
     let changed = draft.settle(now);

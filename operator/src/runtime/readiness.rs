@@ -214,8 +214,10 @@ mod tests {
         readiness.watched(&uri("/api/v1/namespaces/b/secrets?watch=true"));
         assert!(!readiness.report().0, "the Secrets of namespace a are not synced");
         readiness.watched(&uri("/api/v1/namespaces/a/secrets?watch=true"));
-        assert!(!readiness.report().0, "the firmware controller's watch runs with the host controller");
+        assert!(!readiness.report().0, "the firmware controllers' watches run with the host controller");
         readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/hostfirmwaresettings?watch=true"));
+        assert!(!readiness.report().0, "nor the components controller's");
+        readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/hostfirmwarecomponents?watch=true"));
         let (ready, text) = readiness.report();
         assert!(ready, "{text}");
     }

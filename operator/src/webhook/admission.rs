@@ -4,7 +4,9 @@ use super::envelope::{Answer, JobAuthor, Object, Request, Review, SchemaCheck, W
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::access::HostAccess;
-use crds::firmware::{HostFirmwareSettings, validate_host_firmware_settings};
+use crds::firmware::{
+    HostFirmwareComponents, HostFirmwareSettings, validate_host_firmware_components, validate_host_firmware_settings,
+};
 use crds::ironic::{Ironic, IronicNamespaces, IronicValidationOptions};
 use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
@@ -25,11 +27,18 @@ pub(crate) enum Kind {
     NodeSet,
     NodeSetService,
     HostFirmwareSettings,
+    HostFirmwareComponents,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 5] =
-        [Kind::Ironic, Kind::BareMetalHost, Kind::NodeSet, Kind::NodeSetService, Kind::HostFirmwareSettings];
+    pub(crate) const ALL: [Kind; 6] = [
+        Kind::Ironic,
+        Kind::BareMetalHost,
+        Kind::NodeSet,
+        Kind::NodeSetService,
+        Kind::HostFirmwareSettings,
+        Kind::HostFirmwareComponents,
+    ];
 
     /// The URL path the apiserver posts reviews of this kind to.
     pub(crate) fn path(self) -> String {
@@ -48,13 +57,14 @@ impl Kind {
             Kind::NodeSet => "nodeset",
             Kind::NodeSetService => "nodesetservice",
             Kind::HostFirmwareSettings => "hostfirmwaresettings",
+            Kind::HostFirmwareComponents => "hostfirmwarecomponents",
         }
     }
 
     pub(crate) fn group(self) -> &'static str {
         match self {
             Kind::Ironic => "ironic.metal3.io",
-            Kind::BareMetalHost | Kind::HostFirmwareSettings => "metal3.io",
+            Kind::BareMetalHost | Kind::HostFirmwareSettings | Kind::HostFirmwareComponents => "metal3.io",
             Kind::NodeSet | Kind::NodeSetService => "ferrometal.io",
         }
     }
@@ -70,6 +80,7 @@ impl Kind {
             Kind::NodeSet => "nodesets",
             Kind::NodeSetService => "nodesetservices",
             Kind::HostFirmwareSettings => "hostfirmwaresettings",
+            Kind::HostFirmwareComponents => "hostfirmwarecomponents",
         }
     }
 }
@@ -220,6 +231,10 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
         Kind::HostFirmwareSettings => {
             let (new, _) = typed::<HostFirmwareSettings>(&new, old)?;
             return Ok(firmware_settings(new, namespace));
+        }
+        Kind::HostFirmwareComponents => {
+            let (new, _) = typed::<HostFirmwareComponents>(&new, old)?;
+            validate_host_firmware_components(&new.spec)
         }
     };
     Ok(Checked::read(errors))

@@ -3,7 +3,7 @@
 //! its model; values the schema forbids refused at admission; a valid change detected, and
 //! applied by a manual clean while the host is prepared, before it is provisioned.
 
-use crate::host_common::{BMC_PASSWORD, BMC_USER, HostEnv, Options, secs, state_of};
+use crate::host_common::{BMC_PASSWORD, BMC_USER, HostEnv, Options, Recorder, secs, state_of};
 use anyhow::Context as _;
 use crds::condition::find;
 use crds::firmware::{FirmwareSchema, HostFirmwareSettings, HostUpdatePolicy};
@@ -13,6 +13,25 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::time::Duration;
 
+/// Waits until the object `name` satisfies `check`. The controllers read a host not ready yet
+/// every 30 s, as baremetal-operator does, and a servicing takes a while.
+pub(crate) async fn object_until<K>(
+    api: &Api<K>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&K) -> bool,
+) -> anyhow::Result<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    let check = &check;
+    let kind = K::kind(&());
+    wait::until_ok(&format!("{kind} {name}: {what}"), secs(240), Duration::from_millis(200), || async move {
+        Ok(api.get_opt(name).await?.filter(|o| check(o)))
+    })
+    .await
+}
+
 /// Waits until the settings object `name` satisfies `check`.
 async fn settings_until(
     api: &Api<HostFirmwareSettings>,
@@ -20,15 +39,7 @@ async fn settings_until(
     what: &str,
     check: impl Fn(&HostFirmwareSettings) -> bool,
 ) -> anyhow::Result<HostFirmwareSettings> {
-    let check = &check;
-    // The controller reads a host not ready yet every 30 s, as baremetal-operator does.
-    wait::until_ok(
-        &format!("HostFirmwareSettings {name}: {what}"),
-        secs(150),
-        Duration::from_millis(200),
-        || async move { Ok(api.get_opt(name).await?.filter(|s| check(s))) },
-    )
-    .await
+    object_until(api, name, what, check).await
 }
 
 fn setting(settings: &HostFirmwareSettings, name: &str) -> Option<String> {
@@ -45,15 +56,45 @@ fn merge(settings: serde_json::Value) -> Patch<serde_json::Value> {
 }
 
 /// The environment with the operator and its webhooks, and BMC credentials.
-async fn started(prefix: &str, systems: usize) -> anyhow::Result<(HostEnv, Api<HostFirmwareSettings>)> {
+pub(crate) async fn with_operator(prefix: &str, systems: usize) -> anyhow::Result<HostEnv> {
     let mut t = HostEnv::start(prefix, Options { sushy_systems: Some(systems), ..Options::default() }).await?;
     let mut config = t.env.operator_config();
     config.host = Some(t.host_config());
     t.env.with_webhooks(&mut config)?;
     t.operator = Some(t.env.start_operator(config).await?);
     t.credentials_secret("bmc", BMC_USER, BMC_PASSWORD).await?;
+    Ok(t)
+}
+
+async fn started(prefix: &str, systems: usize) -> anyhow::Result<(HostEnv, Api<HostFirmwareSettings>)> {
+    let t = with_operator(prefix, systems).await?;
     let api = Api::namespaced(t.env.client(), t.ns());
     Ok((t, api))
+}
+
+/// What a node never goes through while its host is serviced: deployed, cleaned, deleted.
+pub(crate) const FORBIDDEN: [&str; 5] = ["deploying", "cleaning", "deleting", "available", "manageable"];
+
+/// Checks that `host` was serviced in place since its node's first `deployed` transitions:
+/// active → servicing → active and nothing else, the host never out of `provisioned`, the
+/// `Servicing` Event published. Answers the node's transitions since, and where the host's
+/// recorded states reach `provisioned`.
+pub(crate) async fn serviced_in_place(
+    t: &HostEnv,
+    recorder: &Recorder,
+    host: &str,
+    uuid: &str,
+    deployed: usize,
+) -> anyhow::Result<(Vec<String>, usize)> {
+    let since: Vec<String> = t.ironic_transitions(uuid)?.into_iter().skip(deployed).collect();
+    assert_eq!(since.first().map(String::as_str), Some("servicing"), "{since:?}");
+    assert_eq!(since.last().map(String::as_str), Some("active"), "{since:?}");
+    assert!(since.iter().all(|s| !FORBIDDEN.contains(&s.as_str())), "{since:?}");
+    let states = recorder.states(host);
+    let provisioned_at = states.iter().position(|s| s == "provisioned").context(format!("{states:?}"))?;
+    assert!(states[provisioned_at..].iter().all(|s| s == "provisioned"), "never left provisioned: {states:?}");
+    t.wait_events(host, &["Servicing"]).await?;
+    Ok((since, provisioned_at))
 }
 
 fn read(settings: &HostFirmwareSettings) -> bool {
@@ -211,16 +252,7 @@ async fn a_provisioned_host_is_serviced_in_place_at_its_reboot_once_its_policy_a
     let host = t.wait_provisioned("rf-0", secs(120)).await?;
     assert_eq!(host.status.as_ref().map(|s| s.operational_status), Some(crds::baremetalhost::OperationalStatus::Ok));
 
-    // In place: active → servicing → active, nothing else since the deployment.
-    let since: Vec<String> = t.ironic_transitions(&uuid)?.into_iter().skip(deployed).collect();
-    assert!(since.iter().any(|s| s == "servicing"), "{since:?}");
-    assert_eq!(since.last().map(String::as_str), Some("active"), "{since:?}");
-    let forbidden = ["deploying", "cleaning", "deleting", "available", "manageable"];
-    assert!(since.iter().all(|s| !forbidden.contains(&s.as_str())), "{since:?}");
-    let states = recorder.states("rf-0");
-    let provisioned_at = states.iter().position(|s| s == "provisioned").context(format!("{states:?}"))?;
-    assert!(states[provisioned_at..].iter().all(|s| s == "provisioned"), "never left provisioned: {states:?}");
-    t.wait_events("rf-0", &["Servicing"]).await?;
+    let (_, provisioned_at) = serviced_in_place(&t, &recorder, "rf-0", &uuid, deployed).await?;
 
     // A value the BMC refuses: a servicing error, the host still provisioned; once the value is
     // no longer wanted, the failed servicing is aborted and the host is OK again, in place.
@@ -244,7 +276,7 @@ async fn a_provisioned_host_is_serviced_in_place_at_its_reboot_once_its_policy_a
     assert_eq!(state_of(&recovered), "provisioned");
     assert_eq!(t.node("rf-0").await?.context("node")?["provision_state"], "active");
     let since: Vec<String> = t.ironic_transitions(&uuid)?.into_iter().skip(deployed).collect();
-    assert!(since.iter().all(|s| !forbidden.contains(&s.as_str())), "{since:?}");
+    assert!(since.iter().all(|s| !FORBIDDEN.contains(&s.as_str())), "{since:?}");
     let states = recorder.states("rf-0");
     assert!(states[provisioned_at..].iter().all(|s| s == "provisioned"), "never left provisioned: {states:?}");
     t.wait_events("rf-0", &["ServicingError", "ServicingAborted"]).await?;

@@ -7,6 +7,7 @@ mod common;
 mod host_common;
 
 mod annotations;
+mod components;
 mod errors;
 mod firmware;
 mod ironic_resource;

@@ -64,8 +64,7 @@ fn decoded(
         node,
         power_attempt: None,
         bios: Default::default(),
-        bios_pending: false,
-        bios_on_reboot: false,
+        updates: Default::default(),
         now,
     };
     decode(&Config::default(), observed)
@@ -157,8 +156,7 @@ fn a_power_change_that_ended_elsewhere_with_an_error_has_failed() {
         node,
         power_attempt: Some(PowerTarget::Off),
         bios: Default::default(),
-        bios_pending: false,
-        bios_on_reboot: false,
+        updates: Default::default(),
         now: at(0),
     };
     let config = Config::default();

@@ -31,19 +31,28 @@ pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: Cancel
     });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
         let reads = reconciler.hosts.firmware.reads(scope.namespace().map(str::to_string));
-        let controller = watch(&scope, reconciler.hosts.config.concurrency).reconcile_on(reads);
+        let controller = watch::<HostFirmwareSettings>(&scope, reconciler.hosts.config.concurrency).reconcile_on(reads);
         drive(controller, reconciler.clone(), shutdown.clone())
     })
     .await
 }
 
 /// Woken by a new generation of a spec, and (`reconcile_on`) by the host controller when a
-/// host has the settings it waited for.
-fn watch(scope: &Scope, concurrency: u16) -> Controller<HostFirmwareSettings> {
+/// host has what it waited for. Shared by the firmware kinds' controllers.
+pub(crate) fn watch<K>(scope: &Scope, concurrency: u16) -> Controller<K>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
     let (store, writer) = reflector::store();
-    let trigger = watcher(scope.api::<HostFirmwareSettings>(), paged().any_semantic())
+    let trigger = watcher(scope.api::<K>(), paged().any_semantic())
         .default_backoff()
-        .modify(lean::<HostFirmwareSettings>)
+        .modify(lean::<K>)
         .reflect(writer)
         .applied_objects()
         .predicate_filter(predicates::generation, Default::default());

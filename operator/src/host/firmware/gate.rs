@@ -20,6 +20,7 @@ use kube::api::Api;
 crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, [HostFirmwareSettings, HostUpdatePolicy]: Get);
 
 /// What the host controller knows of a host's BIOS settings in one reconcile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct BiosFacts {
     /// What the host waits for (empty: nothing).
     pub settings: Settings,
@@ -95,10 +96,20 @@ pub(crate) async fn settings_of(
 /// host have its settings applied by servicing at its next reboot. Without one, no: changes
 /// wait for the host's next `preparing`, as in baremetal-operator.
 pub(crate) async fn settings_on_reboot(client: &kube::Client, host: &BareMetalHost) -> Result<bool, KubeError> {
+    Ok(policy_of(client, host).await?.is_some_and(|p| p.spec.settings_on_reboot()))
+}
+
+/// Whether the host's `HostUpdatePolicy` lets a provisioned host have its firmware updates
+/// flashed by servicing at its next reboot.
+pub(crate) async fn updates_on_reboot(client: &kube::Client, host: &BareMetalHost) -> Result<bool, KubeError> {
+    Ok(policy_of(client, host).await?.is_some_and(|p| p.spec.updates_on_reboot()))
+}
+
+/// The host's `HostUpdatePolicy` (of its name, in its namespace), read now.
+async fn policy_of(client: &kube::Client, host: &BareMetalHost) -> Result<Option<HostUpdatePolicy>, KubeError> {
     let name = host.name_any();
     let api: Api<HostUpdatePolicy> = Api::namespaced(client.clone(), &host.namespace().unwrap_or_default());
-    let policy = api.get_opt(&name).await.map_err(KubeError::of::<HostUpdatePolicy>(Verb::Get, &name))?;
-    Ok(policy.is_some_and(|p| p.spec.settings_on_reboot()))
+    api.get_opt(&name).await.map_err(KubeError::of::<HostUpdatePolicy>(Verb::Get, &name))
 }
 
 /// Whether preparing must wait: the object wants settings, and either they were not yet read

@@ -14,8 +14,10 @@
 //! - `create`: the empty `HostFirmwareSettings` the host controller makes for a host it
 //!   registers, as baremetal-operator does;
 //! - `gate`: whether a host being prepared must wait for its settings to be read;
-//! - `wanted`: the settings each host waits for, which the host controller applies while it
-//!   prepares the host.
+//! - `wanted`: what each host waits for from its firmware objects (settings, updates), which
+//!   the host controller applies;
+//! - `target`: the host of a firmware object and its Ironic node, shared with the
+//!   `HostFirmwareComponents` controller (`host::components`).
 
 mod controller;
 mod create;
@@ -24,9 +26,10 @@ mod read;
 mod reconcile;
 mod schema;
 mod status;
+pub(super) mod target;
 mod wanted;
 
-pub(super) use controller::run;
-pub(super) use create::ensure_settings;
-pub(super) use gate::{BiosFacts, Moment, bios_facts};
-pub(super) use wanted::{Settings, Wanted};
+pub(super) use controller::{run, watch};
+pub(super) use create::{create_for_host, ensure_settings};
+pub(super) use gate::{BiosFacts, Moment, bios_facts, updates_on_reboot};
+pub(super) use wanted::{Settings, Wanted, WantedUpdates};

@@ -6,14 +6,13 @@
 use super::read::{Reading, reading, schema_name};
 use super::schema;
 use super::status::{Observed, compute};
+use super::target::{NOT_READY, STEADY, Target, Unread, managed, target, unavailable};
 use crate::host::context::HostContext;
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
 use crate::kit::runner::{Reconcile, Runner};
-use crate::kit::scrub::scrubbed;
 use crate::kit::status::Commit;
 use crate::kit::{KubeError, Publisher};
-use crds::baremetalhost::annotations::DETACHED;
 use crds::baremetalhost::{BareMetalHost, ProvisioningState};
 use crds::firmware::HostFirmwareSettings;
 use futures::future::BoxFuture;
@@ -28,12 +27,10 @@ use std::time::Duration;
 /// The controller's name: in metrics, logs and as the Events' reporter.
 pub(super) const CONTROLLER: &str = "hostfirmwaresettings";
 
-/// baremetal-operator's delays: a host not ready to be read is tried again in 30 s; settings
-/// that differ from the host's are read again every minute (they change when the host is
-/// prepared or serviced), the others every five.
-const NOT_READY: Duration = Duration::from_secs(30);
+/// baremetal-operator's delays: settings that differ from the host's are read again every
+/// minute (they change when the host is prepared or serviced), the others as
+/// [`super::target`] says.
 const CHANGE_DETECTED: Duration = Duration::from_secs(60);
-const STEADY: Duration = Duration::from_secs(300);
 
 crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, BareMetalHost: Get);
 crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, HostFirmwareSettings, status: Patch);
@@ -71,17 +68,9 @@ impl Reconcile for FirmwareReconciler {
 /// `Ready`'s reason when the host's driver gives no settings at all.
 pub(super) const NO_SETTINGS: &str = "NoSettings";
 
-/// Whether Ironic has managed the host's node (verified it), which is when it reads the BIOS:
-/// any state past inspection.
-fn managed(host: &BareMetalHost) -> bool {
-    use ProvisioningState as S;
-    let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
-    !matches!(state, S::None | S::Unmanaged | S::Registering | S::Inspecting)
-}
-
 /// What dereferencing and reading found.
 enum Found {
-    Unread { reason: &'static str, message: String, again: Duration },
+    Unread(Unread),
     Read { host: Box<BareMetalHost>, reading: Reading },
 }
 
@@ -90,7 +79,7 @@ impl FirmwareReconciler {
         let found = self.read(settings).await?;
         let now = Time(Timestamp::now());
         let (outcome, again) = match &found {
-            Found::Unread { reason, message, again } => {
+            Found::Unread(Unread { reason, message, again }) => {
                 (compute(settings, &Observed::Unread { reason, message: message.clone() }, &now), *again)
             }
             Found::Read { host, reading } => {
@@ -107,7 +96,7 @@ impl FirmwareReconciler {
         let generation = settings.metadata.generation;
         match &found {
             Found::Read { .. } => self.hosts.firmware.set(&key, outcome.waiting.clone(), generation),
-            Found::Unread { .. } => self.hosts.firmware.unread(&key, generation),
+            Found::Unread(_) => self.hosts.firmware.unread(&key, generation),
         }
         let api: Api<HostFirmwareSettings> =
             Api::namespaced(self.hosts.kube.clone(), &settings.namespace().unwrap_or_default());
@@ -135,41 +124,25 @@ impl FirmwareReconciler {
     /// The host of the same name in the same namespace, and its BIOS as Ironic read it.
     async fn read(&self, settings: &HostFirmwareSettings) -> Result<Found, Error> {
         let (namespace, name) = (settings.namespace().unwrap_or_default(), settings.name_any());
-        let hosts: Api<BareMetalHost> = Api::namespaced(self.hosts.kube.clone(), &namespace);
-        let unread = |reason, message: String, again| Ok(Found::Unread { reason, message, again });
-        let host =
-            hosts.get_opt(&name).await.map_err(KubeError::of::<BareMetalHost>(crate::kit::error::Verb::Get, &name))?;
-        let Some(host) = host else {
-            return unread("NoHost", format!("no BareMetalHost named {name} in this namespace"), NOT_READY);
-        };
-        if host.annotations().contains_key(DETACHED) {
-            return unread("Detached", "the host is detached from Ironic".into(), STEADY);
-        }
-        let node = host.status.as_ref().map(|s| s.provisioning.id.clone()).unwrap_or_default();
-        if node.is_empty() {
-            return unread("NotRegistered", "the host has no Ironic node yet".into(), NOT_READY);
-        }
-        // Ironic's answers may quote what they were sent: scrubbed before status sees them.
-        let unavailable = |message: String| unread("IronicUnavailable", scrubbed(&message, &[]), NOT_READY);
-        let client = match self.hosts.provisioner.client().await {
-            Ok(client) => client,
-            Err(err) => return unavailable(err.to_string()),
+        let (host, node, client) = match target(&self.hosts, &namespace, &name).await? {
+            Target::Unread(unread) => return Ok(Found::Unread(unread)),
+            Target::Node { host, node, client } => (host, node, client),
         };
         let bios = match client.list_bios_settings(&node).await {
             Ok(bios) => bios,
-            Err(err) => return unavailable(format!("cannot read the BIOS settings: {err}")),
+            Err(err) => return Ok(Found::Unread(unavailable(format!("cannot read the BIOS settings: {err}")))),
         };
         let reading = reading(&bios);
         if reading.is_empty() && managed(&host) {
             // Managed, Ironic has read what the driver gives: nothing.
             let message = "the host's driver reports no BIOS settings (no BIOS interface, or fake hardware): \
                            none can be applied";
-            return Ok(Found::Unread { reason: NO_SETTINGS, message: message.into(), again: STEADY });
+            return Ok(Found::Unread(Unread { reason: NO_SETTINGS, message: message.into(), again: STEADY }));
         }
         if reading.is_empty() {
             let message = "Ironic has not read the host's BIOS settings yet (it does once the host is managed)";
-            return unread("NotRead", message.into(), NOT_READY);
+            return Ok(Found::Unread(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }));
         }
-        Ok(Found::Read { host: Box::new(host), reading })
+        Ok(Found::Read { host, reading })
     }
 }

@@ -1,11 +1,13 @@
-//! The BIOS settings each host is waiting for: what its `HostFirmwareSettings` wants and Ironic
-//! last read otherwise, valid against the schema. The firmware controller sets it after each
-//! read and wakes the host when it changes; the host controller applies it while the host is
-//! prepared, and clears it once Ironic shows the host has it. Kept in memory only: after a
-//! restart, the firmware controller's first reads fill it again within seconds.
+//! What each host is waiting for from its firmware objects: the BIOS settings its
+//! `HostFirmwareSettings` wants and Ironic last read otherwise, valid against the schema; the
+//! firmware updates its `HostFirmwareComponents` wants and were not handed to Ironic yet. The
+//! object's controller sets it after each read and wakes the host when it changes; the host
+//! controller applies it, and clears it once Ironic shows the host has it. Kept in memory
+//! only: after a restart, the controllers' first reads fill it again within seconds, and
+//! [`Waiting::known`] tells a host whether its object was read since.
 
 use crate::host::wake::{HostKey, Wakeups};
-use crds::firmware::HostFirmwareSettings;
+use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostFirmwareSettings};
 use futures::Stream;
 use kube::runtime::reflector::ObjectRef;
 use std::collections::{BTreeMap, HashMap};
@@ -15,74 +17,86 @@ use tokio::sync::mpsc;
 /// Setting name → wanted value, as text.
 pub(crate) type Settings = BTreeMap<String, String>;
 
-/// A settings controller's channel: its namespace (`None`: all), and where to send reads.
-type ReadChannel = (Option<String>, mpsc::UnboundedSender<ObjectRef<HostFirmwareSettings>>);
+/// The BIOS settings hosts wait for.
+pub(crate) type Wanted = Waiting<HostFirmwareSettings, Settings>;
 
-/// The settings waiting, per host.
-pub(crate) struct Wanted {
-    /// Per host, what it waits for and the generation of the settings object it came from.
-    hosts: Mutex<HashMap<HostKey, (Settings, Option<i64>)>>,
+/// The firmware updates hosts wait for: the spec's whole list, as it is handed to Ironic.
+pub(crate) type WantedUpdates = Waiting<HostFirmwareComponents, Vec<FirmwareUpdate>>;
+
+/// A controller's channel: its namespace (`None`: all), and where to send reads.
+type ReadChannel<K> = (Option<String>, mpsc::UnboundedSender<ObjectRef<K>>);
+
+/// What waits, per host, from objects of kind `K`; `V::default()` is nothing.
+pub(crate) struct Waiting<K: kube::Resource, V> {
+    /// Per host, what it waits for and the generation of the object it came from; a host
+    /// whose object was read with nothing to wait for has an empty entry.
+    hosts: Mutex<HashMap<HostKey, (V, Option<i64>)>>,
     /// Wakes hosts.
     wakeups: Arc<Wakeups>,
-    /// Wakes the settings objects' reconciles, per watched namespace (`None`: all).
-    reads: Mutex<Vec<ReadChannel>>,
+    /// Wakes the objects' reconciles, per watched namespace (`None`: all).
+    reads: Mutex<Vec<ReadChannel<K>>>,
 }
 
-impl Wanted {
+impl<K, V> Waiting<K, V>
+where
+    K: kube::Resource<DynamicType = ()> + 'static,
+    V: Clone + Default + PartialEq,
+{
     pub(crate) fn new(wakeups: Arc<Wakeups>) -> Self {
         Self { hosts: Mutex::new(HashMap::new()), wakeups, reads: Mutex::new(Vec::new()) }
     }
 
-    fn hosts(&self) -> std::sync::MutexGuard<'_, HashMap<HostKey, (Settings, Option<i64>)>> {
+    fn hosts(&self) -> std::sync::MutexGuard<'_, HashMap<HostKey, (V, Option<i64>)>> {
         self.hosts.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What `host` waits for (empty: nothing).
-    pub(crate) fn of(&self, host: &HostKey) -> Settings {
-        self.hosts().get(host).map(|(settings, _)| settings.clone()).unwrap_or_default()
+    /// What `host` waits for (`V::default()`: nothing).
+    pub(crate) fn of(&self, host: &HostKey) -> V {
+        self.hosts().get(host).map(|(value, _)| value.clone()).unwrap_or_default()
     }
 
-    /// Records what `host` waits for (empty: nothing), read for the settings object's
-    /// `generation`; wakes the host when that changed.
-    pub(crate) fn set(&self, host: &HostKey, settings: Settings, generation: Option<i64>) {
-        let changed = {
-            let mut hosts = self.hosts();
-            let before = match settings.is_empty() {
-                true => hosts.remove(host),
-                false => hosts.insert(host.clone(), (settings.clone(), generation)),
-            };
-            before.map(|(settings, _)| settings).unwrap_or_default() != settings
-        };
-        if changed {
+    /// Whether `host`'s object was read since the operator started (or since it was
+    /// forgotten): what it waits for is then known, even when it is nothing.
+    pub(crate) fn known(&self, host: &HostKey) -> bool {
+        self.hosts().contains_key(host)
+    }
+
+    /// Records what `host` waits for, read for the object's `generation`; wakes the host when
+    /// that changed.
+    pub(crate) fn set(&self, host: &HostKey, value: V, generation: Option<i64>) {
+        let before = self.hosts().insert(host.clone(), (value.clone(), generation));
+        if before.map(|(value, _)| value).unwrap_or_default() != value {
             self.wakeups.wake(host);
         }
     }
 
-    /// Nothing could be read now: what `host` waited for stands while the settings object's
-    /// spec is the one it came from (an outage of Ironic takes nothing away), and goes once the
-    /// spec changed (what the host waits for is then unknown until the next read).
+    /// Nothing could be read now: what `host` waited for stands while the object's spec is the
+    /// one it came from (an outage of Ironic takes nothing away), and goes once the spec
+    /// changed (what the host waits for is then unknown until the next read).
     pub(crate) fn unread(&self, host: &HostKey, generation: Option<i64>) {
         let stale = { self.hosts().get(host).is_some_and(|(_, read)| *read != generation) };
         if stale {
-            self.set(host, Settings::new(), generation);
+            self.set(host, V::default(), generation);
         }
     }
 
-    /// Wakes `host`: its settings object was read anew.
+    /// Wakes `host`: its object was read anew.
     pub(crate) fn wake(&self, host: &HostKey) {
         self.wakeups.wake(host);
     }
 
-    /// The host is gone.
+    /// The host is gone, or its object: nothing known of it.
     pub(crate) fn forget(&self, host: &HostKey) {
         self.hosts().remove(host);
     }
 
-    /// Ironic shows the host has what it waited for: forgotten, and its settings object read
-    /// again now, so that its status (which a host being prepared reads) says so at once.
+    /// Ironic shows the host has what it waited for: nothing waits any more, and its object is
+    /// read again now, so that its status (which a host reads at some moments) says so at once.
     pub(crate) fn settled(&self, host: &HostKey) {
-        self.forget(host);
-        let object = ObjectRef::new(&host.name).within(&host.namespace);
+        if let Some((value, _)) = self.hosts().get_mut(host) {
+            *value = V::default();
+        }
+        let object = ObjectRef::<K>::new(&host.name).within(&host.namespace);
         let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
         for (namespace, tx) in reads.iter() {
             if namespace.as_deref().is_none_or(|ns| ns == host.namespace) {
@@ -92,12 +106,9 @@ impl Wanted {
         }
     }
 
-    /// The settings objects of `namespace` (all with `None`) to read again, for
+    /// The objects of `namespace` (all with `None`) to read again, for
     /// `Controller::reconcile_on`.
-    pub(crate) fn reads(
-        &self,
-        namespace: Option<String>,
-    ) -> impl Stream<Item = ObjectRef<HostFirmwareSettings>> + Send + 'static {
+    pub(crate) fn reads(&self, namespace: Option<String>) -> impl Stream<Item = ObjectRef<K>> + Send + 'static {
         let (tx, rx) = mpsc::unbounded_channel();
         self.reads.lock().unwrap_or_else(|e| e.into_inner()).push((namespace, tx));
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })

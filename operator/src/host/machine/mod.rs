@@ -102,7 +102,25 @@ pub(crate) struct Facts {
     pub bios_pending: bool,
     /// The host's `HostUpdatePolicy` lets a provisioned host be serviced for its settings.
     pub bios_on_reboot: bool,
+    /// The host's `HostFirmwareComponents` wants updates not handed to Ironic yet.
+    pub updates_change: bool,
+    /// Its servicing failed and what it wants flashed is not known yet.
+    pub updates_pending: bool,
+    /// The host's `HostUpdatePolicy` lets a provisioned host be serviced for its updates.
+    pub updates_on_reboot: bool,
     pub node: NodeView,
+}
+
+impl Facts {
+    /// Something waits that the host's policy lets servicing apply: settings, updates, or both.
+    pub(crate) fn servicing_wanted(&self) -> bool {
+        (self.bios_change && self.bios_on_reboot) || (self.updates_change && self.updates_on_reboot)
+    }
+
+    /// What a failed servicing would be retried for is not known yet.
+    pub(crate) fn servicing_unknown(&self) -> bool {
+        self.bios_pending || self.updates_pending
+    }
 }
 
 impl Default for Facts {
@@ -132,6 +150,9 @@ impl Default for Facts {
             bios_change: false,
             bios_pending: false,
             bios_on_reboot: false,
+            updates_change: false,
+            updates_pending: false,
+            updates_on_reboot: false,
             node: NodeView::Unknown,
         }
     }
@@ -152,10 +173,12 @@ pub(crate) enum Act {
     FinishInspection,
     /// Apply the BIOS settings the host waits for, by a manual clean (out of band).
     ApplyBios,
-    /// Apply them to a provisioned host by servicing (out of band): the node goes from `active`
-    /// through `servicing` back to `active`, never deployed or cleaned again.
+    /// Apply them, and flash the firmware updates waiting, on a provisioned host by servicing
+    /// (out of band): the node goes from `active` through `servicing` back to `active`, never
+    /// deployed or cleaned again.
     Service,
-    /// End a failed servicing whose settings are no longer wanted: back to `active`.
+    /// End a failed servicing whose settings and updates are no longer wanted (or allowed):
+    /// back to `active`.
     AbortServicing,
     /// `provide` (with automated cleaning as the host asks).
     Provide,

@@ -207,11 +207,11 @@ fn plan_provisioned(f: &Facts, state: ProvisioningState, seen: &Seen<'_>) -> Pla
         // Tried again while its settings are still wanted and allowed, abandoned otherwise, as
         // baremetal-operator does; never anything that would leave `active` for good.
         ProvisionState::ServiceFailed => {
-            let recover = if f.bios_change && f.bios_on_reboot { Act::Service } else { Act::AbortServicing };
+            let recover = if f.servicing_wanted() { Act::Service } else { Act::AbortServicing };
             match failed(f, ErrorType::Servicing, last_error(seen.node, "servicing failed"), recover) {
-                // What is wanted is not known yet (the firmware controller's first read after
+                // What is wanted is not known yet (the firmware controllers' first reads after
                 // a restart): neither tried again nor abandoned on a guess.
-                Plan::Act { .. } if f.bios_pending => Plan::Wait,
+                Plan::Act { .. } if f.servicing_unknown() => Plan::Wait,
                 plan => plan,
             }
         }
@@ -228,12 +228,11 @@ fn plan_provisioned(f: &Facts, state: ProvisioningState, seen: &Seen<'_>) -> Pla
     }
 }
 
-/// A provisioned host is serviced for the settings it waits for at its reboot, as
+/// A provisioned host is serviced for the settings and updates it waits for at its reboot, as
 /// baremetal-operator services it: when it is off and should be on (after the reboot
-/// annotation powered it off, or a power off and on), and only when its policy allows.
+/// annotation powered it off, or a power off and on), and only for what its policy allows.
 fn servicing_due(f: &Facts, node: &NodeStatusSummary) -> bool {
-    f.bios_change
-        && f.bios_on_reboot
+    f.servicing_wanted()
         && f.power == PowerGoal::On
         && node.target_power_state.is_none()
         && node.power_state == Some(PowerState::Off)

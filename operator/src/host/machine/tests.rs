@@ -137,6 +137,30 @@ fn new_bios_settings_are_applied_in_preparing_before_anything_is_provisioned() {
 }
 
 #[test]
+fn a_provisioned_host_is_serviced_for_its_firmware_updates_at_its_reboot_only_when_their_policy_allows() {
+    let off = |updates_allowed, bios_allowed| Facts {
+        updates_change: true,
+        updates_on_reboot: updates_allowed,
+        bios_change: true,
+        bios_on_reboot: bios_allowed,
+        ..facts(S::Provisioned, powered(node("active", None), PowerState::Off))
+    };
+    assert_eq!(plan(&off(true, false)), act(Act::Service), "updates alone are reason enough");
+    assert_eq!(plan(&off(false, true)), act(Act::Service), "and settings alone");
+    assert_eq!(plan(&off(false, false)), act(Act::Power(PowerTarget::On)), "neither allowed: powered on as it is");
+    let recorded = |wanted| Facts {
+        error_type: Some(ErrorType::Servicing),
+        updates_change: wanted,
+        updates_on_reboot: true,
+        ..facts(S::Provisioned, with_error(node("service failed", None), "BMC said no"))
+    };
+    assert_eq!(plan(&recorded(true)), retry(Act::Service), "tried again while updates are wanted");
+    assert_eq!(plan(&recorded(false)), retry(Act::AbortServicing), "abandoned once none are");
+    let unknown = Facts { updates_pending: true, ..recorded(false) };
+    assert_eq!(plan(&unknown), Plan::Wait, "what is wanted is not known yet: neither retried nor aborted");
+}
+
+#[test]
 fn a_provisioned_host_is_serviced_for_its_bios_settings_at_its_reboot_only_when_its_policy_allows() {
     let off = |allowed| Facts {
         bios_change: true,

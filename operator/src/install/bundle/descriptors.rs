@@ -29,6 +29,7 @@ pub(super) fn owned() -> Vec<Value> {
         node_set_service(),
         firmware_schema(),
         host_firmware_settings(),
+        host_firmware_components(),
         host_update_policy(),
     ]
 }
@@ -126,12 +127,29 @@ fn host_firmware_settings() -> Value {
     })
 }
 
+/// A `HostFirmwareComponents`.
+fn host_firmware_components() -> Value {
+    json!({
+        "name": "hostfirmwarecomponents.metal3.io", "version": "v1alpha1", "kind": "HostFirmwareComponents",
+        "displayName": "Host Firmware Components",
+        "description": "The firmware updates wanted for the BareMetalHost of the same name, and its components' versions (baremetal-operator's API).",
+        "resources": [],
+        "specDescriptors": [
+            descriptor("updates", "Updates", "The firmware images to flash: a component (bios, bmc, nic:...) and a URL each.", &[TEXT]),
+        ],
+        "statusDescriptors": [
+            descriptor("components", "Components", "The versions of the host's components as Ironic last read them.", &[TEXT]),
+            descriptor("updates", "Updates handed over", "The updates last handed to Ironic.", &[TEXT]),
+        ],
+    })
+}
+
 /// A `HostUpdatePolicy`.
 fn host_update_policy() -> Value {
     json!({
         "name": "hostupdatepolicies.metal3.io", "version": "v1alpha1", "kind": "HostUpdatePolicy",
         "displayName": "Host Update Policy",
-        "description": "Whether the BareMetalHost of the same name may have its firmware settings applied by servicing at its next reboot (baremetal-operator's API).",
+        "description": "Whether the BareMetalHost of the same name may have its firmware settings applied and its firmware updates flashed by servicing at its next reboot (baremetal-operator's API).",
         "resources": [],
         "specDescriptors": [
             descriptor("firmwareSettings", "Firmware settings", "onPreparing (the default) or onReboot.", &[TEXT]),

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 /// Which directory of `operator/src` belongs to which part of the table; a directory listed
 /// inside another is that part's alone.
-const MODULES: [(&str, &Component); 5] = [
+const MODULES: [(&str, &Component); 6] = [
     ("ironic", &IRONIC),
     ("database", &DATABASE),
     ("host", &HOST),
     ("host/firmware", &FIRMWARE),
+    ("host/components", &FIRMWARE),
     ("nodeset", &NODESET),
 ];
 

@@ -49,6 +49,7 @@ kinds! {
     crds::baremetalhost::BareMetalHost => "metal3.io", "baremetalhosts";
     crds::hardwaredata::HardwareData => "metal3.io", "hardwaredata";
     crds::firmware::HostFirmwareSettings => "metal3.io", "hostfirmwaresettings";
+    crds::firmware::HostFirmwareComponents => "metal3.io", "hostfirmwarecomponents";
     crds::firmware::FirmwareSchema => "metal3.io", "firmwareschemas";
     crds::firmware::HostUpdatePolicy => "metal3.io", "hostupdatepolicies";
     crds::nodeset::NodeSet => "ferrometal.io", "nodesets";
@@ -109,9 +110,10 @@ mod tests {
         check_custom::<crds::nodeset::NodeSet>();
         check_custom::<crds::nodesetservice::NodeSetService>();
         check_custom::<crds::firmware::HostFirmwareSettings>();
+        check_custom::<crds::firmware::HostFirmwareComponents>();
         check_custom::<crds::firmware::FirmwareSchema>();
         check_custom::<crds::firmware::HostUpdatePolicy>();
-        assert_eq!(ALL.len(), 25, "every kind above is checked here");
+        assert_eq!(ALL.len(), 26, "every kind above is checked here");
     }
 
     #[test]

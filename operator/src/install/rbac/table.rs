@@ -22,6 +22,7 @@ const IRONICS: Resource = Resource::new("ironic.metal3.io", "ironics");
 const BAREMETALHOSTS: Resource = Resource::new("metal3.io", "baremetalhosts");
 const HARDWAREDATA: Resource = Resource::new("metal3.io", "hardwaredata");
 const HOSTFIRMWARESETTINGS: Resource = Resource::new("metal3.io", "hostfirmwaresettings");
+const HOSTFIRMWARECOMPONENTS: Resource = Resource::new("metal3.io", "hostfirmwarecomponents");
 const FIRMWARESCHEMAS: Resource = Resource::new("metal3.io", "firmwareschemas");
 const HOSTUPDATEPOLICIES: Resource = Resource::new("metal3.io", "hostupdatepolicies");
 const NODESETS: Resource = Resource::new("ferrometal.io", "nodesets");
@@ -149,9 +150,10 @@ pub(crate) const HOST: Component = Component {
     ],
 };
 
-/// The `HostFirmwareSettings` controller (`operator/src/host/firmware`), run with the host
-/// controller: the settings objects it makes for hosts and reads, their hosts, and the schemas
-/// it publishes.
+/// The `HostFirmwareSettings` and `HostFirmwareComponents` controllers
+/// (`operator/src/host/firmware`, `operator/src/host/components`), run with the host
+/// controller: the objects they make for hosts and read, their hosts, and the schemas they
+/// publish.
 pub(crate) const FIRMWARE: Component = Component {
     name: "firmware",
     access: &[
@@ -161,9 +163,23 @@ pub(crate) const FIRMWARE: Component = Component {
             "read wanted BIOS settings (a host being prepared reads its own); one per host at registration",
         ),
         access(HOSTFIRMWARESETTINGS.status(), &[Patch], "write the settings read and the conditions"),
+        access(
+            HOSTFIRMWARECOMPONENTS,
+            &[Get, List, Watch, Create],
+            "read wanted firmware updates (a provisioned host reads its own); one per host at registration",
+        ),
+        access(
+            HOSTFIRMWARECOMPONENTS.status(),
+            &[Patch],
+            "write the components read, the updates handed over and the conditions",
+        ),
         access(FIRMWARESCHEMAS, &[Get, Create, Patch], "the schema of each model's BIOS settings, shared by its hosts"),
         access(BAREMETALHOSTS, &[Get], "the host of a settings object: its Ironic node"),
-        access(HOSTUPDATEPOLICIES, &[Get], "whether a provisioned host with settings waiting may be serviced"),
+        access(
+            HOSTUPDATEPOLICIES,
+            &[Get],
+            "whether a provisioned host with settings or updates waiting may be serviced",
+        ),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
 };

@@ -256,8 +256,8 @@ async fn prerequisites(
 /// Every `alm-examples` object of `csv` applied in `namespace` and taken to its steady state:
 /// hosts available, a NodeSet Ready with its hosts provisioned, an Ironic reconciled (its pods
 /// need an Ironic image under the name the operator defaults to, which is not here), a
-/// NodeSetService Ready (a valid definition), a HostFirmwareSettings reconciled, a
-/// HostUpdatePolicy there.
+/// NodeSetService Ready (a valid definition), a HostFirmwareSettings and a
+/// HostFirmwareComponents reconciled, a HostUpdatePolicy there.
 async fn examples_steady(
     admin: &kube::Client,
     pods: &mut OperatorPods<'_>,
@@ -276,8 +276,11 @@ async fn examples_steady(
         let (api, name) = (resource(group, kind), name_of(example));
         let steady = |o: &Value| match kind {
             "BareMetalHost" => workloads::host_state(o) == "available",
-            // Reconciled: an Ironic (as above); the settings read (or why not) for the spec.
-            "Ironic" | "HostFirmwareSettings" => o["status"]["observedGeneration"] == o["metadata"]["generation"],
+            // Reconciled: an Ironic (as above); the settings or components read (or why not)
+            // for the spec.
+            "Ironic" | "HostFirmwareSettings" | "HostFirmwareComponents" => {
+                o["status"]["observedGeneration"] == o["metadata"]["generation"]
+            }
             // A policy has no status, as in baremetal-operator: there once applied.
             "HostUpdatePolicy" => true,
             // NodeSet (its hosts provisioned) and NodeSetService (a valid definition).

@@ -1,0 +1,145 @@
+//! One reconcile of a `HostFirmwareComponents`: dereference its host → read its components and
+//! the updates handed over from Ironic → write the status. What cannot be read is a value,
+//! reported in `Ready` and read again later; only failed Kubernetes writes are errors.
+
+use super::handover::{NodeMoment, handed, mark_of};
+use super::status::{Moment, Observed, compute};
+use crate::host::context::HostContext;
+use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, managed, target, unavailable};
+use crate::host::wake::HostKey;
+use crate::kit::backoff::spread;
+use crate::kit::runner::{Reconcile, Runner};
+use crate::kit::status::Commit;
+use crate::kit::{KubeError, Publisher};
+use crds::baremetalhost::{BareMetalHost, ProvisioningState};
+use crds::firmware::{FirmwareUpdate, HostFirmwareComponents};
+use futures::future::BoxFuture;
+use ironic_client::{FirmwareComponent, ProvisionState};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The controller's name: in metrics, logs and as the Events' reporter.
+pub(super) const CONTROLLER: &str = "hostfirmwarecomponents";
+
+/// baremetal-operator reads components whose updates wait every minute.
+const CHANGE_DETECTED: Duration = Duration::from_secs(60);
+/// A host being serviced is read again soon: its versions change when it ends.
+const SERVICING: Duration = Duration::from_secs(15);
+
+crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, HostFirmwareComponents, status: Patch);
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Error {
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+}
+
+crate::kit::label::metric_labels!(Error: Kube);
+
+/// What the reconciles share.
+pub(super) struct ComponentsReconciler {
+    pub(super) runner: Runner,
+    pub(super) publisher: Publisher,
+    /// The host controller's: its Ironic connection and configuration.
+    pub(super) hosts: Arc<HostContext>,
+}
+
+impl Reconcile for ComponentsReconciler {
+    type Object = HostFirmwareComponents;
+    type Error = Error;
+
+    fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    fn reconcile(self: Arc<Self>, object: Arc<HostFirmwareComponents>) -> BoxFuture<'static, Result<Action, Error>> {
+        Box::pin(async move { self.run(&object).await })
+    }
+}
+
+/// What Ironic showed.
+struct Reading {
+    components: Vec<FirmwareComponent>,
+    handed: Vec<FirmwareUpdate>,
+    moment: Moment,
+}
+
+impl ComponentsReconciler {
+    async fn run(&self, object: &HostFirmwareComponents) -> Result<Action, Error> {
+        let found = self.read(object).await?;
+        let now = Time(Timestamp::now());
+        let (outcome, again) = match &found {
+            Err(Unread { reason, message, again }) => {
+                (compute(object, &Observed::Unread { reason, message: message.clone() }, &now), *again)
+            }
+            Ok(Reading { components, handed, moment }) => {
+                let observed = Observed::Read { components, handed: handed.clone(), moment: *moment };
+                let again = if *moment == Moment::Servicing { SERVICING } else { STEADY };
+                (compute(object, &observed, &now), again)
+            }
+        };
+        let again = if outcome.change_detected { again.min(CHANGE_DETECTED) } else { again };
+        let key = HostKey::new(object.namespace().unwrap_or_default(), object.name_any());
+        let generation = object.metadata.generation;
+        match &found {
+            Ok(_) => self.hosts.components.set(&key, outcome.waiting.clone(), generation),
+            Err(_) => self.hosts.components.unread(&key, generation),
+        }
+        let api: Api<HostFirmwareComponents> =
+            Api::namespaced(self.hosts.kube.clone(), &object.namespace().unwrap_or_default());
+        let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
+        commit.write(&api, object, outcome.status.as_ref(), outcome.notices).await?;
+        Ok(Action::requeue(spread(again)))
+    }
+
+    /// The host of the same name in the same namespace, its components and the updates its
+    /// node was handed, as Ironic shows them.
+    async fn read(&self, object: &HostFirmwareComponents) -> Result<Result<Reading, Unread>, Error> {
+        let (namespace, name) = (object.namespace().unwrap_or_default(), object.name_any());
+        let (host, node, client) = match target(&self.hosts, &namespace, &name).await? {
+            Target::Unread(unread) => return Ok(Err(unread)),
+            Target::Node { host, node, client } => (host, node, client),
+        };
+        let components = match client.list_firmware_components(&node).await {
+            Ok(components) => components,
+            Err(err) => return Ok(Err(unavailable(format!("cannot read the firmware components: {err}")))),
+        };
+        if components.is_empty() && !managed(&host) {
+            // Ironic reads them once the node is managed; an empty list before means nothing.
+            let message = "Ironic has not read the host's firmware components yet (it does once the host is managed)";
+            return Ok(Err(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }));
+        }
+        let fields = ["extra", "provision_state", "provision_updated_at"];
+        let node = match client.get_node_fields(&node, &fields).await {
+            Ok(node) => node,
+            Err(err) => return Ok(Err(unavailable(format!("cannot read the host's node: {err}")))),
+        };
+        let at = NodeMoment {
+            provision_state: node.provision_state.as_ref(),
+            provision_updated_at: node.provision_updated_at.as_deref(),
+        };
+        let handed = handed(mark_of(&node.extra).as_ref(), at);
+        let moment = self.moment(&host, node.provision_state.as_ref()).await?;
+        Ok(Ok(Reading { components, handed, moment }))
+    }
+
+    /// Where the host is for its updates; its policy is read only when it is provisioned.
+    async fn moment(&self, host: &BareMetalHost, node: Option<&ProvisionState>) -> Result<Moment, Error> {
+        use ProvisionState as P;
+        if matches!(node, Some(P::Servicing | P::ServiceWait | P::ServiceHold)) {
+            return Ok(Moment::Servicing);
+        }
+        let state = host.status.as_ref().map(|s| s.provisioning.state);
+        if !matches!(state, Some(ProvisioningState::Provisioned | ProvisioningState::ExternallyProvisioned)) {
+            return Ok(Moment::NotProvisioned);
+        }
+        let on_reboot = crate::host::firmware::updates_on_reboot(&self.hosts.kube, host).await?;
+        Ok(Moment::Provisioned { on_reboot })
+    }
+}

@@ -1,0 +1,67 @@
+//! The host a firmware object belongs to (the `BareMetalHost` of its name, in its namespace:
+//! never another's) and a client for its Ironic node, or why there is none to read now.
+
+use crate::host::context::HostContext;
+use crate::kit::KubeError;
+use crate::kit::error::Verb;
+use crate::kit::scrub::scrubbed;
+use crds::baremetalhost::annotations::DETACHED;
+use crds::baremetalhost::{BareMetalHost, ProvisioningState};
+use ironic_client::IronicClient;
+use kube::ResourceExt;
+use kube::api::Api;
+use std::time::Duration;
+
+/// A host not ready to be read is tried again in 30 s, as baremetal-operator does.
+pub(crate) const NOT_READY: Duration = Duration::from_secs(30);
+/// Objects whose hosts are read are read again every five minutes (sooner when changes wait).
+pub(crate) const STEADY: Duration = Duration::from_secs(300);
+
+/// Whether Ironic has managed the host's node (verified it), which is when it reads the BIOS:
+/// any state past inspection.
+pub(crate) fn managed(host: &BareMetalHost) -> bool {
+    use ProvisioningState as S;
+    let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
+    !matches!(state, S::None | S::Unmanaged | S::Registering | S::Inspecting)
+}
+
+/// What was found of the host.
+pub(crate) enum Target {
+    /// Nothing to read now.
+    Unread(Unread),
+    /// The host, its node's UUID, and a client to read it with.
+    Node { host: Box<BareMetalHost>, node: String, client: IronicClient },
+}
+
+/// Why nothing was read, and when to look again.
+pub(crate) struct Unread {
+    pub reason: &'static str,
+    pub message: String,
+    pub again: Duration,
+}
+
+/// An Ironic call failed: unavailable for now. Ironic's answers may quote what they were sent:
+/// scrubbed before any status sees them.
+pub(crate) fn unavailable(message: String) -> Unread {
+    Unread { reason: "IronicUnavailable", message: scrubbed(&message, &[]), again: NOT_READY }
+}
+
+/// The host named `name` in `namespace`, when it is registered and not detached.
+pub(crate) async fn target(hosts: &HostContext, namespace: &str, name: &str) -> Result<Target, KubeError> {
+    let api: Api<BareMetalHost> = Api::namespaced(hosts.kube.clone(), namespace);
+    let unread = |reason, message: String, again| Ok(Target::Unread(Unread { reason, message, again }));
+    let Some(host) = api.get_opt(name).await.map_err(KubeError::of::<BareMetalHost>(Verb::Get, name))? else {
+        return unread("NoHost", format!("no BareMetalHost named {name} in this namespace"), NOT_READY);
+    };
+    if host.annotations().contains_key(DETACHED) {
+        return unread("Detached", "the host is detached from Ironic".into(), STEADY);
+    }
+    let node = host.status.as_ref().map(|s| s.provisioning.id.clone()).unwrap_or_default();
+    if node.is_empty() {
+        return unread("NotRegistered", "the host has no Ironic node yet".into(), NOT_READY);
+    }
+    match hosts.provisioner.client().await {
+        Ok(client) => Ok(Target::Node { host: Box::new(host), node, client }),
+        Err(err) => Ok(Target::Unread(unavailable(err.to_string()))),
+    }
+}
