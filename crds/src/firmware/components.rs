@@ -89,8 +89,9 @@ pub const NIC_PREFIX: &str = "nic:";
 const SCHEMES: [&str; 3] = ["http", "https", "oci"];
 
 /// Every update that cannot be flashed: a component that is not `bios`, `bmc` or `nic:…`
-/// (baremetal-operator's controller checks that; here the webhook does too), or a URL that is
-/// not an `http`, `https` or `oci` URL with a host (its webhook's check).
+/// (baremetal-operator's controller checks that; here the webhook does too), a URL that is
+/// not an `http`, `https` or `oci` URL with a host (its webhook's check), or one that holds
+/// credentials (not in baremetal-operator).
 pub fn validate_host_firmware_components(spec: &HostFirmwareComponentsSpec) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for (i, update) in spec.updates.iter().enumerate() {
@@ -101,23 +102,22 @@ pub fn validate_host_firmware_components(spec: &HostFirmwareComponentsSpec) -> V
                 format!("component {component:?} is invalid: only \"bmc\", \"bios\", or names starting with \"nic:\" are allowed"),
             ));
         }
-        if let Err(problem) = valid_url(&update.url, &SCHEMES) {
-            errors.push(FieldError::new(
-                format!("spec.updates[{i}].url"),
+        let path = format!("spec.updates[{i}].url");
+        match valid_url(&update.url, &SCHEMES) {
+            Err(problem) => errors.push(FieldError::new(
+                path,
                 format!("invalid URL in the update of component {component:?}: {problem}"),
-            ));
+            )),
+            // The URL goes into Ironic's node and the status, where anyone who may read them
+            // would read a password in it.
+            Ok(url) if !url.username().is_empty() || url.password().is_some() => errors.push(FieldError::new(
+                path,
+                format!("the URL of the update of component {component:?} must not hold credentials"),
+            )),
+            Ok(_) => {}
         }
     }
     errors
-}
-
-/// The updates the spec wants that were not handed to Ironic yet, as baremetal-operator picks
-/// them: every update whose component the handed-over list lacks, or names with another URL.
-pub fn updates_to_flash(spec: &[FirmwareUpdate], handed: &[FirmwareUpdate]) -> Vec<FirmwareUpdate> {
-    spec.iter()
-        .filter(|update| !handed.iter().any(|h| h.component == update.component && h.url == update.url))
-        .cloned()
-        .collect()
 }
 
 #[cfg(test)]
@@ -154,20 +154,12 @@ mod tests {
 
     #[test]
     fn urls_without_a_host_or_of_another_scheme_are_refused() {
-        for url in ["", "abc", "file:///firmware/bios.bin", "unix:///run/x", "http:///bios.bin", "ftp://h/x"] {
+        for url in
+            ["", "abc", "file:///firmware/bios.bin", "unix:///run/x", "http:///bios.bin", "ftp://h/x", "http://u:p@h/x"]
+        {
             let found = errors(&[update("bios", url)]);
             assert_eq!(found.len(), 1, "{url:?}: {found:?}");
             assert!(found[0].contains("spec.updates[0].url"), "{found:?}");
         }
-    }
-
-    #[test]
-    fn only_updates_not_yet_handed_over_are_flashed() {
-        let bios = update("bios", "http://h/bios-2.bin");
-        let bmc = update("bmc", "http://h/bmc-3.bin");
-        assert_eq!(updates_to_flash(&[bios.clone(), bmc.clone()], &[]), vec![bios.clone(), bmc.clone()]);
-        assert_eq!(updates_to_flash(&[bios.clone(), bmc.clone()], std::slice::from_ref(&bios)), vec![bmc.clone()]);
-        let newer = update("bios", "http://h/bios-3.bin");
-        assert_eq!(updates_to_flash(std::slice::from_ref(&newer), &[bios]), vec![newer]);
     }
 }

@@ -18,7 +18,7 @@ mod validate;
 
 pub use components::{
     FirmwareComponentStatus, FirmwareUpdate, HostFirmwareComponents, HostFirmwareComponentsSpec,
-    HostFirmwareComponentsStatus, NIC_PREFIX, updates_to_flash, validate_host_firmware_components,
+    HostFirmwareComponentsStatus, NIC_PREFIX, validate_host_firmware_components,
 };
 pub use policy::{HostUpdatePolicy, HostUpdatePolicySpec, UpdatePolicy};
 pub use schema::{FirmwareSchema, FirmwareSchemaSpec, SettingProblem, SettingSchema, check_setting};

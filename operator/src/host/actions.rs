@@ -16,7 +16,7 @@
 //! between a create and the next poll, a create racing ours) makes the create fail with a
 //! conflict and is then read by name, never duplicated.
 
-use crate::host::components::handover::{MARK, Mark, NodeMoment, handed, mark_of};
+use crate::host::components::handover::{MARK, Mark, NodeMoment, Resolved, mark_of, resolve};
 use crate::host::driver::{DriverSpec, inspect_interface};
 use crate::host::hardware;
 use crate::host::instance::{
@@ -25,7 +25,7 @@ use crate::host::instance::{
 use crate::host::machine::Act;
 use crate::host::request::{Bmc, ConfigDrive, Request};
 use crds::baremetalhost::{HardwareDetails, Image, ProvisioningState};
-use crds::firmware::{FirmwareUpdate, updates_to_flash};
+use crds::firmware::FirmwareUpdate;
 use ironic_client::{
     DeployRequest, DeployStep, DriverInfo, IronicClient, Node, NodeCreate, PatchOperation, PortCreate, PowerTarget,
     ProvisionState, ProvisionTarget, Step,
@@ -449,6 +449,11 @@ impl Calls<'_> {
             let settings = serde_json::to_value(&updates).map_err(|e| failed(e.to_string()))?;
             steps.push(Step::new("firmware", "update").arg("settings", settings));
         }
+        if steps.is_empty() && node.provision_state == Some(ProvisionState::ServiceFailed) {
+            // Nothing is left to try again for (what failed is no longer wanted, or Ironic has
+            // it): the failed servicing is ended instead.
+            return self.abort().await;
+        }
         if steps.is_empty() {
             return Ok(Answer::Nothing);
         }
@@ -457,49 +462,55 @@ impl Calls<'_> {
         Ok(Answer::Called)
     }
 
-    /// The updates this servicing flashes: those of the request's list that Ironic was not
-    /// handed in an earlier servicing that did not fail, after the mark that witnesses the
-    /// handover is written in the node (`host::components::handover`). A list Ironic was
-    /// handed whole already is settled, and so is one it needs nothing flashed for (an update
-    /// removed from the spec).
+    /// The updates this servicing flashes: those of the request's list the node's mark does
+    /// not show flashed or in flight (`host::components::handover`). The mark is rewritten
+    /// first, with what it resolved to and the updates now asked for, so that what Ironic takes
+    /// is witnessed and nothing stale in it can later pass for done.
     async fn updates_to_flash(
         &self,
         uuid: &str,
         node: &Node,
         learned: &mut Learned,
     ) -> Result<Vec<FirmwareUpdate>, Stop> {
-        let wanted = &self.request.updates;
-        if wanted.is_empty() {
-            return Ok(Vec::new());
+        let (resolved, mark) = self.resolved(node);
+        let flash = resolved.to_flash(&self.request.updates);
+        let written = resolved.mark(flash.clone(), node.provision_updated_at.as_deref());
+        if mark.as_ref() != Some(&written) && (mark.is_some() || !flash.is_empty()) {
+            self.write_mark(uuid, &written).await?;
         }
+        // The components controller reads the node again now: what is handed over shows, and
+        // should the servicing never reach Ironic, the host is told again.
+        learned.updates_settled = !self.request.updates.is_empty();
+        Ok(flash)
+    }
+
+    /// The node's mark, resolved against the node, and the mark as written.
+    fn resolved(&self, node: &Node) -> (Resolved, Option<Mark>) {
+        let mark = mark_of(&node.extra);
         let at = NodeMoment {
             provision_state: node.provision_state.as_ref(),
             provision_updated_at: node.provision_updated_at.as_deref(),
         };
-        let handed = handed(mark_of(&node.extra).as_ref(), at);
-        if handed == *wanted {
-            learned.updates_settled = true;
-            return Ok(Vec::new());
-        }
-        let flash = updates_to_flash(wanted, &handed);
-        // With nothing to flash the list is handed over as it is: a mark with no time before
-        // reads as handed at once.
-        let before = if flash.is_empty() { None } else { node.provision_updated_at.clone() };
-        let mark = serde_json::to_value(Mark { updates: wanted.clone(), before }).map_err(|e| failed(e.to_string()))?;
-        self.client.update_node(uuid, &[PatchOperation::add(format!("/extra/{MARK}"), mark)]).await?;
-        // Handed over, or about to be: the components controller reads the node again now, and
-        // tells the host again should the servicing never reach Ironic.
-        learned.updates_settled = true;
-        Ok(flash)
+        (resolve(mark.as_ref(), &self.request.updates_recorded, at), mark)
     }
 
-    /// Ends a failed servicing: the node goes back to `active` as it is. The updates it was
-    /// handed were not flashed (or not all): their mark goes first, so that they wait again.
+    async fn write_mark(&self, uuid: &str, mark: &Mark) -> Result<(), Stop> {
+        let value = serde_json::to_value(mark).map_err(|e| failed(e.to_string()))?;
+        self.client.update_node(uuid, &[PatchOperation::add(format!("/extra/{MARK}"), value)]).await?;
+        Ok(())
+    }
+
+    /// Ends a failed servicing: the node goes back to `active` as it is. The updates it
+    /// carried were not flashed: the mark keeps what was, without them, so that they wait
+    /// again (and the return to `active` is not taken for their success).
     async fn abort(&self) -> Result<Answer, Stop> {
         let uuid = self.node()?;
         let node = self.out_of_service_failure(uuid).await?;
-        if node.extra.contains_key(MARK) {
-            self.client.update_node(uuid, &[PatchOperation::remove(format!("/extra/{MARK}"))]).await?;
+        if let (resolved, Some(mark)) = self.resolved(&node) {
+            let written = resolved.mark(Vec::new(), None);
+            if written != mark {
+                self.write_mark(uuid, &written).await?;
+            }
         }
         self.client.set_provision_state(uuid, &ProvisionTarget::Abort).await?;
         Ok(Answer::Called)

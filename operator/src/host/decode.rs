@@ -225,7 +225,6 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         bios_pending: bios.pending,
         bios_on_reboot: bios.on_reboot,
         updates_change: !updates.updates.is_empty(),
-        updates_pending: updates.pending,
         updates_on_reboot: updates.on_reboot,
         node,
     };
@@ -243,6 +242,7 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
     if updates.on_reboot {
         request.updates = updates.updates;
     }
+    request.updates_recorded = updates.recorded;
     Decoded { facts, request, retry_in, now }
 }
 

@@ -117,6 +117,9 @@ pub(super) struct Request {
     /// The firmware updates its `HostFirmwareComponents` wants, the whole list, when some were
     /// not handed to Ironic and its policy lets servicing flash them; empty otherwise.
     pub updates: Vec<crds::firmware::FirmwareUpdate>,
+    /// The updates its `HostFirmwareComponents` last showed handed over: the record for a node
+    /// whose own record is lost (registered again).
+    pub updates_recorded: Vec<crds::firmware::FirmwareUpdate>,
 }
 
 impl Request {
@@ -161,6 +164,7 @@ impl Request {
             status_written_at: status.last_updated.as_ref().map(|t| t.0),
             bios: Default::default(),
             updates: Vec::new(),
+            updates_recorded: Vec::new(),
         }
     }
 

@@ -1,14 +1,14 @@
 //! What the host controller knows of a host's firmware updates in one reconcile. Updates are
 //! flashed only by servicing a provisioned host, so only a provisioned host costs a read: of
-//! its `HostFirmwareComponents` (still there, still wanting what the controller last told) and
-//! of its `HostUpdatePolicy`, and only while updates wait or its servicing failed.
+//! its `HostFirmwareComponents` (still there, and its spec as it is now) and of its
+//! `HostUpdatePolicy`, and only while updates wait or its servicing failed.
 
 use crate::host::firmware::{Moment, WantedUpdates, updates_on_reboot};
 use crate::host::wake::HostKey;
 use crate::kit::KubeError;
 use crate::kit::error::Verb;
 use crds::baremetalhost::BareMetalHost;
-use crds::firmware::{FirmwareUpdate, HostFirmwareComponents};
+use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, validate_host_firmware_components};
 use kube::ResourceExt;
 use kube::api::Api;
 
@@ -17,16 +17,19 @@ crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, Hos
 /// A host's firmware updates, as far as servicing goes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct UpdateFacts {
-    /// The spec's updates, while some were not handed to Ironic (empty: nothing waits).
+    /// The spec's updates, read now, when some may be left to flash (empty: nothing waits).
+    /// Which are is for the node's record to say, when the host is serviced.
     pub updates: Vec<FirmwareUpdate>,
-    /// Its servicing failed and what its object wants is not known yet (the controller's
-    /// first read after a restart has not happened): neither retried nor abandoned on a guess.
-    pub pending: bool,
+    /// The updates the object last showed handed over.
+    pub recorded: Vec<FirmwareUpdate>,
     /// Its `HostUpdatePolicy` lets it be serviced for them.
     pub on_reboot: bool,
 }
 
-/// The update facts of `host` at `moment`.
+/// The update facts of `host` at `moment`: for a provisioned host the components controller
+/// said waits for updates, and for a host whose servicing failed (whatever the controller last
+/// said: it may have read the host while its servicing ran), the object is read now and its
+/// spec is what counts.
 pub(crate) async fn update_facts(
     client: &kube::Client,
     host: &BareMetalHost,
@@ -34,25 +37,24 @@ pub(crate) async fn update_facts(
     wanted: &WantedUpdates,
     moment: Moment,
 ) -> Result<UpdateFacts, KubeError> {
-    let updates = wanted.of(key);
     let deciding = match moment {
         Moment::ServicingFailed => true,
-        Moment::Provisioned => !updates.is_empty(),
+        Moment::Provisioned => !wanted.of(key).is_empty(),
         Moment::BeforeProvisioning | Moment::Other => false,
     };
     if !deciding {
         return Ok(UpdateFacts::default());
     }
-    let object = components_of(client, host).await?;
-    if object.is_none() && wanted.known(key) {
+    let Some(object) = components_of(client, host).await? else {
         // Deleted since it was read: what it wanted goes with it.
         wanted.forget(key);
         return Ok(UpdateFacts::default());
-    }
-    let wants = object.is_some_and(|o| !o.spec.updates.is_empty());
-    let pending = moment == Moment::ServicingFailed && !wanted.known(key) && wants;
+    };
+    let valid = validate_host_firmware_components(&object.spec).is_empty();
+    let updates = if valid { object.spec.updates } else { Vec::new() };
+    let recorded = object.status.map(|s| s.updates).unwrap_or_default();
     let on_reboot = !updates.is_empty() && updates_on_reboot(client, host).await?;
-    Ok(UpdateFacts { updates, pending, on_reboot })
+    Ok(UpdateFacts { updates, recorded, on_reboot })
 }
 
 /// The host's `HostFirmwareComponents`, read now.

@@ -1,42 +1,50 @@
-//! Which firmware updates were handed to Ironic, told by Ironic itself, so that a crash at any
-//! point neither flashes an update twice nor loses one.
+//! Which firmware updates a host has, told by Ironic itself, so that a crash at any point
+//! neither flashes an update twice nor loses one.
 //!
-//! Before it asks Ironic to service a node for updates, the host controller writes a mark in
-//! the node's `extra`: the spec's updates, and the node's `provision_updated_at` as it read it
-//! then. Ironic changes `provision_updated_at` only when the node's provision state changes,
-//! which a servicing does at once (`active` → `servicing`), so:
-//! - the mark, and a `provision_updated_at` that moved since: Ironic took the servicing (it
-//!   may still run); the updates are handed over and never sent again;
-//! - the mark, and the same `provision_updated_at`: the request never reached Ironic, or was
-//!   refused; the updates are sent again;
-//! - a node in `service failed`: the servicing did not finish; the updates are not handed
-//!   over (as baremetal-operator clears `status.updates` when a servicing fails), and ending
-//!   that servicing without them removes the mark first.
+//! The record is a mark in the node's `extra`, written by the host controller before every
+//! servicing it asks for and before it ends a failed one:
+//! - `done`: per component, the URL of the last update flashed by a servicing that ended in
+//!   `active`;
+//! - `pending`: the updates of the servicing being asked for, and the node's
+//!   `provision_updated_at` read just before the request.
 //!
-//! The mark lives in Ironic, not in Kubernetes: it is written in the same place, by the same
-//! writer, as the request it witnesses.
+//! Ironic changes `provision_updated_at` only with the provision state, which a servicing
+//! changes at once (`active` → `servicing`). So a pending servicing whose time has not moved
+//! (and whose node is not servicing) never reached Ironic, or was refused: its updates are
+//! sent again. One whose node is servicing has them in flight; one that ended in `active`
+//! flashed them (they join `done`); one that ended anywhere else (`service failed`) did not.
+//! Every write of the mark carries what was resolved so far, so no later servicing (for BIOS
+//! settings alone, say) can make an unresolved one look done.
 
 use crds::firmware::FirmwareUpdate;
 use ironic_client::{JsonObject, ProvisionState};
+use k8s_openapi::jiff::{Timestamp, civil::DateTime, tz::TimeZone};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The key of the mark in the node's `extra`.
 pub(crate) const MARK: &str = "ferrometal_firmware_updates";
 
-/// What the host controller wrote before it asked for a servicing with updates.
+/// The updates of a servicing asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Mark {
-    /// The spec's updates when they were handed over (the whole list, as baremetal-operator
-    /// records them in `status.updates`).
+pub(crate) struct Pending {
     pub updates: Vec<FirmwareUpdate>,
     /// The node's `provision_updated_at` just before the request.
     pub before: Option<String>,
 }
 
+/// What the host controller wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Mark {
+    /// Component → URL of the last update flashed.
+    #[serde(default)]
+    pub done: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Pending>,
+}
+
 /// The mark in a node's `extra`, if one reads as a mark: anything else there (an
-/// administrator's edit) counts as no mark, so at worst an update is flashed again, as after
-/// a failed servicing; nothing in `extra` can make the operator skip one it never handed over
-/// unless it names exactly the spec's updates.
+/// administrator's edit) counts as no mark, so at worst an update is flashed again.
 pub(crate) fn mark_of(extra: &JsonObject) -> Option<Mark> {
     extra.get(MARK).and_then(|value| serde_json::from_value(value.clone()).ok())
 }
@@ -48,63 +56,86 @@ pub(crate) struct NodeMoment<'a> {
     pub provision_updated_at: Option<&'a str>,
 }
 
-/// The updates Ironic was handed and has not failed: the mark's, once the node's provision
-/// state changed after it was written, unless its servicing failed.
-pub(crate) fn handed(mark: Option<&Mark>, node: NodeMoment<'_>) -> Vec<FirmwareUpdate> {
-    let Some(mark) = mark else { return Vec::new() };
-    let moved = mark.before.as_deref() != node.provision_updated_at;
-    if moved && node.provision_state != Some(&ProvisionState::ServiceFailed) {
-        mark.updates.clone()
-    } else {
-        Vec::new()
+impl NodeMoment<'_> {
+    fn servicing(&self) -> bool {
+        use ProvisionState as P;
+        matches!(self.provision_state, Some(P::Servicing | P::ServiceWait | P::ServiceHold))
+    }
+}
+
+/// What the mark says once the node is read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    /// Component → URL of the last update flashed.
+    pub done: BTreeMap<String, String>,
+    /// The updates of the servicing running now.
+    pub in_flight: Vec<FirmwareUpdate>,
+}
+
+/// Whether two of Ironic's times are the same instant (read as times, so that a change of how
+/// Ironic writes them is not taken for a change of the state).
+fn same_time(a: Option<&str>, b: Option<&str>) -> bool {
+    let parse = |text: &str| {
+        text.parse::<Timestamp>().ok().or_else(|| {
+            let civil = text.parse::<DateTime>().ok()?;
+            civil.to_zoned(TimeZone::UTC).ok().map(|z| z.timestamp())
+        })
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => match (parse(a), parse(b)) {
+            (Some(a), Some(b)) => a == b,
+            _ => a == b,
+        },
+        (a, b) => a == b,
+    }
+}
+
+/// The mark (or, for a node without one, `recorded`: the updates the object last showed
+/// handed over, from before the node was registered again) resolved against the node.
+pub(crate) fn resolve(mark: Option<&Mark>, recorded: &[FirmwareUpdate], node: NodeMoment<'_>) -> Resolved {
+    let Some(mark) = mark else {
+        let done = recorded.iter().map(|u| (u.component.clone(), u.url.clone())).collect();
+        return Resolved { done, in_flight: Vec::new() };
+    };
+    let mut resolved = Resolved { done: mark.done.clone(), in_flight: Vec::new() };
+    let Some(pending) = &mark.pending else { return resolved };
+    let reached = node.servicing() || !same_time(pending.before.as_deref(), node.provision_updated_at);
+    match node.provision_state {
+        _ if !reached => {}
+        _ if node.servicing() => resolved.in_flight = pending.updates.clone(),
+        Some(ProvisionState::Active) => {
+            resolved.done.extend(pending.updates.iter().map(|u| (u.component.clone(), u.url.clone())));
+        }
+        // Failed, or gone elsewhere: not flashed (at worst flashed again later, never lost).
+        _ => {}
+    }
+    resolved
+}
+
+impl Resolved {
+    /// Whether `update` was flashed or is being flashed.
+    fn has(&self, update: &FirmwareUpdate) -> bool {
+        self.done.get(&update.component) == Some(&update.url) || self.in_flight.contains(update)
+    }
+
+    /// The spec's updates Ironic was handed (flashed, or being flashed), in the spec's order:
+    /// baremetal-operator's `status.updates`.
+    pub(crate) fn handed(&self, spec: &[FirmwareUpdate]) -> Vec<FirmwareUpdate> {
+        spec.iter().filter(|u| self.has(u)).cloned().collect()
+    }
+
+    /// The spec's updates still to flash.
+    pub(crate) fn to_flash(&self, spec: &[FirmwareUpdate]) -> Vec<FirmwareUpdate> {
+        spec.iter().filter(|u| !self.has(u)).cloned().collect()
+    }
+
+    /// The mark to write before a servicing that flashes `flash` (none: nothing pending), the
+    /// node's time read as `before`.
+    pub(crate) fn mark(&self, flash: Vec<FirmwareUpdate>, before: Option<&str>) -> Mark {
+        let pending = (!flash.is_empty()).then(|| Pending { updates: flash, before: before.map(str::to_string) });
+        Mark { done: self.done.clone(), pending }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn bios(url: &str) -> FirmwareUpdate {
-        FirmwareUpdate { component: "bios".into(), url: url.into() }
-    }
-
-    fn mark(before: &str) -> Mark {
-        Mark { updates: vec![bios("http://h/bios-2.bin")], before: Some(before.into()) }
-    }
-
-    fn node<'a>(state: &'a ProvisionState, at: &'a str) -> NodeMoment<'a> {
-        NodeMoment { provision_state: Some(state), provision_updated_at: Some(at) }
-    }
-
-    #[test]
-    fn updates_are_handed_over_once_the_node_moved_after_the_mark() {
-        let mark = mark("2026-12-05T01:00:00");
-        assert_eq!(handed(Some(&mark), node(&ProvisionState::Servicing, "2026-12-05T01:00:01")), mark.updates);
-        assert_eq!(handed(Some(&mark), node(&ProvisionState::Active, "2026-12-05T01:05:00")), mark.updates);
-    }
-
-    #[test]
-    fn a_request_that_never_reached_ironic_hands_nothing_over() {
-        let mark = mark("2026-12-05T01:00:00");
-        assert!(handed(Some(&mark), node(&ProvisionState::Active, "2026-12-05T01:00:00")).is_empty());
-        assert!(handed(None, node(&ProvisionState::Active, "2026-12-05T01:05:00")).is_empty());
-    }
-
-    #[test]
-    fn a_failed_servicing_hands_nothing_over() {
-        let mark = mark("2026-12-05T01:00:00");
-        assert!(handed(Some(&mark), node(&ProvisionState::ServiceFailed, "2026-12-05T01:03:00")).is_empty());
-    }
-
-    #[test]
-    fn a_mark_reads_back_and_anything_else_in_extra_is_no_mark() {
-        let written = mark("2026-12-05T01:00:00");
-        let mut extra = JsonObject::new();
-        extra.insert(MARK.into(), serde_json::to_value(&written).expect("json"));
-        assert_eq!(mark_of(&extra), Some(written));
-        extra.insert(MARK.into(), json!({"updates": "all of them"}));
-        assert_eq!(mark_of(&extra), None);
-        assert_eq!(mark_of(&JsonObject::new()), None);
-    }
-}
+mod tests;

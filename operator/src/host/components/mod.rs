@@ -9,7 +9,7 @@
 //! - `controller`: the watch per scope, woken by changes of the spec only;
 //! - `reconcile`: the steps: dereference the host → read Ironic → status;
 //! - `gate`: what a provisioned host knows of its updates when it decides;
-//! - `handover`: the mark in the node that tells which updates Ironic was handed (pure);
+//! - `handover`: the record in the node of which updates were flashed or are (pure);
 //! - `status`: the status, conditions and Events from what was read (pure).
 
 mod controller;

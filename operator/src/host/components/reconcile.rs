@@ -2,7 +2,7 @@
 //! the updates handed over from Ironic → write the status. What cannot be read is a value,
 //! reported in `Ready` and read again later; only failed Kubernetes writes are errors.
 
-use super::handover::{NodeMoment, handed, mark_of};
+use super::handover::{NodeMoment, mark_of, resolve};
 use super::status::{Moment, Observed, compute};
 use crate::host::context::HostContext;
 use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, managed, target, unavailable};
@@ -124,7 +124,8 @@ impl ComponentsReconciler {
             provision_state: node.provision_state.as_ref(),
             provision_updated_at: node.provision_updated_at.as_deref(),
         };
-        let handed = handed(mark_of(&node.extra).as_ref(), at);
+        let recorded = object.status.as_ref().map(|s| s.updates.clone()).unwrap_or_default();
+        let handed = resolve(mark_of(&node.extra).as_ref(), &recorded, at).handed(&object.spec.updates);
         let moment = self.moment(&host, node.provision_state.as_ref()).await?;
         Ok(Ok(Reading { components, handed, moment }))
     }

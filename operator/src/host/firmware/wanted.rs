@@ -3,8 +3,7 @@
 //! firmware updates its `HostFirmwareComponents` wants and were not handed to Ironic yet. The
 //! object's controller sets it after each read and wakes the host when it changes; the host
 //! controller applies it, and clears it once Ironic shows the host has it. Kept in memory
-//! only: after a restart, the controllers' first reads fill it again within seconds, and
-//! [`Waiting::known`] tells a host whether its object was read since.
+//! only: after a restart, the controllers' first reads fill it again within seconds.
 
 use crate::host::wake::{HostKey, Wakeups};
 use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostFirmwareSettings};
@@ -28,8 +27,7 @@ type ReadChannel<K> = (Option<String>, mpsc::UnboundedSender<ObjectRef<K>>);
 
 /// What waits, per host, from objects of kind `K`; `V::default()` is nothing.
 pub(crate) struct Waiting<K: kube::Resource, V> {
-    /// Per host, what it waits for and the generation of the object it came from; a host
-    /// whose object was read with nothing to wait for has an empty entry.
+    /// Per host, what it waits for and the generation of the object it came from.
     hosts: Mutex<HashMap<HostKey, (V, Option<i64>)>>,
     /// Wakes hosts.
     wakeups: Arc<Wakeups>,
@@ -55,16 +53,13 @@ where
         self.hosts().get(host).map(|(value, _)| value.clone()).unwrap_or_default()
     }
 
-    /// Whether `host`'s object was read since the operator started (or since it was
-    /// forgotten): what it waits for is then known, even when it is nothing.
-    pub(crate) fn known(&self, host: &HostKey) -> bool {
-        self.hosts().contains_key(host)
-    }
-
     /// Records what `host` waits for, read for the object's `generation`; wakes the host when
     /// that changed.
     pub(crate) fn set(&self, host: &HostKey, value: V, generation: Option<i64>) {
-        let before = self.hosts().insert(host.clone(), (value.clone(), generation));
+        let before = match value == V::default() {
+            true => self.hosts().remove(host),
+            false => self.hosts().insert(host.clone(), (value.clone(), generation)),
+        };
         if before.map(|(value, _)| value).unwrap_or_default() != value {
             self.wakeups.wake(host);
         }
@@ -85,7 +80,7 @@ where
         self.wakeups.wake(host);
     }
 
-    /// The host is gone, or its object: nothing known of it.
+    /// The host is gone, or its object.
     pub(crate) fn forget(&self, host: &HostKey) {
         self.hosts().remove(host);
     }
@@ -93,9 +88,7 @@ where
     /// Ironic shows the host has what it waited for: nothing waits any more, and its object is
     /// read again now, so that its status (which a host reads at some moments) says so at once.
     pub(crate) fn settled(&self, host: &HostKey) {
-        if let Some((value, _)) = self.hosts().get_mut(host) {
-            *value = V::default();
-        }
+        self.forget(host);
         let object = ObjectRef::<K>::new(&host.name).within(&host.namespace);
         let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
         for (namespace, tx) in reads.iter() {

@@ -102,10 +102,9 @@ pub(crate) struct Facts {
     pub bios_pending: bool,
     /// The host's `HostUpdatePolicy` lets a provisioned host be serviced for its settings.
     pub bios_on_reboot: bool,
-    /// The host's `HostFirmwareComponents` wants updates not handed to Ironic yet.
+    /// The host's `HostFirmwareComponents` wants updates, some of which may not be flashed
+    /// yet (the servicing step reads the node's record of which).
     pub updates_change: bool,
-    /// Its servicing failed and what it wants flashed is not known yet.
-    pub updates_pending: bool,
     /// The host's `HostUpdatePolicy` lets a provisioned host be serviced for its updates.
     pub updates_on_reboot: bool,
     pub node: NodeView,
@@ -119,7 +118,7 @@ impl Facts {
 
     /// What a failed servicing would be retried for is not known yet.
     pub(crate) fn servicing_unknown(&self) -> bool {
-        self.bios_pending || self.updates_pending
+        self.bios_pending
     }
 }
 
@@ -151,7 +150,6 @@ impl Default for Facts {
             bios_pending: false,
             bios_on_reboot: false,
             updates_change: false,
-            updates_pending: false,
             updates_on_reboot: false,
             node: NodeView::Unknown,
         }

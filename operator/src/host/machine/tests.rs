@@ -156,8 +156,6 @@ fn a_provisioned_host_is_serviced_for_its_firmware_updates_at_its_reboot_only_wh
     };
     assert_eq!(plan(&recorded(true)), retry(Act::Service), "tried again while updates are wanted");
     assert_eq!(plan(&recorded(false)), retry(Act::AbortServicing), "abandoned once none are");
-    let unknown = Facts { updates_pending: true, ..recorded(false) };
-    assert_eq!(plan(&unknown), Plan::Wait, "what is wanted is not known yet: neither retried nor aborted");
 }
 
 #[test]
