@@ -11,7 +11,8 @@ sushy-tools serves, with the values of its libvirt driver's defaults), kept per
 system and changed by a PATCH of `Bios/Settings` at once (a real BMC applies
 them at the next boot, which Ironic's redfish bios interface always makes), and
 a BIOS version that `set_versions` changes. A PATCH with the value
-'refused-by-bmc' is refused (400), for tests of a failed BIOS step. Since a PATCH applies at once, the
+'refused-by-bmc' is refused (400), for tests of a failed BIOS step, and so is
+a SimpleUpdate of an image whose URL holds it, for tests of a failed update. Since a PATCH applies at once, the
 pending settings (`GET Bios/Settings`) are empty, as a BMC's are once it applied
 them; stock sushy-tools lists every attribute there as pending, which Ironic
 35.1 reads as a change never applied (its clean then waits forever).
@@ -137,6 +138,19 @@ def bios_settings(identity):
 
 
 emulator.app.view_functions['bios_settings'] = bios_settings
+
+
+@emulator.app.before_request
+def refuse_firmware_image():
+    """A firmware image whose URL holds 'refused-by-bmc' is refused (400), for
+    tests of a failed firmware update; any other is taken as stock sushy-tools
+    takes it (it bumps the BIOS version without fetching anything)."""
+    if not flask.request.path.endswith('/UpdateService.SimpleUpdate'):
+        return None
+    body = flask.request.get_json(silent=True) or {}
+    if REFUSED in str(body.get('ImageURI', '')):
+        return flask.jsonify({'error': {'message': f'the BMC refuses the image {REFUSED!r}'}}), 400
+    return None
 
 if __name__ == '__main__':
     sys.exit(emulator.main())

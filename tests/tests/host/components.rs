@@ -2,10 +2,10 @@
 //! read into the object of its name; an update Ironic cannot flash refused at admission; a
 //! valid one waiting for the host's policy, then flashed by servicing the provisioned host in
 //! place at its reboot (the emulated BMC's SimpleUpdate bumps the BIOS version), and never
-//! flashed again.
+//! flashed again; an image the BMC refuses failing the servicing, retried once its URL is fixed.
 
 use super::firmware::{object_until, serviced_in_place, with_operator};
-use crate::host_common::{HostEnv, secs};
+use crate::host_common::{HostEnv, secs, state_of};
 use anyhow::Context as _;
 use crds::condition::find;
 use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostUpdatePolicy};
@@ -38,7 +38,7 @@ async fn reboot(t: &HostEnv, name: &str) -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn a_provisioned_hosts_bios_is_flashed_by_servicing_in_place_once_its_policy_allows_and_never_twice()
+async fn a_provisioned_hosts_bios_is_flashed_in_place_once_its_policy_allows_never_twice_and_a_refused_image_retried_once_fixed()
 -> anyhow::Result<()> {
     // Two systems: Ironic names the system to update only when the BMC has several, and the
     // emulator wants a target.
@@ -116,5 +116,41 @@ async fn a_provisioned_hosts_bios_is_flashed_by_servicing_in_place_once_its_poli
     assert_eq!(after, since, "no second servicing");
     let again = api.get("rf-0").await?;
     assert_eq!(version(&again, "bios").as_deref(), Some("1.1.0"));
+
+    // An image the BMC refuses: a servicing error, the host still provisioned; once the URL is
+    // fixed the servicing is tried again and flashes that image alone. The emulated BMC adds one
+    // to the version at each flash: 1.2.0 after it means nothing was flashed twice.
+    let server = t.ironic.image_server().url().to_string();
+    let refused = FirmwareUpdate { component: "bios".into(), url: format!("{server}/bios-refused-by-bmc.bin") };
+    api.patch("rf-0", &PatchParams::default(), &updates(&[refused])).await?;
+    object_until(&api, "rf-0", "the new update awaiting the reboot", |c| {
+        ready_reason(c).as_deref() == Some("AwaitingReboot")
+    })
+    .await?;
+    t.patch_host("rf-0", json!({"metadata": {"annotations": {"reboot.metal3.io": ""}}})).await?;
+    let failed = t
+        .wait_for("rf-0", "a servicing error", secs(240), |h| {
+            h.status.as_ref().is_some_and(|s| s.error_type == Some(crds::baremetalhost::ErrorType::Servicing))
+        })
+        .await?;
+    assert_eq!(state_of(&failed), "provisioned");
+    assert_eq!(version(&api.get("rf-0").await?, "bios").as_deref(), Some("1.1.0"));
+    let fixed = FirmwareUpdate { component: "bios".into(), url: format!("{server}/bios-1.2.bin") };
+    api.patch("rf-0", &PatchParams::default(), &updates(std::slice::from_ref(&fixed))).await?;
+    let flashed = object_until(&api, "rf-0", "the fixed image flashed", |c| {
+        version(c, "bios").as_deref() == Some("1.2.0") && ready_reason(c).as_deref() == Some("UpToDate")
+    })
+    .await?;
+    assert_eq!(flashed.status.as_ref().map(|s| s.updates.clone()), Some(vec![fixed]));
+    t.wait_for("rf-0", "OK and on again", secs(240), |h| {
+        h.status.as_ref().is_some_and(|s| s.error_type.is_none() && s.powered_on)
+    })
+    .await?;
+    let all: Vec<String> = t.ironic_transitions(&uuid)?.into_iter().skip(deployed).collect();
+    assert!(all.iter().any(|s| s == "service failed"), "{all:?}");
+    assert!(all.iter().all(|s| !super::firmware::FORBIDDEN.contains(&s.as_str())), "{all:?}");
+    let states = recorder.states("rf-0");
+    let provisioned_at = states.iter().position(|s| s == "provisioned").context(format!("{states:?}"))?;
+    assert!(states[provisioned_at..].iter().all(|s| s == "provisioned"), "never left provisioned: {states:?}");
     Ok(())
 }

@@ -133,8 +133,10 @@ impl ComponentsReconciler {
     /// Where the host is for its updates; its policy is read only when it is provisioned.
     async fn moment(&self, host: &BareMetalHost, node: Option<&ProvisionState>) -> Result<Moment, Error> {
         use ProvisionState as P;
-        if matches!(node, Some(P::Servicing | P::ServiceWait | P::ServiceHold)) {
-            return Ok(Moment::Servicing);
+        match node {
+            Some(P::Servicing | P::ServiceWait | P::ServiceHold) => return Ok(Moment::Servicing),
+            Some(P::ServiceFailed) => return Ok(Moment::ServicingFailed),
+            _ => {}
         }
         let state = host.status.as_ref().map(|s| s.provisioning.state);
         if !matches!(state, Some(ProvisioningState::Provisioned | ProvisioningState::ExternallyProvisioned)) {

@@ -28,6 +28,8 @@ pub(super) enum Moment {
     Provisioned { on_reboot: bool },
     /// Being serviced now.
     Servicing,
+    /// Its last servicing failed.
+    ServicingFailed,
 }
 
 /// What the reconcile found of the host's firmware.
@@ -131,6 +133,10 @@ fn waiting(moment: Moment, name: &str) -> (&'static str, String) {
         Moment::NotProvisioned => (
             "AwaitingProvisioning",
             "the host is not provisioned: updates are flashed by servicing once it is (flashing while it is prepared, which boots the deploy ramdisk, is not done yet)".into(),
+        ),
+        Moment::ServicingFailed => (
+            "ServicingFailed",
+            "the host's last servicing failed (its status says why): it is tried again after a while while updates wait and its HostUpdatePolicy allows them, and ended otherwise".into(),
         ),
         Moment::Provisioned { on_reboot: true } | Moment::Servicing => (
             "AwaitingReboot",

@@ -84,6 +84,9 @@ fn handed_over_updates_are_the_status_updates_and_nothing_waits() {
     assert!(outcome.waiting.is_empty());
     let serviced = compute(&hfc(&wanted), &read(&components, &wanted, Moment::Servicing), &at(10));
     assert_eq!(condition(serviced.status.as_ref().expect("status"), READY), ("False", "Servicing"));
+    let failed = compute(&hfc(&wanted), &read(&components, &[], Moment::ServicingFailed), &at(10));
+    assert_eq!(condition(failed.status.as_ref().expect("status"), READY), ("False", "ServicingFailed"));
+    assert_eq!(failed.waiting, wanted, "still waiting: the host decides to retry or end it");
 }
 
 #[test]
