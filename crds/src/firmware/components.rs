@@ -91,11 +91,19 @@ const SCHEMES: [&str; 3] = ["http", "https", "oci"];
 /// Every update that cannot be flashed: a component that is not `bios`, `bmc` or `nic:…`
 /// (baremetal-operator's controller checks that; here the webhook does too), a URL that is
 /// not an `http`, `https` or `oci` URL with a host (its webhook's check), or one that holds
-/// credentials (not in baremetal-operator).
+/// credentials, or a component listed twice (neither in baremetal-operator: the first would
+/// go into Ironic's node and the status, and the record of what was flashed keeps one image
+/// per component).
 pub fn validate_host_firmware_components(spec: &HostFirmwareComponentsSpec) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for (i, update) in spec.updates.iter().enumerate() {
         let component = update.component.as_str();
+        if spec.updates[..i].iter().any(|u| u.component == update.component) {
+            errors.push(FieldError::new(
+                format!("spec.updates[{i}].component"),
+                format!("component {component:?} is listed twice: one update per component"),
+            ));
+        }
         if !(component == "bios" || component == "bmc" || component.starts_with(NIC_PREFIX)) {
             errors.push(FieldError::new(
                 format!("spec.updates[{i}].component"),
@@ -150,6 +158,17 @@ mod tests {
             assert_eq!(found.len(), 1, "{component:?}: {found:?}");
             assert!(found[0].contains("spec.updates[0].component"), "{found:?}");
         }
+    }
+
+    #[test]
+    fn a_component_listed_twice_is_refused() {
+        let found = errors(&[
+            update("bios", "http://h/a.bin"),
+            update("bmc", "http://h/b.bin"),
+            update("bios", "http://h/c.bin"),
+        ]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("spec.updates[2].component") && found[0].contains("twice"), "{found:?}");
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub(super) struct Learned {
     pub bios_settled: bool,
     /// Ironic was handed the firmware updates the host waited for, before this step.
     pub updates_settled: bool,
+    /// A failed servicing was ended rather than tried again: nothing was left to try.
+    pub servicing_ended: bool,
 }
 
 /// What happened.
@@ -437,6 +439,11 @@ impl Calls<'_> {
     async fn service(&self, learned: &mut Learned) -> Result<Answer, Stop> {
         let uuid = self.node()?;
         let node = self.out_of_service_failure(uuid).await?;
+        if !matches!(node.provision_state, Some(ProvisionState::Active | ProvisionState::ServiceFailed)) {
+            // A servicing already under way (an earlier request that timed out but was taken):
+            // its record stays as it is, and the next poll shows where it went.
+            return Ok(Answer::Nothing);
+        }
         let mut steps = Vec::new();
         let changes = self.bios_changes(uuid).await?;
         if changes.is_empty() {
@@ -452,6 +459,7 @@ impl Calls<'_> {
         if steps.is_empty() && node.provision_state == Some(ProvisionState::ServiceFailed) {
             // Nothing is left to try again for (what failed is no longer wanted, or Ironic has
             // it): the failed servicing is ended instead.
+            learned.servicing_ended = true;
             return self.abort().await;
         }
         if steps.is_empty() {
@@ -506,14 +514,25 @@ impl Calls<'_> {
     async fn abort(&self) -> Result<Answer, Stop> {
         let uuid = self.node()?;
         let node = self.out_of_service_failure(uuid).await?;
-        if let (resolved, Some(mark)) = self.resolved(&node) {
+        if node.provision_state != Some(ProvisionState::ServiceFailed) {
+            return Ok(Answer::Nothing);
+        }
+        self.settle_mark(uuid, &node).await?;
+        self.client.set_provision_state(uuid, &ProvisionTarget::Abort).await?;
+        Ok(Answer::Called)
+    }
+
+    /// Rewrites the node's record with what it resolved to and nothing pending, before a
+    /// request that moves the node without flashing what is pending (an abort, an undeploy),
+    /// so that the node's later return to `active` is not taken for their success.
+    async fn settle_mark(&self, uuid: &str, node: &Node) -> Result<(), Stop> {
+        if let (resolved, Some(mark)) = self.resolved(node) {
             let written = resolved.mark(Vec::new(), None);
             if written != mark {
                 self.write_mark(uuid, &written).await?;
             }
         }
-        self.client.set_provision_state(uuid, &ProvisionTarget::Abort).await?;
-        Ok(Answer::Called)
+        Ok(())
     }
 
     /// Ironic puts a node whose servicing failed in maintenance (fault `service failure`), and
@@ -597,6 +616,8 @@ impl Calls<'_> {
 
     async fn undeploy(&self) -> Result<Answer, Stop> {
         let uuid = self.node()?;
+        let node = self.client.get_node_fields(uuid, &["extra", "provision_state", "provision_updated_at"]).await?;
+        self.settle_mark(uuid, &node).await?;
         self.set_automated_clean(uuid).await?;
         self.client.undeploy(uuid).await?;
         Ok(Answer::Called)

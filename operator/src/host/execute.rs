@@ -185,7 +185,9 @@ async fn run_act(
         // says so in the HostFirmwareComponents).
         ctx.hosts.components.settled(&draft.key);
     }
-    if report.answer == Answer::Called {
+    if report.answer == Answer::Called && report.learned.servicing_ended {
+        draft.notices.normal("ServicingAborted", "ended the failed servicing: nothing was left to try again");
+    } else if report.answer == Answer::Called {
         match act {
             Act::ApplyBios => draft
                 .notices

@@ -27,17 +27,19 @@ pub(crate) const MARK: &str = "ferrometal_firmware_updates";
 
 /// The updates of a servicing asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Pending {
     pub updates: Vec<FirmwareUpdate>,
     /// The node's `provision_updated_at` just before the request.
     pub before: Option<String>,
 }
 
-/// What the host controller wrote.
+/// What the host controller wrote. Read strictly: anything else under the key (an
+/// administrator's edit, an empty object) is no record at all.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Mark {
     /// Component → URL of the last update flashed.
-    #[serde(default)]
     pub done: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Pending>,

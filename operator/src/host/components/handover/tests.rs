@@ -116,7 +116,9 @@ fn a_mark_reads_back_and_anything_else_in_extra_is_no_mark() {
     let mut extra = JsonObject::new();
     extra.insert(MARK.into(), serde_json::to_value(&written).expect("json"));
     assert_eq!(mark_of(&extra), Some(written));
-    extra.insert(MARK.into(), json!({"done": "all of it"}));
-    assert_eq!(mark_of(&extra), None);
+    for other in [json!({"done": "all of it"}), json!({}), json!({"updates": [], "before": T0})] {
+        extra.insert(MARK.into(), other.clone());
+        assert_eq!(mark_of(&extra), None, "{other}");
+    }
     assert_eq!(mark_of(&JsonObject::new()), None);
 }
