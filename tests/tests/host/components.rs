@@ -4,7 +4,7 @@
 //! place at its reboot (the emulated BMC's SimpleUpdate bumps the BIOS version), and never
 //! flashed again; an image the BMC refuses failing the servicing, retried once its URL is fixed.
 
-use super::firmware::{object_until, serviced_in_place, with_operator};
+use super::firmware::{live_iso_host, object_until, serviced_in_place, with_operator};
 use crate::host_common::{HostEnv, secs, state_of};
 use anyhow::Context as _;
 use crds::condition::find;
@@ -45,10 +45,7 @@ async fn a_provisioned_hosts_bios_is_flashed_in_place_once_its_policy_allows_nev
     let t = with_operator("host-fw-update", 2).await?;
     let api: Api<HostFirmwareComponents> = Api::namespaced(t.env.client(), t.ns());
     let recorder = t.record().await?;
-    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
-    let mut spec = t.redfish_spec(0, "bmc")?;
-    spec["image"] = json!({"url": iso, "format": "live-iso"});
-    let host = t.create_host("rf-0", spec, json!({})).await?;
+    let host = live_iso_host(&t, "rf-0").await?;
 
     let read = object_until(&api, "rf-0", "components read", |c| version(c, "bios").is_some()).await?;
     let owner = read.owner_references().first().context("owned")?;

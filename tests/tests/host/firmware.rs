@@ -72,6 +72,15 @@ async fn started(prefix: &str, systems: usize) -> anyhow::Result<(HostEnv, Api<H
     Ok((t, api))
 }
 
+/// Creates `name`, the first emulated Redfish system booting a live ISO: provisioned without
+/// an agent.
+pub(crate) async fn live_iso_host(t: &HostEnv, name: &str) -> anyhow::Result<crds::baremetalhost::BareMetalHost> {
+    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
+    let mut spec = t.redfish_spec(0, "bmc")?;
+    spec["image"] = json!({"url": iso, "format": "live-iso"});
+    t.create_host(name, spec, json!({})).await
+}
+
 /// What a node never goes through while its host is serviced: deployed, cleaned, deleted.
 pub(crate) const FORBIDDEN: [&str; 5] = ["deploying", "cleaning", "deleting", "available", "manageable"];
 
@@ -170,10 +179,7 @@ async fn settings_written_before_the_host_are_applied_before_it_is_provisioned()
         "metadata": {"name": "rf-0"}, "spec": {"settings": {"ProcTurboMode": "Disabled"}}
     }))?;
     api.create(&PostParams::default(), &early).await?;
-    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
-    let mut spec = t.redfish_spec(0, "bmc")?;
-    spec["image"] = json!({"url": iso, "format": "live-iso"});
-    t.create_host("rf-0", spec, json!({})).await?;
+    live_iso_host(&t, "rf-0").await?;
 
     t.wait_provisioned("rf-0", secs(300)).await?;
     let uuid = t.node_uuid("rf-0").await?;
@@ -208,10 +214,7 @@ async fn a_provisioned_host_is_serviced_in_place_at_its_reboot_once_its_policy_a
 -> anyhow::Result<()> {
     let (t, api) = started("host-firmware-service", 1).await?;
     let recorder = t.record().await?;
-    let iso = t.ironic.image_server().write_live_iso("live.iso")?;
-    let mut spec = t.redfish_spec(0, "bmc")?;
-    spec["image"] = json!({"url": iso, "format": "live-iso"});
-    t.create_host("rf-0", spec, json!({})).await?;
+    live_iso_host(&t, "rf-0").await?;
     t.wait_provisioned("rf-0", secs(300)).await?;
     let uuid = t.node_uuid("rf-0").await?;
     let deployed = t.ironic_transitions(&uuid)?.len();
