@@ -113,6 +113,15 @@ pub struct NodeSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::selector::bounded_label_selector")]
     pub bmh_label_selector: Option<LabelSelector>,
+    /// Applied in place: BIOS settings for this host, overriding the template's key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::firmware::firmware_settings_schema")]
+    pub firmware_settings: Option<super::firmware::FirmwareSettings>,
+    /// Applied in place: firmware updates for this host, replacing the template's of the same
+    /// component.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::firmware::firmware_updates_schema")]
+    pub firmware_updates: Option<Vec<crate::firmware::FirmwareUpdate>>,
     /// Provisioning only: first-boot network data Secret for this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_data: Option<SecretReference>,

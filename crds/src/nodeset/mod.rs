@@ -4,6 +4,7 @@
 
 mod cel;
 pub mod config;
+pub mod firmware;
 pub mod hash;
 pub mod pools;
 pub mod selector;
@@ -17,6 +18,7 @@ pub use cel::{
     TEMPLATE_PRESENCE_MESSAGE,
 };
 pub use config::{Dns, NetworkConfig, NodeSection, NodeTemplate, Route, Variables};
+pub use firmware::{FirmwareSettings, firmware_hash, host_firmware_settings, host_firmware_updates};
 pub use hash::{
     EffectiveHostConfig, effective_host_config, effective_host_config_with, host_config_hash, host_config_hash_with,
     nodeset_config_hash, nodeset_config_hash_with, provisioning_hash,
@@ -55,6 +57,11 @@ pub const REPROVISION_TOKENS_USED_ANNOTATION: &str = "ferrometal.io/reprovision-
 /// provisioned (JSON, as `status.hosts.<h>.servicesCompleted`). It survives the NodeSet, so a
 /// recreated NodeSet adopts the machine without rerunning what already ran.
 pub const SERVICES_COMPLETED_ANNOTATION: &str = "ferrometal.io/services-completed";
+
+/// Annotation on a claimed BareMetalHost: the hash of the BIOS settings (firmwareSettings) the
+/// NodeSet last rebooted it for, written with the reboot annotation in one request, so a crash
+/// neither loses that reboot nor asks for it twice.
+pub const FIRMWARE_REBOOT_ANNOTATION: &str = "ferrometal.io/firmware-reboot";
 
 /// Desired state of a group of hosts.
 // printcolumn(...) repeats type_ and priority by design; clippy reads them as duplicates.

@@ -87,6 +87,15 @@ pub struct HostStatus {
     /// added since, or first sight); its bring-up needs no approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_config_hash: Option<String>,
+    /// Hash of the BIOS settings (firmwareSettings) a rollout approved for this host, as
+    /// approvedConfigHash is for its configuration: a host already provisioned is serviced for
+    /// new settings only when their hash is this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_firmware_hash: Option<String>,
+    /// Hash of the BIOS settings the host was last seen to have, as its HostFirmwareSettings
+    /// reported them matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_firmware_hash: Option<String>,
     /// The claimed BareMetalHost; absent for preProvisioned NodeSets and unclaimed hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bmh_ref: Option<BmhRef>,
@@ -96,6 +105,9 @@ pub struct HostStatus {
     /// Config hash of the host's effective configuration now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desired_config_hash: Option<String>,
+    /// Hash of the BIOS settings the spec asks for this host now (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desired_firmware_hash: Option<String>,
     /// Last problem with this host, e.g. no matching BareMetalHost or a failed Job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

@@ -27,6 +27,21 @@ pub struct BaremetalSetTemplate {
     /// Provisioning only: boot mode of provisioned hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_mode: Option<BootMode>,
+    /// Applied in place: BIOS settings wanted on every claimed host (a host's own
+    /// firmwareSettings override them key by key), written into the HostFirmwareSettings of its
+    /// BareMetalHost: applied while a host not yet provisioned is prepared, and on a provisioned
+    /// host by servicing at a reboot the NodeSet asks for, maxUnavailable hosts at a time. Never
+    /// by a reprovision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::firmware::firmware_settings_schema")]
+    pub firmware_settings: Option<super::firmware::FirmwareSettings>,
+    /// Applied in place: firmware updates wanted on every claimed host (a host's own
+    /// firmwareUpdates replace them component by component), written into the
+    /// HostFirmwareComponents of its BareMetalHost and flashed on a provisioned host by
+    /// servicing at a reboot the NodeSet asks for, maxUnavailable hosts at a time; each once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::firmware::firmware_updates_schema")]
+    pub firmware_updates: Option<Vec<crate::firmware::FirmwareUpdate>>,
     /// Locked once a host is claimed: minimum hardware (from inspection) a BareMetalHost needs
     /// to be claimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -84,9 +84,24 @@ fn validate_template(errors: &mut Errors, spec: &NodeSetSpec, namespace: Option<
             }
         }
     }
+    check_firmware(errors, path, template.firmware_settings.as_ref(), template.firmware_updates.as_ref());
     let bmh_namespace = template.bmh_namespace.as_deref().or(namespace);
     for (field, reference) in [("userData", &template.user_data), ("networkData", &template.network_data)] {
         check_secret_namespace(errors, &format!("{path}.{field}"), reference.as_ref(), bmh_namespace);
+    }
+}
+
+/// The BIOS settings and firmware updates of the template or of a host, at `path`.
+fn check_firmware(
+    errors: &mut Errors,
+    path: &str,
+    settings: Option<&super::firmware::FirmwareSettings>,
+    updates: Option<&Vec<crate::firmware::FirmwareUpdate>>,
+) {
+    let settings = super::firmware::check_firmware_settings(&format!("{path}.firmwareSettings"), settings);
+    let updates = super::firmware::check_firmware_updates(&format!("{path}.firmwareUpdates"), updates);
+    for error in settings.into_iter().chain(updates) {
+        errors.push(error.path, error.message);
     }
 }
 
@@ -124,6 +139,8 @@ fn validate_nodes(errors: &mut Errors, spec: &NodeSetSpec, namespace: Option<&st
                 ("userData", section.user_data.is_some()),
                 ("networkData", section.network_data.is_some()),
                 ("reprovisionToken", section.reprovision_token.is_some()),
+                ("firmwareSettings", section.firmware_settings.is_some()),
+                ("firmwareUpdates", section.firmware_updates.is_some()),
             ] {
                 if set {
                     errors.push(format!("{path}.{field}"), "cannot be used when preProvisioned is true");
@@ -138,6 +155,7 @@ fn validate_nodes(errors: &mut Errors, spec: &NodeSetSpec, namespace: Option<&st
                 bmh_namespace,
             );
         }
+        check_firmware(errors, &path, section.firmware_settings.as_ref(), section.firmware_updates.as_ref());
         validate_networks(errors, &format!("{path}.networks"), section.networks.as_deref());
         validate_variables(errors, &format!("{path}.variables"), section.variables.as_ref());
         validate_variables_from(errors, &format!("{path}.variablesFrom"), section.variables_from.as_ref());

@@ -9,6 +9,7 @@
 
 use super::claims::Owner;
 use super::consumer::{Body, Purpose};
+use super::firmware::parts::Kind;
 use super::job::COMPONENT;
 use super::memory::Memory;
 use super::plan::{NetworkData, Plan};
@@ -17,6 +18,7 @@ use crate::kit::error::{KubeError, Verb};
 use crate::kit::ledger::{Ledger, Unstored, apply_params};
 use crate::kit::names::COMPONENT_LABEL;
 use crds::baremetalhost::BareMetalHost;
+use crds::firmware::{HostFirmwareComponents, HostFirmwareSettings};
 use crds::nodeset::{DeletionPolicy, NODESET_LABEL, NodeSet};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
@@ -54,6 +56,10 @@ pub(super) struct Applied {
     /// Jobs (or their inventory Secrets) the apiserver refused, or that someone else's object
     /// of the same name stands in the way of, and why: the person's to fix.
     pub jobs_refused: BTreeMap<String, String>,
+    /// Hosts rebooted to be serviced with their BIOS settings.
+    pub rebooted: BTreeSet<String>,
+    /// Hosts whose firmware objects were written with the NodeSet's settings or updates.
+    pub firmware_written: BTreeSet<String>,
     /// A guarded write lost a race: look again soon.
     pub conflicts: bool,
 }
@@ -74,6 +80,7 @@ pub(super) async fn run(client: &Client, nodeset: &NodeSet, plan: &Plan, memory:
         }
     }
     apply_host_writes(client, plan, memory, &mut applied).await?;
+    apply_firmware(client, plan, memory, &mut applied).await?;
     // What ran is recorded before status stops carrying it (status carried it before records).
     for record in &plan.records {
         let name = record.name_any();
@@ -132,6 +139,9 @@ pub(super) async fn apply_host_writes(
                     Purpose::Detach | Purpose::Deprovision => {
                         applied.released.insert(write.hostname.clone());
                     }
+                    Purpose::FirmwareReboot => {
+                        applied.rebooted.insert(write.hostname.clone());
+                    }
                     Purpose::Update => {}
                 }
                 applied.written.insert(write.hostname.clone(), stored);
@@ -161,6 +171,40 @@ pub(super) async fn apply_host_writes(
         let written = plan.writes.iter().any(|w| w.hostname == release.hostname);
         if release.policy == DeletionPolicy::Detach && !written {
             applied.released.insert(release.hostname.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Hands the NodeSet's BIOS settings and firmware updates over to the firmware objects of its
+/// hosts (`firmware`): applied with the one field manager, forced, so they are the NodeSet's;
+/// a user's other settings stay. A write the apiserver refuses is the host's message.
+async fn apply_firmware(client: &Client, plan: &Plan, memory: &Memory, applied: &mut Applied) -> Result<(), Error> {
+    for write in &plan.firmware.writes {
+        let result = match write.kind {
+            Kind::Settings => {
+                let api: Api<HostFirmwareSettings> = Api::namespaced(client.clone(), &write.namespace);
+                let stored = api.patch(&write.name, &apply_params(), &Patch::Apply(write.body())).await;
+                let stored = stored.map_err(KubeError::of::<HostFirmwareSettings>(Verb::Apply, &write.name));
+                stored.map(|s| drop(memory.settings.remember(s)))
+            }
+            Kind::Components => {
+                let api: Api<HostFirmwareComponents> = Api::namespaced(client.clone(), &write.namespace);
+                let stored = api.patch(&write.name, &apply_params(), &Patch::Apply(write.body())).await;
+                let stored = stored.map_err(KubeError::of::<HostFirmwareComponents>(Verb::Apply, &write.name));
+                stored.map(|s| drop(memory.components.remember(s)))
+            }
+        };
+        match result {
+            Ok(()) => {
+                applied.firmware_written.insert(write.hostname.clone());
+            }
+            Err(err) => match err.user_facing() {
+                Some(message) => {
+                    applied.refused.insert(write.hostname.clone(), message);
+                }
+                None => return Err(err.into()),
+            },
         }
     }
     Ok(())

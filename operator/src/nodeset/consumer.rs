@@ -38,6 +38,9 @@ pub(super) enum Purpose {
     Detach,
     /// Releasing under `deletionPolicy: Deprovision`: clearing image, data and consumerRef.
     Deprovision,
+    /// The reboot at which the machine is serviced with the NodeSet's BIOS settings, and their
+    /// hash: annotations only.
+    FirmwareReboot,
 }
 
 /// How a write is sent.

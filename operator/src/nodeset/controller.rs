@@ -20,6 +20,7 @@ use crate::kit::names::COMPONENT_LABEL;
 use crate::kit::runner::{Runner, Stopped, drive, fan_out};
 use crate::kit::{Context, Scope};
 use crds::baremetalhost::BareMetalHost;
+use crds::firmware::{HostFirmwareComponents, HostFirmwareSettings};
 use crds::hardwaredata::HardwareData;
 use crds::nodeset::{NODESET_LABEL, NodeSet, SourceKind, SourceRef};
 use crds::nodesetservice::NodeSetService;
@@ -55,7 +56,8 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
 // What the watches below and the finalizer use, checked against the RBAC table at compile time.
 crate::install::rbac::require_access!(NODESET, NodeSet: Get, List, Watch, Patch);
 crate::install::rbac::require_access!(NODESET, NodeSet, status: Patch);
-crate::install::rbac::require_access!(NODESET, [BareMetalHost, HardwareData, NodeSetService, Job, ConfigMap, Secret]: List, Watch);
+crate::install::rbac::require_access!(NODESET, [BareMetalHost, HardwareData, HostFirmwareSettings, HostFirmwareComponents, NodeSetService, Job, ConfigMap, Secret]: List, Watch);
+crate::install::rbac::require_access!(NODESET, [HostFirmwareSettings, HostFirmwareComponents]: Patch);
 
 async fn run_scope(
     ctx: Arc<Context>,
@@ -70,6 +72,8 @@ async fn run_scope(
     let nodesets = controller.store();
     let (hosts, host_events) = reflected(scope.api::<BareMetalHost>(), cache::paged());
     let (hardware, hardware_events) = reflected(scope.api::<HardwareData>(), cache::paged());
+    let (settings, settings_events) = reflected(scope.api::<HostFirmwareSettings>(), cache::paged());
+    let (components, components_events) = reflected(scope.api::<HostFirmwareComponents>(), cache::paged());
     let (services, service_events) = reflected(scope.api::<NodeSetService>(), cache::paged());
     let owned = cache::paged().labels(&format!("{COMPONENT_LABEL}={COMPONENT}"));
     let (jobs, job_events) = reflected(scope.api::<Job>(), owned.clone());
@@ -86,11 +90,15 @@ async fn run_scope(
         watcher(scope.api::<PartialObjectMeta<ConfigMap>>(), cache::paged()).default_backoff().touched_objects();
 
     let (by_service, by_host, by_hardware) = (nodesets.clone(), nodesets.clone(), nodesets.clone());
+    let by_settings = (nodesets.clone(), hosts.clone());
+    let by_components = (nodesets.clone(), hosts.clone());
     let (by_secret, by_map) = ((nodesets.clone(), services.clone()), (nodesets.clone(), services.clone()));
     let controller = controller
         .watches_stream(service_events, move |service| listing(&by_service, &service))
         .watches_stream(host_events, move |host| claiming(&by_host, &host))
         .watches_stream(hardware_events, move |data| waiting(&by_hardware, &data.namespace().unwrap_or_default()))
+        .watches_stream(settings_events, move |s| claimer(&by_settings.0, &by_settings.1, &s))
+        .watches_stream(components_events, move |c| claimer(&by_components.0, &by_components.1, &c))
         .owns_stream(job_events)
         // Polled only to fill the records' cache: this controller writes them, nothing to wake.
         .watches_stream(record_events, |_| Vec::<ObjectRef<NodeSet>>::new())
@@ -119,6 +127,8 @@ async fn run_scope(
             nodesets,
             hosts,
             hardware,
+            settings,
+            components,
             services,
             jobs,
             records,
@@ -175,19 +185,37 @@ fn reading<K: kube::Resource>(
 fn claiming(nodesets: &Store<NodeSet>, host: &BareMetalHost) -> Vec<ObjectRef<NodeSet>> {
     let namespace = host.namespace().unwrap_or_default();
     let mut refs = waiting(nodesets, &namespace);
-    if let Some(label) = host.labels().get(NODESET_LABEL) {
-        let consumer_namespace =
-            host.spec.consumer_ref.as_ref().and_then(|c| c.namespace.clone()).unwrap_or_else(|| namespace.clone());
-        for nodeset in nodesets.state() {
-            let owner = Owner::of(&nodeset);
-            if owner.label == *label && owner.namespace == consumer_namespace {
-                refs.push(ObjectRef::from_obj(nodeset.as_ref()));
-            }
-        }
-    }
+    refs.extend(claimed_by(nodesets, host));
     refs.sort_by_key(|r| (r.namespace.clone(), r.name.clone()));
     refs.dedup();
     refs
+}
+
+/// The NodeSet that claimed the BareMetalHost of a firmware object's name: what it handed over
+/// was read, or the host was serviced.
+fn claimer<K: kube::Resource>(
+    nodesets: &Store<NodeSet>,
+    hosts: &Store<BareMetalHost>,
+    object: &K,
+) -> Vec<ObjectRef<NodeSet>> {
+    let key = ObjectRef::new(&object.name_any()).within(&object.namespace().unwrap_or_default());
+    hosts.get(&key).map(|host| claimed_by(nodesets, &host)).unwrap_or_default()
+}
+
+/// The NodeSet whose claim `host` carries.
+fn claimed_by(nodesets: &Store<NodeSet>, host: &BareMetalHost) -> Vec<ObjectRef<NodeSet>> {
+    let Some(label) = host.labels().get(NODESET_LABEL) else { return Vec::new() };
+    let namespace = host.namespace().unwrap_or_default();
+    let consumer_namespace = host.spec.consumer_ref.as_ref().and_then(|c| c.namespace.clone()).unwrap_or(namespace);
+    nodesets
+        .state()
+        .iter()
+        .filter(|n| {
+            let owner = Owner::of(n);
+            owner.label == *label && owner.namespace == consumer_namespace
+        })
+        .map(|n| ObjectRef::from_obj(n.as_ref()))
+        .collect()
 }
 
 /// NodeSets with BareMetalHosts in `namespace` and a host still without one.

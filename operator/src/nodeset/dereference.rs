@@ -13,6 +13,7 @@ use crate::kit::names::controlled_by;
 use crate::kit::observe::failure_message;
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
+use crds::firmware::{HostFirmwareComponents, HostFirmwareSettings};
 use crds::hardwaredata::HardwareData;
 use crds::nodeset::{NodeSet, Sources};
 use crds::nodesetservice::{NodeSetService, ReservedAccount, validate_nodeset_service, validate_service_account};
@@ -34,6 +35,10 @@ pub(super) struct Caches {
     pub nodesets: Store<NodeSet>,
     pub hosts: Store<BareMetalHost>,
     pub hardware: Store<HardwareData>,
+    /// The BareMetalHosts' BIOS settings objects, which NodeSets with firmwareSettings write.
+    pub settings: Store<HostFirmwareSettings>,
+    /// Their firmware components objects, which NodeSets with firmwareUpdates write.
+    pub components: Store<HostFirmwareComponents>,
     pub services: Store<NodeSetService>,
     pub jobs: Store<Job>,
     /// The records of what ran on preProvisioned NodeSets' hosts (`record`).
@@ -60,6 +65,8 @@ impl Caches {
             self.nodesets.wait_until_ready().await.map_err(|_| "NodeSet")?;
             self.hosts.wait_until_ready().await.map_err(|_| "BareMetalHost")?;
             self.hardware.wait_until_ready().await.map_err(|_| "HardwareData")?;
+            self.settings.wait_until_ready().await.map_err(|_| "HostFirmwareSettings")?;
+            self.components.wait_until_ready().await.map_err(|_| "HostFirmwareComponents")?;
             self.services.wait_until_ready().await.map_err(|_| "NodeSetService")?;
             self.jobs.wait_until_ready().await.map_err(|_| "Job")?;
             self.records.wait_until_ready().await.map_err(|_| "ConfigMap")?;
@@ -125,6 +132,12 @@ pub(super) async fn run(
             }
         }
         facts.lost = memory.still_lost(&facts.hosts);
+        for settings in caches.settings.state_filter(|s| s.namespace().as_deref() == Some(bmh_namespace.as_str())) {
+            facts.firmware.insert(settings.name_any(), memory.settings.freshest(settings));
+        }
+        for components in caches.components.state_filter(|c| c.namespace().as_deref() == Some(bmh_namespace.as_str())) {
+            facts.components.insert(components.name_any(), memory.components.freshest(components));
+        }
     }
     for name in record::names(&Owner::of(nodeset)) {
         let cached = caches.records.get(&ObjectRef::new(&name).within(&namespace));
@@ -206,6 +219,8 @@ mod tests {
             nodesets: Writer::default().as_reader(),
             hosts: Writer::default().as_reader(),
             hardware: Writer::default().as_reader(),
+            settings: Writer::default().as_reader(),
+            components: Writer::default().as_reader(),
             services: store,
             jobs: Writer::default().as_reader(),
             records: Writer::default().as_reader(),

@@ -3,6 +3,7 @@
 
 use super::rollout::ObservedJob;
 use crds::baremetalhost::{BareMetalHost, HardwareDetails};
+use crds::firmware::{HostFirmwareComponents, HostFirmwareSettings};
 use crds::nodesetservice::NodeSetService;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,6 +20,11 @@ pub(super) struct Facts {
     pub hardware: BTreeMap<String, HardwareDetails>,
     /// The NodeSetServices the NodeSet lists that exist, by name.
     pub services: BTreeMap<String, Arc<NodeSetService>>,
+    /// The HostFirmwareSettings of the BareMetalHosts' namespace, by name (a host's has its
+    /// name).
+    pub firmware: BTreeMap<String, Arc<HostFirmwareSettings>>,
+    /// The HostFirmwareComponents of that namespace, by name, likewise.
+    pub components: BTreeMap<String, Arc<HostFirmwareComponents>>,
     /// The NodeSet's service Jobs.
     pub jobs: Vec<ObservedJob>,
     /// BareMetalHosts a claim of this NodeSet recently lost a race for.

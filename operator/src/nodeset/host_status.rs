@@ -36,11 +36,16 @@ pub(super) fn host_status(
         HostPhase::Machine(decision) => {
             status.bmh_ref = bmh.map(bmh_ref);
             status.provisioning_state = bmh.and_then(|b| b.status.as_ref()).map(|s| s.provisioning.state);
-            status.message = decision.message.clone().or(host.message.clone());
+            status.message = decision.message.clone().or(host.message.clone()).or(firmware_message(host));
             machine_status(&mut status, decision, name, prev, applied);
         }
     }
     status
+}
+
+/// Where the host's BIOS settings stand, when that is worth a message.
+fn firmware_message(host: &HostPlan) -> Option<String> {
+    host.firmware.stage.as_ref().and_then(super::firmware::Stage::message).map(bounded_message)
 }
 
 /// The reference status keeps to a host's BareMetalHost.
@@ -66,6 +71,9 @@ fn base_status(nodeset: &NodeSet, name: &str, host: &HostPlan, prev: Option<&Hos
         // stays bounded at 1000 hosts.
         services_completed: None,
         deployed_config_hash: deployed_config_hash(host, prev),
+        desired_firmware_hash: host.firmware.desired.clone(),
+        approved_firmware_hash: host.firmware.approved.clone(),
+        applied_firmware_hash: host.firmware.applied.clone(),
         ..HostStatus::default()
     }
 }
@@ -188,6 +196,7 @@ pub(super) fn host_notices(
             ),
         );
     }
+    firmware_notices(notices, name, host, prev, now, applied);
     if let HostPhase::Unclaimed(why) = &host.phase
         && !why.is_empty()
         && prev.and_then(|p| p.message.as_ref()) != now.message.as_ref()
@@ -198,5 +207,42 @@ pub(super) fn host_notices(
         && prev.and_then(|p| p.message.as_ref()) != now.message.as_ref()
     {
         notices.warning("MachineLost", format!("{name}: {why}"));
+    }
+}
+
+/// The Events of a host's firmware: handed over, a reboot asked for, applied, failed.
+fn firmware_notices(
+    notices: &mut Notices,
+    name: &str,
+    host: &HostPlan,
+    prev: Option<&HostStatus>,
+    now: &HostStatus,
+    applied: &Applied,
+) {
+    let hash = |h: Option<&String>| h.map(|h| h.get(..12).unwrap_or(h).to_string()).unwrap_or_default();
+    if applied.firmware_written.contains(name) {
+        notices.normal(
+            "FirmwareSettingsWritten",
+            format!("{name}: BIOS settings {} handed over", hash(now.desired_firmware_hash.as_ref())),
+        );
+    }
+    if applied.rebooted.contains(name) {
+        notices.normal(
+            "FirmwareReboot",
+            format!("{name}: rebooted to be serviced with firmware {}", hash(now.desired_firmware_hash.as_ref())),
+        );
+    }
+    if now.applied_firmware_hash.is_some()
+        && now.applied_firmware_hash != prev.and_then(|p| p.applied_firmware_hash.clone())
+    {
+        notices.normal("FirmwareApplied", format!("{name}: has firmware {}", hash(now.applied_firmware_hash.as_ref())));
+    }
+    if let Some(super::firmware::Stage::Failed(why)) = &host.firmware.stage
+        && prev.and_then(|p| p.message.as_ref()) != now.message.as_ref()
+    {
+        notices.warning(
+            "FirmwareFailed",
+            format!("{name}: servicing with its firmware settings or updates failed: {why}"),
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::kit::fresh::{Recent, version};
 use crds::baremetalhost::BareMetalHost;
+use crds::firmware::{HostFirmwareComponents, HostFirmwareSettings};
 use crds::nodeset::NodeSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -17,6 +18,11 @@ pub(super) struct Memory {
     pub nodesets: Recent<NodeSet>,
     pub hosts: Recent<BareMetalHost>,
     pub jobs: Recent<Job>,
+    /// Settings objects written with a NodeSet's BIOS settings (`firmware`): a reconcile right
+    /// after must not hand them over again to another host's slot.
+    pub settings: Recent<HostFirmwareSettings>,
+    /// Components objects written with a NodeSet's firmware updates, likewise.
+    pub components: Recent<HostFirmwareComponents>,
     /// The record of what ran (`record`): a reconcile right after one that recorded a
     /// completion must not read the older copy and run the service again.
     pub records: Recent<ConfigMap>,

@@ -27,6 +27,7 @@ mod consumer;
 mod controller;
 mod dereference;
 mod facts;
+mod firmware;
 mod guard;
 mod host_status;
 mod inventory;

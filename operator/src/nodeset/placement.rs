@@ -50,6 +50,7 @@ fn listed_host(basis: &Basis, facts: &Facts, hostname: &str, section: &NodeSecti
         pending: false,
         at_approved: false,
         message: None,
+        firmware: super::firmware::HostFirmware::listed(basis, hostname),
     }
 }
 

@@ -6,6 +6,7 @@ use super::basis::Basis;
 use super::claims::Owner;
 use super::consumer::{Body, Consumer, HostWrite, Purpose, deprovision_patch, detach_patch};
 use super::facts::Facts;
+use super::firmware::{self, FirmwarePlan, HostFirmware};
 use super::guard;
 use super::inventory::{InventoryHost, inventory};
 use super::job;
@@ -62,6 +63,8 @@ pub(super) struct HostPlan {
     /// everything approved for it before.
     pub at_approved: bool,
     pub message: Option<String>,
+    /// Its BIOS settings (`firmware`).
+    pub firmware: HostFirmware,
 }
 
 impl HostPlan {
@@ -134,6 +137,8 @@ pub(super) struct Plan {
     /// The shards of the NodeSet's record of completions that changed (`record`).
     pub records: Vec<ConfigMap>,
     pub rollout: RolloutPlan,
+    /// BIOS settings handed over and reboots asked for (`firmware`).
+    pub firmware: FirmwarePlan,
 }
 
 /// The generated network data Secret of a host: readable, and unique to the NodeSet (its
@@ -163,8 +168,8 @@ pub(super) fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, histor
     }
     let claims = claims(&basis, facts);
     plan.writes = place(&basis, &claims, &mut plan.hosts);
-    plan.rollout = rollout_of(&basis, facts, &plan.hosts, history);
-    settle(&mut plan.hosts, &plan.rollout);
+    plan.rollout_with_firmware(&basis, facts, history);
+    settle(&mut plan.hosts, &plan.rollout, &plan.firmware);
     let machines = machine_writes(&basis, facts, &plan.hosts, &claims.plan.claimed);
     plan.writes.extend(machines.writes);
     plan.network_data = machines.network_data;
@@ -174,15 +179,48 @@ pub(super) fn plan(nodeset: &NodeSet, facts: &Facts, findings: &Findings, histor
     plan
 }
 
-/// The rollout, on the hosts whose machines run: which services run on which hosts, in
-/// batches of `maxUnavailable` (`rollout`).
-fn rollout_of(basis: &Basis, facts: &Facts, hosts: &BTreeMap<String, HostPlan>, history: usize) -> RolloutPlan {
-    let work: Vec<HostWork> = hosts.iter().map(|(name, host)| host_work(basis, name, host)).collect();
-    let spec = basis.spec;
-    let max_unavailable =
-        rollout::max_unavailable(spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()), hosts.len());
-    let approved = basis.acknowledged.status.approved_services.as_deref();
-    rollout::plan(&work, &basis.services, &facts.jobs, approved, max_unavailable, history)
+impl Plan {
+    /// The rollout of services and of BIOS settings, on the hosts whose machines run, sharing
+    /// `maxUnavailable` among the hosts that serve: a host whose settings are on their way runs
+    /// no Job, one in a Job is never rebooted, and a failure of either stops both for the hosts
+    /// that serve.
+    fn rollout_with_firmware(&mut self, basis: &Basis, facts: &Facts, history: usize) {
+        let mut work: Vec<HostWork> = self.hosts.iter().map(|(name, host)| host_work(basis, name, host)).collect();
+        let machines = firmware::parts::hosts(basis, facts, &self.hosts, &work);
+        let started = firmware::started(&machines);
+        // Firmware: a host whose machine runs is rebooted for it; services: one that ran a
+        // configuration is unavailable in a Job (a host being brought up is not serving yet).
+        let running: BTreeSet<String> = work.iter().filter(|w| w.ready).map(|w| w.name.clone()).collect();
+        let serving: BTreeSet<String> = work.iter().filter(|w| w.configured_before).map(|w| w.name.clone()).collect();
+        let firmware_busy = started.iter().filter(|h| running.contains(**h)).count();
+        let firmware_failed = machines.iter().any(|h| h.failed());
+        for host in &mut work {
+            host.ready &= !started.contains(host.name.as_str());
+        }
+        let spec = basis.spec;
+        let max_unavailable =
+            rollout::max_unavailable(spec.rollout.as_ref().and_then(|r| r.max_unavailable.as_ref()), self.hosts.len());
+        let approved = basis.acknowledged.status.approved_services.as_deref();
+        let for_services = if firmware_failed { 0 } else { max_unavailable.saturating_sub(firmware_busy) };
+        let rollout = rollout::plan(&work, &basis.services, &facts.jobs, approved, for_services, history);
+        let busy: BTreeSet<String> = rollout
+            .running
+            .iter()
+            .cloned()
+            .chain(rollout.batches.iter().flat_map(|b| b.hosts.keys().cloned()))
+            .collect();
+        let in_jobs = busy.iter().filter(|h| serving.contains(*h)).count();
+        let slots = max_unavailable.saturating_sub(firmware_busy).saturating_sub(in_jobs);
+        let firmware = firmware::plan(&machines, slots, !rollout.failures.is_empty(), &busy);
+        let reboots = firmware.reboots.iter().map(|r| (r, Purpose::FirmwareReboot));
+        for ((hostname, patch), purpose) in reboots.chain(firmware.marks.iter().map(|m| (m, Purpose::Update))) {
+            if let Some(bmh) = self.hosts.get(hostname).and_then(|h| h.bmh.clone()) {
+                self.writes.push(write(&bmh, hostname, purpose, Body::Merge(patch.clone())));
+            }
+        }
+        self.rollout = rollout;
+        self.firmware = firmware;
+    }
 }
 
 /// A host as the rollout sees it: completions recorded by an older operator read as this one
@@ -205,14 +243,22 @@ fn host_work(basis: &Basis, name: &str, host: &HostPlan) -> HostWork {
 
 /// Each host as the rollout leaves it: its completions with the finished Jobs recorded, and
 /// whether it is configured, waits for a token, or runs what was approved for it.
-fn settle(hosts: &mut BTreeMap<String, HostPlan>, rollout: &RolloutPlan) {
+/// A host is configured once its BIOS settings are settled too, and pending while either waits
+/// for a token.
+fn settle(hosts: &mut BTreeMap<String, HostPlan>, rollout: &RolloutPlan, firmware: &FirmwarePlan) {
     for (name, host) in hosts.iter_mut() {
         if let Some(completed) = rollout.completed.get(name) {
             host.completed = completed.clone();
         }
-        host.configured = rollout.configured.contains(name);
-        host.pending = rollout.pending.contains(name);
-        host.at_approved = host.configured || rollout.at_approved.contains(name);
+        if let Some(stage) = firmware.stages.get(name) {
+            host.firmware.stage = Some(stage.clone());
+            host.firmware.applied = firmware.applied.get(name).cloned().flatten();
+        }
+        let settled = matches!(host.firmware.stage, None | Some(firmware::Stage::Settled));
+        let services_at_approved = rollout.configured.contains(name) || rollout.at_approved.contains(name);
+        host.configured = rollout.configured.contains(name) && settled;
+        host.pending = rollout.pending.contains(name) || host.firmware.stage == Some(firmware::Stage::Pending);
+        host.at_approved = services_at_approved && host.firmware.at_approved();
     }
 }
 

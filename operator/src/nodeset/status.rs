@@ -126,7 +126,7 @@ fn applied_notices(notices: &mut Notices, plan: &Plan, applied: &Applied) {
 /// Where the rollout stands: a failure first, then a wait for a token, then whether every host
 /// is configured, some are being, or none may be yet.
 fn rollout_phase(plan: &Plan, counts: &Counts) -> RolloutPhase {
-    if !plan.rollout.failures.is_empty() {
+    if !plan.rollout.failures.is_empty() || !plan.firmware.failed().is_empty() {
         RolloutPhase::Failed
     } else if !counts.pending.is_empty() {
         RolloutPhase::Pending
@@ -262,6 +262,12 @@ fn rollout_notices(
                 .failures
                 .iter()
                 .map(|f| format!("Job {} ({} on {}): {}", f.job, f.service, f.hosts.join(", "), f.message))
+                .chain(
+                    plan.firmware
+                        .failed()
+                        .iter()
+                        .map(|(h, why)| format!("servicing {h} with its BIOS settings: {why}")),
+                )
                 .collect();
             notices.warning("RolloutFailed", quoted.join("; "));
         }
@@ -299,6 +305,22 @@ fn problem(
         // run again once the failed Job is deleted.
         let retry = "fix the service or the configuration, or delete the failed Job to run it again";
         return Some(("JobFailed", format!("{}; {retry}", quoted.join("; "))));
+    }
+    let failed = plan.firmware.failed();
+    if !failed.is_empty() {
+        let list: Vec<String> = failed.iter().map(|(h, why)| format!("{h}: {why}")).collect();
+        // The retry: the host controller tries the servicing again after its error backoff;
+        // settings that fix it are tried with it.
+        let retry = "the servicing is tried again; fix the BIOS settings if they are what failed";
+        return Some((
+            "FirmwareFailed",
+            format!("servicing with BIOS settings failed on {}; {retry}", list.join("; ")),
+        ));
+    }
+    let blocked = plan.firmware.blocked();
+    if !blocked.is_empty() {
+        let list: Vec<String> = blocked.iter().map(|(h, why)| format!("{h}: {why}")).collect();
+        return Some(("FirmwareBlocked", format!("BIOS settings wait on {}", list.join("; "))));
     }
     if !applied.refused.is_empty() {
         let list: Vec<String> = applied.refused.iter().map(|(h, m)| format!("{h}: {m}")).collect();
@@ -450,7 +472,7 @@ fn progressing_condition(
         HostPhase::Machine(d) => matches!(d.phase, Phase::Waiting(_) | Phase::Provisioning),
         _ => false,
     });
-    let running = !plan.rollout.running.is_empty() || !plan.jobs.is_empty();
+    let running = !plan.rollout.running.is_empty() || !plan.jobs.is_empty() || plan.firmware.moving();
     if moving {
         make.make(PROGRESSING, true, REASON_PROVISIONING, messages.provisioned.clone())
     } else if running {

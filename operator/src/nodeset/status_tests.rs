@@ -55,6 +55,7 @@ fn machine(phase: Phase, state: ProvisioningState, configured: bool, name: &str)
         pending: false,
         at_approved: configured,
         message: None,
+        firmware: Default::default(),
     }
 }
 

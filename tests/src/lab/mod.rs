@@ -221,6 +221,7 @@ async fn apply_samples(client: &kube::Client, machines: &Machines) -> crate::Res
         apply(client, samples::bmc_secret(&secret)).await?;
         let address = machines.bmcs.bmc_address("redfish-virtualmedia", system);
         apply(client, samples::host(&name, &address, &secret, &system.mac)).await?;
+        apply(client, samples::update_policy(&name)).await?;
         names.push(name);
     }
     apply(client, samples::bmc_secret(SPARE_CREDENTIALS)).await?;
@@ -541,6 +542,7 @@ fn summary(s: &Summary<'_>) -> String {
     let ns = samples::NAMESPACE;
     let nodeset = samples::NODESET;
     let mtu = samples::mtu_edit_command(9000);
+    let bios = samples::bios_edit_command("Disabled");
     let host_name = ironic.endpoint.trim_start_matches("https://");
     format!(
         "The lab is ready: {count} hosts provisioned on emulated BMCs ({list}), claimed and provisioned by
@@ -559,6 +561,13 @@ Watch the rollout (Configured n/m, Rollout), the service Jobs it runs, and what 
   kubectl get nodeset {nodeset} -n {ns} -w
   kubectl get jobs -n {ns} -l {nodeset_label}={nodeset}
   kubectl logs -n {ns} -l {nodeset_label}={nodeset},{service_label}=configure-network --prefix --tail=-1
+
+Change a BIOS setting on every host; each is serviced in place at a reboot the NodeSet asks
+for, one host at a time (its Ironic node active -> servicing -> active, never reprovisioned):
+  {bios}
+Watch the hosts being serviced (STATE stays provisioned) and the settings they report:
+  kubectl get baremetalhosts -n {ns} -w -o custom-columns=NAME:.metadata.name,STATE:.status.provisioning.state,OPERATION:.status.operationalStatus,POWER:.status.poweredOn
+  kubectl get hostfirmwaresettings -n {ns} -o custom-columns=NAME:.metadata.name,TURBO:.status.settings.ProcTurboMode
 
 Enrol the spare BMC as a new host:
   kubectl apply -f - <<EOF
@@ -634,5 +643,9 @@ mod tests {
             "one command edits the MTU: {text}"
         );
         assert!(text.contains("kubectl get nodeset computes -n lab -w"), "{text}");
+        assert!(
+            text.contains(&format!("\n  {}\n", samples::bios_edit_command("Disabled"))),
+            "one command edits a BIOS setting: {text}"
+        );
     }
 }

@@ -69,6 +69,17 @@ pub fn host(name: &str, bmc_address: &str, credentials: &str, boot_mac: &str) ->
     })
 }
 
+/// The HostUpdatePolicy of a sample host: it may be serviced at a reboot for new BIOS settings
+/// (an admin's decision; a NodeSet's BIOS edit waits for it).
+pub fn update_policy(name: &str) -> Value {
+    json!({
+        "apiVersion": "metal3.io/v1alpha1",
+        "kind": "HostUpdatePolicy",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"firmwareSettings": "onReboot", "firmwareUpdates": "onReboot"},
+    })
+}
+
 /// A NodeSetService whose Job runs [`SERVICE_IMAGE`] on the lab's node: it reads the
 /// inventory the operator mounts and logs, per host, what it would configure there.
 pub fn service(name: &str, run_once: bool) -> Value {
@@ -120,6 +131,13 @@ pub fn nodeset(hosts: usize, image_url: &str) -> Value {
             "services": ["bootstrap", "configure-network"],
         }
     })
+}
+
+/// The one command that sets a BIOS setting on every host of the sample NodeSet (each serviced
+/// in place at a reboot, one at a time).
+pub fn bios_edit_command(turbo: &str) -> String {
+    let patch = json!({"spec": {"baremetalSetTemplate": {"firmwareSettings": {"ProcTurboMode": turbo}}}});
+    format!("kubectl patch nodeset {NODESET} -n {NAMESPACE} --type merge -p '{patch}'")
 }
 
 /// The one command that edits the sample NodeSet's MTU (applied in place).

@@ -8,6 +8,7 @@ mod host_common;
 #[path = "../nodeset_common/mod.rs"]
 mod nodeset_common;
 
+mod firmware;
 #[cfg(feature = "local-exec")]
 mod inventory;
 mod lifecycle;

@@ -1,5 +1,5 @@
-//! The lab as a user drives it: `make lab-up`, kubectl (the summary's MTU edit of the sample
-//! NodeSet, enrolling the spare BMC), curl (the summary's look at a host's Ironic node),
+//! The lab as a user drives it: `make lab-up`, kubectl (the summary's MTU and BIOS edits of the
+//! sample NodeSet, enrolling the spare BMC), curl (the summary's look at a host's Ironic node),
 //! `make lab-down`. The lab runs on the real node: the hosts are served by the Ironic the
 //! operator deployed there, and the NodeSet's services run as containers there.
 
@@ -181,6 +181,65 @@ fn assert_the_services_ran_as_containers_at_the_new_mtu(env: &HashMap<String, St
     }
 }
 
+/// Runs the summary's `kubectl patch nodeset` command whose patch names `field`, as printed.
+fn run_summary_command(env: &HashMap<String, String>, summary: &str, field: &str) {
+    let command = summary
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("kubectl patch nodeset") && l.contains(field))
+        .unwrap_or_else(|| panic!("the summary's command that edits {field}: {summary}"));
+    let kubectl_bin = ferrometal_tests::env::kube_bin("kubectl").expect("kubectl is installed");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command.replacen("kubectl", &kubectl_bin.display().to_string(), 1))
+        .env("KUBECONFIG", &env["KUBECONFIG"])
+        .output()
+        .expect("sh runs");
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The summary's BIOS edit: every host serviced in place (the same machine, never
+/// reprovisioned, always `provisioned`) until its settings object reports the new value.
+fn assert_the_bios_edit_is_serviced_in_place(env: &HashMap<String, String>, summary: &str) {
+    let before = nodeset_of(env);
+    run_summary_command(env, summary, "firmwareSettings");
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut seen = HashMap::new();
+    let after = loop {
+        for (host, state) in host_states(env) {
+            assert_eq!(state, "provisioned", "{host} left provisioned during its servicing");
+            seen.insert(host, state);
+        }
+        let now = nodeset_of(env);
+        let hosts = now["status"]["hosts"].as_object().cloned().unwrap_or_default();
+        let applied = hosts.len() == 3
+            && hosts
+                .values()
+                .all(|h| !h["desiredFirmwareHash"].is_null() && h["appliedFirmwareHash"] == h["desiredFirmwareHash"]);
+        if applied
+            && condition(&now, "Ready") == "True"
+            && now["status"]["observedGeneration"] == now["metadata"]["generation"]
+        {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "the BIOS edit was not applied: {now}");
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    for (name, now) in after["status"]["hosts"].as_object().expect("status.hosts") {
+        let then = &before["status"]["hosts"][name];
+        assert_eq!(now["bmhRef"], then["bmhRef"], "{name} keeps its machine");
+        assert_eq!(now["provisionedHash"], then["provisionedHash"], "{name} was not reprovisioned");
+        let machine = now["bmhRef"]["name"].as_str().expect("a machine");
+        let settings: serde_json::Value = serde_json::from_str(&kubectl(
+            env,
+            &["get", "hostfirmwaresettings", machine, "-n", "lab", "-o", "json"],
+            None,
+        ))
+        .expect("json");
+        assert_eq!(settings["status"]["settings"]["ProcTurboMode"], "Disabled", "{name}: {settings}");
+    }
+}
+
 fn port_is_free(port: u16) -> bool {
     std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
@@ -191,7 +250,8 @@ fn process_is_alive(pid: u32) -> bool {
 }
 
 #[test]
-fn the_lab_provisions_through_a_nodeset_rolls_an_mtu_edit_out_in_place_enrols_the_spare_and_leaves_nothing_behind() {
+fn the_lab_provisions_through_a_nodeset_rolls_an_mtu_and_a_bios_edit_out_in_place_enrols_the_spare_and_leaves_nothing_behind()
+ {
     ferrometal_tests::init();
     let state = tempfile::tempdir().expect("state dir");
     let up = make("lab-up", state.path());
@@ -250,18 +310,9 @@ fn exercise(state: &Path) {
     assert_the_operators_ironic_serves_the_hosts(&summary);
 
     // The summary's one command edits the MTU; the rollout runs in place.
-    let command =
-        summary.lines().map(str::trim).find(|l| l.starts_with("kubectl patch nodeset")).expect("the MTU command");
     let before = nodeset["status"]["configHash"].clone();
     let ran_before = completions_of(&env);
-    let kubectl_bin = ferrometal_tests::env::kube_bin("kubectl").expect("kubectl is installed");
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(command.replacen("kubectl", &kubectl_bin.display().to_string(), 1))
-        .env("KUBECONFIG", &env["KUBECONFIG"])
-        .output()
-        .expect("sh runs");
-    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    run_summary_command(&env, &summary, "networks");
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let now = nodeset_of(&env);
@@ -280,6 +331,7 @@ fn exercise(state: &Path) {
     let states = host_states(&env);
     assert!(states.values().all(|s| s == "provisioned"), "no machine was reprovisioned: {states:?}");
     assert_the_services_ran_as_containers_at_the_new_mtu(&env);
+    assert_the_bios_edit_is_serviced_in_place(&env, &summary);
 
     // Enrol the spare BMC as a user would, with the values from .lab/env.
     let (namespace, secret) = env["SPARE_BMC_CREDENTIALS"].split_once('/').expect("namespace/name");

@@ -200,6 +200,16 @@ pub(crate) const NODESET: Component = Component {
         access(NODESETSERVICES.status(), &[Patch], "write a service's status (whether its spec may run)"),
         access(BAREMETALHOSTS, &[Get, List, Watch, Patch], "claim, provision, release hosts as their consumer"),
         access(HARDWAREDATA, &[Get, List, Watch], "match hosts to hardware requirements"),
+        access(
+            HOSTFIRMWARESETTINGS,
+            &[Get, List, Watch, Patch],
+            "hand a NodeSet's firmwareSettings to its claimed hosts' settings objects (applied; never created), and read whether they were applied",
+        ),
+        access(
+            HOSTFIRMWARECOMPONENTS,
+            &[Get, List, Watch, Patch],
+            "hand a NodeSet's firmwareUpdates to its claimed hosts' components objects (applied; never created), and read whether they were flashed",
+        ),
         access(JOBS, &[Get, List, Watch, Create, Delete], "service Jobs"),
         access(PODS, &[List], "a failed Job's pods, once, to quote why it failed"),
         access(

@@ -76,6 +76,7 @@ fn host_writes(world: &mut World, plan: &Plan, applied: &mut Applied) {
                     Purpose::Provision => Some(&mut applied.provisioned),
                     Purpose::Reprovision => Some(&mut applied.reprovisioned),
                     Purpose::Detach | Purpose::Deprovision => Some(&mut applied.released),
+                    Purpose::FirmwareReboot => Some(&mut applied.rebooted),
                     Purpose::Update => None,
                 };
                 if let Some(set) = set {
