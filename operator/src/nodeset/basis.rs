@@ -4,6 +4,7 @@
 
 use super::claims::Owner;
 use super::facts::Facts;
+use super::firmware;
 use super::record;
 use super::rollout::{self, Service};
 use super::upgrade::Upgrade;
@@ -95,13 +96,34 @@ fn acknowledged(
         .collect();
     let hashes: Vec<(String, Option<String>)> =
         listed.iter().map(|s| (s.name.clone(), s.service_hash.clone())).collect();
-    let gated = rollout::gated_hash(&config_hash, &hashes);
+    let gated = with_firmware(rollout::gated_hash(&config_hash, &hashes), spec);
     let mut previous = migrated(nodeset, &config_hash, &gated);
     if let Some(approved) = previous.as_mut().and_then(|p| p.approved_services.as_mut()) {
         upgrade.approvals(approved);
     }
     let (status, approve_all) = rollout::acknowledge(spec.rollout.as_ref(), previous.as_ref(), &gated, &listed, now);
     Acknowledged { config_hash: gated, status, approve_all }
+}
+
+/// The NodeSet's hash with what its hosts want of their firmware: a firmware edit is a new
+/// configuration to roll out like any other (`status.configHash` moves, a rollout starts and
+/// completes); a NodeSet that wants none keeps the hash it had.
+fn with_firmware(gated: String, spec: &NodeSetSpec) -> String {
+    use sha2::{Digest, Sha256};
+    let wanted: Vec<(&String, String)> =
+        spec.nodes.iter().flatten().filter_map(|(h, _)| Some((h, firmware::parts::desired(spec, h)?))).collect();
+    if wanted.is_empty() {
+        return gated;
+    }
+    let mut digest = Sha256::new();
+    digest.update(gated.as_bytes());
+    for (host, hash) in wanted {
+        for part in [host.as_str(), hash.as_str()] {
+            digest.update([0]);
+            digest.update(part.as_bytes());
+        }
+    }
+    hex::encode(digest.finalize())
 }
 
 /// The rollout status as `acknowledge` reads it: one recorded by an operator that gated on the
@@ -113,4 +135,23 @@ fn migrated(nodeset: &NodeSet, config_hash: &str, gated: &str) -> Option<Rollout
         status.config_hash = Some(gated.to_string());
     }
     Some(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(nodes: serde_json::Value) -> NodeSetSpec {
+        serde_json::from_value(serde_json::json!({"nodes": nodes})).expect("a spec")
+    }
+
+    #[test]
+    fn a_firmware_edit_moves_the_nodesets_hash_and_a_nodeset_without_firmware_keeps_its_own() {
+        let plain = spec(serde_json::json!({"a": {}, "b": {}}));
+        assert_eq!(with_firmware("h".into(), &plain), "h");
+        let turbo = spec(serde_json::json!({"a": {"firmwareSettings": {"ProcTurboMode": "Disabled"}}, "b": {}}));
+        let other = spec(serde_json::json!({"a": {"firmwareSettings": {"ProcTurboMode": "Enabled"}}, "b": {}}));
+        assert_ne!(with_firmware("h".into(), &turbo), "h");
+        assert_ne!(with_firmware("h".into(), &turbo), with_firmware("h".into(), &other));
+    }
 }

@@ -67,7 +67,8 @@ impl Stage {
             Self::Pending => Some("its new firmware settings or updates wait for a new spec.rollout.token".into()),
             Self::NoObject(kind) => Some(format!("its BareMetalHost has no {} yet", kind.name())),
             Self::Rebooting => Some(
-                "its new firmware settings or updates are applied by servicing at the reboot the NodeSet asks for"
+                "rebooted by the NodeSet to be serviced with its new firmware settings or updates; if no servicing \
+                 follows (its HostUpdatePolicy changed meanwhile), reboot it with reboot.metal3.io"
                     .into(),
             ),
             Self::Servicing => Some("being serviced with its new firmware settings or updates".into()),
@@ -210,26 +211,26 @@ pub(super) fn started<'a>(hosts: &'a [FirmwareHost<'a>]) -> BTreeSet<&'a str> {
 /// Plans the step. `slots`: how many more provisioned hosts may start (`maxUnavailable` less
 /// those in service Jobs or with firmware already on its way); `stopped`: a failure stops the
 /// rollout (provisioned hosts start nothing new); `busy`: hosts in service Jobs, never rebooted.
+/// Hosts whose objects already say what they want start first (they finish what they began),
+/// then by name.
 pub(super) fn plan(hosts: &[FirmwareHost], mut slots: usize, stopped: bool, busy: &BTreeSet<String>) -> FirmwarePlan {
     let mut plan = FirmwarePlan::default();
     let stopped = stopped || hosts.iter().any(FirmwareHost::failed);
-    for host in hosts {
-        let stage = progress(host).unwrap_or_else(|| start(host, &mut slots, stopped));
-        // Handed over now, or settled with what the objects no longer say as wanted (what the
-        // NodeSet takes back from a failed attempt, an object edited by someone): written.
-        if matches!(stage, Stage::Written | Stage::Settled) {
-            let stale = host.parts.iter().filter(|p| p.exists && !p.in_sync);
-            plan.writes.extend(stale.map(|p| write(host, p)));
-        }
-        let hash = host.desired.as_deref().unwrap_or_default();
-        match stage {
-            Stage::Rebooting if !rebooted(host) && !busy.contains(host.name) => {
-                plan.reboots.push((host.name.to_string(), reboot_patch(hash)));
+    let mut order: Vec<(&FirmwareHost, Option<Stage>)> = hosts.iter().map(|h| (h, progress(h))).collect();
+    order.sort_by_key(|(h, stage)| (stage.is_some(), !handed(h), h.name));
+    for (host, stage) in order {
+        let stage = stage.unwrap_or_else(|| match start(host, &mut slots, stopped) {
+            Stage::Written if awaiting_reboot(host) && !busy.contains(host.name) => {
+                plan.reboots.push((host.name.to_string(), reboot_patch(host.desired.as_deref().unwrap_or_default())));
+                Stage::Rebooting
             }
-            // The host controller retries a failed servicing by itself, with what the objects
-            // want now: a reboot for the same hash would service the host twice.
-            Stage::Failed(_) if !rebooted(host) => plan.marks.push((host.name.to_string(), mark_patch(hash))),
-            _ => {}
+            other => other,
+        });
+        plan.writes.extend(stale_writes(host, &stage));
+        // The host controller retries a failed servicing by itself, with what the objects want
+        // now: a reboot for that hash would service the host twice.
+        if matches!(stage, Stage::Failed(_)) && handed(host) && !rebooted(host) {
+            plan.marks.push((host.name.to_string(), mark_patch(host.desired.as_deref().unwrap_or_default())));
         }
         let applied = match stage {
             Stage::Settled => host.desired.clone(),
@@ -241,46 +242,85 @@ pub(super) fn plan(hosts: &[FirmwareHost], mut slots: usize, stopped: bool, busy
     plan
 }
 
+/// The objects of `host` to write at `stage`: those that do not say what the NodeSet wants,
+/// when it hands them over now; when it only takes back what it no longer wants (that asks
+/// nothing new of the machine); and to a host whose servicing failed, once what it wants now is
+/// approved (a fix, which the host controller's retry takes).
+fn stale_writes<'a>(host: &'a FirmwareHost, stage: &Stage) -> impl Iterator<Item = ObjectWrite> + 'a {
+    let now = match stage {
+        Stage::Written | Stage::Settled => true,
+        Stage::Failed(_) => !host.serving || host.approved == host.desired,
+        _ => false,
+    };
+    host.parts.iter().filter(move |p| now && p.exists && !p.in_sync).map(move |p| write(host, p))
+}
+
 /// Ready reasons of the objects that wait for what only a person can do.
 const BLOCKED: [&str; 5] = ["ServicingNotAllowed", "InvalidSettings", "NoSettings", "InvalidComponent", "NoComponents"];
 
-/// Where a host stands when what it wants was already handed over (`None`: it was not, and it
-/// is not settled).
+/// Where the machine stands whatever is wanted of it now: one being serviced, failed in a
+/// servicing, or rebooting after a reboot the NodeSet asked for is out of service, and counts
+/// so against `maxUnavailable`, for whichever hash.
+fn machine(host: &FirmwareHost) -> Option<Stage> {
+    let status = host.bmh.status.as_ref()?;
+    if status.error_type == Some(ErrorType::Servicing) {
+        return Some(Stage::Failed(status.error_message.clone()));
+    }
+    if status.operational_status == OperationalStatus::Servicing {
+        return Some(Stage::Servicing);
+    }
+    let annotations = host.bmh.annotations();
+    let rebooting = annotations.contains_key(REBOOT_PREFIX) || (host.bmh.spec.online && !status.powered_on);
+    (annotations.contains_key(FIRMWARE_REBOOT_ANNOTATION) && rebooting).then_some(Stage::Rebooting)
+}
+
+/// Where a host stands (`None`: what it wants was not handed over, or it waits for the reboot
+/// its slot brings).
 fn progress(host: &FirmwareHost) -> Option<Stage> {
-    if host.desired.is_none() || host.applied == host.desired {
+    if let Some(stage) = machine(host) {
+        return Some(stage);
+    }
+    if host.desired.is_none() {
         return Some(Stage::Settled);
     }
-    if !host.parts.iter().all(|p| p.exists && p.in_sync) {
+    if !handed(host) {
         return None;
     }
     if !host.parts.iter().all(|p| p.read) {
         return Some(Stage::Written);
     }
-    let status = host.bmh.status.as_ref();
-    if let Some(status) = status.filter(|s| s.error_type == Some(ErrorType::Servicing)) {
-        return Some(Stage::Failed(status.error_message.clone()));
-    }
     if host.parts.iter().all(|p| p.ready.as_ref().is_some_and(|r| r.0)) {
         return Some(Stage::Settled);
     }
-    if status.is_some_and(|s| s.operational_status == OperationalStatus::Servicing) {
-        return Some(Stage::Servicing);
+    if let Some((_, _, message)) = waiting(host, &BLOCKED) {
+        return Some(Stage::Blocked(message.clone()));
     }
-    let waiting = |reasons: &[&str]| {
-        host.parts.iter().filter_map(|p| p.ready.as_ref()).find(|r| !r.0 && reasons.contains(&r.1.as_str()))
-    };
-    Some(if let Some((_, _, message)) = waiting(&BLOCKED) {
-        Stage::Blocked(message.clone())
-    } else if waiting(&["AwaitingReboot"]).is_some() {
-        Stage::Rebooting
-    } else if waiting(&["ChangeDetected", "AwaitingProvisioning"]).is_some() {
-        Stage::Preparing
-    } else {
-        Stage::Written
-    })
+    match waiting(host, &["AwaitingReboot"]) {
+        // Asked for before: the servicing follows it (or followed it and is read again).
+        Some(_) if rebooted(host) => Some(Stage::Rebooting),
+        Some(_) => None,
+        None if waiting(host, &["ChangeDetected", "AwaitingProvisioning"]).is_some() => Some(Stage::Preparing),
+        None => Some(Stage::Written),
+    }
 }
 
-/// A host whose wants were not handed over yet: handed over now if it may start.
+/// Every object of `host` exists and says what the NodeSet wants.
+fn handed(host: &FirmwareHost) -> bool {
+    host.parts.iter().all(|p| p.exists && p.in_sync)
+}
+
+/// The first `Ready` of `host`'s objects that is false for one of `reasons`.
+fn waiting<'a>(host: &'a FirmwareHost, reasons: &[&str]) -> Option<&'a (bool, String, String)> {
+    host.parts.iter().filter_map(|p| p.ready.as_ref()).find(|r| !r.0 && reasons.contains(&r.1.as_str()))
+}
+
+/// Handed over and read, its objects wait for the reboot at which it is serviced.
+fn awaiting_reboot(host: &FirmwareHost) -> bool {
+    handed(host) && host.parts.iter().all(|p| p.read) && progress(host).is_none()
+}
+
+/// A host whose wants were not handed over yet (or that waits for its reboot): it starts now if
+/// it may.
 fn start(host: &FirmwareHost, slots: &mut usize, stopped: bool) -> Stage {
     if let Some(missing) = host.parts.iter().find(|p| !p.exists) {
         return Stage::NoObject(missing.kind);

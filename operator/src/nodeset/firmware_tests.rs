@@ -109,7 +109,7 @@ fn settings_on_their_way_count_as_started_and_a_read_for_an_older_spec_settles_n
 fn a_host_awaiting_its_reboot_is_rebooted_once_with_the_hash_in_the_same_request() {
     let a = bmh("a");
     let waiting = object(wanted("Disabled"), 2, ("False", "AwaitingReboot"));
-    let plan_now = plan(&[host("a", &a, Some(&waiting))], 0, false, &none());
+    let plan_now = plan(&[host("a", &a, Some(&waiting))], 1, false, &none());
     assert_eq!(plan_now.stages["a"], Stage::Rebooting);
     let (hostname, patch) = &plan_now.reboots[0];
     assert_eq!(hostname, "a");
@@ -128,8 +128,9 @@ fn a_host_awaiting_its_reboot_is_rebooted_once_with_the_hash_in_the_same_request
 fn a_host_in_a_service_job_is_never_rebooted() {
     let a = bmh("a");
     let waiting = object(wanted("Disabled"), 2, ("False", "AwaitingReboot"));
-    let plan = plan(&[host("a", &a, Some(&waiting))], 0, false, &BTreeSet::from(["a".to_string()]));
+    let plan = plan(&[host("a", &a, Some(&waiting))], 1, false, &BTreeSet::from(["a".to_string()]));
     assert!(plan.reboots.is_empty());
+    assert_eq!(plan.stages["a"], Stage::Written);
 }
 
 #[test]
@@ -260,12 +261,14 @@ fn a_setting_no_longer_wanted_is_taken_back_from_a_settled_host_and_all_once_non
     let stale = applied_by_operator(object(spec, 2, ("False", "AwaitingReboot")), &["ProcTurboMode", "L2Cache"]);
     let mut settled = host("a", &a, Some(&stale));
     settled.applied = settled.desired.clone();
-    let plan_now = plan(&[settled], 0, false, &none());
-    assert_eq!(plan_now.stages["a"], Stage::Settled);
-    assert_eq!(plan_now.writes.len(), 1, "written without a slot: it asks for nothing new");
+    assert_eq!(plan(std::slice::from_ref(&settled), 0, false, &none()).stages["a"], Stage::Queued);
+    let plan_now = plan(&[settled], 1, false, &none());
+    assert_eq!(plan_now.stages["a"], Stage::Written, "handed over again, with a slot: it may need a reboot");
+    assert_eq!(plan_now.writes.len(), 1);
     assert_eq!(plan_now.writes[0].spec, json!({"settings": wanted("Disabled")}));
 
     let released = plan(&[wanting("a", &a, Some(&stale), FirmwareSettings::new())], 0, false, &none());
+    assert_eq!(released.stages["a"], Stage::Settled, "taken back without a slot: it asks nothing new");
     assert_eq!(released.writes[0].body()["spec"]["settings"], json!({}));
 }
 
@@ -323,7 +326,7 @@ fn updates_are_handed_to_the_components_object_and_a_host_reboots_once_both_obje
         .collect();
     let both =
         FirmwareHost { name: "a", bmh: &a, approved: desired.clone(), desired, applied: None, serving: true, parts };
-    let rebooting = plan(&[both], 0, false, &none());
+    let rebooting = plan(&[both], 1, false, &none());
     assert_eq!(rebooting.stages["a"], Stage::Rebooting);
     assert_eq!(rebooting.reboots.len(), 1);
     assert!(rebooting.writes.is_empty());
@@ -340,4 +343,70 @@ fn a_host_without_a_components_object_waits_naming_it() {
     let plan = plan(&[host], 1, false, &none());
     assert_eq!(plan.stages["a"], Stage::NoObject(Kind::Components));
     assert_eq!(plan.stages["a"].message().as_deref(), Some("its BareMetalHost has no HostFirmwareComponents yet"));
+}
+
+fn servicing(mut host: BareMetalHost) -> BareMetalHost {
+    if let Some(status) = host.status.as_mut() {
+        status.operational_status = OperationalStatus::Servicing;
+    }
+    host
+}
+
+#[test]
+fn a_machine_being_serviced_for_an_older_hash_still_counts_and_is_handed_nothing_until_it_is_back() {
+    let b = servicing(rebooted_for(bmh("b"), "older"));
+    let older = object(wanted("Enabled"), 2, ("False", "AwaitingReboot"));
+    let hosts = [host("b", &b, Some(&older))];
+    assert!(started(&hosts).contains("b"), "it holds its slot whatever is wanted now");
+    let plan = plan(&hosts, 1, false, &none());
+    assert_eq!(plan.stages["b"], Stage::Servicing);
+    assert!(plan.writes.is_empty() && plan.reboots.is_empty());
+
+    // The same after a revert to what it had: not settled while it is serviced.
+    let mut reverted = host("b", &b, Some(&older));
+    reverted.applied = reverted.desired.clone();
+    assert_eq!(super::plan(&[reverted], 1, false, &none()).stages["b"], Stage::Servicing);
+}
+
+#[test]
+fn a_machine_rebooting_after_the_nodesets_reboot_counts_until_it_is_on_again() {
+    let mut off = rebooted_for(bmh("a"), &desired());
+    off.spec.online = true;
+    if let Some(status) = off.status.as_mut() {
+        status.powered_on = false;
+    }
+    let matched = object(wanted("Disabled"), 2, ("True", "SettingsMatch"));
+    let hosts = [host("a", &off, Some(&matched))];
+    assert!(started(&hosts).contains("a"));
+    assert_eq!(plan(&hosts, 1, false, &none()).stages["a"], Stage::Rebooting, "not settled while off");
+}
+
+#[test]
+fn objects_that_already_say_what_is_wanted_still_wait_for_their_approval_and_slot_before_a_reboot() {
+    let a = bmh("a");
+    let staged = object(wanted("Disabled"), 2, ("False", "AwaitingReboot"));
+    let hosts = [host("a", &a, Some(&staged))];
+    assert!(!started(&hosts).contains("a"));
+    let queued = plan(&hosts, 0, false, &none());
+    assert_eq!(queued.stages["a"], Stage::Queued);
+    assert!(queued.reboots.is_empty());
+    let mut unapproved = host("a", &a, Some(&staged));
+    unapproved.approved = None;
+    assert_eq!(plan(&[unapproved], 1, false, &none()).stages["a"], Stage::Pending);
+    let granted = plan(&hosts, 1, false, &none());
+    assert_eq!(granted.reboots.len(), 1);
+    assert!(granted.writes.is_empty());
+}
+
+#[test]
+fn a_fix_for_a_failed_host_is_handed_to_it_first_and_the_others_wait_for_it() {
+    let (a, b) = (bmh("a"), failed(rebooted_for(bmh("b"), "refused")));
+    let settled_before = object(wanted("Enabled"), 2, ("True", "SettingsMatch"));
+    let refused = object(wanted("refused-by-bmc"), 2, ("False", "AwaitingReboot"));
+    let hosts = [host("a", &a, Some(&settled_before)), host("b", &b, Some(&refused))];
+    let plan = plan(&hosts, 1, false, &none());
+    assert_eq!(plan.stages["a"], Stage::Queued, "the rollout stays stopped while b has not recovered");
+    assert!(matches!(plan.stages["b"], Stage::Failed(_)));
+    assert_eq!(plan.writes.iter().map(|w| w.hostname.as_str()).collect::<Vec<_>>(), ["b"]);
+    assert!(plan.reboots.is_empty());
 }

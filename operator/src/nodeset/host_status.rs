@@ -36,7 +36,8 @@ pub(super) fn host_status(
         HostPhase::Machine(decision) => {
             status.bmh_ref = bmh.map(bmh_ref);
             status.provisioning_state = bmh.and_then(|b| b.status.as_ref()).map(|s| s.provisioning.state);
-            status.message = decision.message.clone().or(host.message.clone()).or(firmware_message(host));
+            // What the machine's firmware waits for first: it is what a person may have to do.
+            status.message = firmware_message(host).or(decision.message.clone()).or(host.message.clone());
             machine_status(&mut status, decision, name, prev, applied);
         }
     }
@@ -222,8 +223,8 @@ fn firmware_notices(
     let hash = |h: Option<&String>| h.map(|h| h.get(..12).unwrap_or(h).to_string()).unwrap_or_default();
     if applied.firmware_written.contains(name) {
         notices.normal(
-            "FirmwareSettingsWritten",
-            format!("{name}: BIOS settings {} handed over", hash(now.desired_firmware_hash.as_ref())),
+            "FirmwareHandedOver",
+            format!("{name}: firmware {} handed over", hash(now.desired_firmware_hash.as_ref())),
         );
     }
     if applied.rebooted.contains(name) {

@@ -192,6 +192,16 @@ fn edits() -> Vec<(&'static str, Value)> {
                     .push(json!({"name": "storage", "interface": "eno2", "vlan": 30}))
             }),
         ),
+        (
+            "the BIOS settings (a)",
+            edited(|s| s["baremetalSetTemplate"]["firmwareSettings"] = json!({"ProcTurboMode": "Disabled"})),
+        ),
+        (
+            "a host's firmware updates (a)",
+            edited(|s| {
+                s["nodes"]["compute-1"]["firmwareUpdates"] = json!([{"component": "bios", "url": "http://i/bios.bin"}])
+            }),
+        ),
         ("the DNS servers (a)", edited(|s| s["nodeTemplate"]["dns"]["nameservers"] = json!(["192.0.2.54"]))),
         ("the variables (a)", edited(|s| s["nodeTemplate"]["variables"]["timezone"] = json!("Europe/Paris"))),
         ("a host's variables (a)", edited(|s| s["nodes"]["compute-1"]["variables"] = json!({"role": "hci"}))),
@@ -691,3 +701,80 @@ fn a_manual_nodeset_seen_first_approves_nothing_even_with_hosts_recorded() {
 
 #[path = "plan_sources_tests.rs"]
 mod sources;
+
+/// Each machine's settings object, read for its spec (`settings`), its settings matched.
+fn settings_objects(
+    hosts: &[Arc<BareMetalHost>],
+    settings: Value,
+) -> BTreeMap<String, Arc<crds::firmware::HostFirmwareSettings>> {
+    hosts
+        .iter()
+        .map(|h| {
+            let object: crds::firmware::HostFirmwareSettings = serde_json::from_value(json!({
+                "apiVersion": "metal3.io/v1alpha1", "kind": "HostFirmwareSettings",
+                "metadata": {"name": h.name_any(), "namespace": "metal3", "generation": 1},
+                "spec": {"settings": settings},
+                "status": {"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "True",
+                    "reason": "SettingsMatch", "message": "", "lastTransitionTime": "2026-12-05T00:00:00Z"}]},
+            }))
+            .expect("settings");
+            (h.name_any(), Arc::new(object))
+        })
+        .collect()
+}
+
+/// Plans `edited` on configured, provisioned hosts whose settings objects ask for `settings`.
+fn plan_firmware_edit(edited: &Value, settings: Value) -> Plan {
+    let hosts = provisioned(&spec());
+    let mut n = nodeset(edited);
+    n.status = Some(status(&spec(), &hosts));
+    let mut facts = facts(hosts.clone());
+    facts.firmware = settings_objects(&hosts, settings);
+    plan(&n, &facts, &Findings::default(), DEFAULT_JOB_HISTORY, &now())
+}
+
+fn turbo_off(s: &mut Value) {
+    s["baremetalSetTemplate"]["firmwareSettings"] = json!({"ProcTurboMode": "Disabled"});
+}
+
+#[test]
+fn a_bios_edit_hands_one_host_its_settings_under_max_unavailable_one_and_reruns_no_service() {
+    let plan = plan_firmware_edit(&edited(turbo_off), json!({}));
+    let handed: Vec<&str> = plan.firmware.writes.iter().map(|w| w.hostname.as_str()).collect();
+    assert_eq!(handed, ["compute-0"]);
+    assert!(plan.jobs.is_empty(), "a firmware edit is no configuration edit: {:?}", plan.rollout.batches);
+    assert!(!plan.hosts["compute-0"].configured, "not configured until its firmware is settled");
+    assert!(plan.hosts["compute-1"].firmware.stage == Some(super::firmware::Stage::Queued));
+}
+
+#[test]
+fn a_bios_edit_and_a_configuration_edit_share_max_unavailable() {
+    let both = edited(|s| {
+        turbo_off(s);
+        s["nodeTemplate"]["networks"][0]["mtu"] = json!(9000);
+    });
+    let plan = plan_firmware_edit(&both, json!({}));
+    let mut out: BTreeSet<&str> = plan.firmware.writes.iter().map(|w| w.hostname.as_str()).collect();
+    out.extend(plan.rollout.batches.iter().flat_map(|b| b.hosts.keys().map(String::as_str)));
+    assert_eq!(out.len(), 1, "one host at a time, Job or firmware: {out:?}");
+}
+
+#[test]
+fn a_host_whose_settings_are_on_their_way_runs_no_job_and_holds_the_only_slot() {
+    let both = edited(|s| {
+        turbo_off(s);
+        s["nodeTemplate"]["networks"][0]["mtu"] = json!(9000);
+    });
+    // Handed over, not read yet: every object carries the settings at a generation unread.
+    let hosts = provisioned(&spec());
+    let mut n = nodeset(&both);
+    n.status = Some(status(&spec(), &hosts));
+    let mut facts = facts(hosts.clone());
+    facts.firmware = settings_objects(&hosts, json!({"ProcTurboMode": "Disabled"}));
+    let first = facts.firmware.get_mut("server-0").map(Arc::make_mut).expect("server-0");
+    first.metadata.generation = Some(2);
+    let plan = plan(&n, &facts, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    // server-0 is in flight; the other two already say what is wanted and matched: settled.
+    assert_eq!(plan.hosts["compute-0"].firmware.stage, Some(super::firmware::Stage::Written));
+    assert!(plan.rollout.batches.is_empty(), "the only slot is taken: {:?}", plan.rollout.batches);
+}

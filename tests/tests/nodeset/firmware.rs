@@ -17,7 +17,6 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const HOSTS: [&str; 2] = ["bios-0", "bios-1"];
 const MACHINES: [&str; 2] = ["server-0", "server-1"];
@@ -149,7 +148,7 @@ fn in_place(recorder: &Recorder, moves: &BTreeMap<String, Vec<String>>) {
 }
 
 #[tokio::test]
-async fn a_nodeset_bios_edit_is_serviced_host_by_host_in_place_a_refused_value_stops_it_until_fixed_and_an_update_is_flashed_once()
+async fn a_nodeset_bios_edit_is_serviced_host_by_host_in_place_a_refused_value_stops_it_a_fix_goes_to_the_failed_host_first_and_an_update_is_flashed_once()
 -> anyhow::Result<()> {
     let env = machines().await?;
     let mut spec = env.spec(&HOSTS, &[]);
@@ -184,37 +183,50 @@ async fn a_nodeset_bios_edit_is_serviced_host_by_host_in_place_a_refused_value_s
     }
     in_place(&recorder, &moves);
     assert_eq!(disruptions.most(), 1, "maxUnavailable: 1");
-    env.t.wait_events("bios", &["FirmwareSettingsWritten", "FirmwareReboot", "FirmwareApplied"]).await?;
+    env.t.wait_events("bios", &["FirmwareHandedOver", "FirmwareReboot", "FirmwareApplied"]).await?;
 
-    // A value the BMC refuses: the first host's servicing fails, the rollout stops there.
-    let refusing = settings(json!({"ProcTurboMode": "Disabled", "L2Cache": "refused-by-bmc"}));
+    // A value the BMC refuses on the second host (its own override): the first is serviced with
+    // the template's new value, the second's servicing fails, and the rollout stops there.
+    let refusing = json!({
+        "baremetalSetTemplate": {"firmwareSettings": {"ProcTurboMode": "Disabled", "L2Cache": "20x256 KB"}},
+        "nodes": {HOSTS[1]: {"firmwareSettings": {"L2Cache": "refused-by-bmc"}}},
+    });
     env.patch_spec("bios", refusing).await?;
     let failed = env.wait_nodeset("bios", "the rollout stopped by the failure", secs(300), |n| {
         processed(n) && condition(n, "Degraded").is_some_and(|c| c.reason == "FirmwareFailed")
     });
     let failed = failed.await?;
     let message = condition(&failed, "Degraded").map(|c| c.message.clone()).unwrap_or_default();
-    assert!(message.contains(HOSTS[0]), "{message}");
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let objects: Api<HostFirmwareSettings> = Api::namespaced(env.t.env.client(), env.ns());
-    let untouched = objects.get(&second).await?;
-    assert!(!untouched.spec.settings.contains_key("L2Cache"), "{second} was not handed the refused value");
+    assert!(message.contains(HOSTS[1]) && !message.contains(HOSTS[0]), "{message}");
+    assert_eq!(bios(&env, &first, "L2Cache").await?.as_deref(), Some("20x256 KB"));
     let moves = since(&env, &before).await?;
-    assert_eq!(servicings(&moves[&second]), 1, "{second} not serviced again");
-    assert!(moves[&first].iter().any(|s| s == "service failed"), "{moves:?}");
+    assert!(moves[&second].iter().any(|s| s == "service failed"), "{moves:?}");
+    assert_eq!(servicings(&moves[&first]), 2, "{first}: {moves:?}");
+    let objects: Api<HostFirmwareSettings> = Api::namespaced(env.t.env.client(), env.ns());
+    let handed = objects.get(&second).await?;
+    assert_eq!(
+        handed.spec.settings.get("L2Cache").map(crds::firmware::setting_text).as_deref(),
+        Some("refused-by-bmc")
+    );
 
-    // Fixed: the failed servicing is retried with the fixed value, then the rollout goes on.
-    env.patch_spec("bios", settings(json!({"ProcTurboMode": "Disabled", "L2Cache": "20x256 KB"}))).await?;
+    // Fixed, with a new template value for both: the failed host is handed the fix first and its
+    // servicing retried with it; the first host, settled, waits until the second is back, so
+    // never two machines out of service at once; then both have the new value.
+    let fixed = json!({
+        "baremetalSetTemplate": {"firmwareSettings": {"ProcTurboMode": "Disabled", "L2Cache": "30x256 KB"}},
+        "nodes": {HOSTS[1]: {"firmwareSettings": null}},
+    });
+    env.patch_spec("bios", fixed).await?;
     env.wait_nodeset("bios", "the fixed value applied on every host", secs(420), |n| {
         processed(n) && applied(n) && crate::nodeset_common::condition_is(n, "Ready", "True")
     })
     .await?;
     for machine in MACHINES {
-        assert_eq!(bios(&env, machine, "L2Cache").await?.as_deref(), Some("20x256 KB"), "{machine}");
+        assert_eq!(bios(&env, machine, "L2Cache").await?.as_deref(), Some("30x256 KB"), "{machine}");
     }
     let moves = since(&env, &before).await?;
     in_place(&recorder, &moves);
-    assert_eq!(servicings(&moves[&second]), 2, "{second}: {moves:?}");
+    assert_eq!(servicings(&moves[&first]), 3, "{first}: {moves:?}");
     assert_eq!(disruptions.most(), 1, "maxUnavailable: 1, the failed host included");
     for machine in MACHINES {
         assert_eq!(moves[machine].last().map(String::as_str), Some("active"), "{machine}: {moves:?}");
@@ -235,7 +247,8 @@ async fn a_nodeset_bios_edit_is_serviced_host_by_host_in_place_a_refused_value_s
         let status = object.status.context("status")?;
         let bios = status.components.iter().find(|c| c.component == "bios").context("bios")?;
         assert_eq!(bios.current_version.as_deref(), Some("1.1.0"), "{machine}: {bios:?}");
-        assert_eq!(status.updates.len(), 1, "{machine}: handed over once");
+        assert_eq!(bios.last_version_flashed.as_deref(), Some("1.1.0"), "{machine}: {bios:?}");
+        assert_eq!(status.updates.len(), 1, "{machine}: the one update handed to Ironic");
     }
     let moves = since(&env, &before).await?;
     in_place(&recorder, &moves);
