@@ -95,7 +95,7 @@ pub(in crate::nodeset) fn hosts<'a>(
             Some(FirmwareHost {
                 name,
                 bmh,
-                desired: firmware_hash(&settings, &updates),
+                desired: host.firmware.desired.clone(),
                 approved: host.firmware.approved.clone(),
                 applied: previous.filter(|_| same_machine).and_then(|p| p.applied_firmware_hash.clone()),
                 serving: work.iter().any(|w| w.name == *name && w.ready),
