@@ -134,7 +134,7 @@ pub(in crate::nodeset) fn components_part(
     object: Option<&HostFirmwareComponents>,
     wanted: &[FirmwareUpdate],
 ) -> Option<Part> {
-    let owned = object.is_some_and(|o| owned(&o.metadata, "f:updates").is_some());
+    let owned = object.is_some_and(|o| owned(&o.metadata, "f:updates").any());
     if wanted.is_empty() && !owned {
         return None;
     }
@@ -191,7 +191,7 @@ impl Owned {
     }
 
     /// The field is owned at all (a list is owned whole).
-    fn is_some(&self) -> bool {
+    fn any(&self) -> bool {
         self.present
     }
 }
