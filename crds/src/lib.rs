@@ -18,6 +18,7 @@
 
 pub mod baremetalhost;
 pub mod condition;
+pub mod dataimage;
 pub mod firmware;
 mod generate;
 pub mod hardwaredata;

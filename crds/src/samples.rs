@@ -41,6 +41,7 @@ pub const ALL: &[Sample] = &[
     sample!("hostfirmwaresettings-bmo.yaml", "HostFirmwareSettings"),
     sample!("hostfirmwarecomponents-bmo.yaml", "HostFirmwareComponents"),
     sample!("hostupdatepolicy-full.yaml", "HostUpdatePolicy"),
+    sample!("dataimage-bmo.yaml", "DataImage"),
 ];
 
 /// The samples of one kind.

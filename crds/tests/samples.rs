@@ -5,6 +5,7 @@ mod common;
 
 use common::{assert_lossless, merge, schema_of, yaml};
 use crds::baremetalhost::{BareMetalHost, validate_baremetalhost};
+use crds::dataimage::{DataImage, validate_data_image};
 use crds::firmware::{
     FirmwareSchema, HostFirmwareComponents, HostFirmwareSettings, HostUpdatePolicy, validate_host_firmware_components,
     validate_settings,
@@ -60,6 +61,10 @@ fn validate(sample: &Sample) -> Vec<crds::FieldError> {
         "HostFirmwareComponents" => {
             let components: HostFirmwareComponents = assert_lossless(&value, sample.file);
             validate_host_firmware_components(&components.spec)
+        }
+        "DataImage" => {
+            let image: DataImage = assert_lossless(&value, sample.file);
+            validate_data_image(&image.spec)
         }
         other => panic!("unknown kind {other}"),
     }
@@ -207,6 +212,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         ("NodeSetService", include_str!("fixtures/nodesetservice-status.yaml")),
         ("HostFirmwareSettings", include_str!("fixtures/hostfirmwaresettings-status.yaml")),
         ("HostFirmwareComponents", include_str!("fixtures/hostfirmwarecomponents-status.yaml")),
+        ("DataImage", include_str!("fixtures/dataimage-status.yaml")),
     ];
     [
         "Ironic",
@@ -218,6 +224,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         "HostFirmwareSettings",
         "HostFirmwareComponents",
         "HostUpdatePolicy",
+        "DataImage",
     ]
     .into_iter()
     .map(|kind| {
@@ -278,4 +285,9 @@ fn firmware_samples_use_every_field() {
     assert_every_field_used("HostFirmwareSettings");
     assert_every_field_used("HostFirmwareComponents");
     assert_every_field_used("HostUpdatePolicy");
+}
+
+#[test]
+fn dataimage_samples_use_every_field() {
+    assert_every_field_used("DataImage");
 }

@@ -61,6 +61,7 @@ mod tls;
 mod transport;
 pub mod types;
 mod version;
+mod vmedia;
 mod wait;
 
 pub use client::IronicClient;

@@ -52,6 +52,9 @@ operations! {
     DeletePort => "delete_port",
     ListBiosSettings => "list_bios_settings",
     ListFirmwareComponents => "list_firmware_components",
+    AttachVirtualMedia => "attach_virtual_media",
+    DetachVirtualMedia => "detach_virtual_media",
+    ListVirtualMedia => "list_virtual_media",
 }
 
 impl Operation {

@@ -1,7 +1,7 @@
 //! A redfish node on a sushy-tools BMC: validate, power on and off, boot
 //! device, inspect, and the inventory and ports inspection produces; its BIOS
-//! settings with their registry and its firmware components, and a setting
-//! changed by a manual clean.
+//! settings with their registry and its firmware components, a setting
+//! changed by a manual clean, and an ISO attached and detached as virtual media.
 
 mod common;
 
@@ -10,7 +10,7 @@ use ferrometal_tests::ironic::{IronicConfig, IronicServer};
 use ferrometal_tests::sushy::{Sushy, SushyConfig};
 use ironic_client::{
     BiosSetting, BootDevice, DriverInfo, IronicClient, NodeCreate, PowerState, PowerTarget, ProvisionState,
-    ProvisionTarget, Step, WaitOptions,
+    ProvisionTarget, Step, VirtualMediaDevice, WaitOptions,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -136,5 +136,52 @@ async fn redfish_node_validates_powers_on_and_off_and_inspects() -> anyhow::Resu
     assert!(ports.iter().any(|p| p.address == system.mac), "{ports:?}");
 
     client.delete_node(id).await?;
+    Ok(())
+}
+
+/// The node once Ironic let go of it (an asynchronous action ran to its end).
+async fn unlocked(client: &IronicClient, id: &str) -> anyhow::Result<ironic_client::Node> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let node = client.get_node(id).await?;
+        if node.reservation.is_none() {
+            return Ok(node);
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "node {id} still locked by {:?}", node.reservation);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn inserted(client: &IronicClient, id: &str) -> anyhow::Result<bool> {
+    Ok(client.list_virtual_media(id).await?.iter().any(|media| media.inserted))
+}
+
+#[tokio::test]
+async fn an_iso_is_attached_as_a_virtual_cd_read_back_and_detached_and_a_missing_one_fails_in_last_error()
+-> anyhow::Result<()> {
+    let (ironic, bmcs, client) = ironic_and_one_bmc().await?;
+    let id = managed_redfish_node(&client, &bmcs, "redfish-vmedia").await?;
+    assert!(!inserted(&client, &id).await?, "the CD starts empty");
+
+    let iso = ironic.image_server().write_live_iso("data.iso")?;
+    client.attach_virtual_media(&id, VirtualMediaDevice::Cdrom, &iso).await?;
+    let node = unlocked(&client, &id).await?;
+    assert_eq!(node.last_error, None);
+    let media = client.list_virtual_media(&id).await?;
+    let cd = media.iter().find(|m| m.inserted).with_context(|| format!("nothing inserted: {media:?}"))?;
+    assert_ne!(cd.image.as_deref(), Some(iso.as_str()), "the BMC has Ironic's copy, not the URL given");
+
+    client.detach_virtual_media(&id, VirtualMediaDevice::Cdrom).await?;
+    unlocked(&client, &id).await?;
+    assert!(!inserted(&client, &id).await?, "ejected");
+
+    let missing = format!("{}/images/missing.iso", ironic.image_server().url());
+    client.attach_virtual_media(&id, VirtualMediaDevice::Cdrom, &missing).await?;
+    let node = unlocked(&client, &id).await?;
+    let error = node.last_error.context("a failed attach is in last_error")?;
+    assert!(error.starts_with("Could not attach device cdrom"), "{error}");
+    assert!(!inserted(&client, &id).await?, "nothing inserted");
+
+    client.delete_node(&id).await?;
     Ok(())
 }

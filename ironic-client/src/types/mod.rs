@@ -82,6 +82,7 @@ pub(crate) mod query;
 mod state;
 mod status;
 mod validation;
+mod vmedia;
 
 pub use boot::{BootDevice, BootDeviceState};
 pub use driver_info::DriverInfo;
@@ -96,6 +97,7 @@ pub use query::{DEFAULT_PAGE_SIZE, NodeListQuery, NodePage, SortDir};
 pub use state::{PowerState, ProvisionState};
 pub use status::{NodeStatusSummary, STATUS_FIELDS};
 pub use validation::{InterfaceValidation, NodeValidation};
+pub use vmedia::{VirtualMedia, VirtualMediaDevice};
 
 /// A JSON object, as Ironic's free-form fields (`properties`, `extra`…) are.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;

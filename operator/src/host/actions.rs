@@ -79,6 +79,8 @@ pub(super) struct Learned {
     pub updates_settled: bool,
     /// A failed servicing was ended rather than tried again: nothing was left to try.
     pub servicing_ended: bool,
+    /// The host's data image needs nothing more at this power on.
+    pub data_image_settled: bool,
 }
 
 /// What happened.
@@ -126,6 +128,7 @@ pub(super) async fn run(client: &IronicClient, request: &Request, act: Act) -> R
         Act::FinishInspection => step.finish_inspection(&mut learned).await,
         Act::ApplyBios => step.apply_bios(&mut learned).await,
         Act::Service => step.service(&mut learned).await,
+        Act::DataImage => step.data_image(&mut learned).await,
         Act::AbortServicing => step.abort().await,
         Act::Provide => step.provide().await,
         Act::Deploy => step.deploy().await,
@@ -506,6 +509,21 @@ impl Calls<'_> {
         let value = serde_json::to_value(mark).map_err(|e| failed(e.to_string()))?;
         self.client.update_node(uuid, &[PatchOperation::add(format!("/extra/{MARK}"), value)]).await?;
         Ok(())
+    }
+
+    /// Attaches the host's data image, or ejects ours, before it is powered on.
+    async fn data_image(&self, learned: &mut Learned) -> Result<Answer, Stop> {
+        let uuid = self.node()?;
+        let Some(want) = &self.request.data_image else {
+            return Ok(Answer::Nothing);
+        };
+        match crate::host::dataimage::step::run(self.client, uuid, want).await? {
+            crate::host::dataimage::step::Outcome::Called => Ok(Answer::Called),
+            crate::host::dataimage::step::Outcome::Settled => {
+                learned.data_image_settled = true;
+                Ok(Answer::Nothing)
+            }
+        }
     }
 
     /// Ends a failed servicing: the node goes back to `active` as it is. The updates it

@@ -85,10 +85,13 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
     };
     let firmware = crate::host::firmware::run(&ctx, host_ctx.clone(), shutdown.clone());
     let components = crate::host::components::run(&ctx, host_ctx.clone(), shutdown.clone());
-    let (controllers, (), firmware, components) = futures::future::join4(controllers, poll, firmware, components).await;
+    let data_images = crate::host::dataimage::run(&ctx, host_ctx.clone(), shutdown.clone());
+    let (controllers, (), firmware, components, data_images) =
+        futures::future::join5(controllers, poll, firmware, components, data_images).await;
     controllers?;
     firmware?;
     components?;
+    data_images?;
     tracing::info!("the host controller stopped");
     Ok(())
 }

@@ -7,6 +7,7 @@ use crate::host::config::Config;
 use crate::host::configdrive::{self, HostIdentity};
 use crate::host::connection;
 use crate::host::context::Reads;
+use crate::host::dataimage;
 use crate::host::draft::Draft;
 use crate::host::error;
 use crate::host::firmware;
@@ -80,7 +81,13 @@ pub(super) async fn run(ctx: Reads<'_>, draft: &mut Draft, now: Timestamp) -> Re
         updates,
         now,
     };
-    let decoded = decode(ctx.config, observed);
+    let mut decoded = decode(ctx.config, observed);
+    let facts = &decoded.facts;
+    let at_power_on = dataimage::at_power_on(facts.state, &facts.node, facts.power == PowerGoal::On);
+    let memory = &ctx.memory.data_images;
+    let data_image = dataimage::due(ctx.kube, &host, &draft.key, memory, at_power_on, &facts.node).await?;
+    decoded.facts.data_image_due = data_image.is_some();
+    decoded.request.data_image = data_image;
     if decoded.facts.detach.is_none() && draft.detached {
         // The detached annotation was removed: the host is registered again
         // (and adopted) by the plan.
@@ -226,6 +233,8 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         bios_on_reboot: bios.on_reboot,
         updates_change: !updates.updates.is_empty(),
         updates_on_reboot: updates.on_reboot,
+        // Decided once the facts are known (`run`): it reads the DataImage only at power on.
+        data_image_due: false,
         node,
     };
     let seen = match &facts.node {

@@ -185,6 +185,12 @@ async fn run_act(
         // says so in the HostFirmwareComponents).
         ctx.hosts.components.settled(&draft.key);
     }
+    if report.learned.data_image_settled
+        && let Some(want) = &decoded.request.data_image
+    {
+        // The host is powered on next; its next power on looks again.
+        ctx.hosts.memory.data_images.settle(&draft.key, want.clone());
+    }
     if report.answer == Answer::Called && report.learned.servicing_ended {
         draft.notices.normal("ServicingAborted", "ended the failed servicing: nothing was left to try again");
     } else if report.answer == Answer::Called {

@@ -1,5 +1,6 @@
 //! What the controller remembers between reconciles of a host: the host as its last write
-//! returned it (the write cache), and the last power change it asked Ironic for.
+//! returned it (the write cache), the last power change it asked Ironic for, and the data image
+//! each host settled since it was last seen on.
 
 use crate::host::wake::HostKey;
 use crate::kit::fresh::Recent;
@@ -19,6 +20,8 @@ pub(super) struct Memory {
     written: Recent<BareMetalHost>,
     /// The last power change asked for.
     power: Mutex<HashMap<HostKey, PowerTarget>>,
+    /// The `DataImage` wants each host's step settled since the host was last seen on.
+    pub(super) data_images: crate::host::dataimage::Settled,
 }
 
 impl Memory {
@@ -48,6 +51,7 @@ impl Memory {
     pub(super) fn forget(&self, key: &HostKey) {
         self.written.forget(&key.namespace, &key.name);
         self.power.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.data_images.forget(key);
     }
 }
 

@@ -38,6 +38,7 @@ mod configdrive;
 mod connection;
 mod context;
 mod controller;
+mod dataimage;
 mod decode;
 mod draft;
 pub(crate) mod driver;

@@ -120,6 +120,8 @@ pub(super) struct Request {
     /// The updates its `HostFirmwareComponents` last showed handed over: the record for a node
     /// whose own record is lost (registered again).
     pub updates_recorded: Vec<crds::firmware::FirmwareUpdate>,
+    /// The image the host's `DataImage` wants in its virtual CD, at its power on.
+    pub data_image: Option<crate::host::dataimage::Want>,
 }
 
 impl Request {
@@ -165,6 +167,7 @@ impl Request {
             bios: Default::default(),
             updates: Vec::new(),
             updates_recorded: Vec::new(),
+            data_image: None,
         }
     }
 

@@ -4,6 +4,7 @@ use super::envelope::{Answer, JobAuthor, Object, Request, Review, SchemaCheck, W
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::access::HostAccess;
+use crds::dataimage::{DataImage, validate_data_image};
 use crds::firmware::{
     HostFirmwareComponents, HostFirmwareSettings, validate_host_firmware_components, validate_host_firmware_settings,
 };
@@ -28,16 +29,18 @@ pub(crate) enum Kind {
     NodeSetService,
     HostFirmwareSettings,
     HostFirmwareComponents,
+    DataImage,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 6] = [
+    pub(crate) const ALL: [Kind; 7] = [
         Kind::Ironic,
         Kind::BareMetalHost,
         Kind::NodeSet,
         Kind::NodeSetService,
         Kind::HostFirmwareSettings,
         Kind::HostFirmwareComponents,
+        Kind::DataImage,
     ];
 
     /// The URL path the apiserver posts reviews of this kind to.
@@ -58,13 +61,16 @@ impl Kind {
             Kind::NodeSetService => "nodesetservice",
             Kind::HostFirmwareSettings => "hostfirmwaresettings",
             Kind::HostFirmwareComponents => "hostfirmwarecomponents",
+            Kind::DataImage => "dataimage",
         }
     }
 
     pub(crate) fn group(self) -> &'static str {
         match self {
             Kind::Ironic => "ironic.metal3.io",
-            Kind::BareMetalHost | Kind::HostFirmwareSettings | Kind::HostFirmwareComponents => "metal3.io",
+            Kind::BareMetalHost | Kind::HostFirmwareSettings | Kind::HostFirmwareComponents | Kind::DataImage => {
+                "metal3.io"
+            }
             Kind::NodeSet | Kind::NodeSetService => "ferrometal.io",
         }
     }
@@ -81,6 +87,7 @@ impl Kind {
             Kind::NodeSetService => "nodesetservices",
             Kind::HostFirmwareSettings => "hostfirmwaresettings",
             Kind::HostFirmwareComponents => "hostfirmwarecomponents",
+            Kind::DataImage => "dataimages",
         }
     }
 }
@@ -235,6 +242,10 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
         Kind::HostFirmwareComponents => {
             let (new, _) = typed::<HostFirmwareComponents>(&new, old)?;
             validate_host_firmware_components(&new.spec)
+        }
+        Kind::DataImage => {
+            let (new, _) = typed::<DataImage>(&new, old)?;
+            validate_data_image(&new.spec)
         }
     };
     Ok(Checked::read(errors))

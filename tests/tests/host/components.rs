@@ -27,7 +27,7 @@ fn updates(updates: &[FirmwareUpdate]) -> Patch<serde_json::Value> {
 }
 
 /// Reboots the host as a user does, and waits until it is on again.
-async fn reboot(t: &HostEnv, name: &str) -> anyhow::Result<()> {
+pub(crate) async fn reboot(t: &HostEnv, name: &str) -> anyhow::Result<()> {
     t.patch_host(name, json!({"metadata": {"annotations": {"reboot.metal3.io": ""}}})).await?;
     t.wait_for(name, "rebooted (the annotation consumed, on again)", secs(240), |h| {
         !h.annotations().contains_key("reboot.metal3.io")

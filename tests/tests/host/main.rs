@@ -8,6 +8,7 @@ mod host_common;
 
 mod annotations;
 mod components;
+mod dataimage;
 mod errors;
 mod firmware;
 mod ironic_resource;

@@ -4,28 +4,19 @@
 
 use super::reconcile::{CONTROLLER, ComponentsReconciler};
 use crate::host::context::HostContext;
-use crate::host::firmware::watch;
+use crate::host::firmware::{runner, watch};
 use crate::kit::Context;
-use crate::kit::backoff::Backoff;
-use crate::kit::runner::{Runner, Stopped, drive, fan_out};
+use crate::kit::runner::{Stopped, drive, fan_out};
 use crds::firmware::HostFirmwareComponents;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, HostFirmwareComponents: List, Watch);
 
 /// Runs the controllers of every scope until `shutdown`.
 pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: CancellationToken) -> Result<(), Stopped> {
-    let reconciler = Arc::new(ComponentsReconciler {
-        runner: Runner {
-            controller: CONTROLLER,
-            metrics: ctx.metrics(),
-            backoff: Backoff::new(Duration::from_secs(5), Duration::from_secs(300)),
-        },
-        publisher: ctx.publisher(CONTROLLER),
-        hosts,
-    });
+    let reconciler =
+        Arc::new(ComponentsReconciler { runner: runner(ctx, CONTROLLER), publisher: ctx.publisher(CONTROLLER), hosts });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
         let reads = reconciler.hosts.components.reads(scope.namespace().map(str::to_string));
         let controller =

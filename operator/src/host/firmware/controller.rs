@@ -19,22 +19,24 @@ crate::install::rbac::require_access!(crate::install::rbac::table::FIRMWARE, Hos
 
 /// Runs the controllers of every scope until `shutdown`.
 pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: CancellationToken) -> Result<(), Stopped> {
-    let retry = Duration::from_secs(5);
-    let reconciler = Arc::new(FirmwareReconciler {
-        runner: Runner {
-            controller: CONTROLLER,
-            metrics: ctx.metrics(),
-            backoff: Backoff::new(retry, Duration::from_secs(300)),
-        },
-        publisher: ctx.publisher(CONTROLLER),
-        hosts,
-    });
+    let reconciler =
+        Arc::new(FirmwareReconciler { runner: runner(ctx, CONTROLLER), publisher: ctx.publisher(CONTROLLER), hosts });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
         let reads = reconciler.hosts.firmware.reads(scope.namespace().map(str::to_string));
         let controller = watch::<HostFirmwareSettings>(&scope, reconciler.hosts.config.concurrency).reconcile_on(reads);
         drive(controller, reconciler.clone(), shutdown.clone())
     })
     .await
+}
+
+/// The runner of a controller beside the host controller's (firmware settings, components, data
+/// images): failed reconciles retried from 5 s up to 5 min.
+pub(crate) fn runner(ctx: &Context, controller: &'static str) -> Runner {
+    Runner {
+        controller,
+        metrics: ctx.metrics(),
+        backoff: Backoff::new(Duration::from_secs(5), Duration::from_secs(300)),
+    }
 }
 
 /// Woken by a new generation of a spec, and (`reconcile_on`) by the host controller when a

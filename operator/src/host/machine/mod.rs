@@ -107,6 +107,9 @@ pub(crate) struct Facts {
     pub updates_change: bool,
     /// The host's `HostUpdatePolicy` lets a provisioned host be serviced for its updates.
     pub updates_on_reboot: bool,
+    /// The host is at its power on and its `DataImage` is not settled for it yet: attached,
+    /// ejected or left as the node's record and virtual CD say (`host::dataimage`).
+    pub data_image_due: bool,
     pub node: NodeView,
 }
 
@@ -151,6 +154,7 @@ impl Default for Facts {
             bios_on_reboot: false,
             updates_change: false,
             updates_on_reboot: false,
+            data_image_due: false,
             node: NodeView::Unknown,
         }
     }
@@ -175,6 +179,9 @@ pub(crate) enum Act {
     /// (out of band): the node goes from `active` through `servicing` back to `active`, never
     /// deployed or cleaned again.
     Service,
+    /// Attach the host's `DataImage` to its virtual CD, or eject ours, before it is powered on,
+    /// as baremetal-operator does at power on.
+    DataImage,
     /// End a failed servicing whose settings and updates are no longer wanted (or allowed):
     /// back to `active`.
     AbortServicing,

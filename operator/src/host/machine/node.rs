@@ -216,6 +216,7 @@ fn plan_provisioned(f: &Facts, state: ProvisioningState, seen: &Seen<'_>) -> Pla
             }
         }
         _ if seen.busy => Plan::Wait,
+        ProvisionState::Active if f.data_image_due => act(Act::DataImage),
         ProvisionState::Active if servicing_due(f, seen.node) => act(Act::Service),
         ProvisionState::Active => plan_power(f, seen.node),
         ProvisionState::Manageable => act(Act::Adopt),

@@ -197,6 +197,23 @@ fn a_provisioned_host_is_serviced_for_its_bios_settings_at_its_reboot_only_when_
 }
 
 #[test]
+fn a_data_image_is_handled_at_power_on_before_servicing_and_never_moves_the_host() {
+    let off = |due| Facts {
+        data_image_due: due,
+        externally_provisioned: true,
+        bios_change: true,
+        bios_on_reboot: true,
+        ..facts(S::ExternallyProvisioned, powered(node("active", None), PowerState::Off))
+    };
+    assert_eq!(plan(&off(true)), act(Act::DataImage), "the data image first");
+    assert_eq!(plan(&off(false)), act(Act::Service), "then servicing");
+    let plain = Facts { data_image_due: true, ..facts(S::Provisioned, powered(node("active", None), PowerState::Off)) };
+    assert_eq!(plan(&plain), act(Act::DataImage));
+    let busy = Facts { data_image_due: true, ..facts(S::Provisioned, node("active", Some("active"))) };
+    assert_eq!(plan(&busy), Plan::Wait, "never while Ironic moves the node");
+}
+
+#[test]
 fn available_hosts_provision_inspect_or_get_adopted() {
     let f = Facts { provision_requested: true, ..facts(S::Available, node("manageable", None)) };
     assert_eq!(transition(&f), S::Provisioning);

@@ -31,6 +31,7 @@ pub(super) fn owned() -> Vec<Value> {
         host_firmware_settings(),
         host_firmware_components(),
         host_update_policy(),
+        data_image(),
     ]
 }
 
@@ -154,6 +155,23 @@ fn host_update_policy() -> Value {
         "specDescriptors": [
             descriptor("firmwareSettings", "Firmware settings", "onPreparing (the default) or onReboot.", &[TEXT]),
             descriptor("firmwareUpdates", "Firmware updates", "onPreparing (the default) or onReboot.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `DataImage`.
+fn data_image() -> Value {
+    json!({
+        "name": "dataimages.metal3.io", "version": "v1alpha1", "kind": "DataImage",
+        "displayName": "Data Image",
+        "description": "An ISO attached as a virtual CD to the provisioned BareMetalHost of the same name at its next power on (baremetal-operator's API).",
+        "resources": [],
+        "specDescriptors": [
+            descriptor("url", "URL", "Where Ironic downloads the ISO from (http or https).", &[TEXT]),
+        ],
+        "statusDescriptors": [
+            descriptor("attachedImage.url", "Attached", "The image in the host's virtual CD.", &[TEXT]),
+            descriptor("error.message", "Error", "The last failure to attach or eject.", &[TEXT]),
         ],
     })
 }

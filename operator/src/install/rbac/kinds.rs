@@ -52,6 +52,7 @@ kinds! {
     crds::firmware::HostFirmwareComponents => "metal3.io", "hostfirmwarecomponents";
     crds::firmware::FirmwareSchema => "metal3.io", "firmwareschemas";
     crds::firmware::HostUpdatePolicy => "metal3.io", "hostupdatepolicies";
+    crds::dataimage::DataImage => "metal3.io", "dataimages";
     crds::nodeset::NodeSet => "ferrometal.io", "nodesets";
     crds::nodesetservice::NodeSetService => "ferrometal.io", "nodesetservices";
 }
@@ -113,7 +114,8 @@ mod tests {
         check_custom::<crds::firmware::HostFirmwareComponents>();
         check_custom::<crds::firmware::FirmwareSchema>();
         check_custom::<crds::firmware::HostUpdatePolicy>();
-        assert_eq!(ALL.len(), 26, "every kind above is checked here");
+        check_custom::<crds::dataimage::DataImage>();
+        assert_eq!(ALL.len(), 27, "every kind above is checked here");
     }
 
     #[test]

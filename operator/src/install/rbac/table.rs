@@ -25,6 +25,7 @@ const HOSTFIRMWARESETTINGS: Resource = Resource::new("metal3.io", "hostfirmwares
 const HOSTFIRMWARECOMPONENTS: Resource = Resource::new("metal3.io", "hostfirmwarecomponents");
 const FIRMWARESCHEMAS: Resource = Resource::new("metal3.io", "firmwareschemas");
 const HOSTUPDATEPOLICIES: Resource = Resource::new("metal3.io", "hostupdatepolicies");
+const DATAIMAGES: Resource = Resource::new("metal3.io", "dataimages");
 const NODESETS: Resource = Resource::new("ferrometal.io", "nodesets");
 const NODESETSERVICES: Resource = Resource::new("ferrometal.io", "nodesetservices");
 const DEPLOYMENTS: Resource = Resource::new("apps", "deployments");
@@ -146,6 +147,12 @@ pub(crate) const HOST: Component = Component {
         access(SECRETS, &[Get, List, Watch], "BMC credentials, user data and network data"),
         access(CONFIGMAPS, &[Get], "the CA of the Ironic it provisions through"),
         access(IRONICS, &[Get], "the endpoint and credentials of --ironic-name"),
+        access(
+            DATAIMAGES,
+            &[Get, List, Watch, Patch],
+            "a host's data image at its power on; the DataImage controller's finalizer and owner",
+        ),
+        access(DATAIMAGES.status(), &[Patch], "write a data image's status"),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
 };
