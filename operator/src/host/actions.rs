@@ -636,6 +636,7 @@ impl Calls<'_> {
         let uuid = self.node()?;
         let node = self.client.get_node_fields(uuid, &["extra", "provision_state", "provision_updated_at"]).await?;
         self.settle_mark(uuid, &node).await?;
+        crate::host::dataimage::step::forget(self.client, uuid, &node.extra).await?;
         self.set_automated_clean(uuid).await?;
         self.client.undeploy(uuid).await?;
         Ok(Answer::Called)

@@ -52,6 +52,7 @@ pub(crate) mod machine;
 mod memory;
 mod metadata;
 mod metrics;
+mod owned;
 mod poller;
 mod reconcile;
 mod request;

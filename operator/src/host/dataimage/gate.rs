@@ -1,7 +1,8 @@
 //! What the host controller knows of a host's `DataImage` when it decides: read by name only at
 //! the moment that acts on it (a provisioned host off that should be on, as baremetal-operator
 //! attaches at power on), and remembered as settled until the host is next seen on, so each
-//! reboot handles it once.
+//! reboot handles it once. A host without one is handled too (its step reads the node once, and
+//! stops there unless a record of ours is in it).
 
 use crate::host::machine::NodeView;
 use crate::host::wake::HostKey;
@@ -73,10 +74,15 @@ pub(crate) async fn due(
     }
     let api: Api<DataImage> = Api::namespaced(client.clone(), &host.namespace().unwrap_or_default());
     let name = host.name_any();
-    let Some(image) = api.get_opt(&name).await.map_err(KubeError::of::<DataImage>(Verb::Get, &name))? else {
-        return Ok(None);
+    let image = api.get_opt(&name).await.map_err(KubeError::of::<DataImage>(Verb::Get, &name))?;
+    // Without one (never made, or gone with its finalizer removed by hand or mid-attach), the
+    // step still looks for a record of ours in the node, to eject what no one wants any more.
+    let want = match image {
+        Some(image) => {
+            let deleting = image.meta().deletion_timestamp.is_some();
+            Want { uid: image.uid().unwrap_or_default(), url: (!deleting).then(|| image.spec.url.clone()) }
+        }
+        None => Want { uid: String::new(), url: None },
     };
-    let deleting = image.meta().deletion_timestamp.is_some();
-    let want = Want { uid: image.uid().unwrap_or_default(), url: (!deleting).then(|| image.spec.url.clone()) };
     Ok((!settled.is_settled(key, &want)).then_some(want))
 }

@@ -6,6 +6,7 @@ use super::record::Record;
 use super::status::{Observed, compute};
 use crate::host::context::HostContext;
 use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, target, unavailable};
+use crate::host::owned;
 use crate::kit::backoff::spread;
 use crate::kit::error::Verb;
 use crate::kit::runner::{Reconcile, Runner};
@@ -14,12 +15,11 @@ use crate::kit::{KubeError, Publisher};
 use crds::baremetalhost::BareMetalHost;
 use crds::dataimage::{DATA_IMAGE_FINALIZER, DataImage};
 use futures::future::BoxFuture;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ pub(super) const CONTROLLER: &str = "dataimage";
 
 /// While the image waits for the host's power on (or its deletion for an eject), the record is
 /// read again this often.
-const WAITING: Duration = Duration::from_secs(15);
+const WAITING: Duration = Duration::from_secs(60);
 
 crate::install::rbac::require_access!(crate::install::rbac::table::HOST, DataImage: Patch);
 crate::install::rbac::require_access!(crate::install::rbac::table::HOST, DataImage, status: Patch);
@@ -77,11 +77,11 @@ impl DataImageReconciler {
                 Observed::Unread { .. } => false,
             };
             if released {
-                release(&api, image).await?;
+                owned::release(&api, image, DATA_IMAGE_FINALIZER).await?;
                 return Ok(Action::await_change());
             }
         } else {
-            adopt(&api, image, host.as_deref()).await?;
+            owned::adopt(&api, image, DATA_IMAGE_FINALIZER, host.as_deref()).await?;
         }
         let outcome = compute(image, &observed, &Time(Timestamp::now()));
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
@@ -126,50 +126,4 @@ impl DataImageReconciler {
         let api: Api<BareMetalHost> = Api::namespaced(self.hosts.kube.clone(), namespace);
         Ok(api.get_opt(name).await.map_err(KubeError::of::<BareMetalHost>(Verb::Get, name))?.map(Box::new))
     }
-}
-
-/// Our finalizer, and the host as the owner (the garbage collector deletes the data image with
-/// its host, as baremetal-operator's does): written together, at the version read.
-async fn adopt(api: &Api<DataImage>, image: &DataImage, host: Option<&BareMetalHost>) -> Result<(), KubeError> {
-    let mut finalizers = image.finalizers().to_vec();
-    let mut owners = image.owner_references().to_vec();
-    let owner = host.and_then(|h| h.controller_owner_ref(&())).filter(|o| !owners.iter().any(|r| r.uid == o.uid));
-    let has_finalizer = finalizers.iter().any(|f| f == DATA_IMAGE_FINALIZER);
-    if has_finalizer && owner.is_none() {
-        return Ok(());
-    }
-    if !has_finalizer {
-        finalizers.push(DATA_IMAGE_FINALIZER.to_string());
-    }
-    // Another controller (of another host kind) may own it already: ours is then a plain owner.
-    let controlled = owners.iter().any(|r| r.controller == Some(true));
-    owners.extend(owner.map(|o| OwnerReference { controller: Some(!controlled), ..o }));
-    patch_metadata(api, image, json!({ "finalizers": finalizers, "ownerReferences": owners })).await
-}
-
-/// Removes our finalizer.
-async fn release(api: &Api<DataImage>, image: &DataImage) -> Result<(), KubeError> {
-    let finalizers: Vec<&String> = image.finalizers().iter().filter(|f| *f != DATA_IMAGE_FINALIZER).collect();
-    if finalizers.len() == image.finalizers().len() {
-        return Ok(());
-    }
-    patch_metadata(api, image, json!({ "finalizers": finalizers })).await
-}
-
-/// A merge patch of `metadata`, refused if the object changed since it was read (the lists it
-/// writes are written whole).
-async fn patch_metadata(
-    api: &Api<DataImage>,
-    image: &DataImage,
-    mut metadata: serde_json::Value,
-) -> Result<(), KubeError> {
-    let name = image.name_any();
-    metadata["resourceVersion"] = json!(image.resource_version());
-    let params = PatchParams { field_manager: Some(crate::FIELD_MANAGER.into()), ..Default::default() };
-    api.patch(&name, &params, &Patch::Merge(json!({ "metadata": metadata }))).await.map_err(KubeError::of::<
-        DataImage,
-    >(
-        Verb::Patch, &name
-    ))?;
-    Ok(())
 }

@@ -9,7 +9,9 @@
 //! dropped (the attach never reached Ironic, failed, or a detach or an undeploy ejected it), and
 //! an image in the CD without a record is not ours and never ejected or replaced. The record
 //! also keeps the last failure to attach or detach, with how many in a row, for the
-//! `DataImage`'s status: Ironic's `last_error` is cleared by the next power change.
+//! `DataImage`'s status: Ironic's `last_error` is cleared by the next power change. Ironic ejects
+//! the CD itself when it tears a deployment down: the host controller drops the record before
+//! every undeploy it asks for, so a record never outlives the deployment it was made in.
 
 use ironic_client::PatchOperation;
 use serde::{Deserialize, Serialize};
@@ -21,6 +23,10 @@ pub(crate) const RECORD: &str = "ferrometal_data_image";
 /// How Ironic's conductor begins the `last_error` of a failed attach and of a failed detach.
 const ATTACH_FAILED: &str = "Could not attach device";
 const DETACH_FAILED: &str = "Could not detach device";
+
+/// Why an attach recorded shows nothing in the CD when Ironic gave no reason.
+const NOT_INSERTED: &str = "the attach did not complete: the host's virtual CD is empty (a request lost with a \
+                            restart, or the BMC did not mount it)";
 
 /// The longest failure message kept: the record lives in Ironic's node.
 const MAX_MESSAGE: usize = 1024;
@@ -52,7 +58,15 @@ impl Record {
     /// The record in a node's `extra`; anything that does not read strictly as one (an
     /// administrator's edit) counts as none, so nothing is ever ejected on its word.
     pub(crate) fn of(extra: &Map<String, Value>) -> Self {
-        extra.get(RECORD).and_then(|v| serde_json::from_value(v.clone()).ok()).unwrap_or_default()
+        let record: Option<Record> = extra.get(RECORD).and_then(|v| serde_json::from_value(v.clone()).ok());
+        record.filter(Record::bounded).unwrap_or_default()
+    }
+
+    /// Nothing longer than what the host controller writes: the record is copied into status.
+    fn bounded(&self) -> bool {
+        let url = |u: &str| u.len() <= crds::dataimage::MAX_URL_LENGTH;
+        self.attached.as_deref().is_none_or(url)
+            && self.failure.as_ref().is_none_or(|f| url(&f.url) && f.message.chars().count() <= MAX_MESSAGE)
     }
 
     /// The patch that writes this record (or removes it when empty) in a node whose `extra`
@@ -66,8 +80,8 @@ impl Record {
         vec![PatchOperation::add(path, value)]
     }
 
-    /// This record with a refusal of Ironic's as the failure of `url`: what was attached stays
-    /// as it was (a refused request changed nothing).
+    /// This record with a refusal of Ironic's (or an invalid URL) as the failure of `url`: what
+    /// was attached stays as it was (a refused request changed nothing).
     pub(crate) fn refused(&self, url: &str, message: &str) -> Record {
         Record { attached: self.attached.clone(), failure: Some(self.failed(url, message)) }
     }
@@ -110,11 +124,16 @@ pub(crate) fn decide(wanted: Option<&str>, shown: Shown<'_>) -> Move {
     let record = shown.record;
     let error = shown.last_error.unwrap_or_default();
     match (shown.inserted, record.attached.as_deref()) {
-        // Ours is not in the CD: its attach failed, or it was ejected (a detach, an undeploy).
-        (false, Some(url)) if wanted == Some(url) && error.starts_with(ATTACH_FAILED) => {
-            let failure = Some(record.failed(url, error));
-            Move::Settled { record: Record { attached: None, failure } }
+        // The wanted image is not in the CD after its attach: failed (Ironic says why, or the
+        // BMC shows nothing), or never asked for (a crash between the record and the request).
+        // Recorded either way, so that the host boots now and the next power on tries again:
+        // never an attach after an attach within one power on.
+        (false, Some(url)) if wanted == Some(url) => {
+            let message = if error.starts_with(ATTACH_FAILED) { error } else { NOT_INSERTED };
+            Move::Settled { record: Record { attached: None, failure: Some(record.failed(url, message)) } }
         }
+        // Ours, no longer wanted, is out of the CD (our eject): the record goes, then the wanted
+        // image, if any, is attached.
         (false, Some(_)) => Move::Again { record: Record { attached: None, ..record.clone() } },
         (false, None) => match wanted {
             Some(url) => {

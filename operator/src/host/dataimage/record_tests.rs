@@ -37,10 +37,23 @@ fn a_failed_attach_is_recorded_counted_and_the_host_boots_without_it() {
 }
 
 #[test]
-fn a_record_whose_image_is_not_in_the_cd_is_dropped_and_the_step_looks_again() {
-    // A crash between the record and the attach request, or an undeploy that ejected it.
-    assert_eq!(decide(Some(URL), shown(&ours(URL), false, None)), Move::Again { record: Record::default() });
+fn a_wanted_image_missing_from_the_cd_after_its_attach_is_a_failure_never_a_second_attach() {
+    // A crash between the record and the attach request, or a BMC that did not mount it.
+    let Move::Settled { record } = decide(Some(URL), shown(&ours(URL), false, Some("an older power error"))) else {
+        panic!("settled: the host boots")
+    };
+    assert_eq!(record.attached, None);
+    assert!(record.failure.is_some_and(|f| f.message.contains("did not complete")));
+}
+
+#[test]
+fn our_image_out_of_the_cd_and_no_longer_wanted_is_forgotten_then_the_wanted_one_attached() {
     assert_eq!(decide(None, shown(&ours(URL), false, None)), Move::Again { record: Record::default() });
+    assert_eq!(decide(Some(OTHER), shown(&ours(URL), false, None)), Move::Again { record: Record::default() });
+    assert_eq!(
+        decide(Some(OTHER), shown(&Record::default(), false, None)),
+        Move::Attach { record: ours(OTHER), url: OTHER.into() }
+    );
 }
 
 #[test]
@@ -71,7 +84,9 @@ fn nothing_wanted_and_nothing_in_the_cd_settles_with_no_record() {
 fn only_a_strict_record_counts_and_an_empty_one_is_removed() {
     let extra = |v| json!({ RECORD: v }).as_object().cloned().unwrap_or_default();
     assert_eq!(Record::of(&extra(json!({"attached": URL}))), ours(URL));
-    for bad in [json!("x"), json!({"attached": 1}), json!({"attached": URL, "by": "admin"})] {
+    let long = format!("http://h/{}", "a".repeat(crds::dataimage::MAX_URL_LENGTH));
+    for bad in [json!("x"), json!({"attached": 1}), json!({"attached": URL, "by": "admin"}), json!({"attached": long})]
+    {
         assert_eq!(Record::of(&extra(bad.clone())), Record::default(), "{bad}");
     }
     assert_eq!(Record::default().patch(&extra(json!({}))).len(), 1, "removed");

@@ -6,7 +6,8 @@ use crate::kit::Notices;
 use crate::kit::condition::{Conditions, bounded_message, set_all};
 use crate::kit::scrub::scrubbed;
 use crds::condition::{READY, find};
-use crds::dataimage::{AttachedImageReference, DataImage, DataImageError, DataImageStatus};
+use crds::dataimage::{AttachedImageReference, DataImage, DataImageError, DataImageStatus, validate_data_image};
+use crds::validation::summarize;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// What the reconcile found.
@@ -50,7 +51,10 @@ pub(super) fn compute(image: &DataImage, observed: &Observed, now: &Time) -> Out
     }
     let attached = new.attached_image.as_ref().is_some_and(|a| a.url == url);
     let make = Conditions::new(image.metadata.generation, now.clone());
+    // Admitted before the webhook was installed (or without it): never handed to Ironic.
+    let invalid = validate_data_image(&image.spec);
     let ready = match (observed, attached, &new.error) {
+        _ if !invalid.is_empty() => make.make(READY, false, "InvalidURL", summarize(&invalid)),
         (Observed::NoNode { reason, message } | Observed::Unread { reason, message }, _, _) => {
             make.make(READY, false, reason, message.as_str())
         }
@@ -142,6 +146,14 @@ mod tests {
         let unread = Observed::Unread { reason: "IronicUnavailable", message: "down".into() };
         let status = compute(&image(first), &unread, &now()).status.expect("Ready changed");
         assert_eq!(status.attached_image.map(|a| a.url).as_deref(), Some(URL), "kept");
+    }
+
+    #[test]
+    fn a_url_admitted_without_the_webhook_is_reported_invalid() {
+        let mut bad = image(None);
+        bad.spec.url = "oci://registry.example/data:1".into();
+        let status = compute(&bad, &read(None, None), &now()).status.expect("written");
+        assert_eq!(find(&status.conditions, READY).map(|c| c.reason.as_str()), Some("InvalidURL"));
     }
 
     #[test]

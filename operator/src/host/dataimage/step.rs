@@ -3,6 +3,8 @@
 
 use super::gate::Want;
 use super::record::{Move, Record, Shown, decide};
+use crds::dataimage::{DataImageSpec, validate_data_image};
+use crds::validation::summarize;
 use ironic_client::{IronicClient, VirtualMediaDevice};
 use serde_json::{Map, Value};
 
@@ -15,9 +17,11 @@ pub(crate) enum Outcome {
     Settled,
 }
 
-/// Runs the step for the node `uuid` and the image `want` asks for. What Ironic refuses for good
-/// (a driver without virtual media, a URL it cannot use) is recorded as the data image's failure
-/// and the host boots without it; only what passes by itself is an error, to retry.
+/// Runs the step for the node `uuid` and the image `want` asks for. Whatever goes wrong past
+/// reading the node (Ironic refusing, the BMC failing, an invalid URL from before the webhook)
+/// is recorded as the data image's failure and the host boots without it, tried again at its
+/// next power on: a data image never keeps a machine off. Only a node that cannot be read or
+/// written is an error, to retry.
 pub(crate) async fn run(client: &IronicClient, uuid: &str, want: &Want) -> Result<Outcome, ironic_client::Error> {
     let node = client.get_node_fields(uuid, &["extra", "last_error", "reservation"]).await?;
     if node.reservation.is_some() {
@@ -25,15 +29,44 @@ pub(crate) async fn run(client: &IronicClient, uuid: &str, want: &Want) -> Resul
         return Ok(Outcome::Called);
     }
     let record = Record::of(&node.extra);
-    match act(client, uuid, want, &node.extra, &record, node.last_error.as_deref()).await {
-        Err(err) if !err.is_transient() => {
+    if want.url.is_none() && record == Record::default() {
+        // No DataImage and nothing of ours recorded: the CD is not ours to look at.
+        return Ok(Outcome::Settled);
+    }
+    let problem = match want.url.as_deref().map(|url| validate_data_image(&DataImageSpec { url: url.into() })) {
+        Some(errors) if !errors.is_empty() => Some(summarize(&errors)),
+        _ => None,
+    };
+    let result = match problem {
+        Some(problem) => Err(problem),
+        None => {
+            act(client, uuid, want, &node.extra, &record, node.last_error.as_deref()).await.map_err(|e| e.to_string())
+        }
+    };
+    match result {
+        Ok(outcome) => Ok(outcome),
+        Err(message) => {
             let url = want.url.as_deref().or(record.attached.as_deref()).unwrap_or_default();
-            let failed = record.refused(url, &err.to_string());
-            update(client, uuid, failed.patch(&node.extra)).await?;
+            tracing::info!("the host's data image step failed; the host boots without it");
+            update(client, uuid, record.refused(url, &message).patch(&node.extra)).await?;
             Ok(Outcome::Settled)
         }
-        other => other,
     }
+}
+
+/// Drops the record before Ironic tears the deployment down (an undeploy ejects the CD): a
+/// record never outlives the deployment it was made in.
+pub(crate) async fn forget(
+    client: &IronicClient,
+    uuid: &str,
+    extra: &Map<String, Value>,
+) -> Result<(), ironic_client::Error> {
+    if extra.contains_key(super::record::RECORD) {
+        client
+            .update_node(uuid, &[ironic_client::PatchOperation::remove(format!("/extra/{}", super::record::RECORD))])
+            .await?;
+    }
+    Ok(())
 }
 
 async fn act(
