@@ -31,7 +31,7 @@ pub enum CrdRenderError {
 
 /// Every CRD ferrometal serves, in a fixed order: Ironic, BareMetalHost, HardwareData,
 /// NodeSet, NodeSetService, FirmwareSchema, HostFirmwareSettings, HostFirmwareComponents,
-/// HostUpdatePolicy, DataImage. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
+/// HostUpdatePolicy, DataImage, BMCEventSubscription. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
 /// adjusted ([`crate::ironic::crd`]).
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
     vec![
@@ -45,6 +45,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         crate::firmware::HostFirmwareComponents::crd(),
         crate::firmware::HostUpdatePolicy::crd(),
         crate::dataimage::DataImage::crd(),
+        crate::bmceventsubscription::BMCEventSubscription::crd(),
     ]
 }
 

@@ -17,6 +17,7 @@
 // makes a private copy of each struct with CEL rules, which that lint would flag.
 
 pub mod baremetalhost;
+pub mod bmceventsubscription;
 pub mod condition;
 pub mod dataimage;
 pub mod firmware;

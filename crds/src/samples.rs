@@ -42,6 +42,7 @@ pub const ALL: &[Sample] = &[
     sample!("hostfirmwarecomponents-bmo.yaml", "HostFirmwareComponents"),
     sample!("hostupdatepolicy-full.yaml", "HostUpdatePolicy"),
     sample!("dataimage-bmo.yaml", "DataImage"),
+    sample!("bmceventsubscription-bmo.yaml", "BMCEventSubscription"),
 ];
 
 /// The samples of one kind.

@@ -5,6 +5,7 @@ mod common;
 
 use common::{assert_lossless, merge, schema_of, yaml};
 use crds::baremetalhost::{BareMetalHost, validate_baremetalhost};
+use crds::bmceventsubscription::{BMCEventSubscription, validate_bmc_event_subscription};
 use crds::dataimage::{DataImage, validate_data_image};
 use crds::firmware::{
     FirmwareSchema, HostFirmwareComponents, HostFirmwareSettings, HostUpdatePolicy, validate_host_firmware_components,
@@ -65,6 +66,10 @@ fn validate(sample: &Sample) -> Vec<crds::FieldError> {
         "DataImage" => {
             let image: DataImage = assert_lossless(&value, sample.file);
             validate_data_image(&image.spec)
+        }
+        "BMCEventSubscription" => {
+            let subscription: BMCEventSubscription = assert_lossless(&value, sample.file);
+            validate_bmc_event_subscription(&subscription.spec, subscription.metadata.namespace.as_deref())
         }
         other => panic!("unknown kind {other}"),
     }
@@ -213,6 +218,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         ("HostFirmwareSettings", include_str!("fixtures/hostfirmwaresettings-status.yaml")),
         ("HostFirmwareComponents", include_str!("fixtures/hostfirmwarecomponents-status.yaml")),
         ("DataImage", include_str!("fixtures/dataimage-status.yaml")),
+        ("BMCEventSubscription", include_str!("fixtures/bmceventsubscription-status.yaml")),
     ];
     [
         "Ironic",
@@ -225,6 +231,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         "HostFirmwareComponents",
         "HostUpdatePolicy",
         "DataImage",
+        "BMCEventSubscription",
     ]
     .into_iter()
     .map(|kind| {
@@ -288,6 +295,7 @@ fn firmware_samples_use_every_field() {
 }
 
 #[test]
-fn dataimage_samples_use_every_field() {
+fn dataimage_and_bmceventsubscription_samples_use_every_field() {
     assert_every_field_used("DataImage");
+    assert_every_field_used("BMCEventSubscription");
 }

@@ -46,6 +46,7 @@ mod bulk;
 mod client;
 mod config;
 mod error;
+mod events;
 mod fault;
 mod firmware;
 mod metrics;

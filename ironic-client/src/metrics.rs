@@ -55,6 +55,10 @@ operations! {
     AttachVirtualMedia => "attach_virtual_media",
     DetachVirtualMedia => "detach_virtual_media",
     ListVirtualMedia => "list_virtual_media",
+    CreateEventSubscription => "create_event_subscription",
+    DeleteEventSubscription => "delete_event_subscription",
+    GetEventSubscription => "get_event_subscription",
+    ListEventSubscriptions => "list_event_subscriptions",
 }
 
 impl Operation {

@@ -79,6 +79,8 @@ pub fn is_secret_key(key: &str) -> bool {
         || key.contains("token")
         || key == "configdrive"
         || key == "user_data"
+        // A Redfish event subscription's headers: an Authorization header, a token.
+        || key == "httpheaders"
 }
 
 /// Whether a JSON Pointer ends in a secret key (`/driver_info/ipmi_password`).

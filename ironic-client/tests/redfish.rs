@@ -1,7 +1,8 @@
 //! A redfish node on a sushy-tools BMC: validate, power on and off, boot
 //! device, inspect, and the inventory and ports inspection produces; its BIOS
 //! settings with their registry and its firmware components, a setting
-//! changed by a manual clean, and an ISO attached and detached as virtual media.
+//! changed by a manual clean, an ISO attached and detached as virtual media, and
+//! Redfish event subscriptions made and deleted.
 
 mod common;
 
@@ -9,8 +10,8 @@ use anyhow::Context as _;
 use ferrometal_tests::ironic::{IronicConfig, IronicServer};
 use ferrometal_tests::sushy::{Sushy, SushyConfig};
 use ironic_client::{
-    BiosSetting, BootDevice, DriverInfo, IronicClient, NodeCreate, PowerState, PowerTarget, ProvisionState,
-    ProvisionTarget, Step, VirtualMediaDevice, WaitOptions,
+    BiosSetting, BootDevice, DriverInfo, EventSubscriptionCreate, IronicClient, NodeCreate, PowerState, PowerTarget,
+    ProvisionState, ProvisionTarget, Step, VirtualMediaDevice, WaitOptions,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -182,6 +183,37 @@ async fn an_iso_is_attached_as_a_virtual_cd_read_back_and_detached_and_a_missing
     assert!(error.starts_with("Could not attach device cdrom"), "{error}");
     assert!(!inserted(&client, &id).await?, "nothing inserted");
 
+    client.delete_node(&id).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_event_subscription_is_made_read_listed_and_deleted_and_a_refusal_never_shows_its_headers()
+-> anyhow::Result<()> {
+    let (_ironic, bmcs, client) = ironic_and_one_bmc().await?;
+    let id = managed_redfish_node(&client, &bmcs, "redfish-events").await?;
+    let secret = "Bearer never-shown-0f1e2d";
+    let headers = vec![std::collections::BTreeMap::from([("Authorization".to_string(), secret.to_string())])];
+    let wanted = EventSubscriptionCreate {
+        destination: "https://events.example/hook".into(),
+        context: "rack-7".into(),
+        protocol: "Redfish".into(),
+        http_headers: headers.clone(),
+    };
+    let made = client.create_event_subscription(&id, &wanted).await?;
+    assert!(!made.id.is_empty());
+    assert_eq!(made.destination.as_deref(), Some("https://events.example/hook"));
+    let read = client.event_subscription(&id, &made.id).await?;
+    assert_eq!(read.context.as_deref(), Some("rack-7"));
+    assert_eq!(client.event_subscription_ids(&id).await?, vec![made.id.clone()]);
+
+    client.delete_event_subscription(&id, &made.id).await?;
+    assert!(client.event_subscription_ids(&id).await?.is_empty());
+
+    let refused = EventSubscriptionCreate { destination: "https://refused-by-bmc.example/".into(), ..wanted };
+    let err = client.create_event_subscription(&id, &refused).await.expect_err("the BMC refuses it");
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains("never-shown"), "{shown}");
     client.delete_node(&id).await?;
     Ok(())
 }

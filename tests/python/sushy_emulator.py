@@ -17,6 +17,14 @@ pending settings (`GET Bios/Settings`) are empty, as a BMC's are once it applied
 them; stock sushy-tools lists every attribute there as pending, which Ironic
 35.1 reads as a change never applied (its clean then waits forever).
 
+It also serves a Redfish EventService whose subscriptions are kept in memory:
+created by a POST (201 and the Location), read, listed and deleted, as
+Ironic's redfish vendor passthru and sushy use them. Their HttpHeaders are
+write-only, as Redfish has them: a subscription shows only the header names it
+was given (under Oem.Ferrometal.HeaderNames), so tests can tell they arrived
+without any value being echoed. A Destination holding 'refused-by-bmc' is
+refused (400).
+
 Config keys read from the emulator config file (Python syntax), per system:
   'cpus' (int), 'memory_gib' (int), 'disk_gib' (int), 'bios_version' (str)
 and globally:
@@ -151,6 +159,74 @@ def refuse_firmware_image():
     if REFUSED in str(body.get('ImageURI', '')):
         return flask.jsonify({'error': {'message': f'the BMC refuses the image {REFUSED!r}'}}), 400
     return None
+
+SUBSCRIPTIONS_PATH = '/redfish/v1/EventService/Subscriptions'
+_subscriptions = {}
+_stock_root = emulator.app.view_functions['root_resource']
+
+
+def root_resource():
+    response = _stock_root()
+    body = json.loads(response.get_data())
+    body['EventService'] = {'@odata.id': '/redfish/v1/EventService'}
+    response.set_data(json.dumps(body))
+    return response
+
+
+emulator.app.view_functions['root_resource'] = root_resource
+
+
+@emulator.app.route('/redfish/v1/EventService')
+def event_service():
+    return flask.jsonify({
+        '@odata.id': '/redfish/v1/EventService', 'Id': 'EventService', 'Name': 'Event Service',
+        'ServiceEnabled': True, 'EventTypesForSubscription': ['Alert'],
+        'Subscriptions': {'@odata.id': SUBSCRIPTIONS_PATH},
+        'Actions': {'#EventService.SubmitTestEvent': {
+            'target': '/redfish/v1/EventService/Actions/EventService.SubmitTestEvent'}},
+    })
+
+
+def _shown(ident):
+    entry = _subscriptions[ident]
+    return {
+        '@odata.id': f'{SUBSCRIPTIONS_PATH}/{ident}', 'Id': ident, 'Name': f'Subscription {ident}',
+        'Destination': entry['Destination'], 'Context': entry.get('Context', ''),
+        'Protocol': entry.get('Protocol', 'Redfish'), 'EventTypes': entry.get('EventTypes', ['Alert']),
+        'HttpHeaders': [],
+        'Oem': {'Ferrometal': {'HeaderNames': sorted(k for h in entry.get('HttpHeaders', []) for k in h)}},
+    }
+
+
+@emulator.app.route(SUBSCRIPTIONS_PATH, methods=['GET', 'POST'])
+def subscriptions():
+    if flask.request.method == 'GET':
+        members = [{'@odata.id': f'{SUBSCRIPTIONS_PATH}/{i}'} for i in sorted(_subscriptions)]
+        return flask.jsonify({'@odata.id': SUBSCRIPTIONS_PATH, 'Name': 'Subscriptions',
+                              'Members': members, 'Members@odata.count': len(members)})
+    body = flask.request.get_json(silent=True) or {}
+    destination = str(body.get('Destination') or '')
+    if not destination or REFUSED in destination:
+        return flask.jsonify({'error': {'message': f'the BMC refuses the destination {destination!r}'}}), 400
+    ident = str(len(_subscriptions) + 1)
+    while ident in _subscriptions:
+        ident = str(int(ident) + 1)
+    _subscriptions[ident] = body
+    response = flask.jsonify(_shown(ident))
+    response.status_code = 201
+    response.headers['Location'] = f'{SUBSCRIPTIONS_PATH}/{ident}'
+    return response
+
+
+@emulator.app.route(SUBSCRIPTIONS_PATH + '/<ident>', methods=['GET', 'DELETE'])
+def subscription(ident):
+    if ident not in _subscriptions:
+        return flask.jsonify({'error': {'message': f'no subscription {ident}'}}), 404
+    if flask.request.method == 'DELETE':
+        del _subscriptions[ident]
+        return '', 204
+    return flask.jsonify(_shown(ident))
+
 
 if __name__ == '__main__':
     sys.exit(emulator.main())

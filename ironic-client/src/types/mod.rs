@@ -71,6 +71,7 @@ macro_rules! string_enum {
 
 mod boot;
 mod driver_info;
+mod events;
 mod firmware;
 mod inventory;
 mod node;
@@ -86,6 +87,7 @@ mod vmedia;
 
 pub use boot::{BootDevice, BootDeviceState};
 pub use driver_info::DriverInfo;
+pub use events::{EventSubscription, EventSubscriptionCreate};
 pub use firmware::{BiosSetting, FirmwareComponent};
 pub use inventory::{BootInfo, Cpu, Disk, Inventory, Memory, NetworkInterface, NodeInventory, SystemVendor};
 pub use node::{Node, NodeCreate, NodeInterfaces};

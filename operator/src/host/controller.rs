@@ -86,12 +86,20 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
     let firmware = crate::host::firmware::run(&ctx, host_ctx.clone(), shutdown.clone());
     let components = crate::host::components::run(&ctx, host_ctx.clone(), shutdown.clone());
     let data_images = crate::host::dataimage::run(&ctx, host_ctx.clone(), shutdown.clone());
-    let (controllers, (), firmware, components, data_images) =
-        futures::future::join5(controllers, poll, firmware, components, data_images).await;
+    let subscriptions = crate::host::subscription::run(&ctx, host_ctx.clone(), shutdown.clone());
+    let (controllers, (), firmware, components, (data_images, subscriptions)) = futures::future::join5(
+        controllers,
+        poll,
+        firmware,
+        components,
+        futures::future::join(data_images, subscriptions),
+    )
+    .await;
     controllers?;
     firmware?;
     components?;
     data_images?;
+    subscriptions?;
     tracing::info!("the host controller stopped");
     Ok(())
 }

@@ -60,6 +60,7 @@ mod restore;
 mod secrets;
 mod share;
 mod status;
+mod subscription;
 mod trouble;
 mod unsupported;
 mod wake;

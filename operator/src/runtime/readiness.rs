@@ -220,6 +220,8 @@ mod tests {
         readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/hostfirmwarecomponents?watch=true"));
         assert!(!readiness.report().0, "nor the data image controller's");
         readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/dataimages?watch=true"));
+        assert!(!readiness.report().0, "nor the event subscription controller's");
+        readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/bmceventsubscriptions?watch=true"));
         let (ready, text) = readiness.report();
         assert!(ready, "{text}");
     }

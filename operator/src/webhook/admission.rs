@@ -4,6 +4,7 @@ use super::envelope::{Answer, JobAuthor, Object, Request, Review, SchemaCheck, W
 use crds::FieldError;
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::access::HostAccess;
+use crds::bmceventsubscription::{BMCEventSubscription, validate_bmc_event_subscription};
 use crds::dataimage::{DataImage, validate_data_image};
 use crds::firmware::{
     HostFirmwareComponents, HostFirmwareSettings, validate_host_firmware_components, validate_host_firmware_settings,
@@ -30,10 +31,11 @@ pub(crate) enum Kind {
     HostFirmwareSettings,
     HostFirmwareComponents,
     DataImage,
+    BMCEventSubscription,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 7] = [
+    pub(crate) const ALL: [Kind; 8] = [
         Kind::Ironic,
         Kind::BareMetalHost,
         Kind::NodeSet,
@@ -41,6 +43,7 @@ impl Kind {
         Kind::HostFirmwareSettings,
         Kind::HostFirmwareComponents,
         Kind::DataImage,
+        Kind::BMCEventSubscription,
     ];
 
     /// The URL path the apiserver posts reviews of this kind to.
@@ -62,15 +65,18 @@ impl Kind {
             Kind::HostFirmwareSettings => "hostfirmwaresettings",
             Kind::HostFirmwareComponents => "hostfirmwarecomponents",
             Kind::DataImage => "dataimage",
+            Kind::BMCEventSubscription => "bmceventsubscription",
         }
     }
 
     pub(crate) fn group(self) -> &'static str {
         match self {
             Kind::Ironic => "ironic.metal3.io",
-            Kind::BareMetalHost | Kind::HostFirmwareSettings | Kind::HostFirmwareComponents | Kind::DataImage => {
-                "metal3.io"
-            }
+            Kind::BareMetalHost
+            | Kind::HostFirmwareSettings
+            | Kind::HostFirmwareComponents
+            | Kind::DataImage
+            | Kind::BMCEventSubscription => "metal3.io",
             Kind::NodeSet | Kind::NodeSetService => "ferrometal.io",
         }
     }
@@ -88,6 +94,7 @@ impl Kind {
             Kind::HostFirmwareSettings => "hostfirmwaresettings",
             Kind::HostFirmwareComponents => "hostfirmwarecomponents",
             Kind::DataImage => "dataimages",
+            Kind::BMCEventSubscription => "bmceventsubscriptions",
         }
     }
 }
@@ -246,6 +253,10 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
         Kind::DataImage => {
             let (new, _) = typed::<DataImage>(&new, old)?;
             validate_data_image(&new.spec)
+        }
+        Kind::BMCEventSubscription => {
+            let (new, _) = typed::<BMCEventSubscription>(&new, old)?;
+            validate_bmc_event_subscription(&new.spec, Some(namespace))
         }
     };
     Ok(Checked::read(errors))

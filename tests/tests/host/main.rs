@@ -17,3 +17,4 @@ mod lifecycle;
 mod modes;
 mod power;
 mod scale;
+mod subscription;

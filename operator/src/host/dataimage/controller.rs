@@ -1,5 +1,6 @@
 //! Wiring: one controller of `DataImage`s per watched scope, woken when a spec changes (a new
-//! generation, a deletion) and by its own requeues, never by its status writes.
+//! generation, a deletion), by its own requeues, and by the host controller once a host's step
+//! settled; never by its status writes.
 
 use super::reconcile::{CONTROLLER, DataImageReconciler};
 use crate::host::context::HostContext;
@@ -17,7 +18,8 @@ pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: Cancel
     let reconciler =
         Arc::new(DataImageReconciler { runner: runner(ctx, CONTROLLER), publisher: ctx.publisher(CONTROLLER), hosts });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
-        let controller = watch::<DataImage>(&scope, reconciler.hosts.config.concurrency);
+        let reads = reconciler.hosts.memory.data_images.reads.stream(scope.namespace().map(str::to_string));
+        let controller = watch::<DataImage>(&scope, reconciler.hosts.config.concurrency).reconcile_on(reads);
         drive(controller, reconciler.clone(), shutdown.clone())
     })
     .await

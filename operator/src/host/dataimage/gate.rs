@@ -4,6 +4,7 @@
 //! reboot handles it once. A host without one is handled too (its step reads the node once, and
 //! stops there unless a record of ours is in it).
 
+use crate::host::firmware::ReadAgain;
 use crate::host::machine::NodeView;
 use crate::host::wake::HostKey;
 use crate::kit::KubeError;
@@ -29,19 +30,24 @@ pub(crate) struct Want {
 
 /// The wants each host settled since it was last seen on.
 #[derive(Default)]
-pub(crate) struct Settled(Mutex<HashMap<HostKey, Want>>);
+pub(crate) struct Settled {
+    hosts: Mutex<HashMap<HostKey, Want>>,
+    /// Wakes the `DataImage` controller, so that its status says at once what the step did.
+    pub(crate) reads: ReadAgain<DataImage>,
+}
 
 impl Settled {
     pub(crate) fn settle(&self, key: &HostKey, want: Want) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), want);
+        self.hosts.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), want);
+        self.reads.read(key);
     }
 
     fn is_settled(&self, key: &HostKey, want: &Want) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(key) == Some(want)
+        self.hosts.lock().unwrap_or_else(|e| e.into_inner()).get(key) == Some(want)
     }
 
     pub(crate) fn forget(&self, key: &HostKey) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.hosts.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
     }
 }
 

@@ -25,14 +25,48 @@ pub(crate) type WantedUpdates = Waiting<HostFirmwareComponents, Vec<FirmwareUpda
 /// A controller's channel: its namespace (`None`: all), and where to send reads.
 type ReadChannel<K> = (Option<String>, mpsc::UnboundedSender<ObjectRef<K>>);
 
+/// Wakes the reconciles of the objects of kind `K` named for a host, per watched namespace.
+pub(crate) struct ReadAgain<K: kube::Resource>(Mutex<Vec<ReadChannel<K>>>);
+
+impl<K: kube::Resource> Default for ReadAgain<K> {
+    fn default() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+}
+
+impl<K> ReadAgain<K>
+where
+    K: kube::Resource<DynamicType = ()> + 'static,
+{
+    /// Reads the object named for `host` again now.
+    pub(crate) fn read(&self, host: &HostKey) {
+        let object = ObjectRef::<K>::new(&host.name).within(&host.namespace);
+        let reads = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (namespace, tx) in reads.iter() {
+            if namespace.as_deref().is_none_or(|ns| ns == host.namespace) {
+                // A closed channel means that controller stopped; nothing to do.
+                let _ = tx.send(object.clone());
+            }
+        }
+    }
+
+    /// The objects of `namespace` (all with `None`) to read again, for
+    /// `Controller::reconcile_on`.
+    pub(crate) fn stream(&self, namespace: Option<String>) -> impl Stream<Item = ObjectRef<K>> + Send + 'static {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push((namespace, tx));
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+    }
+}
+
 /// What waits, per host, from objects of kind `K`; `V::default()` is nothing.
 pub(crate) struct Waiting<K: kube::Resource, V> {
     /// Per host, what it waits for and the generation of the object it came from.
     hosts: Mutex<HashMap<HostKey, (V, Option<i64>)>>,
     /// Wakes hosts.
     wakeups: Arc<Wakeups>,
-    /// Wakes the objects' reconciles, per watched namespace (`None`: all).
-    reads: Mutex<Vec<ReadChannel<K>>>,
+    /// Wakes the objects' reconciles.
+    reads: ReadAgain<K>,
 }
 
 impl<K, V> Waiting<K, V>
@@ -41,7 +75,7 @@ where
     V: Clone + Default + PartialEq,
 {
     pub(crate) fn new(wakeups: Arc<Wakeups>) -> Self {
-        Self { hosts: Mutex::new(HashMap::new()), wakeups, reads: Mutex::new(Vec::new()) }
+        Self { hosts: Mutex::new(HashMap::new()), wakeups, reads: ReadAgain::default() }
     }
 
     fn hosts(&self) -> std::sync::MutexGuard<'_, HashMap<HostKey, (V, Option<i64>)>> {
@@ -89,22 +123,13 @@ where
     /// read again now, so that its status (which a host reads at some moments) says so at once.
     pub(crate) fn settled(&self, host: &HostKey) {
         self.forget(host);
-        let object = ObjectRef::<K>::new(&host.name).within(&host.namespace);
-        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
-        for (namespace, tx) in reads.iter() {
-            if namespace.as_deref().is_none_or(|ns| ns == host.namespace) {
-                // A closed channel means that controller stopped; nothing to do.
-                let _ = tx.send(object.clone());
-            }
-        }
+        self.reads.read(host);
     }
 
     /// The objects of `namespace` (all with `None`) to read again, for
     /// `Controller::reconcile_on`.
     pub(crate) fn reads(&self, namespace: Option<String>) -> impl Stream<Item = ObjectRef<K>> + Send + 'static {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.reads.lock().unwrap_or_else(|e| e.into_inner()).push((namespace, tx));
-        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+        self.reads.stream(namespace)
     }
 }
 

@@ -32,6 +32,7 @@ pub(super) fn owned() -> Vec<Value> {
         host_firmware_components(),
         host_update_policy(),
         data_image(),
+        bmc_event_subscription(),
     ]
 }
 
@@ -172,6 +173,25 @@ fn data_image() -> Value {
         "statusDescriptors": [
             descriptor("attachedImage.url", "Attached", "The image in the host's virtual CD.", &[TEXT]),
             descriptor("error.message", "Error", "The last failure to attach or eject.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `BMCEventSubscription`.
+fn bmc_event_subscription() -> Value {
+    json!({
+        "name": "bmceventsubscriptions.metal3.io", "version": "v1alpha1", "kind": "BMCEventSubscription",
+        "displayName": "BMC Event Subscription",
+        "description": "A Redfish event subscription on the BMC of a BareMetalHost in the same namespace (baremetal-operator's API).",
+        "resources": resources(&[("Secret", "v1")]),
+        "specDescriptors": [
+            descriptor("hostName", "Host", "The BareMetalHost whose BMC sends the events.", &[TEXT]),
+            descriptor("destination", "Destination", "The webhook URL the BMC posts its events to.", &[TEXT]),
+            descriptor("httpHeadersRef", "HTTP headers", "A Secret whose keys and values are headers sent with every event.", &[TEXT]),
+        ],
+        "statusDescriptors": [
+            descriptor("subscriptionID", "Subscription", "The BMC's id of the subscription.", &[TEXT]),
+            descriptor("error", "Error", "The most recent error.", &[TEXT]),
         ],
     })
 }

@@ -53,6 +53,7 @@ kinds! {
     crds::firmware::FirmwareSchema => "metal3.io", "firmwareschemas";
     crds::firmware::HostUpdatePolicy => "metal3.io", "hostupdatepolicies";
     crds::dataimage::DataImage => "metal3.io", "dataimages";
+    crds::bmceventsubscription::BMCEventSubscription => "metal3.io", "bmceventsubscriptions";
     crds::nodeset::NodeSet => "ferrometal.io", "nodesets";
     crds::nodesetservice::NodeSetService => "ferrometal.io", "nodesetservices";
 }
@@ -115,7 +116,8 @@ mod tests {
         check_custom::<crds::firmware::FirmwareSchema>();
         check_custom::<crds::firmware::HostUpdatePolicy>();
         check_custom::<crds::dataimage::DataImage>();
-        assert_eq!(ALL.len(), 27, "every kind above is checked here");
+        check_custom::<crds::bmceventsubscription::BMCEventSubscription>();
+        assert_eq!(ALL.len(), 28, "every kind above is checked here");
     }
 
     #[test]

@@ -26,6 +26,7 @@ const HOSTFIRMWARECOMPONENTS: Resource = Resource::new("metal3.io", "hostfirmwar
 const FIRMWARESCHEMAS: Resource = Resource::new("metal3.io", "firmwareschemas");
 const HOSTUPDATEPOLICIES: Resource = Resource::new("metal3.io", "hostupdatepolicies");
 const DATAIMAGES: Resource = Resource::new("metal3.io", "dataimages");
+const BMCEVENTSUBSCRIPTIONS: Resource = Resource::new("metal3.io", "bmceventsubscriptions");
 const NODESETS: Resource = Resource::new("ferrometal.io", "nodesets");
 const NODESETSERVICES: Resource = Resource::new("ferrometal.io", "nodesetservices");
 const DEPLOYMENTS: Resource = Resource::new("apps", "deployments");
@@ -144,7 +145,11 @@ pub(crate) const HOST: Component = Component {
         access(BAREMETALHOSTS, &[Get, List, Watch, Patch], "reconcile hosts; finalizer and consumed annotations"),
         access(BAREMETALHOSTS.status(), &[Patch], "write status"),
         access(HARDWAREDATA, &[Get, Create, Patch], "inspection results"),
-        access(SECRETS, &[Get, List, Watch], "BMC credentials, user data and network data"),
+        access(
+            SECRETS,
+            &[Get, List, Watch],
+            "BMC credentials, user data and network data; an event subscription's HTTP headers",
+        ),
         access(CONFIGMAPS, &[Get], "the CA of the Ironic it provisions through"),
         access(IRONICS, &[Get], "the endpoint and credentials of --ironic-name"),
         access(
@@ -153,6 +158,12 @@ pub(crate) const HOST: Component = Component {
             "a host's data image at its power on; the DataImage controller's finalizer and owner",
         ),
         access(DATAIMAGES.status(), &[Patch], "write a data image's status"),
+        access(
+            BMCEVENTSUBSCRIPTIONS,
+            &[Get, List, Watch, Patch],
+            "make each subscription's BMC subscription; the ids the others of a host claim; the finalizer",
+        ),
+        access(BMCEVENTSUBSCRIPTIONS.status(), &[Patch], "write a subscription's id, error and conditions"),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
 };

@@ -1,0 +1,188 @@
+//! One reconcile of a `BMCEventSubscription`: dereference its host (`spec.hostName`, in the
+//! object's namespace: never another's) → our finalizer → the headers → the BMC's subscription
+//! → status. Being deleted, its subscription is deleted from the BMC before the finalizer goes.
+//! What Ironic or the BMC refuses is reported in the status and tried again later; only failed
+//! Kubernetes writes are errors.
+
+use super::bmc::{self, Done};
+use super::headers::{self, Headers};
+use super::status::{Observed, compute};
+use crate::host::context::HostContext;
+use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, target};
+use crate::host::owned;
+use crate::kit::backoff::spread;
+use crate::kit::error::Verb;
+use crate::kit::runner::{Reconcile, Runner};
+use crate::kit::scrub::scrubbed;
+use crate::kit::status::Commit;
+use crate::kit::{KubeError, Publisher};
+use crds::bmceventsubscription::{BMCEventSubscription, SUBSCRIPTION_FINALIZER};
+use futures::future::BoxFuture;
+use ironic_client::IronicClient;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The controller's name: in metrics, logs and as the Events' reporter.
+pub(super) const CONTROLLER: &str = "bmceventsubscription";
+
+/// What the BMC refused is asked again this often.
+const REFUSED: Duration = Duration::from_secs(60);
+
+crate::install::rbac::require_access!(crate::install::rbac::table::HOST, BMCEventSubscription: List, Patch);
+crate::install::rbac::require_access!(crate::install::rbac::table::HOST, BMCEventSubscription, status: Patch);
+
+/// Why a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Error {
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+}
+
+crate::kit::label::metric_labels!(Error: Kube);
+
+/// What the reconciles share.
+pub(super) struct SubscriptionReconciler {
+    pub(super) runner: Runner,
+    pub(super) publisher: Publisher,
+    /// The host controller's: its Ironic connection.
+    pub(super) hosts: Arc<HostContext>,
+}
+
+impl Reconcile for SubscriptionReconciler {
+    type Object = BMCEventSubscription;
+    type Error = Error;
+
+    fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    fn reconcile(self: Arc<Self>, object: Arc<BMCEventSubscription>) -> BoxFuture<'static, Result<Action, Error>> {
+        Box::pin(async move { self.run(&object).await })
+    }
+}
+
+impl SubscriptionReconciler {
+    async fn run(&self, subscription: &BMCEventSubscription) -> Result<Action, Error> {
+        let namespace = subscription.namespace().unwrap_or_default();
+        let api: Api<BMCEventSubscription> = Api::namespaced(self.hosts.kube.clone(), &namespace);
+        let host = &subscription.spec.host_name;
+        let found = match host.is_empty() {
+            // Admitted without the webhook: no host to read.
+            true => Target::Unread(Unread {
+                reason: "NoHost",
+                message: "spec.hostName names no host".into(),
+                again: STEADY,
+            }),
+            false => target(&self.hosts, &namespace, host).await?,
+        };
+        if subscription.meta().deletion_timestamp.is_some() {
+            return self.delete(&api, subscription, found).await;
+        }
+        owned::adopt(&api, subscription, SUBSCRIPTION_FINALIZER, None).await?;
+        let (observed, again) = match found {
+            Target::Unread(Unread { reason, message, again }) => (Observed::Failed { reason, message }, again),
+            Target::Node { node, client, .. } => self.subscribe(&api, subscription, &client, &node).await?,
+        };
+        self.write(&api, subscription, &observed).await?;
+        Ok(Action::requeue(spread(again)))
+    }
+
+    /// Makes the BMC have the subscription.
+    async fn subscribe(
+        &self,
+        api: &Api<BMCEventSubscription>,
+        subscription: &BMCEventSubscription,
+        client: &IronicClient,
+        node: &str,
+    ) -> Result<(Observed, Duration), Error> {
+        let namespace = subscription.namespace().unwrap_or_default();
+        let headers = headers::read(&self.hosts.kube, &namespace, &subscription.spec).await?;
+        let secrets: Vec<String> = headers.values().into_iter().map(str::to_string).collect();
+        let headers = match headers {
+            Headers::Read(headers) => headers,
+            Headers::Unusable(message) => {
+                return Ok((Observed::Failed { reason: "InvalidHeaders", message }, NOT_READY));
+            }
+        };
+        let current = subscription.status.as_ref().map(|s| s.subscription_id.clone()).unwrap_or_default();
+        let claimed = claimed(api, subscription).await?;
+        match bmc::ensure(client, node, &subscription.spec, &current, &claimed, headers).await {
+            Ok(done) => {
+                if !matches!(done, Done::Kept(_)) {
+                    tracing::info!(?done, "the host's BMC has the subscription");
+                }
+                Ok((Observed::Subscribed { id: done.id().to_string() }, STEADY))
+            }
+            Err(err) => {
+                let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+                let message = scrubbed(&format!("the BMC's subscription could not be made: {err}"), &secrets);
+                Ok((Observed::Failed { reason: "SubscriptionFailed", message }, REFUSED))
+            }
+        }
+    }
+
+    /// Deletes the BMC's subscription, then lets the object go; without a host or a node there
+    /// is nothing to delete.
+    async fn delete(
+        &self,
+        api: &Api<BMCEventSubscription>,
+        subscription: &BMCEventSubscription,
+        found: Target,
+    ) -> Result<Action, Error> {
+        let id = subscription.status.as_ref().map(|s| s.subscription_id.clone()).unwrap_or_default();
+        let failed = match found {
+            Target::Unread(Unread { reason: "NoHost" | "NotRegistered", .. }) => None,
+            Target::Unread(Unread { reason, message, .. }) => Some(Observed::Failed { reason, message }),
+            Target::Node { node, client, .. } => match bmc::remove(&client, &node, &id).await {
+                Ok(()) => None,
+                Err(err) => Some(Observed::Failed {
+                    reason: "UnsubscribeFailed",
+                    message: scrubbed(&format!("the BMC's subscription could not be deleted: {err}"), &[]),
+                }),
+            },
+        };
+        match failed {
+            None => {
+                owned::release(api, subscription, SUBSCRIPTION_FINALIZER).await?;
+                Ok(Action::await_change())
+            }
+            Some(observed) => {
+                self.write(api, subscription, &observed).await?;
+                Ok(Action::requeue(spread(REFUSED)))
+            }
+        }
+    }
+
+    async fn write(
+        &self,
+        api: &Api<BMCEventSubscription>,
+        subscription: &BMCEventSubscription,
+        observed: &Observed,
+    ) -> Result<(), KubeError> {
+        let outcome = compute(subscription, observed, &Time(Timestamp::now()));
+        let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
+        commit.write(api, subscription, outcome.status.as_ref(), outcome.notices).await?;
+        Ok(())
+    }
+}
+
+/// The ids the other subscriptions of the same host record: never taken as this one's.
+async fn claimed(
+    api: &Api<BMCEventSubscription>,
+    subscription: &BMCEventSubscription,
+) -> Result<BTreeSet<String>, KubeError> {
+    let name = subscription.name_any();
+    let all = api.list(&Default::default()).await.map_err(KubeError::of::<BMCEventSubscription>(Verb::List, &name))?;
+    Ok(all
+        .items
+        .into_iter()
+        .filter(|other| other.uid() != subscription.uid() && other.spec.host_name == subscription.spec.host_name)
+        .filter_map(|other| other.status.map(|s| s.subscription_id).filter(|id| !id.is_empty()))
+        .collect())
+}
