@@ -225,6 +225,15 @@ mod tests {
     }
 
     #[test]
+    fn an_event_subscriptions_headers_are_secret_in_traces_and_errors() {
+        let body = json!({"Destination": "https://e/x", "HttpHeaders": [{"Authorization": "Bearer tok-123"}]});
+        assert_eq!(redact_json(&body)["HttpHeaders"], REDACTED);
+        assert_eq!(redact_json(&body)["Destination"], "https://e/x");
+        let secrets = secret_strings(&body);
+        assert!(secrets.iter().any(|s| s == "Bearer tok-123"), "{secrets:?}");
+    }
+
+    #[test]
     fn json_patch_values_under_secret_paths_are_secret() {
         let patch = json!([
             {"op": "replace", "path": "/driver_info/redfish_password", "value": "pw-123"},

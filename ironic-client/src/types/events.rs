@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A subscription to ask a BMC for (`create_subscription`'s arguments, Redfish's names).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct EventSubscriptionCreate {
     /// Where the BMC posts its events.
@@ -17,6 +17,18 @@ pub struct EventSubscriptionCreate {
     /// `Authorization` header), redacted from traces and scrubbed from errors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub http_headers: Vec<BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for EventSubscriptionCreate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&String> = self.http_headers.iter().flat_map(|h| h.keys()).collect();
+        f.debug_struct("EventSubscriptionCreate")
+            .field("destination", &self.destination)
+            .field("context", &self.context)
+            .field("protocol", &self.protocol)
+            .field("http_headers", &names)
+            .finish()
+    }
 }
 
 /// A subscription as the BMC reports it.

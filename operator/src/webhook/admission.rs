@@ -255,8 +255,16 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
             validate_data_image(&new.spec)
         }
         Kind::BMCEventSubscription => {
-            let (new, _) = typed::<BMCEventSubscription>(&new, old)?;
-            validate_bmc_event_subscription(&new.spec, Some(namespace))
+            let (new, old) = typed::<BMCEventSubscription>(&new, old)?;
+            let mut errors = validate_bmc_event_subscription(&new.spec, Some(namespace));
+            // The status's id belongs to the old host's BMC (not in baremetal-operator).
+            if old.is_some_and(|old| old.spec.host_name != new.spec.host_name) {
+                errors.push(FieldError::new(
+                    "spec.hostName",
+                    "cannot be changed: delete the subscription and make another",
+                ));
+            }
+            errors
         }
     };
     Ok(Checked::read(errors))

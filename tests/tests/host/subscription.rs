@@ -1,8 +1,10 @@
 //! BMCEventSubscription against Ironic and an emulated Redfish BMC (whose EventService keeps
 //! subscriptions in memory): bad specs refused at admission; a subscription made on the host's
 //! BMC with its headers and never showing them; one made before a crash (on the BMC, in no
-//! status) taken rather than made twice; a changed destination moving the subscription; a
-//! destination the BMC refuses reported and fixed; a deletion removing it from the BMC first.
+//! status) taken rather than made twice; a changed destination, then changed headers, making
+//! it anew (the old one deleted); the host refused as a change; a destination the BMC refuses
+//! reported (never with a header's value, in the status or an Event) and fixed; a deletion
+//! removing it from the BMC.
 
 use super::firmware::{object_until, with_operator};
 use crate::host_common::{HostEnv, secs};
@@ -105,6 +107,24 @@ async fn a_bmc_event_subscription_is_made_once_moved_when_edited_reported_when_r
     assert_eq!((bmc["Destination"].as_str(), bmc["Context"].as_str()), (Some(moved), Some("rack-7")));
     assert_eq!(bmc["Oem"]["Ferrometal"]["HeaderNames"], json!(["Authorization"]));
 
+    // The host cannot change under a subscription (its id is the old BMC's).
+    let renamed =
+        api.patch("events-0", &PatchParams::default(), &Patch::Merge(json!({"spec": {"hostName": "ev-1"}}))).await;
+    assert!(format!("{renamed:?}").contains("spec.hostName"), "{renamed:?}");
+
+    // Other headers: the BMC cannot show them, so the edit makes the subscription anew.
+    t.data_secret("other-headers", "X-Tenant", SECRET_VALUE).await?;
+    let headers = json!({"spec": {"httpHeadersRef": {"name": "other-headers", "namespace": t.ns()}}});
+    api.patch("events-0", &PatchParams::default(), &Patch::Merge(headers)).await?;
+    let edited = object_until(&api, "events-0", "made anew", |s| {
+        ready_reason(s).as_deref() == Some("Subscribed") && id_of(s) != id
+    })
+    .await?;
+    let id = id_of(&edited);
+    let bmc = on_the_bmc(&t, &id).await?.context("on the BMC")?;
+    assert_eq!(bmc["Oem"]["Ferrometal"]["HeaderNames"], json!(["X-Tenant"]));
+    assert_eq!(ironic.event_subscription_ids(&uuid).await?, vec![id.clone()], "the old one deleted");
+
     // A destination the BMC refuses: reported, never with the header's value; then fixed.
     let refused = "https://refused-by-bmc.example/hook";
     api.patch("events-0", &PatchParams::default(), &Patch::Merge(json!({"spec": {"destination": refused}}))).await?;
@@ -121,7 +141,10 @@ async fn a_bmc_event_subscription_is_made_once_moved_when_edited_reported_when_r
     .await?;
     assert_eq!(ironic.event_subscription_ids(&uuid).await?, vec![id_of(&fixed)]);
     let events = t.event_reasons("events-0").await?;
-    assert!(events.iter().any(|r| r == "Subscribed"), "{events:?}");
+    assert!(events.iter().any(|r| r == "Subscribed") && events.iter().any(|r| r == "SubscriptionFailed"), "{events:?}");
+    let notes: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(t.env.client(), t.ns());
+    let shown = serde_json::to_string(&notes.list(&Default::default()).await?.items)?;
+    assert!(!shown.contains("never-shown"), "no Event shows a header's value");
 
     // Deleted: gone from the BMC first, then the object.
     api.delete("events-0", &DeleteParams::default()).await?;

@@ -4,7 +4,7 @@
 //! What Ironic or the BMC refuses is reported in the status and tried again later; only failed
 //! Kubernetes writes are errors.
 
-use super::bmc::{self, Done};
+use super::bmc::{self, Claimed, Current, Done};
 use super::headers::{self, Headers};
 use super::status::{Observed, compute};
 use crate::host::context::HostContext;
@@ -24,7 +24,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,9 +109,12 @@ impl SubscriptionReconciler {
                 return Ok((Observed::Failed { reason: "InvalidHeaders", message }, NOT_READY));
             }
         };
-        let current = subscription.status.as_ref().map(|s| s.subscription_id.clone()).unwrap_or_default();
+        let status = subscription.status.clone().unwrap_or_default();
+        let for_this_spec =
+            status.observed_generation.is_some() && status.observed_generation == subscription.metadata.generation;
+        let current = Current { id: &status.subscription_id, for_this_spec };
         let claimed = claimed(api, subscription).await?;
-        match bmc::ensure(client, node, &subscription.spec, &current, &claimed, headers).await {
+        match bmc::ensure(client, node, &subscription.spec, current, &claimed, headers).await {
             Ok(done) => {
                 if !matches!(done, Done::Kept(_)) {
                     tracing::info!(?done, "the host's BMC has the subscription");
@@ -122,7 +124,11 @@ impl SubscriptionReconciler {
             Err(err) => {
                 let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
                 let message = scrubbed(&format!("the BMC's subscription could not be made: {err}"), &secrets);
-                Ok((Observed::Failed { reason: "SubscriptionFailed", message }, REFUSED))
+                // No answer (or Ironic's own unavailability) is Ironic's; an answer (a 500 that
+                // quotes the BMC's refusal among them) is the subscription's.
+                let unavailable = err.api_error().is_none() || err.is_retryable();
+                let reason = if unavailable { "IronicUnavailable" } else { "SubscriptionFailed" };
+                Ok((Observed::Failed { reason, message }, REFUSED))
             }
         }
     }
@@ -139,13 +145,15 @@ impl SubscriptionReconciler {
         let failed = match found {
             Target::Unread(Unread { reason: "NoHost" | "NotRegistered", .. }) => None,
             Target::Unread(Unread { reason, message, .. }) => Some(Observed::Failed { reason, message }),
-            Target::Node { node, client, .. } => match bmc::remove(&client, &node, &id).await {
-                Ok(()) => None,
-                Err(err) => Some(Observed::Failed {
-                    reason: "UnsubscribeFailed",
-                    message: scrubbed(&format!("the BMC's subscription could not be deleted: {err}"), &[]),
-                }),
-            },
+            Target::Node { node, client, .. } => {
+                match bmc::remove(&client, &node, &subscription.spec, &id, &claimed(api, subscription).await?).await {
+                    Ok(()) => None,
+                    Err(err) => Some(Observed::Failed {
+                        reason: "UnsubscribeFailed",
+                        message: scrubbed(&format!("the BMC's subscription could not be deleted: {err}"), &[]),
+                    }),
+                }
+            }
         };
         match failed {
             None => {
@@ -172,17 +180,26 @@ impl SubscriptionReconciler {
     }
 }
 
-/// The ids the other subscriptions of the same host record: never taken as this one's.
-async fn claimed(
-    api: &Api<BMCEventSubscription>,
-    subscription: &BMCEventSubscription,
-) -> Result<BTreeSet<String>, KubeError> {
+/// The ids the other subscriptions of the same host record, and those of the ones made before
+/// this one (by creation time, then name).
+async fn claimed(api: &Api<BMCEventSubscription>, subscription: &BMCEventSubscription) -> Result<Claimed, KubeError> {
     let name = subscription.name_any();
     let all = api.list(&Default::default()).await.map_err(KubeError::of::<BMCEventSubscription>(Verb::List, &name))?;
-    Ok(all
-        .items
-        .into_iter()
-        .filter(|other| other.uid() != subscription.uid() && other.spec.host_name == subscription.spec.host_name)
-        .filter_map(|other| other.status.map(|s| s.subscription_id).filter(|id| !id.is_empty()))
-        .collect())
+    let order = |s: &BMCEventSubscription| (s.metadata.creation_timestamp.clone().map(|t| t.0), s.name_any());
+    let mine = order(subscription);
+    let mut claimed = Claimed::default();
+    for other in all.items {
+        if other.uid() == subscription.uid() || other.spec.host_name != subscription.spec.host_name {
+            continue;
+        }
+        let id = other.status.as_ref().map(|s| s.subscription_id.clone()).unwrap_or_default();
+        if id.is_empty() {
+            continue;
+        }
+        if order(&other) < mine {
+            claimed.earlier.insert(id.clone());
+        }
+        claimed.all.insert(id);
+    }
+    Ok(claimed)
 }

@@ -30,6 +30,9 @@ pub(super) fn compute(subscription: &BMCEventSubscription, observed: &Observed, 
         Observed::Subscribed { id } => {
             new.subscription_id = id.clone();
             new.error.clear();
+            // The generation the BMC's subscription was made or confirmed for: a later one
+            // (an edit, headers included) is a new subscription.
+            new.observed_generation = subscription.metadata.generation;
             make.make(READY, true, "Subscribed", format!("the host's BMC has the subscription {id}"))
         }
         Observed::Failed { reason, message } => {
@@ -38,7 +41,6 @@ pub(super) fn compute(subscription: &BMCEventSubscription, observed: &Observed, 
         }
     };
     set_all(&mut new.conditions, [ready]);
-    new.observed_generation = subscription.metadata.generation;
     let mut notices = Notices::default();
     let reason = |s: &BMCEventSubscriptionStatus| find(&s.conditions, READY).map(|c| c.reason.clone());
     if reason(&old) != reason(&new)
@@ -88,8 +90,12 @@ mod tests {
         let made = compute(&object(None), &Observed::Subscribed { id: "7".into() }, &now()).status;
         let again = compute(&object(made.clone()), &Observed::Subscribed { id: "7".into() }, &now());
         assert!(again.status.is_none() && again.notices.is_empty());
+        let mut edited = object(made);
+        edited.metadata.generation = Some(3);
         let failed =
-            compute(&object(made), &Observed::Failed { reason: "IronicUnavailable", message: "down".into() }, &now());
-        assert_eq!(failed.status.expect("written").subscription_id, "7");
+            compute(&edited, &Observed::Failed { reason: "IronicUnavailable", message: "down".into() }, &now());
+        let status = failed.status.expect("written");
+        assert_eq!(status.subscription_id, "7");
+        assert_eq!(status.observed_generation, Some(2), "still the generation it was made for");
     }
 }
