@@ -55,9 +55,11 @@ pub struct BMCEventSubscriptionSpec {
     pub host_name: String,
     /// Where the BMC posts its events (a webhook URL).
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 2048))]
     pub destination: String,
     /// A string the BMC sends back with every event.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 2048))]
     pub context: String,
     /// A Secret, in this namespace, whose keys and values are HTTP headers the BMC sends with
     /// every event (an `Authorization` header).

@@ -51,6 +51,7 @@ pub const MAX_URL_LENGTH: usize = 2048;
 )]
 pub struct DataImageSpec {
     /// Where Ironic downloads the image from (`http` or `https`).
+    #[schemars(length(max = 2048))]
     pub url: String,
 }
 

@@ -101,6 +101,16 @@ pub fn condition(object: &Value, type_: &str, status: &str) -> bool {
     object["status"]["conditions"].as_array().into_iter().flatten().any(|c| c["type"] == type_ && c["status"] == status)
 }
 
+/// `Ready` was written for the current generation, whatever it says.
+pub fn reconciled(object: &Value) -> bool {
+    let generation = &object["metadata"]["generation"];
+    object["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && &c["observedGeneration"] == generation)
+}
+
 /// Ready=True, at the current generation.
 pub fn ready(object: &Value) -> bool {
     object["status"]["observedGeneration"] == object["metadata"]["generation"] && condition(object, "Ready", "True")

@@ -28,6 +28,10 @@ const DETACH_FAILED: &str = "Could not detach device";
 const NOT_INSERTED: &str = "the attach did not complete: the host's virtual CD is empty (a request lost with a \
                             restart, or the BMC did not mount it)";
 
+/// Why an image ejected is still in the CD when Ironic gave no reason.
+const NOT_EJECTED: &str = "the eject did not complete: the host's virtual CD still holds the image (the BMC \
+                           ignored it); tried again at the next power on";
+
 /// The longest failure message kept: the record lives in Ironic's node.
 const MAX_MESSAGE: usize = 1024;
 
@@ -41,6 +45,10 @@ pub(crate) struct Record {
     /// The last attach or detach that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// An eject of it was asked for: still in the CD after, the eject failed (a BMC that
+    /// ignored it), never asked for again within the same power on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ejecting: bool,
 }
 
 /// A failure to attach or detach.
@@ -81,18 +89,22 @@ impl Record {
     }
 
     /// This record with a refusal of Ironic's (or an invalid URL) as the failure of `url`: what
-    /// was attached stays as it was (a refused request changed nothing).
+    /// it says is attached stays (an attach that errored may still have happened: the next
+    /// power on sees the CD).
     pub(crate) fn refused(&self, url: &str, message: &str) -> Record {
-        Record { attached: self.attached.clone(), failure: Some(self.failed(url, message)) }
+        Record { failure: Some(self.failed(url, message)), ..self.clone() }
     }
 
     fn failed(&self, url: &str, message: &str) -> Failure {
+        // Bounded as the record is read back: an overlong URL (admitted without the webhook)
+        // must not make the whole record unreadable.
+        let url: String = url.chars().take(crds::dataimage::MAX_URL_LENGTH).collect();
         let count = match &self.failure {
             Some(f) if f.url == url => f.count.saturating_add(1),
             _ => 1,
         };
         let message: String = message.chars().take(MAX_MESSAGE).collect();
-        Failure { url: url.to_string(), message, count }
+        Failure { url, message, count }
     }
 }
 
@@ -110,8 +122,9 @@ pub(crate) struct Shown<'a> {
 pub(crate) enum Move {
     /// Write `record` (when it differs), then ask Ironic to attach `url`.
     Attach { record: Record, url: String },
-    /// Ask Ironic to eject the CD (the record is dropped once the CD is seen empty).
-    Detach,
+    /// Write `record` (marked ejecting), then ask Ironic to eject the CD (the record is dropped
+    /// once the CD is seen empty).
+    Detach { record: Record },
     /// Write `record`, then look again.
     Again { record: Record },
     /// Nothing more this time: the host boots as it is (with `record` written).
@@ -130,11 +143,12 @@ pub(crate) fn decide(wanted: Option<&str>, shown: Shown<'_>) -> Move {
         // never an attach after an attach within one power on.
         (false, Some(url)) if wanted == Some(url) => {
             let message = if error.starts_with(ATTACH_FAILED) { error } else { NOT_INSERTED };
-            Move::Settled { record: Record { attached: None, failure: Some(record.failed(url, message)) } }
+            let failure = Some(record.failed(url, message));
+            Move::Settled { record: Record { attached: None, failure, ejecting: false } }
         }
         // Ours, no longer wanted, is out of the CD (our eject): the record goes, then the wanted
         // image, if any, is attached.
-        (false, Some(_)) => Move::Again { record: Record { attached: None, ..record.clone() } },
+        (false, Some(_)) => Move::Again { record: Record { attached: None, ejecting: false, ..record.clone() } },
         (false, None) => match wanted {
             Some(url) => {
                 let next = Record { attached: Some(url.to_string()), ..record.clone() };
@@ -145,18 +159,21 @@ pub(crate) fn decide(wanted: Option<&str>, shown: Shown<'_>) -> Move {
         },
         (true, Some(url)) if wanted == Some(url) => {
             let failure = record.failure.clone().filter(|f| f.url != url);
-            Move::Settled { record: Record { attached: Some(url.to_string()), failure } }
+            Move::Settled { record: Record { attached: Some(url.to_string()), failure, ejecting: false } }
         }
-        (true, Some(url)) if error.starts_with(DETACH_FAILED) => {
-            let failure = Some(record.failed(wanted.unwrap_or(url), error));
-            Move::Settled { record: Record { failure, ..record.clone() } }
+        // Still in the CD after our eject: failed (Ironic says why, or the BMC ignored it).
+        (true, Some(url)) if record.ejecting || error.starts_with(DETACH_FAILED) => {
+            let message = if error.starts_with(DETACH_FAILED) { error } else { NOT_EJECTED };
+            let failure = Some(record.failed(wanted.unwrap_or(url), message));
+            Move::Settled { record: Record { failure, ejecting: false, ..record.clone() } }
         }
-        (true, Some(_)) => Move::Detach,
+        (true, Some(_)) => Move::Detach { record: Record { ejecting: true, ..record.clone() } },
         (true, None) => match wanted {
             Some(url) => {
                 let message = "the host's virtual CD holds an image ferrometal did not attach (a live ISO's, or \
                                one inserted by hand); it is neither ejected nor replaced";
-                Move::Settled { record: Record { attached: None, failure: Some(record.failed(url, message)) } }
+                let failure = Some(record.failed(url, message));
+                Move::Settled { record: Record { attached: None, failure, ejecting: false } }
             }
             None => Move::Settled { record: record.clone() },
         },

@@ -5,7 +5,7 @@ const URL: &str = "http://images.example/data.iso";
 const OTHER: &str = "http://images.example/other.iso";
 
 fn ours(url: &str) -> Record {
-    Record { attached: Some(url.into()), failure: None }
+    Record { attached: Some(url.into()), ..Record::default() }
 }
 
 fn shown<'a>(record: &'a Record, inserted: bool, last_error: Option<&'a str>) -> Shown<'a> {
@@ -57,9 +57,15 @@ fn our_image_out_of_the_cd_and_no_longer_wanted_is_forgotten_then_the_wanted_one
 }
 
 #[test]
-fn our_image_no_longer_wanted_is_ejected_and_a_failed_eject_recorded() {
-    assert_eq!(decide(Some(OTHER), shown(&ours(URL), true, None)), Move::Detach);
-    assert_eq!(decide(None, shown(&ours(URL), true, None)), Move::Detach);
+fn our_image_no_longer_wanted_is_ejected_once_and_a_failed_eject_recorded() {
+    let ejecting = Record { ejecting: true, ..ours(URL) };
+    assert_eq!(decide(Some(OTHER), shown(&ours(URL), true, None)), Move::Detach { record: ejecting.clone() });
+    assert_eq!(decide(None, shown(&ours(URL), true, None)), Move::Detach { record: ejecting.clone() });
+    // Still in the CD after the eject, without a word from Ironic (a BMC that ignored it): a
+    // failure, and the host boots; never a second eject at the same power on.
+    let Move::Settled { record } = decide(None, shown(&ejecting, true, None)) else { panic!("settled") };
+    assert!(!record.ejecting && record.attached.as_deref() == Some(URL));
+    assert!(record.failure.is_some_and(|f| f.message.contains("eject did not complete")));
     let error = Some("Could not detach device(s) cdrom from node n: boom");
     let Move::Settled { record } = decide(None, shown(&ours(URL), true, error)) else { panic!("settled") };
     assert_eq!(record.attached.as_deref(), Some(URL), "still attached");
@@ -76,7 +82,8 @@ fn an_image_ferrometal_did_not_attach_is_never_ejected_or_replaced() {
 
 #[test]
 fn nothing_wanted_and_nothing_in_the_cd_settles_with_no_record() {
-    let failed = Record { attached: None, failure: Some(Failure { url: URL.into(), message: "x".into(), count: 1 }) };
+    let failed =
+        Record { failure: Some(Failure { url: URL.into(), message: "x".into(), count: 1 }), ..Record::default() };
     assert_eq!(decide(None, shown(&failed, false, None)), Move::Settled { record: Record::default() });
 }
 
@@ -96,13 +103,20 @@ fn only_a_strict_record_counts_and_an_empty_one_is_removed() {
 
 #[test]
 fn a_hostile_failure_count_saturates() {
-    let failed = Record {
-        attached: Some(URL.into()),
-        failure: Some(Failure { url: URL.into(), message: String::new(), count: u32::MAX }),
-    };
+    let failed =
+        Record { failure: Some(Failure { url: URL.into(), message: String::new(), count: u32::MAX }), ..ours(URL) };
     let Move::Settled { record } = decide(Some(URL), shown(&failed, false, Some("Could not attach device cdrom")))
     else {
         panic!()
     };
     assert_eq!(record.failure.map(|f| f.count), Some(u32::MAX));
+}
+
+#[test]
+fn an_overlong_url_is_recorded_bounded_and_the_record_stays_readable() {
+    let long = format!("http://h/{}", "a".repeat(3 * crds::dataimage::MAX_URL_LENGTH));
+    let record = ours(URL).refused(&long, "invalid");
+    assert_eq!(record.attached.as_deref(), Some(URL), "what is attached stays");
+    let extra = serde_json::json!({ RECORD: record }).as_object().cloned().unwrap_or_default();
+    assert_eq!(Record::of(&extra), record, "read back whole");
 }

@@ -113,7 +113,7 @@ mod tests {
     }
 
     fn read(attached: Option<&str>, failure: Option<Failure>) -> Observed {
-        Observed::Read(Record { attached: attached.map(str::to_string), failure })
+        Observed::Read(Record { attached: attached.map(str::to_string), failure, ejecting: false })
     }
 
     #[test]

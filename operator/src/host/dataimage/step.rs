@@ -37,21 +37,26 @@ pub(crate) async fn run(client: &IronicClient, uuid: &str, want: &Want) -> Resul
         Some(errors) if !errors.is_empty() => Some(summarize(&errors)),
         _ => None,
     };
+    // What the node's record says after each write of the step: an attach that then errors
+    // keeps the URL it wrote (the attach may have happened).
+    let mut written = record.clone();
     let result = match problem {
         Some(problem) => Err(problem),
-        None => {
-            act(client, uuid, want, &node.extra, &record, node.last_error.as_deref()).await.map_err(|e| e.to_string())
-        }
+        None => act(client, uuid, want, &node.extra, &mut written, node.last_error.as_deref())
+            .await
+            .map_err(|e| e.to_string()),
     };
-    match result {
-        Ok(outcome) => Ok(outcome),
-        Err(message) => {
-            let url = want.url.as_deref().or(record.attached.as_deref()).unwrap_or_default();
-            tracing::info!("the host's data image step failed; the host boots without it");
-            update(client, uuid, record.refused(url, &message).patch(&node.extra)).await?;
-            Ok(Outcome::Settled)
-        }
+    let message = match result {
+        Ok(outcome) => return Ok(outcome),
+        Err(message) => message,
+    };
+    let url = want.url.as_deref().or(written.attached.as_deref()).unwrap_or_default();
+    tracing::info!("the host's data image step failed; the host boots without it");
+    // Best effort: a failure that cannot be recorded never keeps the host off either.
+    if let Err(err) = update(client, uuid, written.refused(url, &message).patch(&node.extra)).await {
+        tracing::warn!(error = %err, "cannot record the data image's failure in the node");
     }
+    Ok(Outcome::Settled)
 }
 
 /// Drops the record before Ironic tears the deployment down (an undeploy ejects the CD): a
@@ -74,33 +79,33 @@ async fn act(
     uuid: &str,
     want: &Want,
     extra: &Map<String, Value>,
-    record: &Record,
+    written: &mut Record,
     last_error: Option<&str>,
 ) -> Result<Outcome, ironic_client::Error> {
     let media = client.list_virtual_media(uuid).await?;
-    let shown = Shown { record, inserted: media.iter().any(|m| m.inserted), last_error };
-    match decide(want.url.as_deref(), shown) {
-        Move::Attach { record: next, url } => {
-            update(client, uuid, next.patch(extra)).await?;
+    let shown = Shown { record: written, inserted: media.iter().any(|m| m.inserted), last_error };
+    let moved = decide(want.url.as_deref(), shown);
+    let (Move::Attach { record: next, .. }
+    | Move::Detach { record: next }
+    | Move::Again { record: next }
+    | Move::Settled { record: next }) = &moved;
+    if next != written {
+        update(client, uuid, next.patch(extra)).await?;
+        *written = next.clone();
+    }
+    match moved {
+        Move::Attach { url, .. } => {
             tracing::info!("attaching the host's data image");
             client.attach_virtual_media(uuid, VirtualMediaDevice::Cdrom, &url).await?;
             Ok(Outcome::Called)
         }
-        Move::Detach => {
+        Move::Detach { .. } => {
             tracing::info!("ejecting the host's data image");
             client.detach_virtual_media(uuid, VirtualMediaDevice::Cdrom).await?;
             Ok(Outcome::Called)
         }
-        Move::Again { record: next } => {
-            update(client, uuid, next.patch(extra)).await?;
-            Ok(Outcome::Called)
-        }
-        Move::Settled { record: next } => {
-            if next != *record {
-                update(client, uuid, next.patch(extra)).await?;
-            }
-            Ok(Outcome::Settled)
-        }
+        Move::Again { .. } => Ok(Outcome::Called),
+        Move::Settled { .. } => Ok(Outcome::Settled),
     }
 }
 

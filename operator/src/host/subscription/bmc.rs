@@ -48,7 +48,9 @@ pub(super) struct Current<'a> {
 
 /// Whether the BMC's `subscription` is what `spec` asks for (its headers are write-only).
 fn matches(subscription: &EventSubscription, spec: &BMCEventSubscriptionSpec) -> bool {
-    subscription.destination.as_deref() == Some(spec.destination.as_str())
+    // Some BMCs write the destination back with a trailing slash, or without one.
+    let destination = |d: &str| d.trim_end_matches('/').to_string();
+    subscription.destination.as_deref().map(destination) == Some(destination(&spec.destination))
         && subscription.context.as_deref().unwrap_or_default() == spec.context
 }
 

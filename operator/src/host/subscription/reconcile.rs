@@ -180,26 +180,67 @@ impl SubscriptionReconciler {
     }
 }
 
-/// The ids the other subscriptions of the same host record, and those of the ones made before
-/// this one (by creation time, then name).
+/// The ids the other subscriptions of the same host record (listed in the namespace).
 async fn claimed(api: &Api<BMCEventSubscription>, subscription: &BMCEventSubscription) -> Result<Claimed, KubeError> {
     let name = subscription.name_any();
     let all = api.list(&Default::default()).await.map_err(KubeError::of::<BMCEventSubscription>(Verb::List, &name))?;
+    Ok(claims(&all.items, subscription))
+}
+
+/// The ids the others of the same host record, and those of the ones made before `mine` (by
+/// creation time, then name: a total order, so two that took one id agree on who keeps it).
+pub(super) fn claims(all: &[BMCEventSubscription], mine: &BMCEventSubscription) -> Claimed {
     let order = |s: &BMCEventSubscription| (s.metadata.creation_timestamp.clone().map(|t| t.0), s.name_any());
-    let mine = order(subscription);
+    let me = order(mine);
     let mut claimed = Claimed::default();
-    for other in all.items {
-        if other.uid() == subscription.uid() || other.spec.host_name != subscription.spec.host_name {
-            continue;
-        }
+    for other in all.iter().filter(|o| o.uid() != mine.uid() && o.spec.host_name == mine.spec.host_name) {
         let id = other.status.as_ref().map(|s| s.subscription_id.clone()).unwrap_or_default();
         if id.is_empty() {
             continue;
         }
-        if order(&other) < mine {
+        if order(other) < me {
             claimed.earlier.insert(id.clone());
         }
         claimed.all.insert(id);
     }
-    Ok(claimed)
+    claimed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::bmceventsubscription::{BMCEventSubscriptionSpec, BMCEventSubscriptionStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn object(name: &str, host: &str, created: i64, id: &str) -> BMCEventSubscription {
+        let spec = BMCEventSubscriptionSpec { host_name: host.into(), ..Default::default() };
+        let mut s = BMCEventSubscription::new(name, spec);
+        s.metadata.uid = Some(format!("uid-{name}"));
+        s.metadata.creation_timestamp = Timestamp::from_second(created).ok().map(Time);
+        s.status = Some(BMCEventSubscriptionStatus { subscription_id: id.into(), ..Default::default() });
+        s
+    }
+
+    #[test]
+    fn the_ids_of_the_same_hosts_others_are_claimed_and_the_older_ones_win() {
+        let older = object("a", "h", 10, "1");
+        let mine = object("b", "h", 20, "1");
+        let younger = object("c", "h", 30, "2");
+        let other_host = object("d", "g", 5, "3");
+        let unrecorded = object("e", "h", 1, "");
+        let all = [older.clone(), mine.clone(), younger.clone(), other_host, unrecorded];
+        let claimed = claims(&all, &mine);
+        assert_eq!(claimed.all, ["1".to_string(), "2".to_string()].into());
+        assert_eq!(claimed.earlier, ["1".to_string()].into(), "the older one keeps id 1");
+        // The older one sees no earlier claim of its id: it keeps it.
+        assert!(claims(&all, &older).earlier.is_empty());
+    }
+
+    #[test]
+    fn at_the_same_instant_the_name_decides() {
+        let a = object("a", "h", 10, "1");
+        let b = object("b", "h", 10, "1");
+        assert!(claims(&[a.clone(), b.clone()], &b).earlier.contains("1"));
+        assert!(!claims(&[a.clone(), b], &a).earlier.contains("1"));
+    }
 }

@@ -283,6 +283,8 @@ async fn examples_steady(
             }
             // A policy has no status, as in baremetal-operator: there once applied.
             "HostUpdatePolicy" => true,
+            // Reconciled (its host is not in the namespace: Ready says so, for the spec).
+            "DataImage" | "BMCEventSubscription" => workloads::reconciled(o),
             // NodeSet (its hosts provisioned) and NodeSetService (a valid definition).
             _ => workloads::ready(o),
         };
