@@ -121,13 +121,20 @@ async fn a_machine_on_the_provisioning_network_gets_a_lease_from_the_dhcp_range_
     let dnsmasq = container_id(&env, "dnsmasq").await?;
     let served = exec_in(&env, &dnsmasq, &["sha256sum", "/usr/lib/ipxe/undionly.kpxe"])?;
     assert_eq!(served.split_whitespace().next(), Some(fetched_sum.as_str()), "{served}");
-    let leases = exec_in(&env, &dnsmasq, &["cat", "/conf/dnsmasq.leases"])?;
+    // dnsmasq writes its lease file from its main loop, after the reply (and after its lease
+    // script, when one runs): the file may trail the lease the machine already uses.
     let mac = link.machine_mac().await?;
-    assert!(
-        leases.lines().any(|l| l.contains(&mac) && l.contains(&firmware.address.to_string())),
-        "{mac} {} in dnsmasq's leases:\n{leases}",
-        firmware.address
-    );
+    let address = firmware.address.to_string();
+    let (env_ref, dnsmasq_ref, mac_ref, address_ref) = (&env, &dnsmasq, &mac, &address);
+    let leased = wait::until_ok("the lease in dnsmasq's lease file", Duration::from_secs(30), POLL, || async move {
+        let leases = exec_in(env_ref, dnsmasq_ref, &["cat", "/conf/dnsmasq.leases"])?;
+        Ok(leases.lines().any(|l| l.contains(mac_ref.as_str()) && l.contains(address_ref.as_str())).then_some(()))
+    })
+    .await;
+    if let Err(err) = leased {
+        let leases = exec_in(&env, &dnsmasq, &["cat", "/conf/dnsmasq.leases"])?;
+        panic!("{mac} {address} in dnsmasq's leases: {err}\n{leases}");
+    }
 
     // iPXE asks again, and is sent to Ironic's iPXE script on the pod's httpd.
     let ipxe: Lease = link.dhcp(Client::Ipxe, DISCOVERS, scratch.path()).await?.context("no answer to iPXE")?;
