@@ -211,6 +211,10 @@ fn a_data_image_is_handled_at_power_on_before_servicing_and_never_moves_the_host
     assert_eq!(plan(&plain), act(Act::DataImage));
     let busy = Facts { data_image_due: true, ..facts(S::Provisioned, node("active", Some("active"))) };
     assert_eq!(plan(&busy), Plan::Wait, "never while Ironic moves the node");
+    // The host keeps its state: no transition, no undeploy, no node deleted.
+    for f in [off(true), plain, busy] {
+        assert!(!matches!(plan(&f), Plan::Transition(_) | Plan::Act { act: Act::Undeploy | Act::DeleteNode, .. }));
+    }
 }
 
 #[test]
