@@ -31,7 +31,7 @@ pub enum CrdRenderError {
 
 /// Every CRD ferrometal serves, in a fixed order: Ironic, BareMetalHost, HardwareData,
 /// NodeSet, NodeSetService, FirmwareSchema, HostFirmwareSettings, HostFirmwareComponents,
-/// HostUpdatePolicy, DataImage, BMCEventSubscription. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
+/// HostUpdatePolicy, DataImage, BMCEventSubscription, PreprovisioningImage. Install these, not the derived `Kind::crd()`s: the Ironic CRD is
 /// adjusted ([`crate::ironic::crd`]).
 pub fn all_crds() -> Vec<CustomResourceDefinition> {
     vec![
@@ -46,6 +46,7 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         crate::firmware::HostUpdatePolicy::crd(),
         crate::dataimage::DataImage::crd(),
         crate::bmceventsubscription::BMCEventSubscription::crd(),
+        crate::preprovisioningimage::PreprovisioningImage::crd(),
     ]
 }
 

@@ -26,6 +26,7 @@ pub mod hardwaredata;
 pub mod ironic;
 pub mod nodeset;
 pub mod nodesetservice;
+pub mod preprovisioningimage;
 pub mod samples;
 mod schema_util;
 pub mod validation;

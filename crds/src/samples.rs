@@ -43,6 +43,7 @@ pub const ALL: &[Sample] = &[
     sample!("hostupdatepolicy-full.yaml", "HostUpdatePolicy"),
     sample!("dataimage-bmo.yaml", "DataImage"),
     sample!("bmceventsubscription-bmo.yaml", "BMCEventSubscription"),
+    sample!("preprovisioningimage-bmo.yaml", "PreprovisioningImage"),
 ];
 
 /// The samples of one kind.

@@ -58,7 +58,8 @@ fn all_yaml_is_every_crd_in_order_and_parses_back() {
             "hostfirmwarecomponents.metal3.io",
             "hostupdatepolicies.metal3.io",
             "dataimages.metal3.io",
-            "bmceventsubscriptions.metal3.io"
+            "bmceventsubscriptions.metal3.io",
+            "preprovisioningimages.metal3.io"
         ]
     );
     assert_eq!(docs, crds::all_crds(), "the YAML loses nothing");

@@ -15,6 +15,7 @@ use crds::hardwaredata::HardwareData;
 use crds::ironic::{Ironic, IronicValidationOptions, validate_ironic};
 use crds::nodeset::{NodeSet, validate_nodeset};
 use crds::nodesetservice::{NodeSetService, validate_nodeset_service};
+use crds::preprovisioningimage::{PreprovisioningImage, validate_preprovisioning_image};
 use crds::samples::{ALL, Sample, of_kind};
 use serde_json::Value;
 
@@ -70,6 +71,10 @@ fn validate(sample: &Sample) -> Vec<crds::FieldError> {
         "BMCEventSubscription" => {
             let subscription: BMCEventSubscription = assert_lossless(&value, sample.file);
             validate_bmc_event_subscription(&subscription.spec, subscription.metadata.namespace.as_deref())
+        }
+        "PreprovisioningImage" => {
+            let image: PreprovisioningImage = assert_lossless(&value, sample.file);
+            validate_preprovisioning_image(&image.spec)
         }
         other => panic!("unknown kind {other}"),
     }
@@ -219,6 +224,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         ("HostFirmwareComponents", include_str!("fixtures/hostfirmwarecomponents-status.yaml")),
         ("DataImage", include_str!("fixtures/dataimage-status.yaml")),
         ("BMCEventSubscription", include_str!("fixtures/bmceventsubscription-status.yaml")),
+        ("PreprovisioningImage", include_str!("fixtures/preprovisioningimage-status.yaml")),
     ];
     [
         "Ironic",
@@ -232,6 +238,7 @@ fn all_values() -> Vec<(&'static str, Value, Vec<Value>)> {
         "HostUpdatePolicy",
         "DataImage",
         "BMCEventSubscription",
+        "PreprovisioningImage",
     ]
     .into_iter()
     .map(|kind| {
@@ -298,4 +305,9 @@ fn firmware_samples_use_every_field() {
 fn dataimage_and_bmceventsubscription_samples_use_every_field() {
     assert_every_field_used("DataImage");
     assert_every_field_used("BMCEventSubscription");
+}
+
+#[test]
+fn preprovisioningimage_samples_use_every_field() {
+    assert_every_field_used("PreprovisioningImage");
 }

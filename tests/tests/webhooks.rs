@@ -37,8 +37,8 @@ async fn the_webhooks_reject_invalid_objects_with_the_field_path() -> anyhow::Re
     let configurations: Api<ValidatingWebhookConfiguration> = Api::all(env.client());
     let registered = configurations.get(operator::testing::webhook::CONFIGURATION_NAME).await?;
     // Ironic, BareMetalHost, NodeSet, NodeSetService, HostFirmwareSettings, HostFirmwareComponents,
-    // DataImage and BMCEventSubscription.
-    assert_eq!(registered.webhooks.map(|w| w.len()), Some(8));
+    // DataImage, BMCEventSubscription and PreprovisioningImage.
+    assert_eq!(registered.webhooks.map(|w| w.len()), Some(9));
 
     let ironics: Api<Ironic> = Api::namespaced(env.client(), &env.ns);
     let message = denial(

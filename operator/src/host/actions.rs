@@ -23,6 +23,7 @@ use crate::host::instance::{
     DeployInput, additions, automated_clean_patch, boot_mode_capabilities, deploy_settings, patch_for,
 };
 use crate::host::machine::Act;
+use crate::host::preprov::{self, DeployImage};
 use crate::host::request::{Bmc, ConfigDrive, Request};
 use crds::baremetalhost::{HardwareDetails, Image, ProvisioningState};
 use crds::firmware::FirmwareUpdate;
@@ -374,9 +375,32 @@ impl Calls<'_> {
         if node.interfaces.inspect_interface.as_deref() != Some(wanted) {
             self.client.update_node(uuid, &[PatchOperation::add("/inspect_interface", wanted)]).await?;
         }
+        self.boot_deploy_image(uuid, Some(&node.driver_info)).await?;
         self.client.inspect(uuid).await?;
         learned.inspection_started = true;
         Ok(Answer::Called)
+    }
+
+    /// Points the node at the deploy image of the host's `PreprovisioningImage`, when the
+    /// request carries one (`current`: the node's `driver_info`, when the step read it).
+    async fn boot_deploy_image(&self, uuid: &str, current: Option<&DriverInfo>) -> Result<(), Stop> {
+        let Some(DeployImage::Ready(boot)) = &self.request.deploy_image else {
+            return Ok(());
+        };
+        let read;
+        let current = match current {
+            Some(current) => current,
+            None => {
+                read = self.client.get_node_fields(uuid, &["driver_info"]).await?;
+                &read.driver_info
+            }
+        };
+        let ops = preprov::driver_info_ops(boot, current);
+        if !ops.is_empty() {
+            self.client.update_node(uuid, &ops).await?;
+            tracing::info!("the node boots the host's PreprovisioningImage");
+        }
+        Ok(())
     }
 
     async fn finish_inspection(&self, learned: &mut Learned) -> Result<Answer, Stop> {
@@ -569,6 +593,7 @@ impl Calls<'_> {
 
     async fn provide(&self) -> Result<Answer, Stop> {
         let uuid = self.node()?;
+        self.boot_deploy_image(uuid, None).await?;
         self.set_automated_clean(uuid).await?;
         self.client.provide(uuid).await?;
         Ok(Answer::Called)
@@ -613,6 +638,7 @@ impl Calls<'_> {
             ConfigDrive::Ready(data) => Some(ironic_client::ConfigDrive::Json(data.clone())),
             ConfigDrive::Invalid(problem) => return Err(failed(problem.as_str())),
         };
+        self.boot_deploy_image(uuid, None).await?;
         self.apply_settings(uuid, image).await?;
         let deploy_steps = request
             .custom_deploy
@@ -634,9 +660,11 @@ impl Calls<'_> {
 
     async fn undeploy(&self) -> Result<Answer, Stop> {
         let uuid = self.node()?;
-        let node = self.client.get_node_fields(uuid, &["extra", "provision_state", "provision_updated_at"]).await?;
+        let fields = ["extra", "provision_state", "provision_updated_at", "driver_info"];
+        let node = self.client.get_node_fields(uuid, &fields).await?;
         self.settle_mark(uuid, &node).await?;
         crate::host::dataimage::step::forget(self.client, uuid, &node.extra).await?;
+        self.boot_deploy_image(uuid, Some(&node.driver_info)).await?;
         self.set_automated_clean(uuid).await?;
         self.client.undeploy(uuid).await?;
         Ok(Answer::Called)

@@ -80,6 +80,11 @@ pub struct HostArgs {
     /// Deploy ramdisk as an ISO, for virtual media (`driver_info.deploy_iso`).
     #[arg(long = "deploy-iso-url", env = "DEPLOY_ISO_URL")]
     pub deploy_iso_url: Option<String>,
+    /// Boot each host from the image its `PreprovisioningImage` names, made for it and built
+    /// by an image builder (ours serves the deploy images above), instead of the deploy images
+    /// themselves (baremetal-operator's `--build-preprov-image`).
+    #[arg(long = "build-preprov-image", env = "BUILD_PREPROV_IMAGE")]
+    pub build_preprov_image: bool,
 }
 
 /// baremetal-operator's default `PROVISIONING_LIMIT`.
@@ -158,6 +163,8 @@ pub struct Config {
     pub deploy_kernel_url: Option<String>,
     pub deploy_ramdisk_url: Option<String>,
     pub deploy_iso_url: Option<String>,
+    /// Hosts boot the image of their `PreprovisioningImage` (`--build-preprov-image`).
+    pub build_preprov_image: bool,
     /// Where BMC addresses and `file://` images may make Ironic reach (the webhook applies the
     /// same lists).
     pub access: crds::baremetalhost::access::HostAccess,
@@ -178,6 +185,7 @@ impl Default for Config {
             deploy_kernel_url: None,
             deploy_ramdisk_url: None,
             deploy_iso_url: None,
+            build_preprov_image: false,
             access: Default::default(),
         }
     }
@@ -262,6 +270,7 @@ impl TryFrom<HostArgs> for Config {
             deploy_kernel_url: args.deploy_kernel_url,
             deploy_ramdisk_url: args.deploy_ramdisk_url,
             deploy_iso_url: args.deploy_iso_url,
+            build_preprov_image: args.build_preprov_image,
             // The operator-wide flags, set by `OperatorConfig`.
             access: Default::default(),
         })

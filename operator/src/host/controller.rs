@@ -1,8 +1,9 @@
 //! Wiring: one kube-runtime controller per watched scope (a namespace, or the whole cluster),
 //! run by the kit's runner and fed by BareMetalHost events, by changes to the Secrets hosts
-//! refer to, and by the wake-ups of the bulk poller and the capacity limiter; the poller
-//! itself, shared by all of them; and the `HostFirmwareSettings` controller, through the same
-//! Ironic connection.
+//! refer to, by the changes of their `PreprovisioningImage`s (with image building on), and by
+//! the wake-ups of the bulk poller and the capacity limiter; the poller itself, shared by all
+//! of them; and the controllers of the kinds beside the host (firmware, data images, event
+//! subscriptions, our image builder), through the same Ironic connection.
 
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;
@@ -20,9 +21,12 @@ use crate::kit::cache;
 use crate::kit::runner::{Runner, Stopped, drive, fan_out};
 use crate::kit::{Context, Scope};
 use crds::baremetalhost::BareMetalHost;
+use crds::preprovisioningimage::PreprovisioningImage;
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
 use kube::api::PartialObjectMeta;
 use kube::runtime::controller::{self, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,12 +91,13 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
     let components = crate::host::components::run(&ctx, host_ctx.clone(), shutdown.clone());
     let data_images = crate::host::dataimage::run(&ctx, host_ctx.clone(), shutdown.clone());
     let subscriptions = crate::host::subscription::run(&ctx, host_ctx.clone(), shutdown.clone());
-    let (controllers, (), firmware, components, (data_images, subscriptions)) = futures::future::join5(
+    let images = crate::host::preprov::run(&ctx, host_ctx.clone(), shutdown.clone());
+    let (controllers, (), firmware, components, (data_images, subscriptions, images)) = futures::future::join5(
         controllers,
         poll,
         firmware,
         components,
-        futures::future::join(data_images, subscriptions),
+        futures::future::join3(data_images, subscriptions, images),
     )
     .await;
     controllers?;
@@ -100,6 +105,7 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
     components?;
     data_images?;
     subscriptions?;
+    images?;
     tracing::info!("the host controller stopped");
     Ok(())
 }
@@ -108,6 +114,7 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
 crate::install::rbac::require_access!(HOST, BareMetalHost: Get, List, Watch, Patch);
 crate::install::rbac::require_access!(HOST, BareMetalHost, status: Patch);
 crate::install::rbac::require_access!(HOST, Secret: List, Watch);
+crate::install::rbac::require_access!(HOST, PreprovisioningImage: List, Watch);
 
 /// The controller of one scope: its hosts, woken by their events, by the poller and the
 /// capacity limiter, and by changes to the Secrets they name. Its cache of hosts joins the
@@ -122,5 +129,15 @@ fn watch(ctx: &HostContext, wakeups: &Wakeups, scope: &Scope) -> Controller<Bare
     // all it takes to retry registration with fixed credentials.
     let secret_changes =
         watcher(scope.api::<PartialObjectMeta<Secret>>(), cache::paged()).default_backoff().touched_objects();
-    controller.watches_stream(secret_changes, move |secret| secrets::hosts_using(&store, &secret))
+    let controller = controller.watches_stream(secret_changes, move |secret| secrets::hosts_using(&store, &secret));
+    // A host waiting for its deploy image (`--build-preprov-image`) is woken by any change of
+    // the image named for it (a builder writing its status): metadata is all it takes to know
+    // one happened. Watched with image building off too, where images are few or none: the
+    // replica's readiness waits for every watch of the component.
+    let image_changes = watcher(scope.api::<PartialObjectMeta<PreprovisioningImage>>(), cache::paged())
+        .default_backoff()
+        .touched_objects();
+    controller.watches_stream(image_changes, |image| {
+        Some(ObjectRef::<BareMetalHost>::new(&image.name_any()).within(&image.namespace().unwrap_or_default()))
+    })
 }

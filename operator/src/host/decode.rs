@@ -13,6 +13,7 @@ use crate::host::error;
 use crate::host::firmware;
 use crate::host::handoff::Decoded;
 use crate::host::machine::{Act, Facts, NodeView, Plan, PowerGoal};
+use crate::host::preprov;
 use crate::host::request::{ConfigDrive, Request, is_fake, parse_bmc};
 use crate::host::secrets::{self, Credentials};
 use crate::host::status::{self, PROVISIONER_NOT_CONFIGURED};
@@ -116,14 +117,26 @@ fn bios_moment(host: &BareMetalHost, state: ProvisioningState, node: &NodeView) 
     }
 }
 
-/// Completes the request for the plan: a deployment's config drive is read from the userData,
-/// networkData and metaData Secrets only when the plan deploys (and never for a live ISO).
+/// Completes the request for the plan: the deploy image of the host's `PreprovisioningImage`
+/// is read only when the plan boots it with image building on, and a deployment's config drive
+/// from the userData, networkData and metaData Secrets only when the plan deploys (and never
+/// for a live ISO).
 pub(super) async fn prepare(
     ctx: Reads<'_>,
     decoded: &mut Decoded,
     plan: &Plan,
     host: &BareMetalHost,
 ) -> Result<(), error::Error> {
+    let request = &decoded.request;
+    if let (Plan::Act { act, .. }, Ok(bmc)) = (plan, &request.bmc)
+        && ctx.config.build_preprov_image
+        && preprov::boots_deploy_image(*act, request)
+    {
+        let key = HostKey::of(host);
+        let reads = &ctx.memory.preprov_reads;
+        let image = preprov::deploy_image(ctx.kube, host, &key, &bmc.driver, ctx.config, reads).await?;
+        decoded.request.deploy_image = Some(image);
+    }
     if !needs_config_drive(plan, &decoded.request) {
         return Ok(());
     }

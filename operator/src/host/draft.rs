@@ -38,6 +38,9 @@ pub(super) struct Draft {
     pub hardware_data: Option<HardwareDetails>,
     /// The node is being serviced (the operational status says so).
     pub servicing: bool,
+    /// What the step waits for before it can call Ironic (the host's deploy image), for the
+    /// user: Progressing says so.
+    pub waiting: Option<String>,
 }
 
 impl Draft {
@@ -58,6 +61,7 @@ impl Draft {
             remove_annotations: Vec::new(),
             hardware_data: None,
             servicing: false,
+            waiting: None,
         }
     }
 
@@ -99,6 +103,9 @@ impl Draft {
             status::operational_status(&self.status, self.detached, self.delayed, self.servicing);
         let problem = self.problem.as_ref().map(|(r, m)| (*r, m.clone()));
         status::set_conditions(&mut self.status, self.host.meta().generation, problem, self.failed_now, now);
+        if let Some(why) = &self.waiting {
+            status::set_waiting(&mut self.status, self.host.meta().generation, why, now);
+        }
         if !status::differs(&self.before, &self.status) {
             return false;
         }

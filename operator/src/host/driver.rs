@@ -128,6 +128,15 @@ pub(crate) fn driver_spec(scheme: BmcScheme) -> DriverSpec {
     }
 }
 
+/// Whether the host boots an ISO deploy image: its boot interface is virtual media (or UEFI
+/// HTTP), as baremetal-operator's `SupportsISOPreprovisioningImage` decides.
+pub(crate) fn boots_iso(spec: &DriverSpec) -> bool {
+    matches!(
+        spec.interfaces.boot_interface.as_deref(),
+        Some("redfish-virtual-media" | "idrac-redfish-virtual-media" | "redfish-https")
+    )
+}
+
 /// The inspect interface a host registers with.
 pub(crate) fn inspect_interface(spec: &DriverSpec, fast: bool) -> &'static str {
     if spec.driver == "fake-hardware" || fast { spec.fast_inspect_interface } else { AGENT_INSPECT_INTERFACE }

@@ -10,6 +10,7 @@ use crate::host::error;
 use crate::host::handoff::{Decoded, Next};
 use crate::host::hardware;
 use crate::host::machine::{Act, NodeView, Plan, error_type_of, is_busy};
+use crate::host::preprov::DeployImage;
 use crate::host::request::Request;
 use crate::host::status::{self, error_reason, state_reason};
 use crate::host::trouble::IRONIC_CALL_FAILING;
@@ -26,6 +27,9 @@ use tokio::time::Instant;
 
 /// How often a host waiting for a provisioning slot looks again by itself.
 const DELAYED_RECHECK: Duration = Duration::from_secs(30);
+/// How often a host waiting for its deploy image looks again by itself (a change of its
+/// `PreprovisioningImage` wakes it sooner).
+const IMAGE_RECHECK: Duration = Duration::from_secs(60);
 
 /// Carries out `plan`.
 pub(super) async fn run(
@@ -125,6 +129,18 @@ fn fail(ctx: IronicSide<'_>, draft: &mut Draft, error: ErrorType, message: Strin
     Next::Requeue(Action::requeue(delay))
 }
 
+/// The step waits for the host's deploy image: Progressing says why, with an Event when it
+/// starts waiting.
+fn wait_for_image(draft: &mut Draft, why: &str) -> Next {
+    let conditions = draft.before.conditions.as_deref().unwrap_or_default();
+    let progressing = crds::condition::find(conditions, crds::condition::PROGRESSING);
+    if progressing.is_none_or(|c| c.reason != status::WAITING_FOR_IMAGE) {
+        draft.notices.normal(status::WAITING_FOR_IMAGE, why.to_string());
+    }
+    draft.waiting = Some(why.to_string());
+    Next::Requeue(Action::requeue(spread(IMAGE_RECHECK)))
+}
+
 /// Takes what a step learned into the draft.
 fn learn(draft: &mut Draft, request: &Request, learned: Learned, now: Timestamp) {
     let status = &mut draft.status;
@@ -168,6 +184,14 @@ async fn run_act(
     };
     if let Some(wait) = ctx.hosts.troubles.wait(&draft.key, act, Instant::now()) {
         return Ok(Next::Requeue(Action::requeue(wait)));
+    }
+    match &decoded.request.deploy_image {
+        Some(DeployImage::Waiting(why)) => return Ok(wait_for_image(draft, why)),
+        Some(DeployImage::Refused(why)) => {
+            let error = error_type_of(draft.status.provisioning.state);
+            return Ok(fail(ctx, draft, error, why.clone()));
+        }
+        _ => {}
     }
     let report = match actions::run(&client, &decoded.request, act).await {
         Ok(report) => report,

@@ -1,6 +1,6 @@
 //! What the controller remembers between reconciles of a host: the host as its last write
-//! returned it (the write cache), the last power change it asked Ironic for, and the data image
-//! each host settled since it was last seen on.
+//! returned it (the write cache), the last power change it asked Ironic for, the data image
+//! each host settled since it was last seen on, and the way to wake our image builder.
 
 use crate::host::wake::HostKey;
 use crate::kit::fresh::Recent;
@@ -22,6 +22,9 @@ pub(super) struct Memory {
     power: Mutex<HashMap<HostKey, PowerTarget>>,
     /// The `DataImage` wants each host's step settled since the host was last seen on.
     pub(super) data_images: crate::host::dataimage::Settled,
+    /// Wakes our image builder for a host whose image was built from an older network data
+    /// Secret.
+    pub(super) preprov_reads: crate::host::firmware::ReadAgain<crds::preprovisioningimage::PreprovisioningImage>,
 }
 
 impl Memory {

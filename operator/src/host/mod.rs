@@ -54,6 +54,7 @@ mod metadata;
 mod metrics;
 mod owned;
 mod poller;
+mod preprov;
 mod reconcile;
 mod request;
 mod restore;

@@ -122,6 +122,9 @@ pub(super) struct Request {
     pub updates_recorded: Vec<crds::firmware::FirmwareUpdate>,
     /// The image the host's `DataImage` wants in its virtual CD, at its power on.
     pub data_image: Option<crate::host::dataimage::Want>,
+    /// The deploy image of the host's `PreprovisioningImage`, read only before a step that
+    /// boots it with image building on (`decode::prepare`).
+    pub deploy_image: Option<crate::host::preprov::DeployImage>,
 }
 
 impl Request {
@@ -168,6 +171,7 @@ impl Request {
             updates: Vec::new(),
             updates_recorded: Vec::new(),
             data_image: None,
+            deploy_image: None,
         }
     }
 
@@ -195,10 +199,16 @@ fn bmc(
         Ok(())
     };
     let insecure = spec.bmc.as_ref().and_then(|b| b.disable_certificate_verification).unwrap_or(false);
-    let ramdisk = DeployRamdisk {
-        kernel: config.deploy_kernel_url.clone(),
-        ramdisk: config.deploy_ramdisk_url.clone(),
-        iso: config.deploy_iso_url.clone(),
+    // With image building, the deploy image is the host's PreprovisioningImage's, set before
+    // each step that boots it (`preprov`), never the operator's own at registration.
+    let ramdisk = if config.build_preprov_image {
+        DeployRamdisk::default()
+    } else {
+        DeployRamdisk {
+            kernel: config.deploy_kernel_url.clone(),
+            ramdisk: config.deploy_ramdisk_url.clone(),
+            iso: config.deploy_iso_url.clone(),
+        }
     };
     let options = BmcOptions {
         credentials: credentials.value.as_ref(),

@@ -221,6 +221,17 @@ pub(super) fn set_conditions(
     status.conditions = Some(conditions);
 }
 
+/// The reason Progressing gives while a step waits for the host's deploy image.
+pub(super) const WAITING_FOR_IMAGE: &str = "WaitingForImage";
+
+/// Progressing says what the step waits for (`why`), after [`set_conditions`].
+pub(super) fn set_waiting(status: &mut BareMetalHostStatus, generation: Option<i64>, why: &str, now: Timestamp) {
+    let make = Conditions::new(generation, time(now));
+    let mut conditions = status.conditions.take().unwrap_or_default();
+    set_all(&mut conditions, [make.make(condition::PROGRESSING, true, WAITING_FOR_IMAGE, why)]);
+    status.conditions = Some(conditions);
+}
+
 /// When the error was recorded: the anchor of its retry backoff.
 pub(super) fn error_recorded_at(status: &BareMetalHostStatus) -> Option<Timestamp> {
     let conditions = status.conditions.as_deref().unwrap_or_default();

@@ -222,6 +222,8 @@ mod tests {
         readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/dataimages?watch=true"));
         assert!(!readiness.report().0, "nor the event subscription controller's");
         readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/bmceventsubscriptions?watch=true"));
+        assert!(!readiness.report().0, "nor the preprovisioning images'");
+        readiness.watched(&uri("/apis/metal3.io/v1alpha1/namespaces/a/preprovisioningimages?watch=true"));
         let (ready, text) = readiness.report();
         assert!(ready, "{text}");
     }

@@ -13,6 +13,7 @@ use crds::ironic::{Ironic, IronicNamespaces, IronicValidationOptions};
 use crds::nodeset::{HostPools, NodeSet};
 use crds::nodesetservice::NodeSetService;
 use crds::nodesetservice::{ReservedAccount, validate_service_account};
+use crds::preprovisioningimage::{PreprovisioningImage, validate_preprovisioning_image};
 use crds::validation::summarize;
 use serde::de::DeserializeOwned;
 
@@ -32,10 +33,11 @@ pub(crate) enum Kind {
     HostFirmwareComponents,
     DataImage,
     BMCEventSubscription,
+    PreprovisioningImage,
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 8] = [
+    pub(crate) const ALL: [Kind; 9] = [
         Kind::Ironic,
         Kind::BareMetalHost,
         Kind::NodeSet,
@@ -44,6 +46,7 @@ impl Kind {
         Kind::HostFirmwareComponents,
         Kind::DataImage,
         Kind::BMCEventSubscription,
+        Kind::PreprovisioningImage,
     ];
 
     /// The URL path the apiserver posts reviews of this kind to.
@@ -66,6 +69,7 @@ impl Kind {
             Kind::HostFirmwareComponents => "hostfirmwarecomponents",
             Kind::DataImage => "dataimage",
             Kind::BMCEventSubscription => "bmceventsubscription",
+            Kind::PreprovisioningImage => "preprovisioningimage",
         }
     }
 
@@ -76,7 +80,8 @@ impl Kind {
             | Kind::HostFirmwareSettings
             | Kind::HostFirmwareComponents
             | Kind::DataImage
-            | Kind::BMCEventSubscription => "metal3.io",
+            | Kind::BMCEventSubscription
+            | Kind::PreprovisioningImage => "metal3.io",
             Kind::NodeSet | Kind::NodeSetService => "ferrometal.io",
         }
     }
@@ -95,6 +100,7 @@ impl Kind {
             Kind::HostFirmwareComponents => "hostfirmwarecomponents",
             Kind::DataImage => "dataimages",
             Kind::BMCEventSubscription => "bmceventsubscriptions",
+            Kind::PreprovisioningImage => "preprovisioningimages",
         }
     }
 }
@@ -265,6 +271,10 @@ fn validate(kind: Kind, request: &Request<'_>, policy: &Policy) -> Result<Checke
                 ));
             }
             errors
+        }
+        Kind::PreprovisioningImage => {
+            let (new, _) = typed::<PreprovisioningImage>(&new, old)?;
+            validate_preprovisioning_image(&new.spec)
         }
     };
     Ok(Checked::read(errors))

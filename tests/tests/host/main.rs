@@ -16,5 +16,6 @@ mod ironic_restart;
 mod lifecycle;
 mod modes;
 mod power;
+mod preprov;
 mod scale;
 mod subscription;

@@ -19,8 +19,8 @@ pub(crate) async fn ensure_settings(client: &kube::Client, host: &BareMetalHost)
         .await
 }
 
-/// Creates `object`, named for `host`, in its namespace and owned by it, unless one of that
-/// name exists (which is then left as it is).
+/// Creates `object`, named for `host`, in its namespace, owned by it and labelled as ours (with
+/// the labels it has already), unless one of that name exists (which is then left as it is).
 pub(crate) async fn create_for_host<K>(
     client: &kube::Client,
     host: &BareMetalHost,
@@ -37,7 +37,7 @@ where
     let name = host.name_any();
     object.meta_mut().namespace = Some(namespace.clone());
     object.meta_mut().owner_references = Some(vec![owner]);
-    object.meta_mut().labels = Some([(MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string())].into());
+    object.meta_mut().labels.get_or_insert_default().insert(MANAGED_BY_LABEL.to_string(), MANAGED_BY.to_string());
     let api: Api<K> = Api::namespaced(client.clone(), &namespace);
     match api
         .create(&PostParams { field_manager: Some(crate::FIELD_MANAGER.into()), ..Default::default() }, &object)

@@ -26,7 +26,8 @@ pub const EXAMPLES: &[&str] = &[
     "nodesetservice-minimal.yaml",
 ];
 /// Kinds the operator writes and users do not create: hidden from the console's forms.
-pub(crate) const INTERNAL: &[&str] = &["hardwaredata.metal3.io", "firmwareschemas.metal3.io"];
+pub(crate) const INTERNAL: &[&str] =
+    &["hardwaredata.metal3.io", "firmwareschemas.metal3.io", "preprovisioningimages.metal3.io"];
 /// The install modes: the operator watches one namespace, a list of them, or all.
 pub(crate) const INSTALL_MODES: &[(&str, bool)] =
     &[("OwnNamespace", true), ("SingleNamespace", true), ("MultiNamespace", true), ("AllNamespaces", true)];
@@ -36,7 +37,7 @@ const ICON: &str = include_str!("icon.svg");
 const DESCRIPTION: &str = "ferrometal runs OpenStack Ironic and the bare-metal machines it provisions.
 
 - **Ironic** (`ironic.metal3.io/v1alpha1`): the YAML ironic-standalone-operator users already have becomes a running Ironic, with TLS, a managed or external MariaDB, and version upgrades.
-- **BareMetalHost** (`metal3.io/v1alpha1`): baremetal-operator's hosts, driven through Ironic's API, with each host's BIOS settings read into its **HostFirmwareSettings** and their schema into a **FirmwareSchema**, and its firmware versions into its **HostFirmwareComponents**; a **HostUpdatePolicy** lets a provisioned host be serviced at its next reboot for its settings and firmware updates; a **DataImage** attaches an ISO to a provisioned host's virtual CD at its next power on; a **BMCEventSubscription** subscribes a webhook to a host's Redfish events.
+- **BareMetalHost** (`metal3.io/v1alpha1`): baremetal-operator's hosts, driven through Ironic's API, with each host's BIOS settings read into its **HostFirmwareSettings** and their schema into a **FirmwareSchema**, and its firmware versions into its **HostFirmwareComponents**; a **HostUpdatePolicy** lets a provisioned host be serviced at its next reboot for its settings and firmware updates; a **DataImage** attaches an ISO to a provisioned host's virtual CD at its next power on; a **BMCEventSubscription** subscribes a webhook to a host's Redfish events; with `--build-preprov-image`, each host boots the deploy image of its **PreprovisioningImage**, which the operator makes for it.
 - **NodeSet** (`ferrometal.io/v1alpha1`): groups of hosts whose day-2 configuration is edited in place. No machine is ever deprovisioned unless a user explicitly asks for that machine.
 
 Uninstalling the operator leaves BareMetalHosts and machines alone.

@@ -33,6 +33,7 @@ pub(super) fn owned() -> Vec<Value> {
         host_update_policy(),
         data_image(),
         bmc_event_subscription(),
+        preprovisioning_image(),
     ]
 }
 
@@ -192,6 +193,24 @@ fn bmc_event_subscription() -> Value {
         "statusDescriptors": [
             descriptor("subscriptionID", "Subscription", "The BMC's id of the subscription.", &[TEXT]),
             descriptor("error", "Error", "The most recent error.", &[TEXT]),
+        ],
+    })
+}
+
+/// A `PreprovisioningImage`.
+fn preprovisioning_image() -> Value {
+    json!({
+        "name": "preprovisioningimages.metal3.io", "version": "v1alpha1", "kind": "PreprovisioningImage",
+        "displayName": "Preprovisioning Image",
+        "description": "The deploy image the BareMetalHost of the same name boots before it is provisioned, made by the operator with --build-preprov-image and built by an image builder (baremetal-operator's API).",
+        "resources": resources(&[("Secret", "v1")]),
+        "specDescriptors": [
+            descriptor("networkDataName", "Network data", "The Secret with the network data to build into the image.", &[TEXT]),
+            descriptor("architecture", "Architecture", "The processor architecture to build the image for.", &[TEXT]),
+        ],
+        "statusDescriptors": [
+            descriptor("imageUrl", "Image", "Where the built image is downloaded from.", &[TEXT]),
+            descriptor("conditions", "Conditions", "Ready and Error.", &[CONDITIONS]),
         ],
     })
 }

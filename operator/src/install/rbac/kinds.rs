@@ -54,6 +54,7 @@ kinds! {
     crds::firmware::HostUpdatePolicy => "metal3.io", "hostupdatepolicies";
     crds::dataimage::DataImage => "metal3.io", "dataimages";
     crds::bmceventsubscription::BMCEventSubscription => "metal3.io", "bmceventsubscriptions";
+    crds::preprovisioningimage::PreprovisioningImage => "metal3.io", "preprovisioningimages";
     crds::nodeset::NodeSet => "ferrometal.io", "nodesets";
     crds::nodesetservice::NodeSetService => "ferrometal.io", "nodesetservices";
 }
@@ -117,7 +118,8 @@ mod tests {
         check_custom::<crds::firmware::HostUpdatePolicy>();
         check_custom::<crds::dataimage::DataImage>();
         check_custom::<crds::bmceventsubscription::BMCEventSubscription>();
-        assert_eq!(ALL.len(), 28, "every kind above is checked here");
+        check_custom::<crds::preprovisioningimage::PreprovisioningImage>();
+        assert_eq!(ALL.len(), 29, "every kind above is checked here");
     }
 
     #[test]

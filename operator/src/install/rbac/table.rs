@@ -27,6 +27,7 @@ const FIRMWARESCHEMAS: Resource = Resource::new("metal3.io", "firmwareschemas");
 const HOSTUPDATEPOLICIES: Resource = Resource::new("metal3.io", "hostupdatepolicies");
 const DATAIMAGES: Resource = Resource::new("metal3.io", "dataimages");
 const BMCEVENTSUBSCRIPTIONS: Resource = Resource::new("metal3.io", "bmceventsubscriptions");
+const PREPROVISIONINGIMAGES: Resource = Resource::new("metal3.io", "preprovisioningimages");
 const NODESETS: Resource = Resource::new("ferrometal.io", "nodesets");
 const NODESETSERVICES: Resource = Resource::new("ferrometal.io", "nodesetservices");
 const DEPLOYMENTS: Resource = Resource::new("apps", "deployments");
@@ -164,6 +165,12 @@ pub(crate) const HOST: Component = Component {
             "make each subscription's BMC subscription; the ids the others of a host claim; the finalizer",
         ),
         access(BMCEVENTSUBSCRIPTIONS.status(), &[Patch], "write a subscription's id, error and conditions"),
+        access(
+            PREPROVISIONINGIMAGES,
+            &[Get, List, Watch, Create, Patch],
+            "each host's deploy image, made and kept to the host's spec with --build-preprov-image; the images our builder serves",
+        ),
+        access(PREPROVISIONINGIMAGES.status(), &[Patch], "write a preprovisioning image's built image and conditions"),
         access(EVENTS, &[Create, Patch], "Events on transitions"),
     ],
 };
