@@ -18,8 +18,8 @@ use crate::kit::error::Verb;
 use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL};
 use crds::baremetalhost::BareMetalHost;
 use crds::preprovisioningimage::{PreprovisioningImage, PreprovisioningImageSpec};
-use kube::api::{Api, Patch, PatchParams};
 use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
