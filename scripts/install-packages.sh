@@ -2,6 +2,7 @@
 # Debian packages every part of the test environment and the lab needs.
 # Idempotent: only missing packages are installed.
 # busybox: udhcpc and tftp, the machine's firmware in tests/tests/real/dhcp.rs.
+# valgrind: callgrind counts the host controller's bookkeeping instructions (make bench).
 source "$(dirname "$0")/lib.sh"
 
 apt_install \
@@ -12,5 +13,6 @@ apt_install \
   dnsmasq-base \
   busybox \
   genisoimage \
+  valgrind \
   python3 python3-venv \
   ca-certificates curl

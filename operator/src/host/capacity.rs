@@ -9,12 +9,12 @@
 //! had to wait are woken whenever a slot frees up. Namespaces share the slots fairly when
 //! they contend for them ([`share`](super::share)).
 
-use crate::host::machine::is_busy;
-use crate::host::share::Contention;
+use crate::host::index::HostIndex;
+use crate::host::share::{Contention, Queue};
 use crate::host::wake::{HostKey, Wakeups};
 use crds::baremetalhost::BareMetalHost;
 use kube::runtime::reflector::Store;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 #[derive(Default)]
@@ -24,40 +24,54 @@ struct Slots {
     /// Hosts that left a busy state; the caches may not show it yet.
     released: HashSet<HostKey>,
     /// Hosts waiting for a slot, first come first served.
-    waiting: Vec<HostKey>,
+    waiting: Queue,
 }
 
 /// The provisioning slots.
 pub(super) struct Capacity {
     limit: usize,
     slots: Mutex<Slots>,
+    /// The caches of hosts, only to wait for their first list.
     stores: RwLock<Vec<Store<BareMetalHost>>>,
+    /// Which hosts the caches show busy, kept from their watch events.
+    indexes: RwLock<Vec<Arc<HostIndex>>>,
     wakeups: Arc<Wakeups>,
 }
 
-/// Which hosts the caches show busy, and which they show idle.
-fn cached(stores: &[Store<BareMetalHost>]) -> (HashSet<HostKey>, HashSet<HostKey>) {
-    let mut busy = HashSet::new();
-    let mut idle = HashSet::new();
-    for host in stores.iter().flat_map(|store| store.state()) {
-        let key = HostKey::of(&host);
-        if host.status.as_ref().is_some_and(|s| is_busy(s.provisioning.state)) {
-            busy.insert(key);
-        } else {
-            idle.insert(key);
-        }
+impl Slots {
+    /// The hosts holding a slot, with `busy` those the caches show busy: held by this process,
+    /// or busy in a cache and not known to have left.
+    fn in_use<'a>(&'a self, busy: &'a [HostKey]) -> HashSet<&'a HostKey> {
+        let mut in_use: HashSet<&HostKey> = busy.iter().filter(|key| !self.released.contains(*key)).collect();
+        in_use.extend(self.held.iter());
+        in_use
     }
-    (busy, idle)
+}
+
+/// Slots in use, by namespace.
+fn usage<'a>(in_use: impl IntoIterator<Item = &'a HostKey>) -> BTreeMap<&'a str, usize> {
+    let mut usage = BTreeMap::new();
+    for key in in_use {
+        *usage.entry(key.namespace.as_str()).or_insert(0) += 1;
+    }
+    usage
 }
 
 impl Capacity {
     pub(super) fn new(limit: usize, wakeups: Arc<Wakeups>) -> Self {
-        Self { limit: limit.max(1), slots: Mutex::new(Slots::default()), stores: RwLock::new(Vec::new()), wakeups }
+        Self {
+            limit: limit.max(1),
+            slots: Mutex::new(Slots::default()),
+            stores: RwLock::new(Vec::new()),
+            indexes: RwLock::new(Vec::new()),
+            wakeups,
+        }
     }
 
-    /// Adds a controller's cache of hosts to the count.
-    pub(super) fn add_store(&self, store: Store<BareMetalHost>) {
+    /// Adds a controller's cache of hosts, and the index kept from its watch, to the count.
+    pub(super) fn add_scope(&self, store: Store<BareMetalHost>, index: Arc<HostIndex>) {
         self.stores.write().unwrap_or_else(|e| e.into_inner()).push(store);
+        self.indexes.write().unwrap_or_else(|e| e.into_inner()).push(index);
     }
 
     /// Waits until every cache has its initial list, so hosts that are busy
@@ -70,57 +84,82 @@ impl Capacity {
         }
     }
 
+    /// The hosts the caches show busy: about as many as there are slots, whatever the number
+    /// of hosts.
+    fn cached_busy(&self) -> Vec<HostKey> {
+        self.indexes.read().unwrap_or_else(|e| e.into_inner()).iter().flat_map(|index| index.busy()).collect()
+    }
+
     /// Takes a slot for `host`; false when none is free (the host is woken
     /// when one frees up).
     pub(super) fn try_acquire(&self, host: &HostKey) -> bool {
-        let stores = self.stores.read().unwrap_or_else(|e| e.into_inner()).clone();
-        let (busy, idle) = cached(&stores);
+        let busy = self.cached_busy();
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         // Once a cache shows a released host idle (or gone), it stops lagging.
-        slots.released.retain(|key| busy.contains(key) && !idle.contains(key));
+        let cached: HashSet<&HostKey> = busy.iter().collect();
+        slots.released.retain(|key| cached.contains(key));
         slots.released.remove(host);
         if slots.held.contains(host) {
             return true;
         }
-        let mut in_use: HashSet<&HostKey> = busy.iter().filter(|key| !slots.released.contains(*key)).collect();
-        in_use.extend(slots.held.iter());
+        let mut in_use = slots.in_use(&busy);
         in_use.remove(host);
-        let in_use: Vec<&HostKey> = in_use.into_iter().collect();
-        let others: Vec<HostKey> = slots.waiting.iter().filter(|k| *k != host).cloned().collect();
-        let fair = Contention { limit: self.limit, in_use: &in_use, waiting: &others }.admits(host);
-        if in_use.len() < self.limit && fair {
+        let free = in_use.len() < self.limit;
+        let usage = usage(in_use);
+        let fair = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() }.admits(host);
+        if free && fair {
             slots.held.insert(host.clone());
-            slots.waiting.retain(|k| k != host);
+            slots.waiting.remove(host);
             true
         } else {
-            if !slots.waiting.contains(host) {
-                slots.waiting.push(host.clone());
-            }
+            slots.waiting.push(host);
             false
         }
     }
 
-    /// Records that `host` left its busy state (or was deleted) and wakes
-    /// the longest-waiting hosts: as many as there are slots, so that a
-    /// freed slot is taken at once without waking every waiting host.
+    /// Records that `host` left its busy state (or was deleted) and, when that freed a slot,
+    /// wakes as many waiting hosts as there are free slots, those of namespaces below their
+    /// share first, so that a freed slot is taken at once without waking every waiting host.
     pub(super) fn release(&self, host: &HostKey) {
-        let waiting: Vec<HostKey> = {
+        let busy = self.cached_busy();
+        let waiting = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.waiting.retain(|k| k != host);
-            slots.held.remove(host);
-            slots.released.insert(host.clone());
-            let held: Vec<&HostKey> = slots.held.iter().collect();
-            let order = Contention { limit: self.limit, in_use: &held, waiting: &slots.waiting }.wake_order();
-            order.into_iter().take(self.limit).collect()
+            slots.waiting.remove(host);
+            let held = slots.held.remove(host);
+            let counted = busy.contains(host) && slots.released.insert(host.clone());
+            if !held && !counted {
+                return;
+            }
+            self.next_to_wake(&slots, &busy)
         };
         for key in &waiting {
             self.wakeups.wake(key);
         }
     }
 
-    /// `host` no longer waits for a slot (its plan changed).
+    /// The waiting hosts to wake for the free slots.
+    fn next_to_wake(&self, slots: &Slots, busy: &[HostKey]) -> Vec<HostKey> {
+        let in_use = slots.in_use(busy);
+        let free = self.limit.saturating_sub(in_use.len());
+        let usage = usage(in_use);
+        let contention = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() };
+        slots.waiting.first(free, |namespace| contention.below_share(namespace))
+    }
+
+    /// `host` no longer waits for a slot (its plan changed). Woken for a free slot it will not
+    /// take, it hands the wake-up on.
     pub(super) fn stop_waiting(&self, host: &HostKey) {
-        self.slots.lock().unwrap_or_else(|e| e.into_inner()).waiting.retain(|k| k != host);
+        let busy = self.cached_busy();
+        let waiting = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            if !slots.waiting.remove(host) {
+                return;
+            }
+            self.next_to_wake(&slots, &busy)
+        };
+        for key in &waiting {
+            self.wakeups.wake(key);
+        }
     }
 
     /// Slots held by hosts this process moved into a busy state.
@@ -162,20 +201,21 @@ mod tests {
     fn hosts_busy_in_the_cache_count_until_known_to_have_left() {
         use crds::baremetalhost::ProvisioningState as S;
         use kube::runtime::watcher::Event;
-        let (store, mut writer) = kube::runtime::reflector::store::<BareMetalHost>();
-        writer.apply_watcher_event(&Event::Apply(host("a", S::Provisioning)));
-        writer.apply_watcher_event(&Event::Apply(host("b", S::Available)));
+        let (store, _writer) = kube::runtime::reflector::store::<BareMetalHost>();
+        let index = Arc::new(HostIndex::default());
+        index.apply(&Event::Apply(host("a", S::Provisioning)));
+        index.apply(&Event::Apply(host("b", S::Available)));
         let capacity = Capacity::new(1, Arc::new(Wakeups::default()));
-        capacity.add_store(store);
+        capacity.add_scope(store, index.clone());
         let (a, b) = (HostKey::new("ns", "a"), HostKey::new("ns", "b"));
         assert!(!capacity.try_acquire(&b), "a found busy after a restart holds the only slot");
         capacity.release(&a);
         assert!(capacity.try_acquire(&b), "a left, even though the cache still shows it busy");
         capacity.release(&b);
         // The cache catches up; a enters provisioning again and counts.
-        writer.apply_watcher_event(&Event::Apply(host("a", S::Available)));
+        index.apply(&Event::Apply(host("a", S::Available)));
         assert!(capacity.try_acquire(&a));
-        writer.apply_watcher_event(&Event::Apply(host("a", S::Provisioning)));
+        index.apply(&Event::Apply(host("a", S::Provisioning)));
         assert!(!capacity.try_acquire(&b));
     }
 

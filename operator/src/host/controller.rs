@@ -9,10 +9,10 @@ use crate::host::capacity::Capacity;
 use crate::host::config::Config;
 use crate::host::connection::Provisioner;
 use crate::host::context::{CONTROLLER, HostContext};
+use crate::host::index::HostIndex;
 use crate::host::memory::Memory;
 use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
-use crate::host::secrets;
 use crate::host::trouble::Troubles;
 use crate::host::wake::Wakeups;
 use crate::install::rbac::table::HOST;
@@ -117,19 +117,24 @@ crate::install::rbac::require_access!(HOST, Secret: List, Watch);
 crate::install::rbac::require_access!(HOST, PreprovisioningImage: List, Watch);
 
 /// The controller of one scope: its hosts, woken by their events, by the poller and the
-/// capacity limiter, and by changes to the Secrets they name. Its cache of hosts joins the
-/// capacity count before anything runs.
+/// capacity limiter, and by changes to the Secrets they name. Its cache of hosts, and the index
+/// kept from the same events (busy hosts, the Secrets each names), join the capacity count
+/// before anything runs.
 fn watch(ctx: &HostContext, wakeups: &Wakeups, scope: &Scope) -> Controller<BareMetalHost> {
-    let controller = cache::controller(scope.api::<BareMetalHost>(), cache::paged().any_semantic())
+    let index = Arc::new(HostIndex::default());
+    let observed = index.clone();
+    let api = scope.api::<BareMetalHost>();
+    let controller = cache::observed_controller(api, cache::paged().any_semantic(), move |e| observed.apply(e))
         .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
         .reconcile_on(wakeups.subscribe(scope.namespace().map(str::to_string)));
-    let store = controller.store();
-    ctx.capacity.add_store(store.clone());
+    ctx.capacity.add_scope(controller.store(), index.clone());
     // Only Secret metadata is watched: a change of resourceVersion is
     // all it takes to retry registration with fixed credentials.
     let secret_changes =
         watcher(scope.api::<PartialObjectMeta<Secret>>(), cache::paged()).default_backoff().touched_objects();
-    let controller = controller.watches_stream(secret_changes, move |secret| secrets::hosts_using(&store, &secret));
+    let controller = controller.watches_stream(secret_changes, move |secret| {
+        index.using(&secret.namespace().unwrap_or_default(), &secret.name_any())
+    });
     // A host waiting for its deploy image (`--build-preprov-image`) is woken by any change of
     // the image named for it (a builder writing its status): metadata is all it takes to know
     // one happened. Watched with image building off too, where images are few or none: the

@@ -128,8 +128,11 @@ pub(super) async fn prepare(
     host: &BareMetalHost,
 ) -> Result<(), error::Error> {
     let request = &decoded.request;
+    // A host being deleted deprovisions with the image its node booted last: in a namespace
+    // being deleted its image may be gone, and could not be made again.
     if let (Plan::Act { act, .. }, Ok(bmc)) = (plan, &request.bmc)
         && ctx.config.build_preprov_image
+        && host.meta().deletion_timestamp.is_none()
         && preprov::boots_deploy_image(*act, request)
     {
         let key = HostKey::of(host);

@@ -102,10 +102,8 @@ impl Draft {
         self.status.operational_status =
             status::operational_status(&self.status, self.detached, self.delayed, self.servicing);
         let problem = self.problem.as_ref().map(|(r, m)| (*r, m.clone()));
-        status::set_conditions(&mut self.status, self.host.meta().generation, problem, self.failed_now, now);
-        if let Some(why) = &self.waiting {
-            status::set_waiting(&mut self.status, self.host.meta().generation, why, now);
-        }
+        let generation = self.host.meta().generation;
+        status::set_conditions(&mut self.status, generation, problem, self.waiting.as_deref(), self.failed_now, now);
         if !status::differs(&self.before, &self.status) {
             return false;
         }

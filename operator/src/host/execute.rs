@@ -25,8 +25,10 @@ use kube::runtime::controller::Action;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// How often a host waiting for a provisioning slot looks again by itself.
-const DELAYED_RECHECK: Duration = Duration::from_secs(30);
+/// How often a host waiting for a provisioning slot looks again by itself: a safety net, since
+/// a freed slot wakes the hosts it is for. Thousands of waiting hosts looking every few seconds
+/// would cost reconciles that grow with their number.
+const DELAYED_RECHECK: Duration = Duration::from_secs(300);
 /// How often a host waiting for its deploy image looks again by itself (a change of its
 /// `PreprovisioningImage` wakes it sooner).
 const IMAGE_RECHECK: Duration = Duration::from_secs(60);

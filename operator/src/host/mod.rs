@@ -38,6 +38,8 @@ mod configdrive;
 mod connection;
 mod context;
 mod controller;
+#[cfg(test)]
+mod cost_bench;
 mod dataimage;
 mod decode;
 mod draft;
@@ -47,6 +49,7 @@ mod execute;
 mod firmware;
 mod handoff;
 mod hardware;
+mod index;
 mod instance;
 pub(crate) mod machine;
 mod memory;

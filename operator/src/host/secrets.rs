@@ -11,8 +11,7 @@ use crds::baremetalhost::credentials::{PASSWORD_KEY, USERNAME_KEY, validate_bmc_
 use crds::baremetalhost::{BareMetalHost, CredentialsStatus};
 use ironic_client::Secret as SecretValue;
 use k8s_openapi::api::core::v1::{Secret, SecretReference};
-use kube::api::{Api, PartialObjectMeta};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::api::Api;
 use kube::{Client, ResourceExt};
 
 /// The host's BMC credentials, as far as they could be read.
@@ -123,30 +122,25 @@ pub(super) async fn host_config_data(client: &Client, host: &BareMetalHost) -> R
     Ok(HostConfigData { user_data: user_data.map(|(_, text)| text), network_data, meta_data })
 }
 
-/// The hosts of `store` that refer to `secret`: a change to it must reach them.
-pub(super) fn hosts_using(
-    store: &Store<BareMetalHost>,
-    secret: &PartialObjectMeta<Secret>,
-) -> Vec<ObjectRef<BareMetalHost>> {
-    let name = secret.name_any();
-    let namespace = secret.namespace().unwrap_or_default();
-    store
-        .state()
-        .into_iter()
-        .filter(|host| host.namespace().as_deref() == Some(namespace.as_str()) && refers_to(host, &name))
-        .map(|host| ObjectRef::from_obj(&*host))
-        .collect()
-}
-
-/// Whether a host names `secret` anywhere.
-pub(super) fn refers_to(host: &BareMetalHost, secret: &str) -> bool {
+/// The Secrets a host names, in its namespace: a change to any of them must reach it
+/// (`index`).
+pub(super) fn secrets_named(host: &BareMetalHost) -> Vec<String> {
     let spec = &host.spec;
-    let named = |r: &Option<SecretReference>| r.as_ref().and_then(|r| r.name.as_deref()) == Some(secret);
-    spec.bmc.as_ref().is_some_and(|b| b.credentials_name == secret)
-        || named(&spec.user_data)
-        || named(&spec.network_data)
-        || named(&spec.meta_data)
-        || spec.preprovisioning_network_data_name.as_deref() == Some(secret)
+    let name = |r: &Option<SecretReference>| r.as_ref().and_then(|r| r.name.clone());
+    let mut names: Vec<String> = [
+        spec.bmc.as_ref().map(|b| b.credentials_name.clone()),
+        name(&spec.user_data),
+        name(&spec.network_data),
+        name(&spec.meta_data),
+        spec.preprovisioning_network_data_name.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|n| !n.is_empty())
+    .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 #[cfg(test)]
@@ -169,9 +163,6 @@ mod tests {
                 ..Default::default()
             },
         );
-        for name in ["bmc", "ud", "nd"] {
-            assert!(refers_to(&host, name), "{name}");
-        }
-        assert!(!refers_to(&host, "other"));
+        assert_eq!(secrets_named(&host), ["bmc", "nd", "ud"]);
     }
 }

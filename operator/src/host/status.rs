@@ -176,12 +176,14 @@ pub(super) fn operational_status(
 
 /// Sets Ready, Progressing and Degraded from the rest of the status.
 /// `problem` is a configuration problem of the controller itself (no
-/// provisioner), reported as Degraded. `failed_now` moves Degraded's
+/// provisioner), reported as Degraded. `waiting` is what the step waits for (the host's deploy
+/// image): Progressing says so, whatever else holds. `failed_now` moves Degraded's
 /// transition time to now: it is the anchor of the retry backoff.
 pub(super) fn set_conditions(
     status: &mut BareMetalHostStatus,
     generation: Option<i64>,
     problem: Option<(&str, String)>,
+    waiting: Option<&str>,
     failed_now: bool,
     now: Timestamp,
 ) {
@@ -197,11 +199,11 @@ pub(super) fn set_conditions(
     };
     let (ready_reason, ready_message) = failure.clone().unwrap_or((state_reason(state), String::new()));
     let delayed = status.operational_status == OperationalStatus::Delayed;
-    let progressing = (is_transitional(state) || delayed) && healthy;
-    let (progressing_reason, progressing_message) = if delayed {
-        ("Delayed", "waiting for a provisioning slot (--provisioning-limit)")
-    } else {
-        (state_reason(state), "")
+    let progressing = ((is_transitional(state) || delayed) && healthy) || waiting.is_some();
+    let (progressing_reason, progressing_message) = match waiting {
+        Some(why) => (WAITING_FOR_IMAGE, why),
+        None if delayed => ("Delayed", "waiting for a provisioning slot (--provisioning-limit)"),
+        None => (state_reason(state), ""),
     };
     let degraded = match failure {
         Some((reason, message)) => make.make(condition::DEGRADED, true, reason, message),
@@ -223,14 +225,6 @@ pub(super) fn set_conditions(
 
 /// The reason Progressing gives while a step waits for the host's deploy image.
 pub(super) const WAITING_FOR_IMAGE: &str = "WaitingForImage";
-
-/// Progressing says what the step waits for (`why`), after [`set_conditions`].
-pub(super) fn set_waiting(status: &mut BareMetalHostStatus, generation: Option<i64>, why: &str, now: Timestamp) {
-    let make = Conditions::new(generation, time(now));
-    let mut conditions = status.conditions.take().unwrap_or_default();
-    set_all(&mut conditions, [make.make(condition::PROGRESSING, true, WAITING_FOR_IMAGE, why)]);
-    status.conditions = Some(conditions);
-}
 
 /// When the error was recorded: the anchor of its retry backoff.
 pub(super) fn error_recorded_at(status: &BareMetalHostStatus) -> Option<Timestamp> {
@@ -343,20 +337,20 @@ mod tests {
     fn conditions_follow_the_state_and_errors() {
         let mut status = BareMetalHostStatus::default();
         status.provisioning.state = S::Provisioned;
-        set_conditions(&mut status, Some(3), None, false, now());
+        set_conditions(&mut status, Some(3), None, None, false, now());
         let conditions = status.conditions.clone().unwrap_or_default();
         assert!(condition::is_true(&conditions, condition::READY));
         assert!(!condition::is_true(&conditions, condition::PROGRESSING));
         assert!(!condition::is_true(&conditions, condition::DEGRADED));
         record_failure(&mut status, ErrorType::PowerManagement, "BMC said no");
         let later = Timestamp::from_second(1_800_000_100).expect("timestamp");
-        set_conditions(&mut status, Some(3), None, true, later);
+        set_conditions(&mut status, Some(3), None, None, true, later);
         let conditions = status.conditions.clone().unwrap_or_default();
         let degraded = condition::find(&conditions, condition::DEGRADED).expect("degraded");
         assert_eq!((degraded.status.as_str(), degraded.reason.as_str()), (TRUE, "PowerManagementError"));
         assert_eq!(error_recorded_at(&status), Some(later));
         assert_eq!(error_generation(&status), Some(3));
-        set_conditions(&mut status, Some(3), Some((PROVISIONER_NOT_CONFIGURED, "none".into())), false, later);
+        set_conditions(&mut status, Some(3), Some((PROVISIONER_NOT_CONFIGURED, "none".into())), None, false, later);
         let conditions = status.conditions.clone().unwrap_or_default();
         assert_eq!(
             condition::find(&conditions, condition::READY).map(|c| c.reason.as_str()),
@@ -365,14 +359,29 @@ mod tests {
     }
 
     #[test]
+    fn a_host_waiting_for_its_image_says_so_once_even_with_an_error_recorded() {
+        let mut status = BareMetalHostStatus::default();
+        status.provisioning.state = S::Provisioning;
+        record_failure(&mut status, ErrorType::Provisioning, "its image could not be built");
+        set_conditions(&mut status, Some(2), None, Some("waiting for its image"), false, now());
+        let conditions = status.conditions.clone().unwrap_or_default();
+        let progressing = condition::find(&conditions, condition::PROGRESSING).expect("progressing");
+        assert_eq!((progressing.status.as_str(), progressing.reason.as_str()), (TRUE, WAITING_FOR_IMAGE));
+        let mut again = status.clone();
+        let later = Timestamp::from_second(1_900_000_000).expect("ts");
+        set_conditions(&mut again, Some(2), None, Some("waiting for its image"), false, later);
+        assert!(!differs(&status, &again), "the next reconcile writes nothing");
+    }
+
+    #[test]
     fn a_write_is_warranted_only_by_real_changes() {
         let mut a = BareMetalHostStatus::default();
         a.provisioning.state = S::Available;
-        set_conditions(&mut a, Some(1), None, false, now());
+        set_conditions(&mut a, Some(1), None, None, false, now());
         let mut b = a.clone();
         b.last_updated = Some(Time(now()));
         assert!(!differs(&a, &b));
-        set_conditions(&mut b, Some(1), None, false, Timestamp::from_second(1_900_000_000).expect("ts"));
+        set_conditions(&mut b, Some(1), None, None, false, Timestamp::from_second(1_900_000_000).expect("ts"));
         assert!(!differs(&a, &b), "recomputing the same conditions keeps their times");
         b.powered_on = true;
         assert!(differs(&a, &b));

@@ -6,6 +6,7 @@
 //! cached object, which would need it), and it is the largest part of a BareMetalHost's
 //! metadata, deserialized into a tree of JSON values for each field any manager owns.
 
+use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -35,8 +36,29 @@ pub(crate) fn controller<K>(api: Api<K>, config: watcher::Config) -> Controller<
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
+    observed_controller(api, config, |_| {})
+}
+
+/// [`controller`], with every watch event shown to `observe` as the cache takes it, before the
+/// reconciles it triggers: for an index kept beside the cache.
+pub(crate) fn observed_controller<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    observe: impl Fn(&watcher::Event<K>) + Send + 'static,
+) -> Controller<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
     let (store, writer) = reflector::store();
-    let trigger = watcher(api, config).modify(lean::<K>).reflect(writer).applied_objects();
+    let trigger = watcher(api, config)
+        .modify(lean::<K>)
+        .reflect(writer)
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                observe(event);
+            }
+        })
+        .applied_objects();
     Controller::for_stream(trigger, store)
 }
 

@@ -86,7 +86,7 @@ fn run(host: &BareMetalHost, mut status: BareMetalHostStatus, now: Timestamp) {
     let _ = machine::plan(&d.facts);
     let d = decoded(host, &status, &creds, NodeView::Missing, now);
     let _ = machine::plan(&d.facts);
-    status::set_conditions(&mut status, host.meta().generation, None, true, now);
+    status::set_conditions(&mut status, host.meta().generation, None, None, true, now);
     status::record_failure(&mut status, ErrorType::Registration, "again");
 }
 

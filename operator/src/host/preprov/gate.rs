@@ -17,7 +17,8 @@ use crate::kit::KubeError;
 use crate::kit::error::Verb;
 use crate::kit::names::{MANAGED_BY, MANAGED_BY_LABEL};
 use crds::baremetalhost::BareMetalHost;
-use crds::preprovisioningimage::{PreprovisioningImage, PreprovisioningImageSpec};
+use crds::preprovisioningimage::{PreprovisioningImage, PreprovisioningImageSpec, validate_preprovisioning_image};
+use crds::validation::summarize;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -50,6 +51,14 @@ pub(crate) async fn deploy_image(
     reads: &ReadAgain<PreprovisioningImage>,
 ) -> Result<DeployImage, KubeError> {
     let wanted = wanted(host, driver);
+    // What the host names (or inspection found) may be no image's spec: said, never retried.
+    let invalid = validate_preprovisioning_image(&wanted);
+    if !invalid.is_empty() {
+        return Ok(DeployImage::Refused(format!(
+            "no PreprovisioningImage can be made for it: {}",
+            summarize(&invalid)
+        )));
+    }
     let api: Api<PreprovisioningImage> = Api::namespaced(client.clone(), &key.namespace);
     let Some(image) =
         api.get_opt(&key.name).await.map_err(KubeError::of::<PreprovisioningImage>(Verb::Get, &key.name))?
@@ -58,8 +67,14 @@ pub(crate) async fn deploy_image(
         return Ok(DeployImage::Waiting("waiting for its PreprovisioningImage: made it; not built yet".into()));
     };
     if image.spec != wanted || !labelled(&image, host) {
-        update(&api, &image, host, &wanted).await?;
-        return Ok(DeployImage::Waiting("waiting for its PreprovisioningImage: updated its spec".into()));
+        return match update(&api, &image, host, &wanted).await {
+            Ok(()) => Ok(DeployImage::Waiting("waiting for its PreprovisioningImage: updated its spec".into())),
+            // Written meanwhile (a builder's status): its watch event wakes the host to look again.
+            Err(err) if err.is_conflict() => {
+                Ok(DeployImage::Waiting("waiting for its PreprovisioningImage: it changed while read".into()))
+            }
+            Err(err) => Err(err),
+        };
     }
     let version = match network_data(client, &key.namespace, &wanted.network_data_name).await? {
         NetworkData::Found(version) => Some(version),
@@ -74,7 +89,8 @@ pub(crate) async fn deploy_image(
         // Built from an older Secret (or not yet): our builder looks again.
         reads.read(key);
     }
-    Ok(judge(&image, &wanted, version.as_deref(), boots_iso(driver), config.deploy_kernel_url.as_deref()))
+    let kernel = config.deploy_kernel_url.as_deref().filter(|k| !k.trim().is_empty());
+    Ok(judge(&image, &wanted, version.as_deref(), boots_iso(driver), kernel))
 }
 
 /// The labels the image carries: the host's, and ours.

@@ -72,6 +72,12 @@ pub(crate) fn judge(
     if &image.spec != wanted {
         return waiting("its spec is being updated");
     }
+    // A builder's failure for this very spec: a failed build records no architecture or format.
+    let failed = find(&status.conditions, CONDITION_ERROR)
+        .filter(|c| c.status == "True" && c.observed_generation == image.metadata.generation);
+    if let Some(error) = failed {
+        return DeployImage::Refused(format!("its PreprovisioningImage could not be built: {}", error.message));
+    }
     if status.architecture != image.spec.architecture {
         return waiting(&format!("no image built for architecture {} yet", image.spec.architecture));
     }
@@ -84,9 +90,6 @@ pub(crate) fn judge(
     }
     if !data.name.is_empty() && Some(data.version.as_str()) != secret_version {
         return waiting(&format!("the image was built from an older version of Secret {}", data.name));
-    }
-    if let Some(error) = find(&status.conditions, CONDITION_ERROR).filter(|c| c.status == "True") {
-        return DeployImage::Refused(format!("its PreprovisioningImage could not be built: {}", error.message));
     }
     let ready =
         find(&status.conditions, CONDITION_READY).is_some_and(|c| c.observed_generation == image.metadata.generation);

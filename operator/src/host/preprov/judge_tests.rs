@@ -116,6 +116,15 @@ fn an_image_that_could_not_be_built_is_refused_with_the_builders_message() {
     }
     let found = judge(&image, &wanted, None, true, None);
     assert!(matches!(&found, DeployImage::Refused(m) if m.contains("disk full")), "{found:?}");
+    // As our builder leaves a failed build: no format, no architecture.
+    if let Some(s) = image.status.as_mut() {
+        s.format = None;
+        s.architecture = String::new();
+    }
+    assert!(matches!(judge(&image, &wanted, None, true, None), DeployImage::Refused(_)));
+    image.metadata.generation = Some(3);
+    let found = judge(&image, &wanted, None, true, None);
+    assert!(matches!(found, DeployImage::Waiting(_)), "an error of an older spec is waited past: {found:?}");
 }
 
 #[test]
