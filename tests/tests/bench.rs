@@ -26,6 +26,10 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
         assert!(cpu.of("kube-apiserver") > Duration::ZERO, "the apiserver's CPU was counted: {cpu:?}");
         assert!(cpu.machine_busy >= cpu.of("ironic"), "the machine was busy at least as long as Ironic: {cpu:?}");
     }
+    match report.ironic_cpu_ratio() {
+        Ok(ratio) => assert!(ratio > 0.0, "the Ironic CPU ratio was measured"),
+        Err(why) => assert!(why.contains("busy"), "a ratio refused says why: {why}"),
+    }
     let cpu = &report.provisioning.cpu;
     assert!(cpu.of("operator") > Duration::ZERO, "the operator's CPU was counted while it provisioned: {cpu:?}");
     let rollout = report.rollout.as_ref().ok_or_else(|| anyhow::anyhow!("no day-2 figures"))?;

@@ -2,18 +2,22 @@
 //! states the operator takes its hosts through (enroll, manageable, available, active, and
 //! powered on: the hosts ask to be `online`, and fake hardware's deploy leaves a node off),
 //! with the operator's image and deploy settings and its concurrency limits. It shares the
-//! operator's way of watching nodes (one bulk status list per poll interval), so the ratio of
-//! the two times is what the operator's own work costs, not a different polling strategy.
+//! operator's way of watching nodes (one bulk status list per poll interval, the interval timed
+//! from each poll's start, as the operator's poller times it), so the ratio of the two is what
+//! the operator's own work costs, not a different polling strategy. Its requests run beside
+//! the next polls, at most `concurrency` at once: the floor never leaves Ironic waiting on a
+//! sleep or a round of its own.
 
 use super::Limits;
-use anyhow::Context as _;
 use futures::{StreamExt, TryStreamExt};
 use ironic_client::{
     IronicClient, NodeCreate, NodeStatusSummary, PatchOperation, PowerState, PowerTarget, ProvisionState,
 };
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 
 /// What the floor measured.
 #[derive(Clone, Debug)]
@@ -82,8 +86,13 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
     let mut deploying: HashSet<String> = HashSet::new();
     let mut polls = 0u64;
     let deadline = started + limits.timeout;
+    let requests = Requests::default();
+    let permits = Arc::new(Semaphore::new(limits.concurrency.max(1)));
+    let mut next_poll = Instant::now() + limits.fast_poll;
     loop {
-        tokio::time::sleep(limits.fast_poll).await;
+        tokio::time::sleep_until(next_poll.into()).await;
+        let poll_started = Instant::now();
+        next_poll = poll_started + limits.fast_poll;
         let statuses = client.node_statuses().await?;
         polls += 1;
         let nodes: HashMap<&str, &NodeStatusSummary> =
@@ -119,20 +128,22 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
                 None => {}
             }
         }
-        let iso = iso.to_string();
-        futures::stream::iter(work)
-            .map(|(uuid, step)| {
-                let (client, iso) = (client.clone(), iso.clone());
-                async move { act(&client, &uuid, step, &iso).await.with_context(|| format!("floor: {step:?} {uuid}")) }
-            })
-            .buffer_unordered(limits.concurrency.max(1))
-            // A node locked by the conductor is retried on the next poll, as the operator does.
-            .for_each(|result| async move {
-                if let Err(err) = result {
-                    tracing::debug!("{err:#}");
+        // The requests run beside the next polls, as the operator's reconciles run beside its
+        // poller: a node is asked again only once a poll that started after its last request
+        // ended shows it (a conductor's lock fails the request, retried from a later poll).
+        for (uuid, step) in work {
+            if !requests.start(&uuid, poll_started) {
+                continue;
+            }
+            let (client, iso, requests, permits) = (client.clone(), iso.to_string(), requests.clone(), permits.clone());
+            tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                if let Err(err) = act(&client, &uuid, step, &iso).await {
+                    tracing::debug!("floor: {step:?} {uuid}: {err:#}");
                 }
-            })
-            .await;
+                requests.end(&uuid);
+            });
+        }
     }
     Ok(FloorRun {
         hosts: count,
@@ -140,6 +151,30 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
         ironic_requests: client.metrics().total_requests() - base,
         polls,
     })
+}
+
+/// The floor's requests per node: under way, or when the last one ended.
+#[derive(Clone, Default)]
+struct Requests(Arc<Mutex<HashMap<String, Option<Instant>>>>);
+
+impl Requests {
+    /// Starts a request for `uuid` unless one is under way, or the last ended after the poll
+    /// that started at `poll_started` (which may show the node as it was before it).
+    fn start(&self, uuid: &str, poll_started: Instant) -> bool {
+        let mut nodes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match nodes.get(uuid) {
+            Some(None) => false,
+            Some(Some(ended)) if *ended >= poll_started => false,
+            _ => {
+                nodes.insert(uuid.to_string(), None);
+                true
+            }
+        }
+    }
+
+    fn end(&self, uuid: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(uuid.to_string(), Some(Instant::now()));
+    }
 }
 
 /// A fake-hardware node with the interfaces and boot-mode capability the operator registers

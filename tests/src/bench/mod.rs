@@ -174,6 +174,18 @@ pub struct Report {
 
 impl Report {
     /// Operator time over floor time.
+    /// Ironic's CPU per host, operator ÷ floor: the work each side makes Ironic do, which a
+    /// noisy machine does not bend as it bends wall time. `Err` says why there is no ratio:
+    /// the floor's half kept Ironic less than 95 % busy, so the floor was no lower bound.
+    pub fn ironic_cpu_ratio(&self) -> Result<f64, String> {
+        let floor = self.floor_cpu.of("ironic").as_secs_f64();
+        let busy = floor / self.floor_cpu.wall.as_secs_f64().max(1e-9);
+        if busy < 0.95 {
+            return Err(format!("floor kept Ironic {:.0} % busy", busy * 100.0));
+        }
+        Ok(self.provisioning.cpu.of("ironic").as_secs_f64() / floor.max(1e-9))
+    }
+
     pub fn ratio(&self) -> f64 {
         self.provisioning.elapsed.as_secs_f64() / self.floor.elapsed.as_secs_f64().max(1e-9)
     }
