@@ -149,12 +149,13 @@ impl Capacity {
     /// `host` no longer waits for a slot (its plan changed). Woken for a free slot it will not
     /// take, it hands the wake-up on.
     pub(super) fn stop_waiting(&self, host: &HostKey) {
+        // Every reconcile that moves nowhere busy comes here: most hosts never waited.
+        if !self.slots.lock().unwrap_or_else(|e| e.into_inner()).waiting.remove(host) {
+            return;
+        }
         let busy = self.cached_busy();
         let waiting = {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            if !slots.waiting.remove(host) {
-                return;
-            }
+            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             self.next_to_wake(&slots, &busy)
         };
         for key in &waiting {
