@@ -74,7 +74,7 @@ bench: install release
 	FERROMETAL_BENCH_OPERATOR=$${FERROMETAL_BENCH_OPERATOR:-$(CURDIR)/dist/ferrometal} \
 		$(CARGO) bench --locked --profile dev -p ferrometal-tests --bench scale
 	$(CARGO) test --locked -p operator --lib nodeset::scale_bench -- --ignored --nocapture
-	scripts/host-costs.sh
+	CARGO=$(CARGO) scripts/host-costs.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -107,43 +107,54 @@ impl Capacity {
         let free = in_use.len() < self.limit;
         let usage = usage(in_use);
         let fair = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() }.admits(host);
-        if free && fair {
-            slots.held.insert(host.clone());
-            slots.waiting.remove(host);
-            true
-        } else {
+        if !(free && fair) {
             slots.waiting.push(host);
-            false
+            return false;
+        }
+        slots.held.insert(host.clone());
+        slots.waiting.remove(host);
+        // Slots still free (a host woken for one was turned away by fairness, or the limit
+        // grew): the next waiting hosts are woken for them.
+        let more = self.next_to_wake(&mut slots, &busy);
+        drop(slots);
+        self.wake(&more);
+        true
+    }
+
+    fn wake(&self, hosts: &[HostKey]) {
+        for key in hosts {
+            self.wakeups.wake(key);
         }
     }
 
-    /// Records that `host` left its busy state (or was deleted) and, when that freed a slot,
-    /// wakes as many waiting hosts as there are free slots, those of namespaces below their
-    /// share first, so that a freed slot is taken at once without waking every waiting host.
+    /// Records that `host` left its busy state (or was deleted) and wakes as many waiting
+    /// hosts as there are free slots, those of namespaces below their share first, so that a
+    /// freed slot is taken at once without waking every waiting host. Whether this host held
+    /// one is not asked: the cache may show it idle already, and a wake-up too many costs a
+    /// reconcile, one too few a host waiting for nothing.
     pub(super) fn release(&self, host: &HostKey) {
         let busy = self.cached_busy();
         let waiting = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             slots.waiting.remove(host);
-            let held = slots.held.remove(host);
-            let counted = busy.contains(host) && slots.released.insert(host.clone());
-            if !held && !counted {
-                return;
-            }
-            self.next_to_wake(&slots, &busy)
+            slots.held.remove(host);
+            slots.released.insert(host.clone());
+            self.next_to_wake(&mut slots, &busy)
         };
-        for key in &waiting {
-            self.wakeups.wake(key);
-        }
+        self.wake(&waiting);
     }
 
-    /// The waiting hosts to wake for the free slots.
-    fn next_to_wake(&self, slots: &Slots, busy: &[HostKey]) -> Vec<HostKey> {
+    /// The waiting hosts to wake for the free slots, marked woken: a host woken that does not
+    /// come to ask (paused, or failing before it gets there) is passed over by the next
+    /// wake-ups until it asks again.
+    fn next_to_wake(&self, slots: &mut Slots, busy: &[HostKey]) -> Vec<HostKey> {
         let in_use = slots.in_use(busy);
         let free = self.limit.saturating_sub(in_use.len());
         let usage = usage(in_use);
         let contention = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() };
-        slots.waiting.first(free, |namespace| contention.below_share(namespace))
+        let next = slots.waiting.first(free, |namespace| contention.below_share(namespace));
+        slots.waiting.woken(&next);
+        next
     }
 
     /// `host` no longer waits for a slot (its plan changed). Woken for a free slot it will not
@@ -155,12 +166,10 @@ impl Capacity {
         }
         let busy = self.cached_busy();
         let waiting = {
-            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            self.next_to_wake(&slots, &busy)
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            self.next_to_wake(&mut slots, &busy)
         };
-        for key in &waiting {
-            self.wakeups.wake(key);
-        }
+        self.wake(&waiting);
     }
 
     /// Slots held by hosts this process moved into a busy state.

@@ -5,7 +5,8 @@
 //! A round is what reconciles and watch events do that once scanned every cached host: a
 //! Secret event finding the hosts that name it, a host asking for a provisioning slot while
 //! half the hosts wait for one (refused, then no longer waiting), a busy host leaving its slot
-//! (waking the next) and taking it again, and a host's watch event taken into the index.
+//! (waking the next) and taking it again, and a host's edit (its credentials Secret renamed)
+//! taken into the index.
 //! [`one_scan`] is the pass over every cached host the slot limiter made on each ask before
 //! the index (a Secret event made another), measured beside it for reference.
 
@@ -88,7 +89,7 @@ fn one_round(world: &World, round: usize, event: &Event<BareMetalHost>) -> usize
     let busy = key(round % LIMIT);
     world.capacity.release(&busy);
     found += usize::from(world.capacity.try_acquire(&busy));
-    // A status write of a host comes back as a watch event.
+    // A host's edit comes back as a watch event.
     world.index.apply(event);
     found
 }
@@ -117,7 +118,12 @@ fn bookkeeping_rounds_at_the_cached_host_count_of_ferrometal_cost_hosts() {
     let world = world(hosts.max(4 * LIMIT));
     let mut found = 0;
     for round in 0..ROUNDS {
-        let event = Event::Apply(host(round % world.hosts));
+        // The host's credentials Secret renamed: an entry the index must change.
+        let mut changed = host(round % world.hosts);
+        if let Some(bmc) = changed.spec.bmc.as_mut() {
+            bmc.credentials_name.push_str("-rotated");
+        }
+        let event = Event::Apply(changed);
         found += one_round(&world, round, &event);
     }
     let mut busy = 0;

@@ -63,12 +63,15 @@ pub(super) struct Queue {
     order: BTreeMap<u64, HostKey>,
     /// The places of each namespace's hosts (never empty).
     by_namespace: BTreeMap<String, BTreeSet<u64>>,
+    /// The places of hosts woken that have not asked again since: passed over by [`Queue::first`].
+    woken: BTreeSet<u64>,
 }
 
 impl Queue {
-    /// Adds `host` at the end, unless it waits already.
+    /// Adds `host` at the end, unless it waits already (it asked again: no longer woken).
     pub(super) fn push(&mut self, host: &HostKey) {
-        if self.places.contains_key(host) {
+        if let Some(place) = self.places.get(host) {
+            self.woken.remove(place);
             return;
         }
         let place = self.next;
@@ -82,6 +85,7 @@ impl Queue {
     pub(super) fn remove(&mut self, host: &HostKey) -> bool {
         let Some(place) = self.places.remove(host) else { return false };
         self.order.remove(&place);
+        self.woken.remove(&place);
         if let Some(places) = self.by_namespace.get_mut(&host.namespace) {
             places.remove(&place);
             if places.is_empty() {
@@ -96,23 +100,34 @@ impl Queue {
         self.by_namespace.keys().map(String::as_str).collect()
     }
 
-    /// The first `n` hosts to wake: those of namespaces `first` picks (below their share), in
-    /// the order they came, then the others in the order they came.
+    /// Marks `hosts` woken.
+    pub(super) fn woken(&mut self, hosts: &[HostKey]) {
+        for host in hosts {
+            if let Some(place) = self.places.get(host) {
+                self.woken.insert(*place);
+            }
+        }
+    }
+
+    /// The first `n` hosts to wake, passing over those woken already: those of namespaces
+    /// `first` picks (below their share), in the order they came, then the others in the
+    /// order they came. Costs what the woken hosts and `n` number, never the whole queue.
     pub(super) fn first(&self, n: usize, first: impl Fn(&str) -> bool) -> Vec<HostKey> {
+        let awake = |p: &u64| !self.woken.contains(p);
         // The `n` earliest places of the picked namespaces: each namespace's are in order, so
-        // its first `n` are all that can count.
+        // its first `n` not woken are all that can count.
         let mut picked: Vec<u64> = self
             .by_namespace
             .iter()
             .filter(|(ns, _)| first(ns))
-            .flat_map(|(_, places)| places.iter().take(n).copied())
+            .flat_map(|(_, places)| places.iter().filter(|p| awake(p)).take(n).copied())
             .collect();
         picked.sort_unstable();
         picked.truncate(n);
         let chosen: BTreeSet<u64> = picked.iter().copied().collect();
-        // Fewer than `n` picked means every host of the picked namespaces was: at most `n`
-        // places are skipped here.
-        let rest = self.order.keys().filter(|p| !chosen.contains(*p)).take(n.saturating_sub(picked.len()));
+        // Fewer than `n` picked means every host of the picked namespaces not woken was: at
+        // most `n` places, and the woken ones, are skipped here.
+        let rest = self.order.keys().filter(|p| awake(p) && !chosen.contains(*p)).take(n.saturating_sub(picked.len()));
         picked.iter().chain(rest).filter_map(|p| self.order.get(p).cloned()).collect()
     }
 }
@@ -188,6 +203,21 @@ mod tests {
         assert_eq!(names(queue.first(3, |ns| contention.below_share(ns))), ["small-0", "big-7", "big-8"]);
         assert_eq!(names(queue.first(1, |ns| contention.below_share(ns))), ["small-0"]);
         assert_eq!(names(queue.first(2, |_| false)), ["big-7", "small-0"], "nobody below: first come first served");
+    }
+
+    #[test]
+    fn a_woken_host_is_passed_over_until_it_asks_again() {
+        let mut queue = Queue::default();
+        let hosts = keys("ns", 3);
+        for key in &hosts {
+            queue.push(key);
+        }
+        let first = queue.first(1, |_| true);
+        queue.woken(&first);
+        assert_eq!(first, hosts[..1]);
+        assert_eq!(queue.first(1, |_| true), hosts[1..2], "the first host woken never came: the next is");
+        queue.push(&hosts[0]);
+        assert_eq!(queue.first(1, |_| true), hosts[..1], "it asked again, in its place");
     }
 
     #[test]

@@ -83,11 +83,13 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
         .await?;
 
     let ours: HashSet<&str> = names.iter().map(String::as_str).collect();
-    let mut deploying: HashSet<String> = HashSet::new();
     let mut polls = 0u64;
     let deadline = started + limits.timeout;
     let requests = Requests::default();
     let permits = Arc::new(Semaphore::new(limits.concurrency.max(1)));
+    // Dropped on an early return: what is still in flight is aborted, never left to run into
+    // the operator's half.
+    let mut tasks = tokio::task::JoinSet::new();
     let mut next_poll = Instant::now() + limits.fast_poll;
     loop {
         tokio::time::sleep_until(next_poll.into()).await;
@@ -95,6 +97,7 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
         next_poll = poll_started + limits.fast_poll;
         let statuses = client.node_statuses().await?;
         polls += 1;
+        while tasks.try_join_next().is_some() {}
         let nodes: HashMap<&str, &NodeStatusSummary> =
             statuses.iter().filter_map(|n| Some((n.name.as_deref()?, n))).filter(|(n, _)| ours.contains(n)).collect();
         if let Some((name, node)) =
@@ -102,10 +105,7 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
         {
             anyhow::bail!("floor: node {name} failed: {:?}", node.last_error);
         }
-        // A node holds its provisioning slot until it is on, as a host stays `provisioning`
-        // until the operator has powered it on.
         let finished = nodes.values().filter(|n| done(n)).count();
-        deploying.retain(|name| nodes.get(name.as_str()).is_none_or(|n| !done(n)));
         if finished == count {
             break;
         }
@@ -114,29 +114,30 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
             "floor: {finished} of {count} nodes active and on after {:?}",
             limits.timeout
         );
-        let mut slots = limits.provisioning.saturating_sub(deploying.len());
+        // The requests run beside the next polls, as the operator's reconciles run beside its
+        // poller: a node is asked again only once a poll that started after its last request
+        // ended shows it (a request a conductor's lock failed is sent again from such a poll).
+        let settled = |node: &NodeStatusSummary| !requests.busy(&node.uuid, poll_started);
+        // A node holds its provisioning slot from its deploy request until it is on, as a host
+        // stays `provisioning` until the operator has powered it on.
+        let holding = nodes.values().filter(|n| holds_slot(n) || (!settled(n) && step_for(n) == Some(Step::Deploy)));
+        let mut slots = limits.provisioning.saturating_sub(holding.count());
         let mut work = Vec::new();
-        for (name, node) in &nodes {
+        for node in nodes.values().filter(|n| settled(n)) {
             match step_for(node) {
-                Some(Step::Deploy) if slots == 0 || deploying.contains(*name) => {}
+                Some(Step::Deploy) if slots == 0 => {}
                 Some(Step::Deploy) => {
                     slots -= 1;
-                    deploying.insert(name.to_string());
                     work.push((node.uuid.clone(), Step::Deploy));
                 }
                 Some(step) => work.push((node.uuid.clone(), step)),
                 None => {}
             }
         }
-        // The requests run beside the next polls, as the operator's reconciles run beside its
-        // poller: a node is asked again only once a poll that started after its last request
-        // ended shows it (a conductor's lock fails the request, retried from a later poll).
         for (uuid, step) in work {
-            if !requests.start(&uuid, poll_started) {
-                continue;
-            }
+            requests.start(&uuid);
             let (client, iso, requests, permits) = (client.clone(), iso.to_string(), requests.clone(), permits.clone());
-            tokio::spawn(async move {
+            tasks.spawn(async move {
                 let _permit = permits.acquire_owned().await;
                 if let Err(err) = act(&client, &uuid, step, &iso).await {
                     tracing::debug!("floor: {step:?} {uuid}: {err:#}");
@@ -145,6 +146,8 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
             });
         }
     }
+    // Every node is on: what is left in flight is counted before the figures are read.
+    while tasks.join_next().await.is_some() {}
     Ok(FloorRun {
         hosts: count,
         elapsed: started.elapsed(),
@@ -158,23 +161,32 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
 struct Requests(Arc<Mutex<HashMap<String, Option<Instant>>>>);
 
 impl Requests {
-    /// Starts a request for `uuid` unless one is under way, or the last ended after the poll
-    /// that started at `poll_started` (which may show the node as it was before it).
-    fn start(&self, uuid: &str, poll_started: Instant) -> bool {
-        let mut nodes = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match nodes.get(uuid) {
-            Some(None) => false,
-            Some(Some(ended)) if *ended >= poll_started => false,
-            _ => {
-                nodes.insert(uuid.to_string(), None);
-                true
-            }
+    /// Whether a request for `uuid` is under way, or the last ended after the poll that
+    /// started at `poll_started` (which may show the node as it was before it).
+    fn busy(&self, uuid: &str, poll_started: Instant) -> bool {
+        match self.0.lock().unwrap_or_else(|e| e.into_inner()).get(uuid) {
+            Some(None) => true,
+            Some(Some(ended)) => *ended >= poll_started,
+            None => false,
         }
+    }
+
+    fn start(&self, uuid: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(uuid.to_string(), None);
     }
 
     fn end(&self, uuid: &str) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(uuid.to_string(), Some(Instant::now()));
     }
+}
+
+/// Whether the node holds a provisioning slot: deploying, or deployed and not yet on.
+fn holds_slot(node: &NodeStatusSummary) -> bool {
+    let deploying = matches!(
+        node.provision_state,
+        Some(ProvisionState::Deploying | ProvisionState::DeployWait | ProvisionState::Active)
+    ) || node.target_provision_state == Some(ProvisionState::Active);
+    deploying && !done(node)
 }
 
 /// A fake-hardware node with the interfaces and boot-mode capability the operator registers

@@ -173,7 +173,6 @@ pub struct Report {
 }
 
 impl Report {
-    /// Operator time over floor time.
     /// Ironic's CPU per host, operator ÷ floor: the work each side makes Ironic do, which a
     /// noisy machine does not bend as it bends wall time. `Err` says why there is no ratio:
     /// the floor's half kept Ironic less than 95 % busy, so the floor was no lower bound.
@@ -186,6 +185,7 @@ impl Report {
         Ok(self.provisioning.cpu.of("ironic").as_secs_f64() / floor.max(1e-9))
     }
 
+    /// Operator time over floor time.
     pub fn ratio(&self) -> f64 {
         self.provisioning.elapsed.as_secs_f64() / self.floor.elapsed.as_secs_f64().max(1e-9)
     }

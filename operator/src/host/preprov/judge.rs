@@ -11,6 +11,10 @@ use crds::preprovisioningimage::{
 };
 use ironic_client::{DriverInfo, PatchOperation};
 
+/// The reason a builder gives an image whose network data Secret does not exist
+/// (baremetal-operator's).
+const MISSING_NETWORK_DATA: &str = "MissingNetworkData";
+
 /// The `driver_info` keys of the deploy image.
 const KEYS: [&str; 4] = ["deploy_iso", "deploy_kernel", "deploy_ramdisk", "kernel_append_params"];
 
@@ -76,6 +80,10 @@ pub(crate) fn judge(
     let failed = find(&status.conditions, CONDITION_ERROR)
         .filter(|c| c.status == "True" && c.observed_generation == image.metadata.generation);
     if let Some(error) = failed {
+        // The Secret it missed exists now: the builder, woken, builds it again.
+        if error.reason == MISSING_NETWORK_DATA && secret_version.is_some() {
+            return waiting("its network data Secret exists now; the image is being built again");
+        }
         return DeployImage::Refused(format!("its PreprovisioningImage could not be built: {}", error.message));
     }
     if status.architecture != image.spec.architecture {

@@ -122,6 +122,15 @@ fn an_image_that_could_not_be_built_is_refused_with_the_builders_message() {
         s.architecture = String::new();
     }
     assert!(matches!(judge(&image, &wanted, None, true, None), DeployImage::Refused(_)));
+    // Missing network data that exists now is built again: waited for.
+    let mut missing = image.clone();
+    if let Some(s) = missing.status.as_mut() {
+        s.conditions =
+            vec![condition("Ready", false, 2, ""), condition("Error", true, 2, "NetworkData secret not found")];
+        s.conditions[1].reason = "MissingNetworkData".into();
+    }
+    assert!(matches!(judge(&missing, &wanted, None, true, None), DeployImage::Refused(_)), "still missing");
+    assert!(matches!(judge(&missing, &wanted, Some("9"), true, None), DeployImage::Waiting(_)), "it exists now");
     image.metadata.generation = Some(3);
     let found = judge(&image, &wanted, None, true, None);
     assert!(matches!(found, DeployImage::Waiting(_)), "an error of an older spec is waited past: {found:?}");
