@@ -275,4 +275,45 @@ mod tests {
         assert_eq!(woken.next().await.map(|r| r.name), Some("h2".to_string()));
         assert_eq!(woken.next().await.map(|r| r.name), Some("marker".to_string()), "one slot, one host woken");
     }
+
+    #[tokio::test]
+    async fn a_slot_freed_by_a_host_the_cache_shows_idle_already_still_wakes_a_waiting_host() {
+        use crds::baremetalhost::ProvisioningState as S;
+        use futures::StreamExt;
+        use kube::runtime::watcher::Event;
+        let wakeups = Arc::new(Wakeups::default());
+        let mut woken = Box::pin(wakeups.subscribe(None));
+        let (store, _writer) = kube::runtime::reflector::store::<BareMetalHost>();
+        let index = Arc::new(HostIndex::default());
+        index.apply(&Event::Apply(host("a", S::Provisioning)));
+        let capacity = Capacity::new(1, wakeups);
+        capacity.add_scope(store, index.clone());
+        let (a, b) = (HostKey::new("ns", "a"), HostKey::new("ns", "b"));
+        assert!(!capacity.try_acquire(&b), "a, busy in the cache after a restart, holds the slot");
+        // Its status write comes back before the write returns: the index shows it idle.
+        index.apply(&Event::Apply(host("a", S::Provisioned)));
+        capacity.release(&a);
+        assert_eq!(woken.next().await.map(|r| r.name), Some("b".to_string()));
+    }
+
+    #[tokio::test]
+    async fn a_host_taking_a_slot_wakes_the_next_for_one_still_free_and_passes_over_one_that_never_asked() {
+        use futures::StreamExt;
+        let wakeups = Arc::new(Wakeups::default());
+        let mut woken = Box::pin(wakeups.subscribe(None));
+        let capacity = Capacity::new(2, wakeups.clone());
+        let keys: Vec<HostKey> = (0..5).map(|i| HostKey::new("ns", format!("h{i}"))).collect();
+        assert!(capacity.try_acquire(&keys[0]) && capacity.try_acquire(&keys[1]));
+        for key in &keys[2..] {
+            assert!(!capacity.try_acquire(key));
+        }
+        capacity.release(&keys[0]);
+        assert_eq!(woken.next().await.map(|r| r.name), Some("h2".to_string()));
+        // h2 never comes (paused): the next freed slot goes to h3, not to h2 again.
+        capacity.release(&keys[1]);
+        assert_eq!(woken.next().await.map(|r| r.name), Some("h3".to_string()));
+        // h3 takes one; a slot is still free, so h4 is woken for it.
+        assert!(capacity.try_acquire(&keys[3]));
+        assert_eq!(woken.next().await.map(|r| r.name), Some("h4".to_string()));
+    }
 }

@@ -257,4 +257,28 @@ mod tests {
         assert_eq!(step_for(&on), None);
         assert!(done(&on));
     }
+
+    #[test]
+    fn a_node_holds_its_slot_from_its_deploy_until_it_is_on_and_never_while_it_waits_to_deploy() {
+        let mut asked = node(ProvisionState::Available, None, None);
+        assert!(!holds_slot(&asked), "not yet deployed: a failed or refused request frees the slot");
+        asked.target_provision_state = Some(ProvisionState::Active);
+        assert!(holds_slot(&asked));
+        assert!(holds_slot(&node(ProvisionState::Deploying, None, None)));
+        assert!(holds_slot(&node(ProvisionState::DeployWait, None, None)));
+        assert!(holds_slot(&node(ProvisionState::Active, Some(PowerState::Off), None)));
+        assert!(!holds_slot(&node(ProvisionState::Active, Some(PowerState::On), None)), "on: done");
+    }
+
+    #[test]
+    fn a_node_is_asked_again_only_after_a_poll_that_started_once_its_request_ended() {
+        let requests = Requests::default();
+        let before = Instant::now();
+        assert!(!requests.busy("n", before));
+        requests.start("n");
+        assert!(requests.busy("n", Instant::now()), "under way");
+        requests.end("n");
+        assert!(requests.busy("n", before), "a poll that started before the end may show the old state");
+        assert!(!requests.busy("n", Instant::now() + Duration::from_millis(1)));
+    }
 }
