@@ -40,6 +40,25 @@ impl Running for OperatorProcess {
     }
 }
 
+/// The webhook's refusal of an `Ironic` where Ironics may not run, once the apiserver reaches
+/// the webhook through its Service. Ready pods are not kube-proxy's endpoints yet: until it has
+/// rewritten its rules the Service refuses the connection (`failed calling webhook …
+/// connection refused`, met on a loaded machine right after the pods became ready).
+pub async fn webhook_refusal(client: &kube::Client, namespace: &str) -> anyhow::Result<String> {
+    ferrometal_tests::wait::until_ok(
+        "the webhook's answer through its Service",
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+        || async move {
+            match apply(client, namespace, minimal_ironic()).await {
+                Ok(()) => anyhow::bail!("the Ironic was stored: the webhook did not refuse it"),
+                Err(refused) => Ok(Some(format!("{refused:#}")).filter(|r| !r.contains("connection refused"))),
+            }
+        },
+    )
+    .await
+}
+
 pub fn resource(group: &str, kind: &str) -> ApiResource {
     ferrometal_tests::api_resource(group, "v1alpha1", kind)
 }

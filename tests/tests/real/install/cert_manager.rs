@@ -98,24 +98,7 @@ async fn installed_with_cert_manager_the_webhooks_serve_the_certificate_cert_man
 
     // The apiserver reaches the webhook through its Service and trusts the certificate
     // cert-manager issued through the CA cainjector injected: the webhook's own refusal comes back.
-    // Ready pods are not kube-proxy's endpoints yet: until it has rewritten its rules the Service
-    // refuses the connection (`failed calling webhook … connection refused`, met once on a
-    // loaded machine right after the pods became ready).
-    let refused = wait::until_ok(
-        "the webhook's answer through its Service",
-        Duration::from_secs(30),
-        Duration::from_millis(500),
-        || {
-            let (admin, ns) = (admin.clone(), ns.clone());
-            async move {
-                match workloads::apply(&admin, &ns, workloads::minimal_ironic()).await {
-                    Ok(()) => anyhow::bail!("the Ironic was stored: the webhook did not refuse it"),
-                    Err(refused) => Ok(Some(format!("{refused:#}")).filter(|r| !r.contains("connection refused"))),
-                }
-            }
-        },
-    )
-    .await?;
+    let refused = workloads::webhook_refusal(&admin, &ns).await?;
     assert!(refused.contains("admission webhook \"vironics.ferrometal.io\" denied"), "{refused}");
     // With a certificate from files the operator makes no CA of its own: the bundle stays
     // the one cainjector injected.
