@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod bulk;
+mod changes;
 mod client;
 mod config;
 mod error;
@@ -65,6 +66,7 @@ mod version;
 mod vmedia;
 mod wait;
 
+pub use changes::{ChangeCursor, DEFAULT_FULL_EVERY, MARGIN as CHANGE_MARGIN, StatusList};
 pub use client::IronicClient;
 pub use config::{Auth, DEFAULT_MAX_IN_FLIGHT, IronicClientBuilder};
 pub use error::{ApiError, Error, PagingFault, Result};

@@ -36,6 +36,7 @@ operations! {
     GetNode => "get_node",
     ListNodes => "list_nodes",
     NodeStatus => "node_status",
+    NodeChanges => "node_changes",
     UpdateNode => "update_node",
     DeleteNode => "delete_node",
     SetMaintenance => "set_maintenance",

@@ -20,6 +20,11 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
     assert!(ops.get("create_node").copied().unwrap_or(0) >= 50, "the operator registered every host: {ops:?}");
     assert!(report.provisioning.status_writes >= 50, "status writes were counted");
     assert!(report.steady.polls > 0, "the steady window saw bulk polls");
+    let costs = &report.poll_costs;
+    assert!(
+        costs.full_wall > Duration::ZERO && costs.delta_wall > Duration::ZERO,
+        "one full list and one delta look were timed: {costs:?}"
+    );
     assert!(report.footprint.steady_rss > 0 && report.footprint.peak_rss >= report.footprint.steady_rss);
     for (phase, cpu) in [("floor", &report.floor_cpu), ("operator", &report.provisioning.cpu)] {
         assert!(cpu.of("ironic") > Duration::ZERO, "Ironic's CPU was counted in the {phase} phase: {cpu:?}");

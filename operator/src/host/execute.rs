@@ -10,6 +10,7 @@ use crate::host::error;
 use crate::host::handoff::{Decoded, Next};
 use crate::host::hardware;
 use crate::host::machine::{Act, NodeView, Plan, error_type_of, is_busy};
+use crate::host::poller::Look;
 use crate::host::preprov::DeployImage;
 use crate::host::request::Request;
 use crate::host::status::{self, error_reason, state_reason};
@@ -244,7 +245,7 @@ async fn run_act(
         }
         Answer::Called => {
             accepted(ctx, draft, decoded, act, retry);
-            ctx.hosts.poller.expect_change(&draft.key);
+            ctx.hosts.poller.expect(&draft.key, look_after(act));
             Ok(Next::Requeue(ctx.resync()))
         }
         Answer::Nothing => {
@@ -271,7 +272,7 @@ async fn run_act(
 /// before it. The call is retried with the host's own backoff, and after a few failures in a
 /// row the host's Degraded condition says what fails. Nothing counts as the host's error.
 fn transient(ctx: IronicSide<'_>, draft: &mut Draft, act: Act, source: &ironic_client::Error) -> Next {
-    ctx.hosts.poller.expect_change(&draft.key);
+    ctx.hosts.poller.expect(&draft.key, look_after(act));
     let delay = ctx.hosts.troubles.failed(&draft.key, act, source.to_string(), Instant::now());
     ctx.metrics.reconcile_failed(CONTROLLER, "ironic");
     tracing::warn!(?act, error = %crate::kit::error::chain(source), retry_in = ?delay, "Ironic call failed; retrying");
@@ -331,6 +332,16 @@ async fn detach(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded) -> Re
     if deleting {
         return Ok(Next::Release);
     }
-    ctx.hosts.poller.expect_change(&draft.key);
+    ctx.hosts.poller.expect(&draft.key, Look::Full);
     Ok(Next::Requeue(ctx.resync()))
+}
+
+/// What the poll a host waits for after `act` must be: a node created or removed shows only
+/// in a full list (a delta shows nodes written since the last look, and a new node may never
+/// have been written).
+fn look_after(act: Act) -> Look {
+    match act {
+        Act::Register | Act::DeleteNode => Look::Full,
+        _ => Look::Changes,
+    }
 }

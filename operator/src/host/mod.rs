@@ -23,7 +23,8 @@
 //! - `status`, `metadata`, `secrets`: the host's status, finalizer and annotations, and the
 //!   Secrets it names;
 //! - `connection`: the Ironic client, from an `Ironic` resource or an endpoint;
-//! - `poller`: one paginated bulk list of Ironic nodes per interval for all hosts;
+//! - `poller`: one bulk look at Ironic's nodes per interval for all hosts (the nodes changed
+//!   since the last, with a full list now and then), kept in a `snapshot`;
 //!   `capacity`: the provisioning limit across hosts; `wake`: host keys and wake-ups;
 //!   `metrics`: the controller's own metrics;
 //! - `firmware`: the `HostFirmwareSettings` controller, and `components`: the
@@ -63,6 +64,7 @@ mod request;
 mod restore;
 mod secrets;
 mod share;
+mod snapshot;
 mod status;
 mod subscription;
 mod trouble;

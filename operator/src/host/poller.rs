@@ -1,21 +1,30 @@
-//! One bulk poll of Ironic for all hosts.
+//! The bulk poll of Ironic for all hosts.
 //!
 //! baremetal-operator GETs every host's node on every reconcile and
 //! requeues each host every few seconds while it moves (60 s when it rests),
-//! so Ironic serves O(hosts) requests per interval. Here one task lists
-//! every node with only the status fields (`GET /v1/nodes?fields=…`, 1000
-//! nodes per page), keeps the result as a snapshot, and wakes the reconcile
-//! of exactly the hosts whose node changed. Reconciles read the snapshot
-//! instead of asking Ironic. The poll runs every few seconds while any node
-//! is busy or a host waits for the outcome of a call it made, and once a
-//! minute otherwise: in steady state Ironic sees one request per minute
-//! (per thousand nodes), however many hosts there are.
+//! so Ironic serves O(hosts) requests per interval. Here one task watches
+//! every node's status fields (`GET /v1/nodes?fields=…`), keeps them as a
+//! snapshot, and wakes the reconcile of exactly the hosts whose node changed.
+//! Reconciles read the snapshot instead of asking Ironic.
+//!
+//! Most polls ask only for the nodes written since the last one
+//! (`ironic_client::ChangeCursor`): what a poll costs Ironic follows what
+//! moved, not how many nodes there are. A full list comes first, every
+//! [`FULL_EVERY`], whenever a host created or removed a node (a delta shows
+//! neither a node never written since its creation nor one gone), when a
+//! namespace starts being watched, after a failed poll (Ironic may have
+//! restarted without its database), and when Ironic's newest write is older
+//! than one seen before (a node was deleted, or the database lost). The poll runs every few seconds while any
+//! node is busy or a host waits for the outcome of a call it made, and once a
+//! minute otherwise, never more often than [`POLL_SHARE`] times what the last
+//! poll took: a slow Ironic is not asked faster than it answers.
 
 use crate::host::connection::Provisioner;
 use crate::host::machine::NodeView;
+use crate::host::snapshot::Snapshot;
 use crate::host::wake::{HostKey, Wakeups};
 use crate::kit::backoff::after;
-use ironic_client::NodeStatusSummary;
+use ironic_client::{ChangeCursor, StatusList};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,65 +32,42 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Whether two observations of a node differ in anything a reconcile acts on.
-/// The lock holder (`reservation`) is left out: conductors take the lock for
-/// their periodic tasks, which would wake hosts for nothing.
-pub(super) fn differs(a: &NodeStatusSummary, b: &NodeStatusSummary) -> bool {
-    a.uuid != b.uuid
-        || a.provision_state != b.provision_state
-        || a.target_provision_state != b.target_provision_state
-        || a.power_state != b.power_state
-        || a.target_power_state != b.target_power_state
-        || a.last_error != b.last_error
-        || a.maintenance != b.maintenance
-        || a.maintenance_reason != b.maintenance_reason
-        || a.fault != b.fault
-        || a.provision_updated_at != b.provision_updated_at
+/// How often a full list catches what deltas cannot show: nodes deleted or
+/// created outside the operator, and changes written more than
+/// `ironic_client::CHANGE_MARGIN` out of order.
+pub(super) const FULL_EVERY: Duration = ironic_client::DEFAULT_FULL_EVERY;
+/// The poller waits at least this many times what its last poll took before
+/// the next, so it keeps at most a share of one Ironic API worker busy.
+const POLL_SHARE: u32 = 4;
+
+/// The interval before the next poll: `wanted`, or longer when the last poll
+/// took more than its share.
+pub(super) fn paced(wanted: Duration, took: Duration) -> Duration {
+    wanted.max(took.saturating_mul(POLL_SHARE))
 }
 
-/// The hosts whose node appeared, disappeared or changed between two polls.
-pub(super) fn changed_hosts(
-    old: &HashMap<HostKey, NodeStatusSummary>,
-    new: &HashMap<HostKey, NodeStatusSummary>,
-) -> Vec<HostKey> {
-    let mut changed: Vec<HostKey> = new
-        .iter()
-        .filter(|(key, node)| old.get(*key).is_none_or(|before| differs(before, node)))
-        .map(|(key, _)| key.clone())
-        .chain(old.keys().filter(|key| !new.contains_key(*key)).cloned())
-        .collect();
-    changed.sort();
-    changed
-}
-
-/// Whether a node is in the middle of a transition.
-pub(super) fn is_busy(node: &NodeStatusSummary) -> bool {
-    node.is_busy()
-}
-
-/// The nodes of one poll that belong to hosts, by host.
-pub(super) fn index(
-    nodes: Vec<NodeStatusSummary>,
-    watched: impl Fn(&str) -> bool,
-) -> HashMap<HostKey, NodeStatusSummary> {
-    nodes
-        .into_iter()
-        .filter_map(|node| {
-            let key = HostKey::from_node_name(node.name.as_deref()?)?;
-            watched(&key.namespace).then_some((key, node))
-        })
-        .collect()
+/// What a host waits for after calling Ironic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Look {
+    /// Any poll that started after the call.
+    Changes,
+    /// A full list that started after the call: the call may have created or
+    /// removed a node.
+    Full,
 }
 
 #[derive(Default)]
 struct State {
-    /// The last successful poll; `None` before the first.
-    nodes: Option<HashMap<HostKey, NodeStatusSummary>>,
+    /// What the polls showed; `None` before the first succeeded.
+    nodes: Option<Snapshot>,
     /// Sequence number of the latest poll started.
     started: u64,
-    /// Hosts that called Ironic, with the latest poll started at the time:
-    /// they are woken once a poll that started later has completed.
-    pending: HashMap<HostKey, u64>,
+    /// Hosts that called Ironic, with the latest poll started at the time and
+    /// what they wait for: they are woken once such a poll that started later
+    /// has completed.
+    pending: HashMap<HostKey, (u64, Look)>,
+    /// How many scopes were watched at the start of the last full list.
+    scopes_listed: usize,
 }
 
 /// The poller and its snapshot.
@@ -107,7 +93,7 @@ impl Poller {
         let state = self.lock();
         match &state.nodes {
             None => NodeView::Unknown,
-            Some(nodes) => match nodes.get(host) {
+            Some(snapshot) => match snapshot.get(host) {
                 Some(node) => NodeView::Present(Box::new(node.clone())),
                 None => NodeView::Missing,
             },
@@ -117,10 +103,17 @@ impl Poller {
     /// Records that `host` just called Ironic: it is woken once a poll that
     /// started after the call has completed, and polling speeds up.
     pub(super) fn expect_change(&self, host: &HostKey) {
+        self.expect(host, Look::Changes);
+    }
+
+    /// Records that `host` just called Ironic, and `look` is what it waits for.
+    pub(super) fn expect(&self, host: &HostKey, look: Look) {
         {
             let mut state = self.lock();
             let started = state.started;
-            state.pending.insert(host.clone(), started);
+            let entry = state.pending.entry(host.clone()).or_insert((started, look));
+            // A host that waits for a full list keeps waiting for one.
+            *entry = (started, if entry.1 == Look::Full { Look::Full } else { look });
         }
         self.kick.notify_one();
     }
@@ -130,15 +123,27 @@ impl Poller {
         self.lock().pending.contains_key(host)
     }
 
-    /// Forgets a deleted host.
+    /// Forgets a deleted host, and its node: a delta never shows a node gone.
     pub(super) fn forget(&self, host: &HostKey) {
-        self.lock().pending.remove(host);
+        let mut state = self.lock();
+        state.pending.remove(host);
+        if let Some(snapshot) = state.nodes.as_mut() {
+            snapshot.remove(host);
+        }
     }
 
     /// Whether the next poll should come soon.
     fn urgent(&self) -> bool {
         let state = self.lock();
-        !state.pending.is_empty() || state.nodes.as_ref().is_some_and(|nodes| nodes.values().any(is_busy))
+        !state.pending.is_empty() || state.nodes.as_ref().is_some_and(Snapshot::any_busy)
+    }
+
+    /// Whether the next poll must list every node.
+    fn wants_full(&self) -> bool {
+        let state = self.lock();
+        state.nodes.is_none()
+            || state.scopes_listed != self.wakeups.scopes()
+            || state.pending.values().any(|(_, look)| *look == Look::Full)
     }
 
     /// Polls until `shutdown`. `after_poll` runs after every attempt with
@@ -150,18 +155,20 @@ impl Poller {
             return;
         }
         let mut failures: u32 = 0;
+        let mut cursor = ChangeCursor::new(FULL_EVERY);
         loop {
             let started_at = Instant::now();
-            let succeeded = self.poll_once(provisioner).await;
+            // After a failed poll Ironic may have restarted and lost its nodes: list them all.
+            let succeeded = self.poll_once(provisioner, &mut cursor, failures > 0).await;
             after_poll(succeeded);
             failures = if succeeded { 0 } else { failures.saturating_add(1) };
             let interval = if failures > 0 {
                 // Ironic is unreachable: retry quickly at first, then back off.
                 self.fast.saturating_mul(2u32.saturating_pow(failures.min(5) - 1)).min(self.slow)
             } else if self.urgent() {
-                self.fast
+                paced(self.fast, started_at.elapsed())
             } else {
-                self.slow
+                paced(self.slow, started_at.elapsed())
             };
             let mut deadline = after(started_at, interval);
             loop {
@@ -178,12 +185,14 @@ impl Poller {
         }
     }
 
-    /// One poll: list, diff, wake. Returns whether it succeeded.
-    async fn poll_once(&self, provisioner: &Provisioner) -> bool {
-        let seq = {
+    /// One poll: list (every node or the changed ones), diff, wake. Returns whether it
+    /// succeeded.
+    async fn poll_once(&self, provisioner: &Provisioner, cursor: &mut ChangeCursor, full: bool) -> bool {
+        let full = full || self.wants_full();
+        let (seq, scopes) = {
             let mut state = self.lock();
             state.started += 1;
-            state.started
+            (state.started, self.wakeups.scopes())
         };
         let client = match provisioner.client().await {
             Ok(client) => client,
@@ -192,29 +201,37 @@ impl Poller {
                 return false;
             }
         };
-        let nodes = match client.node_statuses().await {
-            Ok(nodes) => nodes,
+        let list = match client.node_status_changes(cursor, full).await {
+            Ok(list) => list,
             Err(err) => {
                 tracing::warn!(error = %err, "bulk poll of Ironic nodes failed");
                 return false;
             }
         };
-        let fresh = index(nodes, |ns| self.wakeups.watches(ns));
+        let watched = |ns: &str| self.wakeups.watches(ns);
         let mut wake = Vec::new();
         {
             let mut state = self.lock();
-            match &state.nodes {
-                Some(old) => wake.extend(changed_hosts(old, &fresh)),
-                // The first poll: every host with a node learns about it.
-                None => wake.extend(fresh.keys().cloned()),
+            let snapshot = state.nodes.get_or_insert_with(Snapshot::default);
+            let was_full = list.is_full();
+            // On the first poll every host with a node learns about it: all are new.
+            wake.extend(match list {
+                StatusList::Full(nodes) => snapshot.replace(nodes, watched),
+                StatusList::Changed(nodes) => snapshot.merge(nodes, watched),
+            });
+            if was_full {
+                state.scopes_listed = scopes;
             }
-            let done: Vec<HostKey> =
-                state.pending.iter().filter(|(_, at)| **at < seq).map(|(key, _)| key.clone()).collect();
+            let done: Vec<HostKey> = state
+                .pending
+                .iter()
+                .filter(|(_, (at, look))| *at < seq && (was_full || *look == Look::Changes))
+                .map(|(key, _)| key.clone())
+                .collect();
             for key in done {
                 state.pending.remove(&key);
                 wake.push(key);
             }
-            state.nodes = Some(fresh);
         }
         wake.sort();
         wake.dedup();
@@ -231,7 +248,7 @@ impl Poller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ironic_client::{PowerState, ProvisionState};
+    use ironic_client::{NodeStatusSummary, PowerState, ProvisionState};
 
     fn node(name: &str, state: &str) -> NodeStatusSummary {
         NodeStatusSummary {
@@ -243,50 +260,19 @@ mod tests {
         }
     }
 
-    fn snapshot(nodes: &[NodeStatusSummary]) -> HashMap<HostKey, NodeStatusSummary> {
-        index(nodes.to_vec(), |_| true)
+    fn snapshot(nodes: &[NodeStatusSummary]) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        snapshot.replace(nodes.to_vec(), |_| true);
+        snapshot
     }
 
-    #[test]
-    fn only_changed_appeared_and_vanished_nodes_wake_their_host() {
-        let old = snapshot(&[node("ns~a", "active"), node("ns~b", "active"), node("ns~c", "available")]);
-        let mut b = node("ns~b", "active");
-        b.power_state = Some(PowerState::Off);
-        let new = snapshot(&[node("ns~a", "active"), b, node("ns~d", "enroll")]);
-        assert_eq!(
-            changed_hosts(&old, &new),
-            vec![HostKey::new("ns", "b"), HostKey::new("ns", "c"), HostKey::new("ns", "d")]
-        );
-    }
-
-    #[test]
-    fn a_conductor_taking_the_lock_wakes_nobody() {
-        let old = snapshot(&[node("ns~a", "active")]);
-        let mut locked = node("ns~a", "active");
-        locked.reservation = Some("conductor-1".into());
-        assert!(changed_hosts(&old, &snapshot(&[locked])).is_empty());
-    }
-
-    #[test]
-    fn a_repeated_failure_with_the_same_message_is_still_a_change() {
-        let mut first = node("ns~a", "enroll");
-        first.last_error = Some("401".into());
-        first.provision_updated_at = Some("2026-01-01T00:00:00".into());
-        let mut again = first.clone();
-        again.provision_updated_at = Some("2026-01-01T00:01:00".into());
-        assert_eq!(changed_hosts(&snapshot(&[first]), &snapshot(&[again])), vec![HostKey::new("ns", "a")]);
-    }
-
-    #[test]
-    fn nodes_of_other_owners_and_namespaces_are_ignored() {
-        let nodes = vec![node("standalone", "active"), node("ns~a", "active"), node("other~b", "active")];
-        let indexed = index(nodes, |ns| ns == "ns");
-        assert_eq!(indexed.keys().cloned().collect::<Vec<_>>(), vec![HostKey::new("ns", "a")]);
+    fn poller() -> Poller {
+        Poller::new(Arc::new(Wakeups::default()), Duration::from_secs(1), Duration::from_secs(60))
     }
 
     #[test]
     fn views_distinguish_unknown_missing_and_present() {
-        let poller = Poller::new(Arc::new(Wakeups::default()), Duration::from_secs(1), Duration::from_secs(60));
+        let poller = poller();
         let key = HostKey::new("ns", "a");
         assert_eq!(poller.view(&key), NodeView::Unknown);
         poller.lock().nodes = Some(snapshot(&[node("ns~b", "active")]));
@@ -297,7 +283,7 @@ mod tests {
 
     #[test]
     fn pending_hosts_make_polling_urgent() {
-        let poller = Poller::new(Arc::new(Wakeups::default()), Duration::from_secs(1), Duration::from_secs(60));
+        let poller = poller();
         let key = HostKey::new("ns", "a");
         assert!(!poller.urgent());
         poller.expect_change(&key);
@@ -308,5 +294,38 @@ mod tests {
         busy.target_provision_state = Some(ProvisionState::Active);
         poller.lock().nodes = Some(snapshot(&[busy]));
         assert!(poller.urgent());
+    }
+
+    #[test]
+    fn the_first_poll_a_new_scope_and_a_host_that_made_or_removed_a_node_ask_for_a_full_list() {
+        let poller = poller();
+        assert!(poller.wants_full(), "nothing seen yet");
+        poller.lock().nodes = Some(snapshot(&[]));
+        assert!(!poller.wants_full());
+        let _scope = poller.wakeups.subscribe(Some("ns".into()));
+        assert!(poller.wants_full(), "a namespace started being watched");
+        poller.lock().scopes_listed = 1;
+        let key = HostKey::new("ns", "a");
+        poller.expect_change(&key);
+        assert!(!poller.wants_full(), "a state change shows in a delta");
+        poller.expect(&key, Look::Full);
+        poller.expect_change(&key);
+        assert!(poller.wants_full(), "a later call does not take back the wait for a full list");
+    }
+
+    #[test]
+    fn forgetting_a_host_drops_its_node_which_no_delta_would() {
+        let poller = poller();
+        poller.lock().nodes = Some(snapshot(&[node("ns~a", "active")]));
+        let key = HostKey::new("ns", "a");
+        poller.forget(&key);
+        assert_eq!(poller.view(&key), NodeView::Missing);
+    }
+
+    #[test]
+    fn a_slow_poll_spaces_the_next_out() {
+        assert_eq!(paced(Duration::from_secs(3), Duration::from_millis(200)), Duration::from_secs(3));
+        assert_eq!(paced(Duration::from_secs(3), Duration::from_secs(2)), Duration::from_secs(8));
+        assert_eq!(paced(Duration::from_secs(3), Duration::MAX), Duration::MAX);
     }
 }

@@ -85,6 +85,12 @@ impl Wakeups {
         }
     }
 
+    /// How many controllers subscribed; it only grows, so a change means a
+    /// namespace may have started being watched.
+    pub(super) fn scopes(&self) -> usize {
+        self.subscribers.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// Whether `namespace` is watched by any controller.
     pub(super) fn watches(&self, namespace: &str) -> bool {
         let subscribers = self.subscribers.read().unwrap_or_else(|e| e.into_inner());

@@ -2,16 +2,19 @@
 //! states the operator takes its hosts through (enroll, manageable, available, active, and
 //! powered on: the hosts ask to be `online`, and fake hardware's deploy leaves a node off),
 //! with the operator's image and deploy settings and its concurrency limits. It shares the
-//! operator's way of watching nodes (one bulk status list per poll interval, the interval timed
-//! from each poll's start, as the operator's poller times it), so the ratio of the two is what
-//! the operator's own work costs, not a different polling strategy. Its requests run beside
+//! operator's way of watching nodes (one look per poll interval at the nodes changed since the
+//! last, `ironic_client::ChangeCursor`, with the operator's full list every
+//! `ironic_client::DEFAULT_FULL_EVERY`, the interval timed from each poll's start, as the
+//! operator's poller times it), so the ratio of the two is what the operator's own work costs,
+//! not a different polling strategy. Its requests run beside
 //! the next polls, at most `concurrency` at once: the floor never leaves Ironic waiting on a
 //! sleep or a round of its own.
 
 use super::Limits;
 use futures::{StreamExt, TryStreamExt};
 use ironic_client::{
-    IronicClient, NodeCreate, NodeStatusSummary, PatchOperation, PowerState, PowerTarget, ProvisionState,
+    ChangeCursor, DEFAULT_FULL_EVERY, IronicClient, NodeCreate, NodeStatusSummary, PatchOperation, PowerState,
+    PowerTarget, ProvisionState, StatusList,
 };
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -91,15 +94,16 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
     // the operator's half.
     let mut tasks = tokio::task::JoinSet::new();
     let mut next_poll = Instant::now() + limits.fast_poll;
+    let mut cursor = ChangeCursor::new(DEFAULT_FULL_EVERY);
+    let mut seen: HashMap<String, NodeStatusSummary> = HashMap::new();
     loop {
         tokio::time::sleep_until(next_poll.into()).await;
         let poll_started = Instant::now();
         next_poll = poll_started + limits.fast_poll;
-        let statuses = client.node_statuses().await?;
+        remember(&mut seen, client.node_status_changes(&mut cursor, false).await?, &ours);
         polls += 1;
         while tasks.try_join_next().is_some() {}
-        let nodes: HashMap<&str, &NodeStatusSummary> =
-            statuses.iter().filter_map(|n| Some((n.name.as_deref()?, n))).filter(|(n, _)| ours.contains(n)).collect();
+        let nodes: HashMap<&str, &NodeStatusSummary> = seen.iter().map(|(n, s)| (n.as_str(), s)).collect();
         if let Some((name, node)) =
             nodes.iter().find(|(_, n)| n.provision_state.as_ref().is_some_and(|s| s.is_failure()))
         {
@@ -154,6 +158,19 @@ pub async fn run(endpoint: &str, prefix: &str, count: usize, iso: &str, limits: 
         ironic_requests: client.metrics().total_requests() - base,
         polls,
     })
+}
+
+/// Keeps what a look showed of the floor's own nodes, by name: a full list replaces, a delta
+/// changes what it shows.
+fn remember(seen: &mut HashMap<String, NodeStatusSummary>, list: StatusList, ours: &HashSet<&str>) {
+    if list.is_full() {
+        seen.clear();
+    }
+    for node in list.into_nodes() {
+        if let Some(name) = node.name.clone().filter(|n| ours.contains(n.as_str())) {
+            seen.insert(name, node);
+        }
+    }
 }
 
 /// The floor's requests per node: under way, or when the last one ended.

@@ -129,6 +129,16 @@ pub struct Steady {
     pub reconciles_per_minute: f64,
 }
 
+/// What one look at N nodes costs Ironic at rest, a full list against a delta, measured on
+/// the same Ironic in the same run: wall time and Ironic's CPU per look.
+#[derive(Clone, Copy, Debug)]
+pub struct PollCosts {
+    pub full_wall: Duration,
+    pub full_cpu: Duration,
+    pub delta_wall: Duration,
+    pub delta_cpu: Duration,
+}
+
 /// P3, bytes and a fraction of one core.
 #[derive(Clone, Copy, Debug)]
 pub struct Footprint {
@@ -169,6 +179,7 @@ pub struct Report {
     pub provisioning: Provisioning,
     pub steady: Steady,
     pub footprint: Footprint,
+    pub poll_costs: PollCosts,
     pub rollout: Option<Rollout>,
 }
 
@@ -198,11 +209,12 @@ impl Report {
         self.provisioning.status_writes as f64 / self.hosts.max(1) as f64
     }
 
-    /// Ironic requests per bulk poll in the steady window, and how many were not the list.
+    /// Ironic requests per bulk poll in the steady window, and how many were not the poll's
+    /// (full lists and delta looks).
     pub fn per_poll(&self) -> (f64, u64) {
         let total: u64 = self.steady.ironic.values().sum();
-        let other = total - self.steady.ironic.get("node_status").copied().unwrap_or(0);
-        (total as f64 / self.steady.polls.max(1) as f64, other)
+        let polling: u64 = ["node_status", "node_changes"].iter().filter_map(|op| self.steady.ironic.get(*op)).sum();
+        (total as f64 / self.steady.polls.max(1) as f64, total - polling)
     }
 }
 

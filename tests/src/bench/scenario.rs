@@ -4,12 +4,13 @@
 
 use super::cpu::{CpuSnapshot, Source};
 use super::probe::{ProcSample, Scrape, difference};
-use super::{Footprint, Limits, Options, Provisioning, Report, Rollout, Steady, floor};
+use super::{Footprint, Limits, Options, PollCosts, Provisioning, Report, Rollout, Steady, floor};
 use crate::ironic::{IronicConfig, IronicServer};
 use crate::operator_process::OperatorProcess;
 use crate::{ControlPlane, PodSimulator, wait};
 use crds::baremetalhost::BareMetalHost;
 use futures::{StreamExt, TryStreamExt};
+use ironic_client::{ChangeCursor, DEFAULT_FULL_EVERY, IronicClient};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
@@ -56,11 +57,22 @@ pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate
     let rollout = bench.create_nodesets(options.nodesets, rollout_hosts).await?;
     eprintln!("[bench] N={hosts}: steady window of {:?}", options.steady_window);
     let (steady, footprint) = bench.steady(options.steady_window).await?;
+    let poll_costs = bench.poll_costs().await?;
     bench.operator.ensure_running()?;
     let _ = bench.operator.stop(Duration::from_secs(20)).await;
     let _ = bench.ironic.stop().await;
     drop(bench.cp);
-    Ok(Report { hosts, nodesets: options.nodesets, floor, floor_cpu, provisioning, steady, footprint, rollout })
+    Ok(Report {
+        hosts,
+        nodesets: options.nodesets,
+        floor,
+        floor_cpu,
+        provisioning,
+        steady,
+        footprint,
+        poll_costs,
+        rollout,
+    })
 }
 
 /// The processes whose CPU is counted in both halves of P1 (the operator is added to the
@@ -369,6 +381,34 @@ impl Bench {
             idle_cpu: cpu.as_secs_f64() / elapsed.as_secs_f64(),
         };
         Ok((steady, footprint))
+    }
+}
+
+impl Bench {
+    /// One look at every node against one delta look, each the mean of [`LOOKS`] on the
+    /// Ironic the operator left at rest (its own polls run beside them, rarely).
+    async fn poll_costs(&self) -> crate::Result<PollCosts> {
+        const LOOKS: u32 = 5;
+        let client = IronicClient::builder(self.ironic.endpoint()).build().await?;
+        let sources = base_sources(&self.cp, &self.ironic);
+        let mut cursor = ChangeCursor::new(DEFAULT_FULL_EVERY);
+        client.node_status_changes(&mut cursor, true).await?;
+        let (before, started) = (CpuSnapshot::take(&sources), Instant::now());
+        for _ in 0..LOOKS {
+            client.node_status_changes(&mut cursor, true).await?;
+        }
+        let (full_wall, full) = (started.elapsed() / LOOKS, before.until(&CpuSnapshot::take(&sources)));
+        let (before, started) = (CpuSnapshot::take(&sources), Instant::now());
+        for _ in 0..LOOKS {
+            client.node_status_changes(&mut cursor, false).await?;
+        }
+        let (delta_wall, delta) = (started.elapsed() / LOOKS, before.until(&CpuSnapshot::take(&sources)));
+        Ok(PollCosts {
+            full_wall,
+            full_cpu: full.of("ironic") / LOOKS,
+            delta_wall,
+            delta_cpu: delta.of("ironic") / LOOKS,
+        })
     }
 }
 

@@ -61,11 +61,11 @@ async fn a_paused_host_is_left_untouched() -> anyhow::Result<()> {
     // Pausing a managed host freezes it: a new power target is not applied.
     let before = t.patch_host("running", json!({"metadata": {"annotations": {PAUSED: ""}}})).await?;
     t.patch_host("running", json!({"spec": {"online": false}})).await?;
-    let polls = t.ironic_request_count("node_status")?;
+    let polls = t.poll_count()?;
     let writes = t.operator()?.metrics().status_write_count("host");
     // Three bulk polls later the controller has seen everything there is to see.
     wait::until("three more bulk polls", secs(30), Duration::from_millis(100), || async {
-        (t.ironic_request_count("node_status").ok()? >= polls + 3).then_some(())
+        (t.poll_count().ok()? >= polls + 3).then_some(())
     })
     .await?;
     let node = t.node("running").await?.context("node")?;

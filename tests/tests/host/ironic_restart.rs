@@ -57,7 +57,7 @@ async fn a_node_made_after_the_last_poll_is_registered_as_found_never_duplicated
     t.start_operator(config).await?;
     // The count is taken over once a poll has completed (no host exists to reconcile yet).
     wait::until("the first bulk poll", secs(30), Duration::from_millis(50), || async {
-        (t.ironic_request_count("node_status").ok()? >= 1).then_some(())
+        (t.poll_count().ok()? >= 1).then_some(())
     })
     .await?;
     // The node a reconcile created before it died, as Ironic has it: enrolled, nothing more.

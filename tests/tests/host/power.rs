@@ -12,9 +12,9 @@ const REBOOT: &str = "reboot.metal3.io";
 
 /// Waits for `polls` more bulk polls: by then the controller has acted on what it saw.
 async fn polls(t: &HostEnv, polls: u64) -> anyhow::Result<()> {
-    let start = t.ironic_request_count("node_status")?;
+    let start = t.poll_count()?;
     wait::until("more bulk polls", secs(30), Duration::from_millis(100), || async {
-        (t.ironic_request_count("node_status").ok()? >= start + polls).then_some(())
+        (t.poll_count().ok()? >= start + polls).then_some(())
     })
     .await
 }

@@ -369,6 +369,13 @@ impl HostEnv {
         Ok(self.operator()?.metrics().ironic_request_count(operation))
     }
 
+    /// Bulk polls of Ironic completed so far (full lists and looks at what changed).
+    pub fn poll_count(&self) -> anyhow::Result<u64> {
+        let text = self.operator()?.metrics().encode();
+        let count = text.lines().find_map(|line| line.strip_prefix("ferrometal_host_bulk_polls_total "));
+        Ok(count.and_then(|n| n.trim().parse().ok()).unwrap_or(0))
+    }
+
     /// Starts recording the states of every host of the namespace.
     /// Starts recording once the watch has listed the namespace, so no state
     /// written after this returns can be missed.

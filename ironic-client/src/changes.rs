@@ -1,0 +1,312 @@
+//! Only the nodes that changed since the last look, with a rare full list.
+//!
+//! A full status list costs Ironic work for every node, and a poller that
+//! lists every few seconds while hosts move pays it at each poll. Ironic has
+//! no "changed since" filter, but every write of a node sets its
+//! `updated_at`, and the node list sorts by it. Ironic refuses `updated_at` in
+//! `fields` (it is not among the columns a slim list may select), so the
+//! times come from two single-node reads of the whole record:
+//!
+//! 1. the newest node (`detail`, sorted by `updated_at` descending, limit 1),
+//!    read first: its time is where the next look starts;
+//! 2. the slim status list in the same order, a page at a time, sized from
+//!    the last look;
+//! 3. the last node of each page, read whole: once it is older than where
+//!    this look starts (or was never updated, which sorts last), every node
+//!    changed since is in hand.
+//!
+//! The result is a superset of the changed nodes (a page's tail may be
+//! older); callers compare against what they hold. Deleted nodes and nodes
+//! never updated since they were created do not show in a delta: a full
+//! list, asked for by the caller or due every `full_every`, catches them.
+//!
+//! A look whose newest node is older than the newest seen before (the node
+//! written last was deleted, or Ironic lost its database) lists every node.
+//!
+//! Writes can commit a little out of `updated_at` order, and conductors'
+//! clocks differ, so each look starts [`MARGIN`] before the newest time seen.
+
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use reqwest::Method;
+
+use crate::client::IronicClient;
+use crate::error::Result;
+use crate::metrics::Operation;
+use crate::transport::Request;
+use crate::types::{DEFAULT_PAGE_SIZE, Node, NodeListQuery, NodeStatusSummary, STATUS_FIELDS, SortDir};
+
+/// How far before the newest change seen a look starts: conductors' clock
+/// skew and writes committed out of order.
+pub const MARGIN: Duration = Duration::from_secs(10);
+/// How often a full list comes by default: rare, since it costs Ironic work
+/// for every node.
+pub const DEFAULT_FULL_EVERY: Duration = Duration::from_secs(300);
+/// The smallest first page of a look.
+const MIN_PAGE: u32 = 20;
+
+/// Where the next look starts, and when the last full list was.
+#[derive(Debug, Clone)]
+pub struct ChangeCursor {
+    full_every: Duration,
+    margin: Duration,
+    last_full: Option<Instant>,
+    /// The newest `updated_at` seen; `None` before a full list, or while no
+    /// node was ever updated.
+    newest: Option<Timestamp>,
+    /// The first page size of the next look.
+    page: u32,
+}
+
+/// What one look returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatusList {
+    /// Every node: anything held and not here is gone.
+    Full(Vec<NodeStatusSummary>),
+    /// Every node changed since the last look, and maybe some others.
+    Changed(Vec<NodeStatusSummary>),
+}
+
+impl StatusList {
+    /// The nodes returned.
+    pub fn nodes(&self) -> &[NodeStatusSummary] {
+        match self {
+            StatusList::Full(nodes) | StatusList::Changed(nodes) => nodes,
+        }
+    }
+
+    /// The nodes returned, owned.
+    pub fn into_nodes(self) -> Vec<NodeStatusSummary> {
+        match self {
+            StatusList::Full(nodes) | StatusList::Changed(nodes) => nodes,
+        }
+    }
+
+    /// Whether this was a full list.
+    pub fn is_full(&self) -> bool {
+        matches!(self, StatusList::Full(_))
+    }
+}
+
+impl ChangeCursor {
+    /// A cursor whose first look is a full list, as is every look `full_every`
+    /// after the last full one.
+    pub fn new(full_every: Duration) -> Self {
+        Self { full_every, margin: MARGIN, last_full: None, newest: None, page: MIN_PAGE }
+    }
+
+    /// Starts each look `margin` before the newest change seen instead of
+    /// [`MARGIN`] (tests, and Ironics with one conductor on one clock).
+    #[must_use]
+    pub fn with_margin(mut self, margin: Duration) -> Self {
+        self.margin = margin;
+        self
+    }
+
+    /// Whether the next look must list every node.
+    pub fn full_due(&self, now: Instant) -> bool {
+        self.last_full.is_none_or(|at| now.saturating_duration_since(at) >= self.full_every)
+    }
+
+    /// Where a delta starts: `None` keeps every node ever updated.
+    fn since(&self) -> Option<Timestamp> {
+        let margin = jiff::SignedDuration::try_from(self.margin).unwrap_or(jiff::SignedDuration::ZERO);
+        self.newest.map(|t| t.checked_sub(margin).unwrap_or(Timestamp::MIN))
+    }
+
+    /// Whether Ironic's newest write is older than one seen before: the node
+    /// written last was deleted, or Ironic lost its database (a restart with
+    /// an in-memory one). Either way nodes are gone, which only a full list shows.
+    fn went_back(&self, newest: Option<Timestamp>) -> bool {
+        self.newest.is_some_and(|seen| newest.is_none_or(|now| now < seen))
+    }
+
+    fn saw(&mut self, newest: Option<Timestamp>) {
+        self.newest = self.newest.max(newest);
+    }
+
+    /// The next first page. A look returns whole pages, so what it found says
+    /// little of what changed; how many pages it took does. A look that took
+    /// more than one page starts the next with as many nodes as it found; one
+    /// whose first page sufficed starts the next with half of it.
+    fn size_next(&mut self, pages: usize, found: usize) {
+        let wanted = if pages > 1 { u32::try_from(found).unwrap_or(u32::MAX) } else { self.page / 2 };
+        self.page = wanted.clamp(MIN_PAGE, DEFAULT_PAGE_SIZE);
+    }
+}
+
+/// A node's `updated_at`; `None` when never updated. A time without an offset
+/// is UTC, as Ironic keeps it; one that does not parse at all counts as new
+/// ([`Timestamp::MAX`]), so a look never stops early on it.
+fn updated_at(node: &Node) -> Option<Timestamp> {
+    let at = node.updated_at.as_deref()?;
+    let parsed = at.parse::<Timestamp>().ok().or_else(|| {
+        let civil = at.parse::<jiff::civil::DateTime>().ok()?;
+        civil.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
+    });
+    Some(parsed.unwrap_or(Timestamp::MAX))
+}
+
+/// Whether a node last written at `at` is older than `since`: nodes never
+/// updated sort after every updated one, so they are older than anything.
+fn older(at: Option<Timestamp>, since: Option<Timestamp>) -> bool {
+    match (at, since) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(at), Some(since)) => at < since,
+    }
+}
+
+fn by_update(limit: u32) -> NodeListQuery {
+    NodeListQuery {
+        sort_key: Some("updated_at".into()),
+        sort_dir: Some(SortDir::Desc),
+        limit: Some(limit),
+        ..NodeListQuery::new()
+    }
+}
+
+impl IronicClient {
+    /// The nodes changed since `cursor`'s last look, or every node when
+    /// `full` is asked for or due. Moves `cursor` on only when it succeeds.
+    pub async fn node_status_changes(&self, cursor: &mut ChangeCursor, full: bool) -> Result<StatusList> {
+        let started = Instant::now();
+        // Read before the list, so a change made during it is seen again next time.
+        let newest = self.newest_update().await?;
+        if full || cursor.full_due(started) || cursor.went_back(newest) {
+            let nodes = self.node_statuses().await?;
+            cursor.last_full = Some(started);
+            // After a loss the newest time starts again from what Ironic has now.
+            cursor.newest = newest;
+            return Ok(StatusList::Full(nodes));
+        }
+        let (nodes, pages) = self.changed_since(cursor.since(), cursor.page).await?;
+        cursor.size_next(pages, nodes.len());
+        cursor.saw(newest);
+        Ok(StatusList::Changed(nodes))
+    }
+
+    /// The `updated_at` of the node written last.
+    async fn newest_update(&self) -> Result<Option<Timestamp>> {
+        let (nodes, _) = self.fetch_page::<Node>(Operation::NodeChanges, "nodes", by_update(1).params()).await?;
+        Ok(nodes.first().and_then(updated_at))
+    }
+
+    /// The slim list sorted by `updated_at`, newest first, until a page ends
+    /// with a node older than `since`; and how many pages that took.
+    async fn changed_since(
+        &self,
+        since: Option<Timestamp>,
+        first_page: u32,
+    ) -> Result<(Vec<NodeStatusSummary>, usize)> {
+        let mut found = Vec::new();
+        let mut query =
+            NodeListQuery { fields: STATUS_FIELDS.iter().map(|f| (*f).to_owned()).collect(), ..by_update(first_page) };
+        for pages in 1..=crate::paging::MAX_PAGES {
+            let (page, next) =
+                self.fetch_page::<NodeStatusSummary>(Operation::NodeChanges, "nodes", query.params()).await?;
+            let last = page.last().map(|n| n.uuid.clone());
+            found.extend(page);
+            let (Some(last), Some(next)) = (last, next) else {
+                return Ok((found, pages));
+            };
+            let boundary: Node =
+                self.send_json(Request::new(Operation::NodeChanges, Method::GET, &["nodes", &last])).await?;
+            if older(updated_at(&boundary), since) {
+                return Ok((found, pages));
+            }
+            query.marker = Some(next);
+            query.limit = Some(query.limit.unwrap_or(MIN_PAGE).saturating_mul(2).min(DEFAULT_PAGE_SIZE));
+        }
+        Err(crate::Error::Paging {
+            operation: Operation::NodeChanges,
+            fault: crate::PagingFault::TooManyPages { limit: crate::paging::MAX_PAGES },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Option<Timestamp> {
+        s.parse().ok()
+    }
+
+    #[test]
+    fn never_updated_nodes_are_older_than_any_start() {
+        assert!(older(None, None));
+        assert!(older(None, at("2026-01-01T00:00:00Z")));
+        assert!(!older(at("2026-01-01T00:00:00Z"), None));
+    }
+
+    #[test]
+    fn a_look_keeps_nodes_written_at_its_start_or_later() {
+        let since = at("2026-01-01T00:00:10Z");
+        assert!(!older(at("2026-01-01T00:00:10+00:00"), since));
+        assert!(!older(at("2026-01-01T00:00:10.5+00:00"), since));
+        assert!(older(at("2026-01-01T00:00:09.999999+00:00"), since));
+    }
+
+    #[test]
+    fn a_look_starts_a_margin_before_the_newest_change() {
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300));
+        assert_eq!(cursor.since(), None, "before anything is seen, every updated node counts");
+        cursor.saw(at("2026-01-01T00:01:00Z"));
+        cursor.saw(at("2026-01-01T00:00:30Z"));
+        assert_eq!(cursor.since(), at("2026-01-01T00:00:50Z"), "an older newest never moves the start back");
+    }
+
+    #[test]
+    fn a_newest_write_older_than_one_seen_means_nodes_are_gone() {
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300));
+        assert!(!cursor.went_back(None), "nothing seen, nothing lost");
+        cursor.saw(at("2026-01-01T00:01:00Z"));
+        assert!(!cursor.went_back(at("2026-01-01T00:01:00Z")));
+        assert!(!cursor.went_back(at("2026-01-01T00:02:00Z")));
+        assert!(cursor.went_back(at("2026-01-01T00:00:59Z")), "the node written last was deleted");
+        assert!(cursor.went_back(None), "Ironic has no node written any more: it lost them");
+    }
+
+    #[test]
+    fn the_first_look_and_every_look_after_full_every_are_full() {
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300));
+        let now = Instant::now();
+        assert!(cursor.full_due(now));
+        cursor.last_full = Some(now);
+        assert!(!cursor.full_due(now + Duration::from_secs(299)));
+        assert!(cursor.full_due(now + Duration::from_secs(300)));
+    }
+
+    #[test]
+    fn the_first_page_grows_to_what_a_look_of_several_pages_found_and_halves_after_one() {
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300));
+        cursor.size_next(1, 20);
+        assert_eq!(cursor.page, MIN_PAGE, "never below the smallest page");
+        cursor.size_next(3, 140);
+        assert_eq!(cursor.page, 140);
+        cursor.size_next(1, 140);
+        assert_eq!(cursor.page, 70, "a whole first page says nothing of how much changed: it shrinks");
+        cursor.size_next(2, usize::MAX);
+        assert_eq!(cursor.page, DEFAULT_PAGE_SIZE);
+    }
+
+    #[test]
+    fn ironic_times_parse_with_and_without_fractions() {
+        assert!(
+            updated_at(&Node { updated_at: Some("2026-12-05T16:18:36+00:00".into()), ..Node::default() }).is_some()
+        );
+        assert!(
+            updated_at(&Node { updated_at: Some("2026-12-05T16:18:36.643434+00:00".into()), ..Node::default() })
+                .is_some()
+        );
+        assert_eq!(
+            updated_at(&Node { updated_at: Some("2026-12-05T16:18:36".into()), ..Node::default() }),
+            at("2026-12-05T16:18:36Z"),
+            "no offset is UTC"
+        );
+        assert_eq!(updated_at(&Node { updated_at: Some("yesterday".into()), ..Node::default() }), Some(Timestamp::MAX));
+        assert_eq!(updated_at(&Node::default()), None);
+    }
+}

@@ -1,0 +1,91 @@
+//! Looking only at the nodes that changed (`node_status_changes`), on a real
+//! Ironic with fake hardware: what a delta shows, what only a full list shows,
+//! and what a look costs.
+
+mod common;
+
+use std::time::Duration;
+
+use ferrometal_tests::ironic::IronicConfig;
+use futures::{StreamExt, TryStreamExt};
+use ironic_client::{ChangeCursor, IronicClient, NodeCreate, Operation, PowerTarget, ProvisionState, StatusList};
+
+fn names(list: &StatusList) -> Vec<String> {
+    let mut names: Vec<String> = list.nodes().iter().filter_map(|n| n.name.clone()).collect();
+    names.sort();
+    names
+}
+
+async fn create_managed(client: &IronicClient, count: usize) -> anyhow::Result<Vec<String>> {
+    futures::stream::iter(0..count)
+        .map(|i| async move {
+            let node = client.create_node(&NodeCreate::new("fake-hardware").name(format!("chg-{i:02}"))).await?;
+            client.manage(&node.uuid).await?;
+            client.wait_for_provision_state(&node.uuid, ProvisionState::Manageable, common::fast()).await?;
+            Ok::<_, anyhow::Error>(node.uuid)
+        })
+        .buffered(8)
+        .try_collect()
+        .await
+}
+
+/// Lets the clock pass the last write, so that the next writes are newer than
+/// where a look with no margin starts.
+async fn tick() {
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+}
+
+#[tokio::test]
+async fn a_delta_shows_every_node_written_since_the_last_look_and_a_full_list_shows_the_rest() -> anyhow::Result<()> {
+    let (_ironic, client) = common::start(IronicConfig::default()).await?;
+    let uuids = create_managed(&client, 30).await?;
+    let mut cursor = ChangeCursor::new(Duration::from_secs(3600)).with_margin(Duration::ZERO);
+
+    let first = client.node_status_changes(&mut cursor, false).await?;
+    assert!(first.is_full(), "the first look lists every node");
+    assert_eq!(first.nodes().len(), 30);
+
+    // Maintenance, power and a provision state change each write the node.
+    tick().await;
+    client.set_maintenance(&uuids[3], Some("testing")).await?;
+    client.set_power_state(&uuids[7], PowerTarget::On, None).await?;
+    client.provide(&uuids[11]).await?;
+    client.wait_for_provision_state(&uuids[11], ProvisionState::Available, common::fast()).await?;
+    let before = client.metrics().snapshot();
+    let delta = client.node_status_changes(&mut cursor, false).await?;
+    assert!(!delta.is_full());
+    let changed = names(&delta);
+    for name in ["chg-03", "chg-07", "chg-11"] {
+        assert!(changed.contains(&name.to_string()), "{name} missing from {changed:?}");
+    }
+    assert!(changed.len() <= 20, "one first page at most, not every node: {changed:?}");
+    let requests =
+        |op| client.metrics().requests(op) - before.iter().find(|s| s.operation == op).map_or(0, |s| s.requests);
+    assert_eq!(requests(Operation::NodeChanges), 3, "the newest node, one slim page and its last node, read whole");
+
+    // More changes than a first page (20 for a new cursor): the look follows the pages
+    // until it is past them.
+    let mut fresh = ChangeCursor::new(Duration::from_secs(3600)).with_margin(Duration::ZERO);
+    client.node_status_changes(&mut fresh, false).await?;
+    tick().await;
+    for uuid in &uuids[..25] {
+        client.set_maintenance(uuid, Some("many")).await?;
+    }
+    let pages = client.metrics().requests(Operation::NodeChanges);
+    let many = client.node_status_changes(&mut fresh, false).await?;
+    assert!(client.metrics().requests(Operation::NodeChanges) - pages >= 3, "the newest node and two pages");
+    let changed = names(&many);
+    for i in 0..25 {
+        assert!(changed.contains(&format!("chg-{i:02}")), "chg-{i:02} missing from {changed:?}");
+    }
+
+    // A delta cannot show a deleted node, nor surely one never written since its
+    // creation (it sorts last): a full list shows both.
+    tick().await;
+    client.create_node(&NodeCreate::new("fake-hardware").name("chg-new")).await?;
+    client.delete_node(&uuids[29]).await?;
+    let full = client.node_status_changes(&mut cursor, true).await?;
+    let all = names(&full);
+    assert!(full.is_full() && all.contains(&"chg-new".to_string()) && !all.contains(&"chg-29".to_string()));
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! The poller's picture of the nodes that belong to hosts, kept from full
+//! lists (which replace it) and deltas (which only add and change): pure, so
+//! the rules for waking a host are tested without Ironic.
+
+use crate::host::wake::HostKey;
+use ironic_client::NodeStatusSummary;
+use std::collections::HashMap;
+
+/// Whether two observations of a node differ in anything a reconcile acts on.
+/// The lock holder (`reservation`) is left out: conductors take the lock for
+/// their periodic tasks, which would wake hosts for nothing.
+pub(super) fn differs(a: &NodeStatusSummary, b: &NodeStatusSummary) -> bool {
+    a.uuid != b.uuid
+        || a.provision_state != b.provision_state
+        || a.target_provision_state != b.target_provision_state
+        || a.power_state != b.power_state
+        || a.target_power_state != b.target_power_state
+        || a.last_error != b.last_error
+        || a.maintenance != b.maintenance
+        || a.maintenance_reason != b.maintenance_reason
+        || a.fault != b.fault
+        || a.provision_updated_at != b.provision_updated_at
+}
+
+/// The host a node belongs to, if its name is one of ours in a watched namespace.
+fn owner(node: &NodeStatusSummary, watched: &impl Fn(&str) -> bool) -> Option<HostKey> {
+    let key = HostKey::from_node_name(node.name.as_deref()?)?;
+    watched(&key.namespace).then_some(key)
+}
+
+/// The nodes of hosts, by host, and each node's host by UUID (a delta names
+/// nodes by what they are now; the UUID finds what they were).
+#[derive(Default)]
+pub(super) struct Snapshot {
+    nodes: HashMap<HostKey, NodeStatusSummary>,
+    hosts: HashMap<String, HostKey>,
+}
+
+impl Snapshot {
+    /// The node of `host`.
+    pub(super) fn get(&self, host: &HostKey) -> Option<&NodeStatusSummary> {
+        self.nodes.get(host)
+    }
+
+    /// Whether any node is in the middle of a transition.
+    pub(super) fn any_busy(&self) -> bool {
+        self.nodes.values().any(NodeStatusSummary::is_busy)
+    }
+
+    /// Replaces everything with a full list; returns the hosts whose node
+    /// appeared, disappeared or changed.
+    pub(super) fn replace(&mut self, nodes: Vec<NodeStatusSummary>, watched: impl Fn(&str) -> bool) -> Vec<HostKey> {
+        let old = std::mem::take(&mut self.nodes);
+        self.hosts.clear();
+        let mut changed = Vec::new();
+        for node in nodes {
+            let Some(key) = owner(&node, &watched) else { continue };
+            if old.get(&key).is_none_or(|before| differs(before, &node)) {
+                changed.push(key.clone());
+            }
+            self.hosts.insert(node.uuid.clone(), key.clone());
+            self.nodes.insert(key, node);
+        }
+        changed.extend(old.into_keys().filter(|key| !self.nodes.contains_key(key)));
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// Adds and changes the nodes of a delta; returns the hosts whose node
+    /// appeared, moved to another name or changed. Nodes absent from a delta
+    /// are unchanged, not gone.
+    pub(super) fn merge(&mut self, nodes: Vec<NodeStatusSummary>, watched: impl Fn(&str) -> bool) -> Vec<HostKey> {
+        let mut changed = Vec::new();
+        for node in nodes {
+            let key = owner(&node, &watched);
+            if let Some(before) = self.hosts.get(&node.uuid).filter(|before| key.as_ref() != Some(*before)).cloned() {
+                // Renamed away from the host it belonged to.
+                self.hosts.remove(&node.uuid);
+                self.nodes.remove(&before);
+                changed.push(before);
+            }
+            let Some(key) = key else { continue };
+            if self.nodes.get(&key).is_none_or(|before| differs(before, &node)) {
+                changed.push(key.clone());
+            }
+            if let Some(replaced) = self.nodes.get(&key).filter(|before| before.uuid != node.uuid) {
+                self.hosts.remove(&replaced.uuid);
+            }
+            self.hosts.insert(node.uuid.clone(), key.clone());
+            self.nodes.insert(key, node);
+        }
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// Forgets the node of a deleted host: a delta never shows a node gone.
+    pub(super) fn remove(&mut self, host: &HostKey) {
+        if let Some(node) = self.nodes.remove(host) {
+            self.hosts.remove(&node.uuid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ironic_client::{PowerState, ProvisionState};
+
+    fn node(name: &str, state: &str) -> NodeStatusSummary {
+        NodeStatusSummary {
+            uuid: format!("uuid-{name}"),
+            name: Some(name.to_string()),
+            provision_state: Some(ProvisionState::from(state)),
+            power_state: Some(PowerState::On),
+            ..NodeStatusSummary::default()
+        }
+    }
+
+    fn snapshot(nodes: &[NodeStatusSummary]) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        snapshot.replace(nodes.to_vec(), |_| true);
+        snapshot
+    }
+
+    fn key(name: &str) -> HostKey {
+        HostKey::new("ns", name)
+    }
+
+    #[test]
+    fn a_full_list_wakes_only_changed_appeared_and_vanished_nodes() {
+        let mut s = snapshot(&[node("ns~a", "active"), node("ns~b", "active"), node("ns~c", "available")]);
+        let mut b = node("ns~b", "active");
+        b.power_state = Some(PowerState::Off);
+        let changed = s.replace(vec![node("ns~a", "active"), b, node("ns~d", "enroll")], |_| true);
+        assert_eq!(changed, vec![key("b"), key("c"), key("d")]);
+        assert!(s.get(&key("c")).is_none());
+    }
+
+    #[test]
+    fn a_delta_changes_what_it_shows_and_keeps_the_rest() {
+        let mut s = snapshot(&[node("ns~a", "active"), node("ns~b", "available")]);
+        let changed =
+            s.merge(vec![node("ns~a", "active"), node("ns~b", "deploying"), node("ns~c", "enroll")], |_| true);
+        assert_eq!(changed, vec![key("b"), key("c")], "a node shown unchanged wakes nobody");
+        assert!(s.get(&key("a")).is_some(), "a delta never removes");
+        assert_eq!(s.get(&key("b")).and_then(|n| n.provision_state.clone()), Some(ProvisionState::from("deploying")));
+    }
+
+    #[test]
+    fn a_renamed_node_leaves_its_old_host_in_a_delta() {
+        let mut s = snapshot(&[node("ns~a", "active")]);
+        let mut renamed = node("ns~a", "active");
+        renamed.name = Some("someone-else".into());
+        assert_eq!(s.merge(vec![renamed], |_| true), vec![key("a")]);
+        assert!(s.get(&key("a")).is_none());
+    }
+
+    #[test]
+    fn a_host_whose_node_was_replaced_keeps_only_the_new_one() {
+        let mut s = snapshot(&[node("ns~a", "active")]);
+        let mut new = node("ns~a", "enroll");
+        new.uuid = "uuid-second".into();
+        assert_eq!(s.merge(vec![new], |_| true), vec![key("a")]);
+        assert_eq!(s.hosts.len(), 1, "the first node's UUID no longer names the host");
+        s.remove(&key("a"));
+        assert!(s.hosts.is_empty() && s.get(&key("a")).is_none());
+    }
+
+    #[test]
+    fn a_conductor_taking_the_lock_wakes_nobody() {
+        let mut s = snapshot(&[node("ns~a", "active")]);
+        let mut locked = node("ns~a", "active");
+        locked.reservation = Some("conductor-1".into());
+        assert!(s.replace(vec![locked.clone()], |_| true).is_empty());
+        assert!(s.merge(vec![locked], |_| true).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_failure_with_the_same_message_is_still_a_change() {
+        let mut first = node("ns~a", "enroll");
+        first.last_error = Some("401".into());
+        first.provision_updated_at = Some("2026-01-01T00:00:00".into());
+        let mut again = first.clone();
+        again.provision_updated_at = Some("2026-01-01T00:01:00".into());
+        assert_eq!(snapshot(&[first]).merge(vec![again], |_| true), vec![key("a")]);
+    }
+
+    #[test]
+    fn nodes_of_other_owners_and_namespaces_are_ignored() {
+        let nodes = vec![node("standalone", "active"), node("ns~a", "active"), node("other~b", "active")];
+        let mut s = Snapshot::default();
+        assert_eq!(s.replace(nodes.clone(), |ns| ns == "ns"), vec![key("a")]);
+        assert!(s.merge(nodes, |ns| ns == "ns").is_empty());
+        assert_eq!(s.nodes.len(), 1);
+    }
+}
