@@ -20,11 +20,19 @@
 //! never updated since they were created do not show in a delta: a full
 //! list, asked for by the caller or due every `full_every`, catches them.
 //!
-//! A look whose newest node is older than the newest seen before (the node
-//! written last was deleted, or Ironic lost its database) lists every node.
+//! A look lists every node instead when its newest node is older than the
+//! newest seen before (the node written last was deleted, or Ironic lost its
+//! database), when there is no newest write to start from (none yet, or a
+//! database that sorts never-written nodes first), when the newest write is
+//! later than this machine's clock by more than the margin (a conductor's
+//! clock ahead, or a time that does not parse), and when a delta grows past
+//! what the last full list held.
 //!
 //! Writes can commit a little out of `updated_at` order, and conductors'
-//! clocks differ, so each look starts [`MARGIN`] before the newest time seen.
+//! clocks differ, so each look starts [`MARGIN`] before the newest time seen,
+//! until that time has not moved for the margin (by this machine's clock):
+//! then it starts at the newest time itself, so that a look at rest reads one
+//! short page instead of the last burst of writes again and again.
 
 use std::time::{Duration, Instant};
 
@@ -57,6 +65,10 @@ pub struct ChangeCursor {
     newest: Option<Timestamp>,
     /// The first page size of the next look.
     page: u32,
+    /// How many nodes the last full list had: a delta that finds more lists every node.
+    listed: usize,
+    /// When (on this machine's clock) `newest` last changed.
+    moved: Option<Instant>,
 }
 
 /// What one look returned.
@@ -93,7 +105,7 @@ impl ChangeCursor {
     /// A cursor whose first look is a full list, as is every look `full_every`
     /// after the last full one.
     pub fn new(full_every: Duration) -> Self {
-        Self { full_every, margin: MARGIN, last_full: None, newest: None, page: MIN_PAGE }
+        Self { full_every, margin: MARGIN, last_full: None, newest: None, page: MIN_PAGE, listed: 0, moved: None }
     }
 
     /// Starts each look `margin` before the newest change seen instead of
@@ -110,9 +122,13 @@ impl ChangeCursor {
     }
 
     /// Where a delta starts: `None` keeps every node ever updated.
-    fn since(&self) -> Option<Timestamp> {
+    /// A newest write that has not moved for the margin starts the look itself:
+    /// whatever was committed late has landed by then, and at rest a look
+    /// would otherwise go over the last margin's writes again and again.
+    fn since(&self, now: Instant) -> Option<Timestamp> {
+        let settled = self.moved.is_some_and(|at| now.saturating_duration_since(at) >= self.margin);
         let margin = jiff::SignedDuration::try_from(self.margin).unwrap_or(jiff::SignedDuration::ZERO);
-        self.newest.map(|t| t.checked_sub(margin).unwrap_or(Timestamp::MIN))
+        self.newest.map(|t| if settled { t } else { t.checked_sub(margin).unwrap_or(Timestamp::MIN) })
     }
 
     /// Whether Ironic's newest write is older than one seen before: the node
@@ -122,8 +138,21 @@ impl ChangeCursor {
         self.newest.is_some_and(|seen| newest.is_none_or(|now| now < seen))
     }
 
-    fn saw(&mut self, newest: Option<Timestamp>) {
-        self.newest = self.newest.max(newest);
+    /// Whether a look cannot start from `newest`, Ironic's newest write as read at
+    /// `wall` (this machine's clock): there is none (no node written, or a
+    /// database that sorts never-written nodes first), or it is later than
+    /// `wall` by more than the margin (a conductor's clock ahead, or a time that
+    /// does not parse), where a look would start after changes it must show.
+    fn blind(&self, newest: Option<Timestamp>, wall: Timestamp) -> bool {
+        let margin = jiff::SignedDuration::try_from(self.margin).unwrap_or(jiff::SignedDuration::ZERO);
+        newest.is_none_or(|newest| newest > wall.checked_add(margin).unwrap_or(Timestamp::MAX))
+    }
+
+    fn saw(&mut self, newest: Option<Timestamp>, now: Instant) {
+        if newest > self.newest {
+            self.newest = newest;
+            self.moved = Some(now);
+        }
     }
 
     /// The next first page. A look returns whole pages, so what it found says
@@ -174,17 +203,25 @@ impl IronicClient {
         let started = Instant::now();
         // Read before the list, so a change made during it is seen again next time.
         let newest = self.newest_update().await?;
-        if full || cursor.full_due(started) || cursor.went_back(newest) {
-            let nodes = self.node_statuses().await?;
-            cursor.last_full = Some(started);
-            // After a loss the newest time starts again from what Ironic has now.
-            cursor.newest = newest;
-            return Ok(StatusList::Full(nodes));
+        let full =
+            full || cursor.full_due(started) || cursor.went_back(newest) || cursor.blind(newest, Timestamp::now());
+        if !full {
+            let cap = cursor.listed.max(DEFAULT_PAGE_SIZE as usize);
+            if let Some((nodes, pages)) = self.changed_since(cursor.since(started), cursor.page, cap).await? {
+                cursor.size_next(pages, nodes.len());
+                cursor.saw(newest, started);
+                return Ok(StatusList::Changed(nodes));
+            }
         }
-        let (nodes, pages) = self.changed_since(cursor.since(), cursor.page).await?;
-        cursor.size_next(pages, nodes.len());
-        cursor.saw(newest);
-        Ok(StatusList::Changed(nodes))
+        let nodes = self.node_statuses().await?;
+        cursor.last_full = Some(started);
+        cursor.listed = nodes.len();
+        // After a loss the newest time starts again from what Ironic has now.
+        if cursor.newest != newest {
+            cursor.newest = newest;
+            cursor.moved = Some(started);
+        }
+        Ok(StatusList::Full(nodes))
     }
 
     /// The `updated_at` of the node written last.
@@ -194,13 +231,18 @@ impl IronicClient {
     }
 
     /// The slim list sorted by `updated_at`, newest first, until a page ends
-    /// with a node older than `since`; and how many pages that took.
+    /// with a node older than `since`; and how many pages that took. `None`
+    /// once more than `cap` nodes are found: a full list costs no more. A
+    /// marker met twice (a server answering the same page again) is an error,
+    /// as in every listing.
     async fn changed_since(
         &self,
         since: Option<Timestamp>,
         first_page: u32,
-    ) -> Result<(Vec<NodeStatusSummary>, usize)> {
+        cap: usize,
+    ) -> Result<Option<(Vec<NodeStatusSummary>, usize)>> {
         let mut found = Vec::new();
+        let mut markers = std::collections::HashSet::new();
         let mut query =
             NodeListQuery { fields: STATUS_FIELDS.iter().map(|f| (*f).to_owned()).collect(), ..by_update(first_page) };
         for pages in 1..=crate::paging::MAX_PAGES {
@@ -209,12 +251,21 @@ impl IronicClient {
             let last = page.last().map(|n| n.uuid.clone());
             found.extend(page);
             let (Some(last), Some(next)) = (last, next) else {
-                return Ok((found, pages));
+                return Ok(Some((found, pages)));
             };
+            if found.len() > cap {
+                return Ok(None);
+            }
+            if !markers.insert(next.clone()) {
+                return Err(crate::Error::Paging {
+                    operation: Operation::NodeChanges,
+                    fault: crate::PagingFault::RepeatedMarker { marker: next, page: pages },
+                });
+            }
             let boundary: Node =
                 self.send_json(Request::new(Operation::NodeChanges, Method::GET, &["nodes", &last])).await?;
             if older(updated_at(&boundary), since) {
-                return Ok((found, pages));
+                return Ok(Some((found, pages)));
             }
             query.marker = Some(next);
             query.limit = Some(query.limit.unwrap_or(MIN_PAGE).saturating_mul(2).min(DEFAULT_PAGE_SIZE));
@@ -252,21 +303,48 @@ mod tests {
     #[test]
     fn a_look_starts_a_margin_before_the_newest_change() {
         let mut cursor = ChangeCursor::new(Duration::from_secs(300));
-        assert_eq!(cursor.since(), None, "before anything is seen, every updated node counts");
-        cursor.saw(at("2026-01-01T00:01:00Z"));
-        cursor.saw(at("2026-01-01T00:00:30Z"));
-        assert_eq!(cursor.since(), at("2026-01-01T00:00:50Z"), "an older newest never moves the start back");
+        let now = Instant::now();
+        assert_eq!(cursor.since(now), None, "before anything is seen, every updated node counts");
+        cursor.saw(at("2026-01-01T00:01:00Z"), now);
+        cursor.saw(at("2026-01-01T00:00:30Z"), now);
+        assert_eq!(cursor.since(now), at("2026-01-01T00:00:50Z"), "an older newest never moves the start back");
+    }
+
+    #[test]
+    fn at_rest_a_look_starts_at_the_newest_write() {
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300));
+        let now = Instant::now();
+        cursor.saw(at("2026-01-01T00:01:00Z"), now);
+        assert_eq!(cursor.since(now + Duration::from_secs(9)), at("2026-01-01T00:00:50Z"));
+        cursor.saw(at("2026-01-01T00:01:00Z"), now + Duration::from_secs(9));
+        assert_eq!(
+            cursor.since(now + Duration::from_secs(10)),
+            at("2026-01-01T00:01:00Z"),
+            "unmoved for the margin: what was committed late has landed"
+        );
+        cursor.saw(at("2026-01-01T00:01:30Z"), now + Duration::from_secs(40));
+        assert_eq!(cursor.since(now + Duration::from_secs(41)), at("2026-01-01T00:01:20Z"), "moving again");
     }
 
     #[test]
     fn a_newest_write_older_than_one_seen_means_nodes_are_gone() {
         let mut cursor = ChangeCursor::new(Duration::from_secs(300));
         assert!(!cursor.went_back(None), "nothing seen, nothing lost");
-        cursor.saw(at("2026-01-01T00:01:00Z"));
+        cursor.saw(at("2026-01-01T00:01:00Z"), Instant::now());
         assert!(!cursor.went_back(at("2026-01-01T00:01:00Z")));
         assert!(!cursor.went_back(at("2026-01-01T00:02:00Z")));
         assert!(cursor.went_back(at("2026-01-01T00:00:59Z")), "the node written last was deleted");
         assert!(cursor.went_back(None), "Ironic has no node written any more: it lost them");
+    }
+
+    #[test]
+    fn no_newest_write_or_one_in_the_future_leaves_a_look_blind() {
+        let cursor = ChangeCursor::new(Duration::from_secs(300));
+        let wall = at("2026-01-01T00:01:00Z").unwrap_or(Timestamp::UNIX_EPOCH);
+        assert!(cursor.blind(None, wall), "no node written, or never-written nodes sorted first");
+        assert!(!cursor.blind(at("2026-01-01T00:01:09Z"), wall), "a conductor a little ahead");
+        assert!(cursor.blind(at("2026-01-01T00:01:11Z"), wall), "further ahead than the margin");
+        assert!(cursor.blind(Some(Timestamp::MAX), wall), "a time that does not parse");
     }
 
     #[test]

@@ -73,11 +73,21 @@ async fn a_delta_shows_every_node_written_since_the_last_look_and_a_full_list_sh
     }
     let pages = client.metrics().requests(Operation::NodeChanges);
     let many = client.node_status_changes(&mut fresh, false).await?;
-    assert!(client.metrics().requests(Operation::NodeChanges) - pages >= 3, "the newest node and two pages");
+    assert!(
+        client.metrics().requests(Operation::NodeChanges) - pages >= 4,
+        "the newest node, the first page and its last node, and a second page"
+    );
     let changed = names(&many);
     for i in 0..25 {
         assert!(changed.contains(&format!("chg-{i:02}")), "chg-{i:02} missing from {changed:?}");
     }
+
+    // Deleting the node written last moves Ironic's newest write back in time: the next look
+    // lists every node, and the deleted one is gone from it.
+    client.delete_node(&uuids[24]).await?;
+    let after = client.node_status_changes(&mut fresh, false).await?;
+    assert!(after.is_full(), "a newest write older than one seen before means a node is gone");
+    assert!(!names(&after).contains(&"chg-24".to_string()));
 
     // A delta cannot show a deleted node, nor surely one never written since its
     // creation (it sorts last): a full list shows both.

@@ -113,6 +113,9 @@ fn answer(result: Result<Answer, Stop>) -> Result<Answer, ironic_client::Error> 
         Ok(answer) => Ok(answer),
         Err(Stop::Failed(message)) => Ok(Answer::Failed(message)),
         Err(Stop::Ironic(err)) if err.is_transient() => Err(err),
+        // The node is gone (deleted behind our back, or Ironic lost its database): not the
+        // host's failure. The call is retried once a full list shows what Ironic has.
+        Err(Stop::Ironic(err)) if err.is_not_found() => Err(err),
         Err(Stop::Ironic(err)) => Ok(Answer::Failed(err.to_string())),
     }
 }

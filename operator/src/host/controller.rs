@@ -120,13 +120,19 @@ crate::install::rbac::require_access!(HOST, PreprovisioningImage: List, Watch);
 /// capacity limiter, and by changes to the Secrets they name. Its cache of hosts, and the index
 /// kept from the same events (busy hosts, the Secrets each names), join the capacity count
 /// before anything runs.
-fn watch(ctx: &HostContext, wakeups: &Wakeups, scope: &Scope) -> Controller<BareMetalHost> {
+fn watch(ctx: &Arc<HostContext>, wakeups: &Wakeups, scope: &Scope) -> Controller<BareMetalHost> {
     let index = Arc::new(HostIndex::default());
     let observed = index.clone();
     let api = scope.api::<BareMetalHost>();
-    let controller = cache::observed_controller(api, cache::paged().any_semantic(), move |e| observed.apply(e))
-        .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
-        .reconcile_on(wakeups.subscribe(scope.namespace().map(str::to_string)));
+    let writer = ctx.clone();
+    let controller = cache::observed_controller(
+        api,
+        cache::paged().any_semantic(),
+        move |e| observed.apply(e),
+        move |host| writer.memory.is_own_write(host),
+    )
+    .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
+    .reconcile_on(wakeups.subscribe(scope.namespace().map(str::to_string)));
     ctx.capacity.add_scope(controller.store(), index.clone());
     // Only Secret metadata is watched: a change of resourceVersion is
     // all it takes to retry registration with fixed credentials.

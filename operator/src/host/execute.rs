@@ -272,7 +272,9 @@ async fn run_act(
 /// before it. The call is retried with the host's own backoff, and after a few failures in a
 /// row the host's Degraded condition says what fails. Nothing counts as the host's error.
 fn transient(ctx: IronicSide<'_>, draft: &mut Draft, act: Act, source: &ironic_client::Error) -> Next {
-    ctx.hosts.poller.expect(&draft.key, look_after(act));
+    // A node not found shows as gone only in a full list.
+    let look = if source.is_not_found() { Look::Full } else { look_after(act) };
+    ctx.hosts.poller.expect(&draft.key, look);
     let delay = ctx.hosts.troubles.failed(&draft.key, act, source.to_string(), Instant::now());
     ctx.metrics.reconcile_failed(CONTROLLER, "ironic");
     tracing::warn!(?act, error = %crate::kit::error::chain(source), retry_in = ?delay, "Ironic call failed; retrying");

@@ -4,8 +4,10 @@
 
 use crate::host::machine::Facts;
 use crate::host::request::Request;
+use crds::baremetalhost::BareMetalHost;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What a reconcile decides from, and acts with.
@@ -24,6 +26,9 @@ pub(super) struct Decoded {
 pub(super) enum Next {
     /// Write the status (when it changed), then look again as `Action` says.
     Requeue(Action),
+    /// Write the status (when it changed), then decide again at once, in the same reconcile:
+    /// the step changed something the next one decides on.
+    Again,
     /// Nothing is left in Ironic: remove the finalizer and let the host go.
     Release,
 }
@@ -31,6 +36,15 @@ pub(super) enum Next {
 impl Next {
     /// Look again at once: the step changed something the next one decides on.
     pub(super) fn now() -> Self {
-        Self::Requeue(Action::requeue(Duration::ZERO))
+        Self::Again
     }
+}
+
+/// What the write step leaves the reconcile with.
+#[derive(Debug)]
+pub(super) enum Written {
+    /// The reconcile ends; the controller looks again as `Action` says.
+    Done(Action),
+    /// Decide again at once, from the host as it now is (as our write returned it).
+    Again(Arc<BareMetalHost>),
 }

@@ -13,8 +13,10 @@
 //! [`FULL_EVERY`], whenever a host created or removed a node (a delta shows
 //! neither a node never written since its creation nor one gone), when a
 //! namespace starts being watched, after a failed poll (Ironic may have
-//! restarted without its database), and when Ironic's newest write is older
-//! than one seen before (a node was deleted, or the database lost). The poll runs every few seconds while any
+//! restarted without its database), when the endpoint changes, for a host
+//! whose call found its node gone, and whenever the client finds a delta
+//! unsafe (`ironic_client::ChangeCursor`: the node written last deleted, a
+//! lost database, a clock ahead). The poll runs every few seconds while any
 //! node is busy or a host waits for the outcome of a call it made, and once a
 //! minute otherwise, never more often than [`POLL_SHARE`] times what the last
 //! poll took: a slow Ironic is not asked faster than it answers.
@@ -46,6 +48,9 @@ pub(super) fn paced(wanted: Duration, took: Duration) -> Duration {
     wanted.max(took.saturating_mul(POLL_SHARE))
 }
 
+/// Where the next look starts, and the Ironic it was looking at.
+type Cursor = (ChangeCursor, Option<String>);
+
 /// What a host waits for after calling Ironic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Look {
@@ -54,6 +59,20 @@ pub(super) enum Look {
     /// A full list that started after the call: the call may have created or
     /// removed a node.
     Full,
+}
+
+/// Takes out of `pending` the hosts a completed poll (sequence `seq`, full or not) answers:
+/// those that called before it started, and waited for any poll or this was a full list.
+fn settle(pending: &mut HashMap<HostKey, (u64, Look)>, seq: u64, full: bool) -> Vec<HostKey> {
+    let done: Vec<HostKey> = pending
+        .iter()
+        .filter(|(_, (at, look))| *at < seq && (full || *look == Look::Changes))
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in &done {
+        pending.remove(key);
+    }
+    done
 }
 
 #[derive(Default)]
@@ -155,7 +174,7 @@ impl Poller {
             return;
         }
         let mut failures: u32 = 0;
-        let mut cursor = ChangeCursor::new(FULL_EVERY);
+        let mut cursor: Cursor = (ChangeCursor::new(FULL_EVERY), None);
         loop {
             let started_at = Instant::now();
             // After a failed poll Ironic may have restarted and lost its nodes: list them all.
@@ -187,7 +206,7 @@ impl Poller {
 
     /// One poll: list (every node or the changed ones), diff, wake. Returns whether it
     /// succeeded.
-    async fn poll_once(&self, provisioner: &Provisioner, cursor: &mut ChangeCursor, full: bool) -> bool {
+    async fn poll_once(&self, provisioner: &Provisioner, cursor: &mut Cursor, full: bool) -> bool {
         let full = full || self.wants_full();
         let (seq, scopes) = {
             let mut state = self.lock();
@@ -201,6 +220,13 @@ impl Poller {
                 return false;
             }
         };
+        // Another Ironic (the resource's endpoint moved): what was seen of the last one says
+        // nothing of this one's nodes.
+        let endpoint = client.endpoint().as_str();
+        if cursor.1.as_deref() != Some(endpoint) {
+            *cursor = (ChangeCursor::new(FULL_EVERY), Some(endpoint.to_owned()));
+        }
+        let cursor = &mut cursor.0;
         let list = match client.node_status_changes(cursor, full).await {
             Ok(list) => list,
             Err(err) => {
@@ -222,16 +248,7 @@ impl Poller {
             if was_full {
                 state.scopes_listed = scopes;
             }
-            let done: Vec<HostKey> = state
-                .pending
-                .iter()
-                .filter(|(_, (at, look))| *at < seq && (was_full || *look == Look::Changes))
-                .map(|(key, _)| key.clone())
-                .collect();
-            for key in done {
-                state.pending.remove(&key);
-                wake.push(key);
-            }
+            wake.extend(settle(&mut state.pending, seq, was_full));
         }
         wake.sort();
         wake.dedup();
@@ -311,6 +328,19 @@ mod tests {
         poller.expect(&key, Look::Full);
         poller.expect_change(&key);
         assert!(poller.wants_full(), "a later call does not take back the wait for a full list");
+    }
+
+    #[test]
+    fn a_delta_answers_hosts_that_wait_for_any_poll_and_a_full_list_answers_all() {
+        let (a, b, c) = (HostKey::new("ns", "a"), HostKey::new("ns", "b"), HostKey::new("ns", "c"));
+        let mut pending: HashMap<HostKey, (u64, Look)> =
+            [(a.clone(), (1, Look::Changes)), (b.clone(), (1, Look::Full)), (c.clone(), (2, Look::Changes))].into();
+        assert_eq!(settle(&mut pending, 2, false), vec![a], "c called after the poll started");
+        assert!(pending.contains_key(&b), "a delta does not show the node b made or removed");
+        let mut done = settle(&mut pending, 3, true);
+        done.sort();
+        assert_eq!(done, vec![b, c]);
+        assert!(pending.is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::host::decode;
 use crate::host::draft::Draft;
 use crate::host::error;
 use crate::host::execute;
+use crate::host::handoff::Written;
 use crate::host::machine::{self, Plan};
 use crate::host::metadata;
 use crate::host::restore;
@@ -50,18 +51,37 @@ impl Reconcile for HostContext {
     }
 }
 
-/// Reconciles one host.
+/// The steps one reconcile takes at most while each asks to decide again at once (a
+/// transition, then the step it leads to); the rest come from a requeue, so that no host holds
+/// a reconcile permit for long.
+const STEPS: usize = 8;
+
+/// Reconciles one host: a step, and the next at once while one asks for it. A transition is
+/// written before the next step is decided, as a reconcile of its own would; only the round
+/// trip through the controller's queue is saved.
 async fn reconcile(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Action, error::Error> {
+    let mut host = host;
+    for _ in 0..STEPS {
+        match step(ctx, host, key).await? {
+            Written::Done(action) => return Ok(action),
+            Written::Again(written) => host = written,
+        }
+    }
+    Ok(Action::requeue(Duration::ZERO))
+}
+
+/// One step of a host.
+async fn step(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Written, error::Error> {
     let Some(Admitted { host, finalizer }) = admit(ctx, host, key).await? else {
-        return Ok(Action::await_change());
+        return Ok(Written::Done(Action::await_change()));
     };
     if restore::run(ctx.writer(), &host, key).await? {
-        return Ok(Action::requeue(Duration::ZERO));
+        return Ok(Written::Done(Action::requeue(Duration::ZERO)));
     }
     // The node as seen before our last call tells nothing yet: the poller
     // wakes the host once it has looked again.
     if ctx.poller.is_pending(key) {
-        return Ok(ctx.resync());
+        return Ok(Written::Done(ctx.resync()));
     }
     // Hosts already busy must be counted before any other takes a slot.
     ctx.capacity.ready().await;

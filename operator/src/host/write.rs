@@ -8,7 +8,7 @@ use crate::host::capacity::Capacity;
 use crate::host::context::{CONTROLLER, Writer};
 use crate::host::draft::Draft;
 use crate::host::error;
-use crate::host::handoff::Next;
+use crate::host::handoff::{Next, Written};
 use crate::host::machine::is_busy;
 use crate::host::metadata;
 use crate::kit::status::Commit;
@@ -21,15 +21,17 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Writes what the draft holds, or releases the host.
-pub(super) async fn run(ctx: Writer<'_>, draft: Draft, next: Next, now: Timestamp) -> Result<Action, error::Error> {
+pub(super) async fn run(ctx: Writer<'_>, draft: Draft, next: Next, now: Timestamp) -> Result<Written, error::Error> {
     match next {
-        Next::Release => release(ctx, &draft).await,
+        Next::Release => release(ctx, &draft).await.map(Written::Done),
         Next::Requeue(action) => {
             commit(ctx, draft, now).await?;
-            Ok(action)
+            Ok(Written::Done(action))
         }
+        Next::Again => Ok(Written::Again(commit(ctx, draft, now).await?)),
     }
 }
 
@@ -37,7 +39,8 @@ fn api(ctx: &Writer<'_>, draft: &Draft) -> Api<BareMetalHost> {
     Api::namespaced(ctx.kube.clone(), &draft.key.namespace)
 }
 
-async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<(), error::Error> {
+/// Writes the draft; returns the host as it now is.
+async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<Arc<BareMetalHost>, error::Error> {
     if let Some(details) = draft.hardware_data.take() {
         // The full inventory, owned by the host (the garbage collector removes it with the host).
         let applied: Result<(), error::Error> = async {
@@ -83,9 +86,9 @@ async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<(),
     if !present.is_empty() {
         let patch = metadata::remove_annotations_patch(&draft.host, &present);
         let patched = metadata::patch(&api, &draft.host, patch).await?;
-        ctx.hosts.memory.remember(patched);
+        return Ok(ctx.hosts.memory.remember(patched));
     }
-    Ok(())
+    Ok(draft.host)
 }
 
 /// Gives back a provisioning slot this reconcile took for a move into a busy state that no

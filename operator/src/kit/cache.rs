@@ -36,15 +36,18 @@ pub(crate) fn controller<K>(api: Api<K>, config: watcher::Config) -> Controller<
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    observed_controller(api, config, |_| {})
+    observed_controller(api, config, |_| {}, |_| false)
 }
 
 /// [`controller`], with every watch event shown to `observe` as the cache takes it, before the
-/// reconciles it triggers: for an index kept beside the cache.
+/// reconciles it triggers: for an index kept beside the cache. A live change that `own` says the
+/// controller's own write made triggers nothing: the reconcile that wrote it already went on
+/// from what the write returned.
 pub(crate) fn observed_controller<K>(
     api: Api<K>,
     config: watcher::Config,
     observe: impl Fn(&watcher::Event<K>) + Send + 'static,
+    own: impl Fn(&K) -> bool + Send + 'static,
 ) -> Controller<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
@@ -58,8 +61,23 @@ where
                 observe(event);
             }
         })
-        .applied_objects();
+        .filter_map(move |event| std::future::ready(trigger(event, &own)));
     Controller::for_stream(trigger, store)
+}
+
+/// The object a watch event asks to reconcile, as `applied_objects` gives it, except a live
+/// change the controller's own write made. A relist (`InitApply`) always triggers: it may stand
+/// for several changes, others' among them, of which only the last is shown.
+fn trigger<K>(
+    event: Result<watcher::Event<K>, watcher::Error>,
+    own: &impl Fn(&K) -> bool,
+) -> Option<Result<K, watcher::Error>> {
+    match event {
+        Ok(watcher::Event::Apply(object)) if own(&object) => None,
+        Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => Some(Ok(object)),
+        Ok(watcher::Event::Delete(_) | watcher::Event::Init | watcher::Event::InitDone) => None,
+        Err(err) => Some(Err(err)),
+    }
 }
 
 /// A cache of `K` beside a controller, and the stream of its changes (to wake owners by).
@@ -94,5 +112,21 @@ mod tests {
         assert!(json["metadata"].get("managedFields").is_none(), "absent, not []: {json}");
         host.metadata.managed_fields = before.metadata.managed_fields.clone();
         assert_eq!(host, before, "nothing else changed");
+    }
+
+    #[test]
+    fn only_a_live_change_of_our_own_making_triggers_nothing() {
+        let host = |rv: &str| {
+            let mut host = BareMetalHost::new("server-0", Default::default());
+            host.metadata.resource_version = Some(rv.into());
+            host
+        };
+        let ours = |h: &BareMetalHost| h.metadata.resource_version.as_deref() == Some("2");
+        let rv = |t: Option<Result<BareMetalHost, watcher::Error>>| t.and_then(|t| t.ok()?.metadata.resource_version);
+        assert_eq!(rv(trigger(Ok(watcher::Event::Apply(host("2"))), &ours)), None);
+        assert_eq!(rv(trigger(Ok(watcher::Event::Apply(host("3"))), &ours)), Some("3".into()), "someone else's");
+        assert_eq!(rv(trigger(Ok(watcher::Event::InitApply(host("2"))), &ours)), Some("2".into()), "a relist");
+        assert!(trigger(Ok(watcher::Event::Delete(host("4"))), &ours).is_none());
+        assert!(trigger(Ok(watcher::Event::<BareMetalHost>::InitDone), &ours).is_none());
     }
 }
