@@ -62,7 +62,8 @@ faults: install
 	exit $$status
 
 # The scale benchmark (issue 17, design/performance.md): the operator as its own process
-# against a minimal ironic-client driver on the same Ironic, at N = 100, 300, 1000 hosts.
+# against a minimal ironic-client driver on the same Ironic, at N = 100, 300, 1000 hosts, P1 in
+# both orders (FERROMETAL_BENCH_ALTERNATE=0: the first pair only).
 # FERROMETAL_BENCH_HOSTS=100,300 chooses the counts. The operator measured is the release
 # binary (`make release`, built first); FERROMETAL_BENCH_OPERATOR names another (the debug
 # build: target/debug/ferrometal). The dev profile spares a release build of the harness; the

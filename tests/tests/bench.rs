@@ -1,5 +1,5 @@
-//! The short form of `make bench` (50 hosts, 10 NodeSets): proves the benchmark still runs
-//! end to end and that its figures were measured. It asserts no timing.
+//! The short form of `make bench` (50 hosts, 10 NodeSets, P1 in both orders): proves the
+//! benchmark still runs end to end and that its figures were measured. It asserts no timing.
 
 use ferrometal_tests::bench::{self, Options};
 use std::time::Duration;
@@ -34,6 +34,12 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
     match report.ironic_cpu_ratio() {
         Ok(ratio) => assert!(ratio > 0.0, "the Ironic CPU ratio was measured"),
         Err(why) => assert!(why.contains("busy"), "a ratio refused says why: {why}"),
+    }
+    let second = report.second.as_ref().ok_or_else(|| anyhow::anyhow!("no second pair (operator, then floor)"))?;
+    assert_eq!(second.floor.hosts, 50, "the floor ran again, after the operator");
+    assert!(second.provisioning.status_writes >= 50, "the operator ran again, in a fresh cluster");
+    for cpu in [&second.floor_cpu, &second.provisioning.cpu] {
+        assert!(cpu.of("ironic") > Duration::ZERO, "Ironic's CPU was counted in the second pair: {cpu:?}");
     }
     let cpu = &report.provisioning.cpu;
     assert!(cpu.of("operator") > Duration::ZERO, "the operator's CPU was counted while it provisioned: {cpu:?}");

@@ -8,6 +8,7 @@ use crate::host::capacity::Capacity;
 use crate::host::context::{CONTROLLER, Writer};
 use crate::host::draft::Draft;
 use crate::host::error;
+use crate::host::firmware::target::managed_state;
 use crate::host::handoff::{Next, Written};
 use crate::host::machine::is_busy;
 use crate::host::metadata;
@@ -80,6 +81,11 @@ async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<Arc
     }
     if draft.release_slot {
         ctx.hosts.capacity.release(&draft.key);
+    }
+    // Written managed: Ironic has read the node's BIOS by now, and the settings object reads it
+    // (it asks Ironic nothing before, and finds the host managed now that the status says so).
+    if changed && !managed_state(draft.before.provisioning.state) && managed_state(draft.status.provisioning.state) {
+        ctx.hosts.firmware.read_now(&draft.key);
     }
     let present: Vec<&'static str> =
         draft.remove_annotations.iter().copied().filter(|k| draft.host.annotations().contains_key(*k)).collect();

@@ -54,6 +54,9 @@ pub struct Options {
     pub rollout_hosts: usize,
     pub steady_window: Duration,
     pub limits: Limits,
+    /// P1 a second time in the other order (operator, then floor), each pair's ratio reported
+    /// (`FERROMETAL_BENCH_ALTERNATE=0` runs the first pair only).
+    pub alternate: bool,
 }
 
 impl Options {
@@ -72,6 +75,7 @@ impl Options {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(100),
             steady_window: Duration::from_secs(60),
+            alternate: std::env::var("FERROMETAL_BENCH_ALTERNATE").map_or(true, |v| v != "0"),
             limits: Limits {
                 concurrency: 8,
                 provisioning: 20,
@@ -90,6 +94,7 @@ impl Options {
             nodesets: 10,
             rollout_hosts: 5,
             steady_window: Duration::from_secs(5),
+            alternate: true,
             limits: Limits {
                 concurrency: 8,
                 provisioning: 20,
@@ -168,6 +173,37 @@ impl Rollout {
     }
 }
 
+/// P1's second pair, run in the other order: the operator, then the floor.
+#[derive(Clone, Debug)]
+pub struct Pair {
+    pub floor: FloorRun,
+    pub floor_cpu: cpu::PhaseCpu,
+    pub provisioning: Provisioning,
+}
+
+impl Pair {
+    /// As [`Report::ironic_cpu_ratio`], for this pair.
+    pub fn ironic_cpu_ratio(&self) -> Result<f64, String> {
+        cpu_ratio(&self.floor_cpu, &self.provisioning.cpu)
+    }
+
+    /// Operator time over floor time.
+    pub fn ratio(&self) -> f64 {
+        self.provisioning.elapsed.as_secs_f64() / self.floor.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Ironic's CPU, the operator's half over the floor's, or why there is none: the floor's half
+/// kept Ironic less than 95 % busy, so the floor was no lower bound.
+fn cpu_ratio(floor_cpu: &cpu::PhaseCpu, operator_cpu: &cpu::PhaseCpu) -> Result<f64, String> {
+    let floor = floor_cpu.of("ironic").as_secs_f64();
+    let busy = floor / floor_cpu.wall.as_secs_f64().max(1e-9);
+    if busy < 0.95 {
+        return Err(format!("floor kept Ironic {:.0} % busy", busy * 100.0));
+    }
+    Ok(operator_cpu.of("ironic").as_secs_f64() / floor.max(1e-9))
+}
+
 /// Everything measured at one host count.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -181,6 +217,8 @@ pub struct Report {
     pub footprint: Footprint,
     pub poll_costs: PollCosts,
     pub rollout: Option<Rollout>,
+    /// P1 again in the other order, when alternating.
+    pub second: Option<Pair>,
 }
 
 impl Report {
@@ -188,12 +226,7 @@ impl Report {
     /// noisy machine does not bend as it bends wall time. `Err` says why there is no ratio:
     /// the floor's half kept Ironic less than 95 % busy, so the floor was no lower bound.
     pub fn ironic_cpu_ratio(&self) -> Result<f64, String> {
-        let floor = self.floor_cpu.of("ironic").as_secs_f64();
-        let busy = floor / self.floor_cpu.wall.as_secs_f64().max(1e-9);
-        if busy < 0.95 {
-            return Err(format!("floor kept Ironic {:.0} % busy", busy * 100.0));
-        }
-        Ok(self.provisioning.cpu.of("ironic").as_secs_f64() / floor.max(1e-9))
+        cpu_ratio(&self.floor_cpu, &self.provisioning.cpu)
     }
 
     /// Operator time over floor time.

@@ -2,9 +2,9 @@
 //! as its own process taking the same number of hosts through the same Ironic (P1), NodeSets
 //! and the day-2 edit (P4), and a steady window (P2, P3).
 
-use super::cpu::{CpuSnapshot, Source};
+use super::cpu::{CpuSnapshot, PhaseCpu, Source};
 use super::probe::{ProcSample, Scrape, difference};
-use super::{Footprint, Limits, Options, PollCosts, Provisioning, Report, Rollout, Steady, floor};
+use super::{FloorRun, Footprint, Limits, Options, Pair, PollCosts, Provisioning, Report, Rollout, Steady, floor};
 use crate::ironic::{IronicConfig, IronicServer};
 use crate::operator_process::OperatorProcess;
 use crate::{ControlPlane, PodSimulator, wait};
@@ -35,21 +35,12 @@ struct Bench {
 
 pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate::Result<Report> {
     let limits = options.limits.clone();
-    let mut cp = ControlPlane::start().await?;
-    cp.install_crds(&crds::all_crds()).await?;
-    let simulator = PodSimulator::start(cp.client()).await?;
-    let ns = cp.namespace("bench").await?;
-    let mut ironic = IronicServer::start(IronicConfig::default()).await?;
+    let (cp, simulator, ns) = cluster().await?;
+    let ironic = IronicServer::start(IronicConfig::default()).await?;
     let iso = ironic.image_server().write_live_iso("live.iso")?;
     eprintln!("[bench] N={hosts}: floor");
-    let sources = base_sources(&cp, &ironic);
-    let before = CpuSnapshot::take(&sources);
-    let floor = floor::run(ironic.endpoint(), "floor", hosts, &iso, &limits).await?;
-    let floor_cpu = before.until(&CpuSnapshot::take(&sources));
-    // The same Ironic, emptied: the operator starts from no nodes, as the floor did.
-    ironic.restart(true).await?;
-    let operator = start_operator(&cp, &ns, &ironic, &limits).await?;
-    let mut bench = Bench { cp, _simulator: simulator, ns, ironic, operator, iso, limits };
+    let (floor, floor_cpu) = floor_half(&cp, &ironic, hosts, &iso, &limits).await?;
+    let mut bench = Bench::start(cp, simulator, ns, ironic, iso, limits).await?;
 
     eprintln!("[bench] N={hosts}: operator");
     let provisioning = bench.provision(hosts).await?;
@@ -59,9 +50,7 @@ pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate
     let (steady, footprint) = bench.steady(options.steady_window).await?;
     let poll_costs = bench.poll_costs().await?;
     bench.operator.ensure_running()?;
-    let _ = bench.operator.stop(Duration::from_secs(20)).await;
-    let _ = bench.ironic.stop().await;
-    drop(bench.cp);
+    let second = if options.alternate { Some(bench.second_pair(hosts).await?) } else { bench.stop().await };
     Ok(Report {
         hosts,
         nodesets: options.nodesets,
@@ -72,7 +61,31 @@ pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate
         footprint,
         poll_costs,
         rollout,
+        second,
     })
+}
+
+/// A fresh control plane with the CRDs, the pod simulator and the benchmark's namespace.
+async fn cluster() -> crate::Result<(ControlPlane, PodSimulator, String)> {
+    let mut cp = ControlPlane::start().await?;
+    cp.install_crds(&crds::all_crds()).await?;
+    let simulator = PodSimulator::start(cp.client()).await?;
+    let ns = cp.namespace("bench").await?;
+    Ok((cp, simulator, ns))
+}
+
+/// The floor's half of P1 on `ironic`, with where the CPU went.
+async fn floor_half(
+    cp: &ControlPlane,
+    ironic: &IronicServer,
+    hosts: usize,
+    iso: &str,
+    limits: &Limits,
+) -> crate::Result<(FloorRun, PhaseCpu)> {
+    let sources = base_sources(cp, ironic);
+    let before = CpuSnapshot::take(&sources);
+    let floor = floor::run(ironic.endpoint(), "floor", hosts, iso, limits).await?;
+    Ok((floor, before.until(&CpuSnapshot::take(&sources))))
 }
 
 /// The processes whose CPU is counted in both halves of P1 (the operator is added to the
@@ -151,6 +164,48 @@ fn processed(nodeset: &DynamicObject) -> bool {
 }
 
 impl Bench {
+    /// The operator in `cp`, against `ironic` emptied first: it starts from no nodes, as the
+    /// floor did.
+    async fn start(
+        cp: ControlPlane,
+        simulator: PodSimulator,
+        ns: String,
+        mut ironic: IronicServer,
+        iso: String,
+        limits: Limits,
+    ) -> crate::Result<Self> {
+        ironic.restart(true).await?;
+        let operator = start_operator(&cp, &ns, &ironic, &limits).await?;
+        Ok(Self { cp, _simulator: simulator, ns, ironic, operator, iso, limits })
+    }
+
+    /// Stops the operator and Ironic; there is no second pair.
+    async fn stop(mut self) -> Option<Pair> {
+        let _ = self.operator.stop(Duration::from_secs(20)).await;
+        let _ = self.ironic.stop().await;
+        None
+    }
+
+    /// P1 again in the other order, operator then floor: a fresh cluster and operator on the
+    /// emptied Ironic, then the floor once more. Each pair's ratio is reported, so that a
+    /// machine slowing down or speeding up during the run shows as two different ratios
+    /// rather than as the operator's cost.
+    async fn second_pair(mut self, hosts: usize) -> crate::Result<Pair> {
+        let _ = self.operator.stop(Duration::from_secs(20)).await;
+        let Bench { ironic, iso, limits, .. } = self;
+        let (cp, simulator, ns) = cluster().await?;
+        let mut again = Bench::start(cp, simulator, ns, ironic, iso, limits).await?;
+        eprintln!("[bench] N={hosts}: operator again");
+        let provisioning = again.provision(hosts).await?;
+        again.operator.ensure_running()?;
+        let _ = again.operator.stop(Duration::from_secs(20)).await;
+        again.ironic.restart(true).await?;
+        eprintln!("[bench] N={hosts}: floor again");
+        let (floor, floor_cpu) = floor_half(&again.cp, &again.ironic, hosts, &again.iso, &again.limits).await?;
+        let _ = again.ironic.stop().await;
+        Ok(Pair { floor, floor_cpu, provisioning })
+    }
+
     fn hosts(&self) -> Api<BareMetalHost> {
         Api::namespaced(self.cp.client(), &self.ns)
     }

@@ -221,8 +221,10 @@ async fn a_provisioned_host_costs_six_ironic_requests_besides_the_polls_and_no_n
     assert_eq!(count("update_node")?, BATCH, "one PATCH per host: the deploy settings");
     assert_eq!(count("set_power_state")?, BATCH, "one power on per host");
     // Besides the shared polls and the client's one version negotiation.
-    let per_host = t.ironic_requests()? - poll_requests(&t)? - count("discover")?;
+    let per_host = host_requests(&t)? - poll_requests(&t)? - count("discover")?;
     assert_eq!(per_host, 6 * BATCH, "six Ironic requests per host besides the shared polls");
+    // The firmware settings object reads the BIOS once its host is managed, not before.
+    assert!(count("list_bios_settings")? <= BATCH, "at most one BIOS read per host on the way");
     Ok(())
 }
 

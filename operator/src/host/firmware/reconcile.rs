@@ -7,7 +7,9 @@ use super::read::{Reading, reading, schema_name};
 use super::schema;
 use super::status::{Observed, compute};
 use super::target::{NOT_READY, STEADY, Target, Unread, managed, target, unavailable};
+use super::wanted::ReadMark;
 use crate::host::context::HostContext;
+use crate::host::machine::NodeView;
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
 use crate::kit::runner::{Reconcile, Runner};
@@ -71,7 +73,12 @@ pub(super) const NO_SETTINGS: &str = "NoSettings";
 /// What dereferencing and reading found.
 enum Found {
     Unread(Unread),
-    Read { host: Box<BareMetalHost>, reading: Reading },
+    Read {
+        host: Box<BareMetalHost>,
+        reading: Reading,
+    },
+    /// Nothing is wanted and the node has not moved since the last read: Ironic holds the same.
+    Unchanged,
 }
 
 impl FirmwareReconciler {
@@ -79,6 +86,8 @@ impl FirmwareReconciler {
         let found = self.read(settings).await?;
         let now = Time(Timestamp::now());
         let (outcome, again) = match &found {
+            // Nothing to write: the status shows this very reading.
+            Found::Unchanged => return Ok(Action::requeue(spread(STEADY))),
             Found::Unread(Unread { reason, message, again }) => {
                 (compute(settings, &Observed::Unread { reason, message: message.clone() }, &now), *again)
             }
@@ -96,7 +105,7 @@ impl FirmwareReconciler {
         let generation = settings.metadata.generation;
         match &found {
             Found::Read { .. } => self.hosts.firmware.set(&key, outcome.waiting.clone(), generation),
-            Found::Unread(_) => self.hosts.firmware.unread(&key, generation),
+            Found::Unread(_) | Found::Unchanged => self.hosts.firmware.unread(&key, generation),
         }
         let api: Api<HostFirmwareSettings> =
             Api::namespaced(self.hosts.kube.clone(), &settings.namespace().unwrap_or_default());
@@ -128,21 +137,48 @@ impl FirmwareReconciler {
             Target::Unread(unread) => return Ok(Found::Unread(unread)),
             Target::Node { host, node, client } => (host, node, client),
         };
+        if !managed(&host) {
+            // Ironic reads the BIOS when it manages the node; the host controller asks for a read
+            // then (`Waiting::read_now`), so nothing is asked of Ironic before.
+            let message = "Ironic has not read the host's BIOS settings yet (it does once the host is managed)";
+            return Ok(Found::Unread(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }));
+        }
+        let key = HostKey::new(&namespace, &name);
+        let mark = self.mark(&key, &node, settings);
+        if let Some(mark) = &mark
+            && self.hosts.firmware.unchanged(&key, mark)
+        {
+            return Ok(Found::Unchanged);
+        }
         let bios = match client.list_bios_settings(&node).await {
             Ok(bios) => bios,
             Err(err) => return Ok(Found::Unread(unavailable(format!("cannot read the BIOS settings: {err}")))),
         };
+        if let Some(mark) = mark {
+            self.hosts.firmware.marked(&key, mark);
+        }
         let reading = reading(&bios);
-        if reading.is_empty() && managed(&host) {
+        if reading.is_empty() {
             // Managed, Ironic has read what the driver gives: nothing.
             let message = "the host's driver reports no BIOS settings (no BIOS interface, or fake hardware): \
                            none can be applied";
             return Ok(Found::Unread(Unread { reason: NO_SETTINGS, message: message.into(), again: STEADY }));
         }
-        if reading.is_empty() {
-            let message = "Ironic has not read the host's BIOS settings yet (it does once the host is managed)";
-            return Ok(Found::Unread(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }));
-        }
         Ok(Found::Read { host, reading })
+    }
+
+    /// What a read now would be made from, when a read may be skipped while it stands: only
+    /// for an object that wants no settings (one that does shows its host's update policy,
+    /// read at each look) and a node the poller has seen.
+    fn mark(&self, key: &HostKey, node: &str, settings: &HostFirmwareSettings) -> Option<ReadMark> {
+        if !settings.spec.settings.is_empty() {
+            return None;
+        }
+        match self.hosts.poller.view(key) {
+            NodeView::Present(seen) if seen.uuid == node => {
+                Some((seen.uuid.clone(), seen.provision_updated_at.clone(), settings.metadata.generation))
+            }
+            _ => None,
+        }
     }
 }

@@ -20,8 +20,12 @@ pub(crate) const STEADY: Duration = Duration::from_secs(300);
 /// Whether Ironic has managed the host's node (verified it), which is when it reads the BIOS:
 /// any state past inspection.
 pub(crate) fn managed(host: &BareMetalHost) -> bool {
+    managed_state(host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default())
+}
+
+/// Whether a host in `state` has a node Ironic manages: any state past inspection.
+pub(crate) fn managed_state(state: ProvisioningState) -> bool {
     use ProvisioningState as S;
-    let state = host.status.as_ref().map(|s| s.provisioning.state).unwrap_or_default();
     !matches!(state, S::None | S::Unmanaged | S::Registering | S::Inspecting)
 }
 

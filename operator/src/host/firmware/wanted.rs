@@ -59,10 +59,18 @@ where
     }
 }
 
+/// What a read of a host's object was made from: its node (UUID and when its provision state
+/// last changed, as the poller saw them) and the object's generation. Ironic refreshes what it
+/// holds of a node's firmware only in provision-state transitions (verifying, cleaning,
+/// servicing), so while the mark stands a new read would show the same.
+pub(crate) type ReadMark = (String, Option<String>, Option<i64>);
+
 /// What waits, per host, from objects of kind `K`; `V::default()` is nothing.
 pub(crate) struct Waiting<K: kube::Resource, V> {
     /// Per host, what it waits for and the generation of the object it came from.
     hosts: Mutex<HashMap<HostKey, (V, Option<i64>)>>,
+    /// Per host, what its object's last read was made from.
+    marks: Mutex<HashMap<HostKey, ReadMark>>,
     /// Wakes hosts.
     wakeups: Arc<Wakeups>,
     /// Wakes the objects' reconciles.
@@ -75,7 +83,12 @@ where
     V: Clone + Default + PartialEq,
 {
     pub(crate) fn new(wakeups: Arc<Wakeups>) -> Self {
-        Self { hosts: Mutex::new(HashMap::new()), wakeups, reads: ReadAgain::default() }
+        Self {
+            hosts: Mutex::new(HashMap::new()),
+            marks: Mutex::new(HashMap::new()),
+            wakeups,
+            reads: ReadAgain::default(),
+        }
     }
 
     fn hosts(&self) -> std::sync::MutexGuard<'_, HashMap<HostKey, (V, Option<i64>)>> {
@@ -117,6 +130,22 @@ where
     /// The host is gone, or its object.
     pub(crate) fn forget(&self, host: &HostKey) {
         self.hosts().remove(host);
+        self.marks.lock().unwrap_or_else(|e| e.into_inner()).remove(host);
+    }
+
+    /// Whether the last read of `host`'s object was made from `mark`.
+    pub(crate) fn unchanged(&self, host: &HostKey, mark: &ReadMark) -> bool {
+        self.marks.lock().unwrap_or_else(|e| e.into_inner()).get(host) == Some(mark)
+    }
+
+    /// Records what a read of `host`'s object was made from.
+    pub(crate) fn marked(&self, host: &HostKey, mark: ReadMark) {
+        self.marks.lock().unwrap_or_else(|e| e.into_inner()).insert(host.clone(), mark);
+    }
+
+    /// Reads `host`'s object now: Ironic has just read the node's firmware.
+    pub(crate) fn read_now(&self, host: &HostKey) {
+        self.reads.read(host);
     }
 
     /// Ironic shows the host has what it waited for: nothing waits any more, and its object is
@@ -178,5 +207,19 @@ mod tests {
         assert!(wanted.of(&HostKey::new("b", "h1")).is_empty());
         assert_eq!(a.next().await.map(|r| r.name), Some("h2".to_string()));
         assert_eq!(all.next().await.map(|r| r.name), Some("h1".to_string()));
+    }
+
+    #[test]
+    fn a_read_is_skipped_only_while_its_node_and_object_stand_still() {
+        let wanted = Wanted::new(Arc::new(Wakeups::default()));
+        let host = HostKey::new("ns", "h");
+        let mark = |at: &str, generation| ("uuid".to_string(), Some(at.to_string()), Some(generation));
+        assert!(!wanted.unchanged(&host, &mark("t1", 1)), "never read");
+        wanted.marked(&host, mark("t1", 1));
+        assert!(wanted.unchanged(&host, &mark("t1", 1)));
+        assert!(!wanted.unchanged(&host, &mark("t2", 1)), "the node's provision state moved");
+        assert!(!wanted.unchanged(&host, &mark("t1", 2)), "the object's spec changed");
+        wanted.settled(&host);
+        assert!(!wanted.unchanged(&host, &mark("t1", 1)), "settled: read again");
     }
 }
