@@ -69,6 +69,10 @@ pub struct ChangeCursor {
     listed: usize,
     /// When (on this machine's clock) `newest` last changed.
     moved: Option<Instant>,
+    /// When the last look that started a margin before `newest` started.
+    margined: Option<Instant>,
+    /// Whether a newest write ahead of this machine's clock was reported already.
+    warned: bool,
 }
 
 /// What one look returned.
@@ -105,7 +109,17 @@ impl ChangeCursor {
     /// A cursor whose first look is a full list, as is every look `full_every`
     /// after the last full one.
     pub fn new(full_every: Duration) -> Self {
-        Self { full_every, margin: MARGIN, last_full: None, newest: None, page: MIN_PAGE, listed: 0, moved: None }
+        Self {
+            full_every,
+            margin: MARGIN,
+            last_full: None,
+            newest: None,
+            page: MIN_PAGE,
+            listed: 0,
+            moved: None,
+            margined: None,
+            warned: false,
+        }
     }
 
     /// Starts each look `margin` before the newest change seen instead of
@@ -122,13 +136,25 @@ impl ChangeCursor {
     }
 
     /// Where a delta starts: `None` keeps every node ever updated.
-    /// A newest write that has not moved for the margin starts the look itself:
-    /// whatever was committed late has landed by then, and at rest a look
-    /// would otherwise go over the last margin's writes again and again.
-    fn since(&self, now: Instant) -> Option<Timestamp> {
-        let settled = self.moved.is_some_and(|at| now.saturating_duration_since(at) >= self.margin);
+    /// A newest write that a look with the margin, started at least the margin
+    /// after that write was first seen, found unmoved starts the look itself:
+    /// whatever was committed late has landed by then and was shown by that
+    /// look, and at rest a look would otherwise go over the last margin's
+    /// writes again and again.
+    fn since(&self) -> Option<Timestamp> {
+        let settled = match (self.moved, self.margined) {
+            (Some(moved), Some(margined)) => margined.saturating_duration_since(moved) >= self.margin,
+            _ => false,
+        };
         let margin = jiff::SignedDuration::try_from(self.margin).unwrap_or(jiff::SignedDuration::ZERO);
         self.newest.map(|t| if settled { t } else { t.checked_sub(margin).unwrap_or(Timestamp::MIN) })
+    }
+
+    /// Records that a look starting at `since` started at `now`.
+    fn looked(&mut self, since: Option<Timestamp>, now: Instant) {
+        if since != self.newest {
+            self.margined = Some(now);
+        }
     }
 
     /// Whether Ironic's newest write is older than one seen before: the node
@@ -203,11 +229,21 @@ impl IronicClient {
         let started = Instant::now();
         // Read before the list, so a change made during it is seen again next time.
         let newest = self.newest_update().await?;
-        let full =
-            full || cursor.full_due(started) || cursor.went_back(newest) || cursor.blind(newest, Timestamp::now());
+        let blind = cursor.blind(newest, Timestamp::now());
+        if blind && newest.is_some() && !cursor.warned {
+            cursor.warned = true;
+            tracing::warn!(
+                newest = ?newest,
+                "Ironic's newest node write is ahead of this machine's clock by more than the margin: \
+                 every look lists every node until the clocks agree"
+            );
+        }
+        let full = full || cursor.full_due(started) || cursor.went_back(newest) || blind;
         if !full {
             let cap = cursor.listed.max(DEFAULT_PAGE_SIZE as usize);
-            if let Some((nodes, pages)) = self.changed_since(cursor.since(started), cursor.page, cap).await? {
+            let since = cursor.since();
+            if let Some((nodes, pages)) = self.changed_since(since, cursor.page, cap).await? {
+                cursor.looked(since, started);
                 cursor.size_next(pages, nodes.len());
                 cursor.saw(newest, started);
                 return Ok(StatusList::Changed(nodes));
@@ -304,26 +340,28 @@ mod tests {
     fn a_look_starts_a_margin_before_the_newest_change() {
         let mut cursor = ChangeCursor::new(Duration::from_secs(300));
         let now = Instant::now();
-        assert_eq!(cursor.since(now), None, "before anything is seen, every updated node counts");
+        assert_eq!(cursor.since(), None, "before anything is seen, every updated node counts");
         cursor.saw(at("2026-01-01T00:01:00Z"), now);
         cursor.saw(at("2026-01-01T00:00:30Z"), now);
-        assert_eq!(cursor.since(now), at("2026-01-01T00:00:50Z"), "an older newest never moves the start back");
+        assert_eq!(cursor.since(), at("2026-01-01T00:00:50Z"), "an older newest never moves the start back");
     }
 
     #[test]
-    fn at_rest_a_look_starts_at_the_newest_write() {
+    fn at_rest_a_look_starts_at_the_newest_write_once_a_look_with_the_margin_came_a_margin_later() {
         let mut cursor = ChangeCursor::new(Duration::from_secs(300));
         let now = Instant::now();
-        cursor.saw(at("2026-01-01T00:01:00Z"), now);
-        assert_eq!(cursor.since(now + Duration::from_secs(9)), at("2026-01-01T00:00:50Z"));
-        cursor.saw(at("2026-01-01T00:01:00Z"), now + Duration::from_secs(9));
-        assert_eq!(
-            cursor.since(now + Duration::from_secs(10)),
-            at("2026-01-01T00:01:00Z"),
-            "unmoved for the margin: what was committed late has landed"
-        );
+        let newest = at("2026-01-01T00:01:00Z");
+        cursor.saw(newest, now);
+        let margined = at("2026-01-01T00:00:50Z");
+        assert_eq!(cursor.since(), margined);
+        cursor.looked(margined, now + Duration::from_secs(9));
+        assert_eq!(cursor.since(), margined, "that look came too soon to show what committed late");
+        cursor.looked(margined, now + Duration::from_secs(10));
+        assert_eq!(cursor.since(), newest, "a look with the margin, a margin later, showed it all");
+        cursor.looked(newest, now + Duration::from_secs(20));
+        assert_eq!(cursor.since(), newest, "looks from the newest write itself change nothing");
         cursor.saw(at("2026-01-01T00:01:30Z"), now + Duration::from_secs(40));
-        assert_eq!(cursor.since(now + Duration::from_secs(41)), at("2026-01-01T00:01:20Z"), "moving again");
+        assert_eq!(cursor.since(), at("2026-01-01T00:01:20Z"), "moving again");
     }
 
     #[test]

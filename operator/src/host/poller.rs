@@ -265,23 +265,8 @@ impl Poller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ironic_client::{NodeStatusSummary, PowerState, ProvisionState};
-
-    fn node(name: &str, state: &str) -> NodeStatusSummary {
-        NodeStatusSummary {
-            uuid: format!("uuid-{name}"),
-            name: Some(name.to_string()),
-            provision_state: Some(ProvisionState::from(state)),
-            power_state: Some(PowerState::On),
-            ..NodeStatusSummary::default()
-        }
-    }
-
-    fn snapshot(nodes: &[NodeStatusSummary]) -> Snapshot {
-        let mut snapshot = Snapshot::default();
-        snapshot.replace(nodes.to_vec(), |_| true);
-        snapshot
-    }
+    use crate::host::snapshot::fixtures::{node, snapshot};
+    use ironic_client::ProvisionState;
 
     fn poller() -> Poller {
         Poller::new(Arc::new(Wakeups::default()), Duration::from_secs(1), Duration::from_secs(60))

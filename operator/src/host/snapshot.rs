@@ -103,12 +103,14 @@ impl Snapshot {
     }
 }
 
+/// Nodes and snapshots for the tests of the snapshot and the poller.
 #[cfg(test)]
-mod tests {
+pub(super) mod fixtures {
     use super::*;
     use ironic_client::{PowerState, ProvisionState};
 
-    fn node(name: &str, state: &str) -> NodeStatusSummary {
+    /// A powered-on node named `name` in `state`.
+    pub(in crate::host) fn node(name: &str, state: &str) -> NodeStatusSummary {
         NodeStatusSummary {
             uuid: format!("uuid-{name}"),
             name: Some(name.to_string()),
@@ -118,11 +120,19 @@ mod tests {
         }
     }
 
-    fn snapshot(nodes: &[NodeStatusSummary]) -> Snapshot {
+    /// A snapshot of a full list of `nodes`, every namespace watched.
+    pub(in crate::host) fn snapshot(nodes: &[NodeStatusSummary]) -> Snapshot {
         let mut snapshot = Snapshot::default();
         snapshot.replace(nodes.to_vec(), |_| true);
         snapshot
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{node, snapshot};
+    use super::*;
+    use ironic_client::{PowerState, ProvisionState};
 
     fn key(name: &str) -> HostKey {
         HostKey::new("ns", name)

@@ -192,7 +192,11 @@ impl Bench {
     /// rather than as the operator's cost.
     async fn second_pair(mut self, hosts: usize) -> crate::Result<Pair> {
         let _ = self.operator.stop(Duration::from_secs(20)).await;
-        let Bench { ironic, iso, limits, .. } = self;
+        let Bench { cp, _simulator, ironic, iso, limits, .. } = self;
+        // The first cluster, with its hosts and NodeSets, stops before the second starts: it
+        // would take CPU no figure counts.
+        drop(_simulator);
+        drop(cp);
         let (cp, simulator, ns) = cluster().await?;
         let mut again = Bench::start(cp, simulator, ns, ironic, iso, limits).await?;
         eprintln!("[bench] N={hosts}: operator again");

@@ -83,7 +83,7 @@ enum Found {
 
 impl FirmwareReconciler {
     async fn run(&self, settings: &HostFirmwareSettings) -> Result<Action, Error> {
-        let found = self.read(settings).await?;
+        let (found, mark) = self.read(settings).await?;
         let now = Time(Timestamp::now());
         let (outcome, again) = match &found {
             // Nothing to write: the status shows this very reading.
@@ -111,6 +111,10 @@ impl FirmwareReconciler {
             Api::namespaced(self.hosts.kube.clone(), &settings.namespace().unwrap_or_default());
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
         commit.write(&api, settings, outcome.status.as_ref(), outcome.notices).await?;
+        // Only once the status shows this reading may the next look skip the read.
+        if let Some(mark) = mark {
+            self.hosts.firmware.marked(&key, mark);
+        }
         if written {
             // A host waiting in preparing for this read looks at it now.
             self.hosts.firmware.wake(&key);
@@ -130,41 +134,39 @@ impl FirmwareReconciler {
         Ok(Some(super::gate::settings_on_reboot(&self.hosts.kube, host).await?))
     }
 
-    /// The host of the same name in the same namespace, and its BIOS as Ironic read it.
-    async fn read(&self, settings: &HostFirmwareSettings) -> Result<Found, Error> {
+    /// The host of the same name in the same namespace, and its BIOS as Ironic read it; with
+    /// what the read was made from, to record once its status is written.
+    async fn read(&self, settings: &HostFirmwareSettings) -> Result<(Found, Option<ReadMark>), Error> {
         let (namespace, name) = (settings.namespace().unwrap_or_default(), settings.name_any());
         let (host, node, client) = match target(&self.hosts, &namespace, &name).await? {
-            Target::Unread(unread) => return Ok(Found::Unread(unread)),
+            Target::Unread(unread) => return Ok((Found::Unread(unread), None)),
             Target::Node { host, node, client } => (host, node, client),
         };
         if !managed(&host) {
             // Ironic reads the BIOS when it manages the node; the host controller asks for a read
             // then (`Waiting::read_now`), so nothing is asked of Ironic before.
             let message = "Ironic has not read the host's BIOS settings yet (it does once the host is managed)";
-            return Ok(Found::Unread(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }));
+            return Ok((Found::Unread(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }), None));
         }
         let key = HostKey::new(&namespace, &name);
         let mark = self.mark(&key, &node, settings);
         if let Some(mark) = &mark
             && self.hosts.firmware.unchanged(&key, mark)
         {
-            return Ok(Found::Unchanged);
+            return Ok((Found::Unchanged, None));
         }
         let bios = match client.list_bios_settings(&node).await {
             Ok(bios) => bios,
-            Err(err) => return Ok(Found::Unread(unavailable(format!("cannot read the BIOS settings: {err}")))),
+            Err(err) => return Ok((Found::Unread(unavailable(format!("cannot read the BIOS settings: {err}"))), None)),
         };
-        if let Some(mark) = mark {
-            self.hosts.firmware.marked(&key, mark);
-        }
         let reading = reading(&bios);
         if reading.is_empty() {
             // Managed, Ironic has read what the driver gives: nothing.
             let message = "the host's driver reports no BIOS settings (no BIOS interface, or fake hardware): \
                            none can be applied";
-            return Ok(Found::Unread(Unread { reason: NO_SETTINGS, message: message.into(), again: STEADY }));
+            return Ok((Found::Unread(Unread { reason: NO_SETTINGS, message: message.into(), again: STEADY }), mark));
         }
-        Ok(Found::Read { host, reading })
+        Ok((Found::Read { host, reading }, mark))
     }
 
     /// What a read now would be made from, when a read may be skipped while it stands: only
@@ -176,7 +178,8 @@ impl FirmwareReconciler {
         }
         match self.hosts.poller.view(key) {
             NodeView::Present(seen) if seen.uuid == node => {
-                Some((seen.uuid.clone(), seen.provision_updated_at.clone(), settings.metadata.generation))
+                let object = (settings.metadata.uid.clone().unwrap_or_default(), settings.metadata.generation);
+                Some(ReadMark { node: seen.uuid.clone(), moved: seen.provision_updated_at.clone(), object })
             }
             _ => None,
         }

@@ -59,11 +59,18 @@ where
     }
 }
 
-/// What a read of a host's object was made from: its node (UUID and when its provision state
-/// last changed, as the poller saw them) and the object's generation. Ironic refreshes what it
-/// holds of a node's firmware only in provision-state transitions (verifying, cleaning,
-/// servicing), so while the mark stands a new read would show the same.
-pub(crate) type ReadMark = (String, Option<String>, Option<i64>);
+/// What a read of a host's object was made from. Ironic refreshes what it holds of a node's
+/// firmware only in provision-state transitions (verifying, cleaning, servicing), so while the
+/// mark stands a new read would show the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReadMark {
+    /// The node's UUID, as the poller saw it.
+    pub(crate) node: String,
+    /// When its provision state last changed, as the poller saw it.
+    pub(crate) moved: Option<String>,
+    /// The object's UID (a re-created object is read anew) and generation.
+    pub(crate) object: (String, Option<i64>),
+}
 
 /// What waits, per host, from objects of kind `K`; `V::default()` is nothing.
 pub(crate) struct Waiting<K: kube::Resource, V> {
@@ -213,12 +220,18 @@ mod tests {
     fn a_read_is_skipped_only_while_its_node_and_object_stand_still() {
         let wanted = Wanted::new(Arc::new(Wakeups::default()));
         let host = HostKey::new("ns", "h");
-        let mark = |at: &str, generation| ("uuid".to_string(), Some(at.to_string()), Some(generation));
+        let mark = |at: &str, generation| ReadMark {
+            node: "uuid".to_string(),
+            moved: Some(at.to_string()),
+            object: ("uid".to_string(), Some(generation)),
+        };
         assert!(!wanted.unchanged(&host, &mark("t1", 1)), "never read");
         wanted.marked(&host, mark("t1", 1));
         assert!(wanted.unchanged(&host, &mark("t1", 1)));
         assert!(!wanted.unchanged(&host, &mark("t2", 1)), "the node's provision state moved");
         assert!(!wanted.unchanged(&host, &mark("t1", 2)), "the object's spec changed");
+        let recreated = ReadMark { object: ("another uid".to_string(), Some(1)), ..mark("t1", 1) };
+        assert!(!wanted.unchanged(&host, &recreated), "a re-created object is read anew");
         wanted.settled(&host);
         assert!(!wanted.unchanged(&host, &mark("t1", 1)), "settled: read again");
     }
