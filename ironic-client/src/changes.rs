@@ -30,9 +30,10 @@
 //!
 //! Writes can commit a little out of `updated_at` order, and conductors'
 //! clocks differ, so each look starts [`MARGIN`] before the newest time seen,
-//! until that time has not moved for the margin (by this machine's clock):
-//! then it starts at the newest time itself, so that a look at rest reads one
-//! short page instead of the last burst of writes again and again.
+//! until a look with the margin, started the margin or more after that time
+//! was first seen (by this machine's clock), found it still the newest: then
+//! it starts at the newest time itself, so that a look at rest reads one short
+//! page instead of the last burst of writes again and again.
 
 use std::time::{Duration, Instant};
 
