@@ -258,17 +258,26 @@ mod tests {
         assert!(capacity.try_acquire(&b));
     }
 
+    type Woken =
+        std::pin::Pin<Box<dyn futures::Stream<Item = kube::runtime::reflector::ObjectRef<BareMetalHost>> + Send>>;
+
+    /// `hosts` hosts `h0`… asking for `limit` slots in turn: the first `limit` hold one, the
+    /// rest wait, in order. With the wake-ups, the stream of hosts woken, and the limiter.
+    fn crowded(limit: usize, hosts: usize) -> (Arc<Wakeups>, Woken, Capacity, Vec<HostKey>) {
+        let wakeups = Arc::new(Wakeups::default());
+        let woken: Woken = Box::pin(wakeups.subscribe(None));
+        let capacity = Capacity::new(limit, wakeups.clone());
+        let keys: Vec<HostKey> = (0..hosts).map(|i| HostKey::new("ns", format!("h{i}"))).collect();
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(capacity.try_acquire(key), i < limit, "{key} takes a slot only while one is free");
+        }
+        (wakeups, woken, capacity, keys)
+    }
+
     #[tokio::test]
     async fn only_the_longest_waiting_hosts_are_woken() {
         use futures::StreamExt;
-        let wakeups = Arc::new(Wakeups::default());
-        let mut woken = Box::pin(wakeups.subscribe(None));
-        let capacity = Capacity::new(1, wakeups.clone());
-        let keys: Vec<HostKey> = (0..4).map(|i| HostKey::new("ns", format!("h{i}"))).collect();
-        assert!(capacity.try_acquire(&keys[0]));
-        for key in &keys[1..] {
-            assert!(!capacity.try_acquire(key));
-        }
+        let (wakeups, mut woken, capacity, keys) = crowded(1, 4);
         capacity.stop_waiting(&keys[1]);
         capacity.release(&keys[0]);
         wakeups.wake(&HostKey::new("ns", "marker"));
@@ -299,14 +308,7 @@ mod tests {
     #[tokio::test]
     async fn a_host_taking_a_slot_wakes_the_next_for_one_still_free_and_passes_over_one_that_never_asked() {
         use futures::StreamExt;
-        let wakeups = Arc::new(Wakeups::default());
-        let mut woken = Box::pin(wakeups.subscribe(None));
-        let capacity = Capacity::new(2, wakeups.clone());
-        let keys: Vec<HostKey> = (0..5).map(|i| HostKey::new("ns", format!("h{i}"))).collect();
-        assert!(capacity.try_acquire(&keys[0]) && capacity.try_acquire(&keys[1]));
-        for key in &keys[2..] {
-            assert!(!capacity.try_acquire(key));
-        }
+        let (_wakeups, mut woken, capacity, keys) = crowded(2, 5);
         capacity.release(&keys[0]);
         assert_eq!(woken.next().await.map(|r| r.name), Some("h2".to_string()));
         // h2 never comes (paused): the next freed slot goes to h3, not to h2 again.
