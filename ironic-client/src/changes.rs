@@ -74,6 +74,8 @@ pub struct ChangeCursor {
     margined: Option<Instant>,
     /// Whether a newest write ahead of this machine's clock was reported already.
     warned: bool,
+    /// Only nodes of these shards are looked at; empty: every node.
+    shards: Vec<String>,
 }
 
 /// What one look returned.
@@ -120,7 +122,16 @@ impl ChangeCursor {
             moved: None,
             margined: None,
             warned: false,
+            shards: Vec::new(),
         }
+    }
+
+    /// Looks only at the nodes of `shards` (API 1.82): every list, the newest
+    /// write's included, is of those nodes alone.
+    #[must_use]
+    pub fn with_shards(mut self, shards: Vec<String>) -> Self {
+        self.shards = shards;
+        self
     }
 
     /// Starts each look `margin` before the newest change seen instead of
@@ -214,11 +225,12 @@ fn older(at: Option<Timestamp>, since: Option<Timestamp>) -> bool {
     }
 }
 
-fn by_update(limit: u32) -> NodeListQuery {
+fn by_update(limit: u32, shards: &[String]) -> NodeListQuery {
     NodeListQuery {
         sort_key: Some("updated_at".into()),
         sort_dir: Some(SortDir::Desc),
         limit: Some(limit),
+        shards: shards.to_vec(),
         ..NodeListQuery::new()
     }
 }
@@ -229,7 +241,7 @@ impl IronicClient {
     pub async fn node_status_changes(&self, cursor: &mut ChangeCursor, full: bool) -> Result<StatusList> {
         let started = Instant::now();
         // Read before the list, so a change made during it is seen again next time.
-        let newest = self.newest_update().await?;
+        let newest = self.newest_update(&cursor.shards).await?;
         let blind = cursor.blind(newest, Timestamp::now());
         if blind && newest.is_some() && !cursor.warned {
             cursor.warned = true;
@@ -243,14 +255,15 @@ impl IronicClient {
         if !full {
             let cap = cursor.listed.max(DEFAULT_PAGE_SIZE as usize);
             let since = cursor.since();
-            if let Some((nodes, pages)) = self.changed_since(since, cursor.page, cap).await? {
+            if let Some((nodes, pages)) = self.changed_since(since, cursor.page, cap, &cursor.shards).await? {
                 cursor.looked(since, started);
                 cursor.size_next(pages, nodes.len());
                 cursor.saw(newest, started);
                 return Ok(StatusList::Changed(nodes));
             }
         }
-        let nodes = self.node_statuses().await?;
+        let filter = NodeListQuery { shards: cursor.shards.clone(), ..NodeListQuery::new() };
+        let nodes = self.node_statuses_matching(&filter).await?;
         cursor.last_full = Some(started);
         cursor.listed = nodes.len();
         // After a loss the newest time starts again from what Ironic has now.
@@ -262,8 +275,9 @@ impl IronicClient {
     }
 
     /// The `updated_at` of the node written last.
-    async fn newest_update(&self) -> Result<Option<Timestamp>> {
-        let (nodes, _) = self.fetch_page::<Node>(Operation::NodeChanges, "nodes", by_update(1).params()).await?;
+    async fn newest_update(&self, shards: &[String]) -> Result<Option<Timestamp>> {
+        let query = by_update(1, shards).params();
+        let (nodes, _) = self.fetch_page::<Node>(Operation::NodeChanges, "nodes", query).await?;
         Ok(nodes.first().and_then(updated_at))
     }
 
@@ -277,11 +291,14 @@ impl IronicClient {
         since: Option<Timestamp>,
         first_page: u32,
         cap: usize,
+        shards: &[String],
     ) -> Result<Option<(Vec<NodeStatusSummary>, usize)>> {
         let mut found = Vec::new();
         let mut markers = std::collections::HashSet::new();
-        let mut query =
-            NodeListQuery { fields: STATUS_FIELDS.iter().map(|f| (*f).to_owned()).collect(), ..by_update(first_page) };
+        let mut query = NodeListQuery {
+            fields: STATUS_FIELDS.iter().map(|f| (*f).to_owned()).collect(),
+            ..by_update(first_page, shards)
+        };
         for pages in 1..=crate::paging::MAX_PAGES {
             let (page, next) =
                 self.fetch_page::<NodeStatusSummary>(Operation::NodeChanges, "nodes", query.params()).await?;

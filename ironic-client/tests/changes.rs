@@ -99,3 +99,37 @@ async fn a_delta_shows_every_node_written_since_the_last_look_and_a_full_list_sh
     assert!(full.is_full() && all.contains(&"chg-new".to_string()) && !all.contains(&"chg-29".to_string()));
     Ok(())
 }
+
+#[tokio::test]
+async fn a_cursor_of_some_shards_sees_only_their_nodes_in_full_lists_and_deltas() -> anyhow::Result<()> {
+    let (_ironic, client) = common::start(IronicConfig::default()).await?;
+    let mut uuids = Vec::new();
+    for (i, shard) in ["east", "west", "north", "east"].into_iter().enumerate() {
+        let node = NodeCreate { shard: Some(shard.into()), ..NodeCreate::new("fake-hardware").name(format!("sh-{i}")) };
+        uuids.push(client.create_node(&node).await?.uuid);
+    }
+    let unsharded = client.create_node(&NodeCreate::new("fake-hardware").name("sh-none")).await?;
+    assert_eq!(client.get_node(&uuids[1]).await?.shard.as_deref(), Some("west"), "the shard is kept and read back");
+    let shards = vec!["east".to_string(), "north".to_string()];
+    let mut cursor = ChangeCursor::new(Duration::from_secs(3600)).with_margin(Duration::ZERO).with_shards(shards);
+
+    let first = client.node_status_changes(&mut cursor, false).await?;
+    assert!(first.is_full());
+    assert_eq!(names(&first), ["sh-0", "sh-2", "sh-3"], "only east and north");
+
+    // Writes to every node: the delta shows those of the cursor's shards alone.
+    tick().await;
+    for uuid in uuids.iter().chain([&unsharded.uuid]) {
+        client.set_maintenance(uuid, Some("sharded")).await?;
+    }
+    let delta = client.node_status_changes(&mut cursor, false).await?;
+    assert!(!delta.is_full());
+    assert_eq!(names(&delta), ["sh-0", "sh-2", "sh-3"]);
+
+    // A node moved into a shard of the cursor (a PATCH of `/shard` writes it) shows in the next delta.
+    tick().await;
+    client.update_node(&unsharded.uuid, &[ironic_client::PatchOperation::add("/shard", "north")]).await?;
+    let moved = client.node_status_changes(&mut cursor, false).await?;
+    assert!(names(&moved).contains(&"sh-none".to_string()), "{:?}", names(&moved));
+    Ok(())
+}

@@ -141,17 +141,33 @@ impl TryFrom<RunArgs> for OperatorConfig {
             bmc_networks: args.bmc_networks.clone(),
             file_image_dirs: args.file_image_dirs.clone(),
         };
+        let host = enabled(ControllerKind::Host)
+            .then(|| crate::host::Config::try_from(args.host))
+            .transpose()?
+            .map(|host| crate::host::Config { access: host_access.clone(), ..host });
+        // Replicas serving different shards each need a leader: one lease per served set. A
+        // replica serving every shard keeps the lease of an unsharded one, so that turning
+        // shards on in a running Deployment never makes two leaders.
+        let shards = host.as_ref().and_then(|host| host.shards.as_ref());
+        if shards.is_some_and(|s| s.partial()) && (enabled(ControllerKind::Ironic) || enabled(ControllerKind::NodeSet))
+        {
+            return Err(crate::host::config::Error::ShardsWithOtherControllers);
+        }
+        let leader_election = args.leader.into_config().map(|election| match shards.filter(|s| s.partial()) {
+            Some(shards) => crate::runtime::leader::LeaderElection {
+                lease: format!("{}-{}", election.lease, shards.group()),
+                ..election
+            },
+            None => election,
+        });
         Ok(Self {
             namespaces: args.namespaces.into_iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
             health_addr: Some(args.health_addr),
             health_limits: crate::serve::Limits::HEALTH,
-            leader_election: args.leader.into_config(),
+            leader_election,
             webhook: args.webhook.into_config(),
             ironic: enabled(ControllerKind::Ironic).then(|| args.ironic.into()),
-            host: enabled(ControllerKind::Host)
-                .then(|| crate::host::Config::try_from(args.host))
-                .transpose()?
-                .map(|host| crate::host::Config { access: host_access.clone(), ..host }),
+            host,
             nodeset: enabled(ControllerKind::NodeSet).then(|| args.nodeset.into()),
             shutdown_grace: Duration::from_secs(args.shutdown_grace_seconds),
             features: args.feature_gates,
@@ -205,5 +221,31 @@ mod tests {
         let cli = Cli::try_parse_from(["ferrometal", "run", "--namespaces", "a,b"]).expect("parse");
         let Command::Run(args) = cli.command else { panic!("not run") };
         assert_eq!(args.namespaces, vec!["a", "b"]);
+    }
+
+    fn config(args: &[&str]) -> OperatorConfig {
+        let cli = Cli::try_parse_from(["ferrometal", "run"].iter().chain(args)).expect("parse");
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        OperatorConfig::try_from(*args).expect("valid")
+    }
+
+    #[test]
+    fn replicas_serving_different_shards_lead_under_different_leases() {
+        let lease = |args: &[&str]| config(args).leader_election.map(|e| e.lease);
+        assert_eq!(lease(&["--leader-elect"]), Some("ferrometal-leader".into()));
+        let all = ["--leader-elect", "--controllers", "host", "--shards", "a,b,c"];
+        assert_eq!(lease(&all), Some("ferrometal-leader".into()), "every shard: the unsharded replica's lease");
+        let some = [&all[..], &["--serve-shards", "c,a"]].concat();
+        assert_eq!(lease(&some), Some("ferrometal-leader-a.c".into()));
+        let everything = ["--shards", "a,b", "--serve-shards", "a"];
+        let cli = Cli::try_parse_from(["ferrometal", "run"].iter().chain(&everything)).expect("parse");
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(
+            OperatorConfig::try_from(*args).err(),
+            Some(crate::host::config::Error::ShardsWithOtherControllers),
+            "the Ironic and NodeSet controllers would run once per served set"
+        );
+        let no_host = ["--leader-elect", "--controllers", "ironic", "--shards", "a"];
+        assert_eq!(lease(&no_host), Some("ferrometal-leader".into()), "shards divide hosts only");
     }
 }

@@ -85,6 +85,7 @@ pub mod database {
 /// The host controller's settings.
 pub mod host {
     pub use crate::host::config::{CaSource, Config, CredentialsSource, EndpointConfig, IronicSource};
+    pub use crate::host::shard::Shards;
 }
 
 /// The install manifests and the OLM bundle, as generated.

@@ -88,6 +88,8 @@ pub struct Node {
     pub conductor: Option<String>,
     /// The conductor group.
     pub conductor_group: Option<String>,
+    /// The shard: which of the services that divide Ironic's nodes among them serves it (1.82).
+    pub shard: Option<String>,
     /// The resource class.
     pub resource_class: Option<String>,
     /// The instance deployed on it.
@@ -166,6 +168,9 @@ pub struct NodeCreate {
     /// The conductor group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conductor_group: Option<String>,
+    /// The shard (1.82).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     /// The owning project.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,

@@ -37,6 +37,8 @@ pub struct NodeListQuery {
     pub owner: Option<String>,
     /// Only nodes whose description contains this.
     pub description_contains: Option<String>,
+    /// Only nodes of these shards (API 1.82); empty means any shard or none.
+    pub shards: Vec<String>,
     /// The fields to return (`uuid` is always added); empty means every field.
     pub fields: Vec<String>,
     /// Page size; [`DEFAULT_PAGE_SIZE`] when `None`.
@@ -107,6 +109,7 @@ impl NodeListQuery {
         push("fault", self.fault.clone());
         push("owner", self.owner.clone());
         push("description_contains", self.description_contains.clone());
+        push("shard", (!self.shards.is_empty()).then(|| self.shards.join(",")));
         push("sort_key", self.sort_key.clone());
         push(
             "sort_dir",

@@ -234,6 +234,7 @@ impl Calls<'_> {
     fn node_create(&self, spec: &DriverSpec, info: DriverInfo) -> NodeCreate {
         let request = self.request;
         let mut create = NodeCreate::new(spec.driver).name(request.node_name.clone()).driver_info(info);
+        create.shard = request.shard.clone();
         create.interfaces = spec.interfaces.clone();
         create.interfaces.inspect_interface = Some(inspect_interface(spec, request.fast_inspection).to_string());
         if request.custom_deploy.is_some() {
@@ -298,6 +299,9 @@ impl Calls<'_> {
             None => self.create_node(bmc, info.clone()).await?,
         };
         learned.node_id = Some(node.uuid.clone());
+        if !created {
+            self.move_to_shard(&node).await?;
+        }
         if let Some(mac) = &request.boot_mac {
             self.ensure_port(&node, mac, created).await?;
         }
@@ -317,6 +321,18 @@ impl Calls<'_> {
         }
         // Past enrollment already, the next poll moves the host on.
         Ok(Answer::Called)
+    }
+
+    /// Puts a node found by name into the host's shard: one registered before the hosts were
+    /// divided into shards, or under another list of them. This replica's polls list its
+    /// shards' nodes only, and would never see it otherwise.
+    async fn move_to_shard(&self, node: &Node) -> Result<(), Stop> {
+        let Some(shard) = &self.request.shard else { return Ok(()) };
+        if node.shard.as_ref() != Some(shard) {
+            self.client.update_node(&node.uuid, &[PatchOperation::add("/shard", shard.clone())]).await?;
+            tracing::info!(node = %node.uuid, shard = %shard, "moved the host's node into its shard");
+        }
+        Ok(())
     }
 
     /// Creates the node, or finds the one of its name that exists already (and whether it was

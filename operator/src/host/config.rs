@@ -6,6 +6,7 @@
 //! with credentials read from files under `/opt/metal3/auth/ironic` or from
 //! a Secret, a CA file (`IRONIC_CACERT_FILE`) and `IRONIC_INSECURE`.
 
+use crate::host::shard::Shards;
 use crds::validation::parse_go_duration;
 use ironic_client::Secret;
 use std::path::PathBuf;
@@ -85,6 +86,15 @@ pub struct HostArgs {
     /// themselves (baremetal-operator's `--build-preprov-image`).
     #[arg(long = "build-preprov-image", env = "BUILD_PREPROV_IMAGE")]
     pub build_preprov_image: bool,
+    /// The shards the hosts are divided into, the same list on every replica (DNS labels,
+    /// comma-separated): each host belongs to one, by its namespace and name, and its Ironic
+    /// node carries it. Empty: no shards, one replica serves every host.
+    #[arg(long = "shards", env = "SHARDS", value_delimiter = ',', default_value = "")]
+    pub shards: Vec<String>,
+    /// The shards of --shards this replica serves (default: all of them). Replicas serving
+    /// different shards lead each under their own lease, and split --provisioning-limit.
+    #[arg(long = "serve-shards", env = "SERVE_SHARDS", value_delimiter = ',', default_value = "")]
+    pub serve_shards: Vec<String>,
 }
 
 /// baremetal-operator's default `PROVISIONING_LIMIT`.
@@ -168,6 +178,25 @@ pub struct Config {
     /// Where BMC addresses and `file://` images may make Ironic reach (the webhook applies the
     /// same lists).
     pub access: crds::baremetalhost::access::HostAccess,
+    /// The shards this replica serves, when the hosts are divided into shards.
+    pub shards: Option<Shards>,
+}
+
+impl Config {
+    /// Whether this replica serves the host `namespace/name`: every host, without shards.
+    pub(crate) fn serves(&self, namespace: &str, name: &str) -> bool {
+        self.shards.as_ref().is_none_or(|shards| shards.serves(namespace, name))
+    }
+
+    /// The shard whose `shard` a host's node carries; `None` without shards.
+    pub(crate) fn shard_of(&self, namespace: &str, name: &str) -> Option<String> {
+        self.shards.as_ref().map(|shards| shards.shard_of(namespace, name).to_string())
+    }
+
+    /// This replica's provisioning limit: with shards, its shards' share of the limit.
+    pub(crate) fn own_provisioning_limit(&self) -> usize {
+        self.shards.as_ref().map_or(self.provisioning_limit, |shards| shards.share_of(self.provisioning_limit))
+    }
 }
 
 impl Default for Config {
@@ -187,6 +216,7 @@ impl Default for Config {
             deploy_iso_url: None,
             build_preprov_image: false,
             access: Default::default(),
+            shards: None,
         }
     }
 }
@@ -221,6 +251,13 @@ pub enum Error {
     CredentialsSecret(String),
     #[error("--ironic-credentials-secret needs --ironic-endpoint; with --ironic-name the credentials are the Ironic's")]
     CredentialsWithoutEndpoint,
+    #[error(transparent)]
+    Shards(#[from] crate::host::shard::Error),
+    #[error(
+        "a replica serving some of the shards (--serve-shards) runs the host controller alone \
+         (--controllers host): the Ironic and NodeSet controllers would run once per set of shards"
+    )]
+    ShardsWithOtherControllers,
 }
 
 impl TryFrom<HostArgs> for Config {
@@ -257,6 +294,7 @@ impl TryFrom<HostArgs> for Config {
         } else {
             IronicSource::NotConfigured
         };
+        let shards = Shards::parse(&args.shards, &args.serve_shards)?;
         Ok(Self {
             ironic,
             ironic_timeout: args.ironic_client_timeout,
@@ -273,6 +311,7 @@ impl TryFrom<HostArgs> for Config {
             build_preprov_image: args.build_preprov_image,
             // The operator-wide flags, set by `OperatorConfig`.
             access: Default::default(),
+            shards,
         })
     }
 }
@@ -339,6 +378,18 @@ mod tests {
         assert_eq!(config.provisioning_limit, 5);
         let config = parse(&["--ironic-name", "ironic", "--ironic-namespace", "metal3"]);
         assert!(matches!(config.ironic, IronicSource::Resource { ref namespace, .. } if namespace == "metal3"));
+    }
+
+    #[test]
+    fn shard_flags_choose_the_hosts_served_and_bad_ones_stop_the_operator() {
+        let config = parse(&["--shards", "a,b,c,d", "--serve-shards", "a,b", "--provisioning-limit", "20"]);
+        assert_eq!(config.own_provisioning_limit(), 10);
+        let served = (0..100).filter(|i| config.serves("ns", &format!("h{i}"))).count();
+        assert!((30..=70).contains(&served), "about half: {served}");
+        let unsharded = parse(&[]);
+        assert!(unsharded.serves("ns", "h0") && unsharded.shard_of("ns", "h0").is_none());
+        assert!(matches!(try_parse(&["--serve-shards", "a"]), Err(Error::Shards(_))));
+        assert!(matches!(try_parse(&["--shards", "A"]), Err(Error::Shards(_))));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::host::index::HostIndex;
 use crate::host::memory::Memory;
 use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
+use crate::host::shard::Shards;
 use crate::host::trouble::Troubles;
 use crate::host::wake::Wakeups;
 use crate::install::rbac::table::HOST;
@@ -53,8 +54,9 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
             config.ironic_timeout,
             client_metrics.clone(),
         ),
-        poller: Poller::new(wakeups.clone(), config.fast_poll_interval, config.slow_poll_interval),
-        capacity: Capacity::new(config.provisioning_limit, wakeups.clone()),
+        poller: Poller::new(wakeups.clone(), config.fast_poll_interval, config.slow_poll_interval)
+            .of_shards(config.shards.as_ref().map(Shards::served).unwrap_or_default()),
+        capacity: Capacity::new(config.own_provisioning_limit(), wakeups.clone()),
         publisher: ctx.publisher(CONTROLLER),
         memory: Memory::default(),
         troubles: Troubles::new(retry, config.slow_poll_interval.max(retry).saturating_mul(5)),
@@ -66,7 +68,8 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
     });
     tracing::info!(
         ironic = ?config.ironic,
-        provisioning_limit = config.provisioning_limit,
+        provisioning_limit = config.own_provisioning_limit(),
+        shards = ?config.shards.as_ref().map(Shards::served),
         concurrency = config.concurrency,
         "starting the host controller"
     );
@@ -124,10 +127,11 @@ fn watch(ctx: &Arc<HostContext>, wakeups: &Wakeups, scope: &Scope) -> Controller
     let index = Arc::new(HostIndex::default());
     let observed = index.clone();
     let api = scope.api::<BareMetalHost>();
-    let writer = ctx.clone();
+    let (writer, config) = (ctx.clone(), ctx.clone());
     let controller = cache::observed_controller(
         api,
         cache::paged().any_semantic(),
+        move |host: &BareMetalHost| config.config.serves(&host.namespace().unwrap_or_default(), &host.name_any()),
         move |e| observed.apply(e),
         move |host| writer.memory.is_own_write(host),
     )

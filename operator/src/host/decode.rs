@@ -225,6 +225,7 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         state: status.provisioning.state,
         deleting: host.meta().deletion_timestamp.is_some(),
         has_bmc: bmc.is_some(),
+        missing_unsure: config.shards.is_some(),
         detach,
         detached_status: status.operational_status == OperationalStatus::Detached,
         externally_provisioned: spec.externally_provisioned == Some(true),

@@ -26,6 +26,7 @@
 //! - `poller`: one bulk look at Ironic's nodes per interval for all hosts (the nodes changed
 //!   since the last, with a full list now and then), kept in a `snapshot`;
 //!   `capacity`: the provisioning limit across hosts; `wake`: host keys and wake-ups;
+//!   `shard`: which hosts this replica serves when replicas divide them into shards;
 //!   `metrics`: the controller's own metrics;
 //! - `firmware`: the `HostFirmwareSettings` controller, and `components`: the
 //!   `HostFirmwareComponents` controller, run beside the host controller through its Ironic
@@ -63,6 +64,7 @@ mod reconcile;
 mod request;
 mod restore;
 mod secrets;
+pub(crate) mod shard;
 mod share;
 mod snapshot;
 mod status;

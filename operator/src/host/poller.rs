@@ -96,11 +96,24 @@ pub(super) struct Poller {
     wakeups: Arc<Wakeups>,
     fast: Duration,
     slow: Duration,
+    /// The shards whose nodes are listed; empty: every node.
+    shards: Vec<String>,
 }
 
 impl Poller {
     pub(super) fn new(wakeups: Arc<Wakeups>, fast: Duration, slow: Duration) -> Self {
-        Self { state: Mutex::new(State::default()), kick: Notify::new(), wakeups, fast, slow }
+        Self { state: Mutex::new(State::default()), kick: Notify::new(), wakeups, fast, slow, shards: Vec::new() }
+    }
+
+    /// Lists only the nodes of `shards`: those of the hosts this replica serves.
+    #[must_use]
+    pub(super) fn of_shards(self, shards: Vec<String>) -> Self {
+        Self { shards, ..self }
+    }
+
+    /// A cursor that starts with a full list of this poller's nodes, at `endpoint`.
+    fn cursor(&self, endpoint: Option<String>) -> Cursor {
+        (ChangeCursor::new(FULL_EVERY).with_shards(self.shards.clone()), endpoint)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -174,7 +187,7 @@ impl Poller {
             return;
         }
         let mut failures: u32 = 0;
-        let mut cursor: Cursor = (ChangeCursor::new(FULL_EVERY), None);
+        let mut cursor = self.cursor(None);
         loop {
             let started_at = Instant::now();
             // After a failed poll Ironic may have restarted and lost its nodes: list them all.
@@ -224,7 +237,7 @@ impl Poller {
         // nothing of this one's nodes.
         let endpoint = client.endpoint().as_str();
         if cursor.1.as_deref() != Some(endpoint) {
-            *cursor = (ChangeCursor::new(FULL_EVERY), Some(endpoint.to_owned()));
+            *cursor = self.cursor(Some(endpoint.to_owned()));
         }
         let cursor = &mut cursor.0;
         let list = match client.node_status_changes(cursor, full).await {

@@ -74,6 +74,8 @@ pub(super) struct Request {
     pub node_name: String,
     /// The node's UUID, when the poll saw it.
     pub node: Option<String>,
+    /// The shard the node carries (`--shards`): the host's, from its namespace and name.
+    pub shard: Option<String>,
     /// The node's `automated_clean` as the poll saw it (`None`: no node, or Ironic's default).
     /// `provide` and undeploy compare it with [`Request::automated_clean`] instead of reading
     /// the node: the snapshot comes from a poll that started after this host's last call.
@@ -145,6 +147,7 @@ impl Request {
         Self {
             node_name: key.node_name(),
             node: node.map(|n| n.uuid.clone()),
+            shard: config.shard_of(&key.namespace, &key.name),
             node_automated_clean: node.and_then(|n| n.automated_clean),
             host_uid: host.uid().unwrap_or_default(),
             // A name Ironic would refuse stops the host before registration, like a bad address.

@@ -36,16 +36,18 @@ pub(crate) fn controller<K>(api: Api<K>, config: watcher::Config) -> Controller<
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    observed_controller(api, config, |_| {}, |_| false)
+    observed_controller(api, config, |_| true, |_| {}, |_| false)
 }
 
-/// [`controller`], with every watch event shown to `observe` as the cache takes it, before the
-/// reconciles it triggers: for an index kept beside the cache. A live change that `own` says the
-/// controller's own write made triggers nothing: the reconcile that wrote it already went on
-/// from what the write returned.
+/// [`controller`] of the objects `served` accepts (the others are never cached), with every
+/// watch event shown to `observe` as the cache takes it, before the reconciles it triggers: for
+/// an index kept beside the cache. A live change that `own` says the controller's own write
+/// made triggers nothing: the reconcile that wrote it already went on from what the write
+/// returned.
 pub(crate) fn observed_controller<K>(
     api: Api<K>,
     config: watcher::Config,
+    served: impl Fn(&K) -> bool + Send + 'static,
     observe: impl Fn(&watcher::Event<K>) + Send + 'static,
     own: impl Fn(&K) -> bool + Send + 'static,
 ) -> Controller<K>
@@ -54,6 +56,7 @@ where
 {
     let (store, writer) = reflector::store();
     let trigger = watcher(api, config)
+        .filter_map(move |event| std::future::ready(within(event, &served)))
         .modify(lean::<K>)
         .reflect(writer)
         .inspect(move |event| {
@@ -63,6 +66,20 @@ where
         })
         .filter_map(move |event| std::future::ready(trigger(event, &own)));
     Controller::for_stream(trigger, store)
+}
+
+/// A watch event as seen by a replica that serves only the objects `served` accepts: one it
+/// does not serve is never listed into the cache, and a change that takes one out of its
+/// service (a field `served` reads) is its deletion from the cache.
+pub(crate) fn within<K>(
+    event: Result<watcher::Event<K>, watcher::Error>,
+    served: &impl Fn(&K) -> bool,
+) -> Option<Result<watcher::Event<K>, watcher::Error>> {
+    match event {
+        Ok(watcher::Event::InitApply(object)) if !served(&object) => None,
+        Ok(watcher::Event::Apply(object)) if !served(&object) => Some(Ok(watcher::Event::Delete(object))),
+        other => Some(other),
+    }
 }
 
 /// The object a watch event asks to reconcile, as `applied_objects` gives it, except a live
@@ -112,6 +129,28 @@ mod tests {
         assert!(json["metadata"].get("managedFields").is_none(), "absent, not []: {json}");
         host.metadata.managed_fields = before.metadata.managed_fields.clone();
         assert_eq!(host, before, "nothing else changed");
+    }
+
+    #[test]
+    fn an_object_not_served_is_never_cached_and_one_leaving_service_is_deleted() {
+        let host = |name: &str| {
+            let mut h = BareMetalHost::new(name, Default::default());
+            h.metadata.namespace = Some("ns".into());
+            h
+        };
+        let served = |h: &BareMetalHost| h.metadata.name.as_deref() == Some("ours");
+        let kind = |e: Option<Result<watcher::Event<BareMetalHost>, watcher::Error>>| match e {
+            Some(Ok(watcher::Event::InitApply(_))) => "init-apply",
+            Some(Ok(watcher::Event::Apply(_))) => "apply",
+            Some(Ok(watcher::Event::Delete(_))) => "delete",
+            Some(_) => "other",
+            None => "dropped",
+        };
+        assert_eq!(kind(within(Ok(watcher::Event::InitApply(host("theirs"))), &served)), "dropped");
+        assert_eq!(kind(within(Ok(watcher::Event::InitApply(host("ours"))), &served)), "init-apply");
+        assert_eq!(kind(within(Ok(watcher::Event::Apply(host("theirs"))), &served)), "delete");
+        assert_eq!(kind(within(Ok(watcher::Event::Apply(host("ours"))), &served)), "apply");
+        assert_eq!(kind(within(Ok(watcher::Event::Delete(host("theirs"))), &served)), "delete");
     }
 
     #[test]

@@ -18,4 +18,5 @@ mod modes;
 mod power;
 mod preprov;
 mod scale;
+mod shards;
 mod subscription;

@@ -53,7 +53,7 @@ async fn fifty_hosts_provision_concurrently_within_the_provisioning_limit() -> a
 
 /// Creates hosts as the benchmark does: fake hardware booting a live ISO, online, neither
 /// inspected nor cleaned (both would take slots too; provisioning is the point).
-async fn create_hosts_to_provision(t: &HostEnv, names: &[String]) -> anyhow::Result<()> {
+pub(super) async fn create_hosts_to_provision(t: &HostEnv, names: &[String]) -> anyhow::Result<()> {
     let iso = t.ironic.image_server().write_live_iso("live.iso")?;
     try_join_all(names.iter().map(|name| {
         let mut spec = t.fake_spec(name);

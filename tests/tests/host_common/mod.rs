@@ -337,16 +337,21 @@ impl HostEnv {
 
     /// The reasons of the Events about `host`, in the order they were first emitted.
     pub async fn event_reasons(&self, host: &str) -> anyhow::Result<Vec<String>> {
+        let mut about = self.events_about(host).await?;
+        about.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        Ok(about.into_iter().filter_map(|e| e.reason).collect())
+    }
+
+    /// The Events about `host`.
+    pub async fn events_about(&self, host: &str) -> anyhow::Result<Vec<k8s_openapi::api::events::v1::Event>> {
         let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.env.client(), self.ns());
-        let mut about: Vec<_> = events
+        Ok(events
             .list(&Default::default())
             .await?
             .items
             .into_iter()
             .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(host))
-            .collect();
-        about.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
-        Ok(about.into_iter().filter_map(|e| e.reason).collect())
+            .collect())
     }
 
     /// Waits until the Events about `host` include every reason of `expected`.

@@ -4,7 +4,7 @@
 
 use super::reconcile::{CONTROLLER, DataImageReconciler};
 use crate::host::context::HostContext;
-use crate::host::firmware::{runner, watch};
+use crate::host::firmware::{named_after, runner, watch};
 use crate::kit::Context;
 use crate::kit::runner::{Stopped, drive, fan_out};
 use crds::dataimage::DataImage;
@@ -19,7 +19,7 @@ pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: Cancel
         Arc::new(DataImageReconciler { runner: runner(ctx, CONTROLLER), publisher: ctx.publisher(CONTROLLER), hosts });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
         let reads = reconciler.hosts.memory.data_images.reads.stream(scope.namespace().map(str::to_string));
-        let controller = watch::<DataImage>(&scope, reconciler.hosts.config.concurrency).reconcile_on(reads);
+        let controller = watch(&scope, &reconciler.hosts, named_after::<DataImage>).reconcile_on(reads);
         drive(controller, reconciler.clone(), shutdown.clone())
     })
     .await

@@ -29,7 +29,7 @@ mod status;
 pub(super) mod target;
 mod wanted;
 
-pub(super) use controller::{run, runner, watch};
+pub(super) use controller::{named_after, run, runner, watch};
 pub(super) use create::{create_for_host, ensure_settings};
 pub(super) use gate::{BiosFacts, Moment, bios_facts, updates_on_reboot};
 pub(super) use wanted::{ReadAgain, Settings, Wanted, WantedUpdates};

@@ -58,6 +58,8 @@ pub(super) fn plan_delete(f: &Facts) -> Plan {
         },
         S::PoweringOffBeforeDelete => match &f.node {
             NodeView::Unknown => Plan::Wait,
+            // Perhaps only outside the shards polled: found by name, it is powered off first.
+            NodeView::Missing if f.missing_unsure && f.has_bmc => act(Act::Register),
             NodeView::Missing => Plan::Transition(S::Deleting),
             NodeView::Present(node) if node.target_power_state.is_some() => Plan::Wait,
             NodeView::Present(node) if node.target_provision_state.is_some() => Plan::Wait,

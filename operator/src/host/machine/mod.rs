@@ -62,6 +62,10 @@ pub(crate) struct Facts {
     pub deleting: bool,
     /// The BMC address is set.
     pub has_bmc: bool,
+    /// The poll lists some shards only (`--shards`): a node missing from it may exist under
+    /// another shard or none (registered before the hosts were divided), so a step that would
+    /// take its absence as final registers it again instead, which finds it by name.
+    pub missing_unsure: bool,
     /// The detached annotation, parsed.
     pub detach: Option<DetachedAnnotation>,
     /// `status.operationalStatus` is `detached`.
@@ -131,6 +135,7 @@ impl Default for Facts {
             state: S::None,
             deleting: false,
             has_bmc: true,
+            missing_unsure: false,
             detach: None,
             detached_status: false,
             externally_provisioned: false,
@@ -260,6 +265,7 @@ pub(crate) fn plan(f: &Facts) -> Plan {
         S::Registering => node::plan_registering(f),
         state => match &f.node {
             NodeView::Unknown => Plan::Wait,
+            NodeView::Missing if state == S::Deprovisioning && f.missing_unsure && f.has_bmc => act(Act::Register),
             // Nothing to deprovision: the node is gone.
             NodeView::Missing if state == S::Deprovisioning => Plan::Transition(S::Available),
             // Ironic lost the node (a restart with an empty database, a

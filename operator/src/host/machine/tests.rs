@@ -446,3 +446,14 @@ fn only_calls_and_detaching_reach_ironic_so_a_host_without_our_finalizer_can_sti
     assert!(plan(&facts(S::Registering, NodeView::Missing)).reaches_ironic(), "registering creates a node");
     assert!(Plan::Detach.reaches_ironic());
 }
+
+#[test]
+fn with_shards_a_node_missing_from_the_poll_is_looked_for_by_name_before_its_host_moves_on() {
+    let unsure = |state, deleting| Facts { missing_unsure: true, deleting, ..facts(state, NodeView::Missing) };
+    assert_eq!(plan(&unsure(S::Deprovisioning, false)), act(Act::Register), "not available before it is cleaned");
+    assert_eq!(plan(&unsure(S::Deprovisioning, true)), act(Act::Register));
+    assert_eq!(plan(&unsure(S::PoweringOffBeforeDelete, true)), act(Act::Register), "powered off first");
+    assert_eq!(plan(&unsure(S::Provisioned, false)), act(Act::Register));
+    let no_bmc = Facts { has_bmc: false, ..unsure(S::Deprovisioning, false) };
+    assert_eq!(transition(&no_bmc), S::Available, "nothing to register it with");
+}

@@ -6,7 +6,7 @@
 use super::builder::Provider;
 use super::reconcile::{CONTROLLER, ImageReconciler};
 use crate::host::context::HostContext;
-use crate::host::firmware::{runner, watch};
+use crate::host::firmware::{named_after, runner, watch};
 use crate::kit::Context;
 use crate::kit::runner::{Stopped, drive, fan_out};
 use crds::preprovisioningimage::PreprovisioningImage;
@@ -30,7 +30,7 @@ pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: Cancel
     });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
         let reads = reconciler.hosts.memory.preprov_reads.stream(scope.namespace().map(str::to_string));
-        let controller = watch::<PreprovisioningImage>(&scope, reconciler.hosts.config.concurrency).reconcile_on(reads);
+        let controller = watch(&scope, &reconciler.hosts, named_after::<PreprovisioningImage>).reconcile_on(reads);
         drive(controller, reconciler.clone(), shutdown.clone())
     })
     .await

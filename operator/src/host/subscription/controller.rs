@@ -20,7 +20,7 @@ pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: Cancel
         hosts,
     });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
-        let controller = watch::<BMCEventSubscription>(&scope, reconciler.hosts.config.concurrency);
+        let controller = watch(&scope, &reconciler.hosts, |s: &BMCEventSubscription| s.spec.host_name.as_str());
         drive(controller, reconciler.clone(), shutdown.clone())
     })
     .await

@@ -1,0 +1,115 @@
+//! Shards: two replicas that serve different shards of the hosts, against one Ironic. Each
+//! registers and provisions only its own hosts, each node carries its host's shard, and the
+//! nodes of hosts provisioned before the hosts were divided are moved into their shards
+//! without being provisioned again.
+
+use crate::host_common::{HostEnv, Options, secs};
+use ferrometal_tests::wait;
+use kube::api::ListParams;
+use operator::testing::host::Shards;
+use std::time::Duration;
+
+const SHARDS: [&str; 2] = ["east", "west"];
+
+fn shards(served: &str) -> anyhow::Result<Shards> {
+    let all: Vec<String> = SHARDS.iter().map(|s| (*s).to_string()).collect();
+    Shards::parse(&all, &[served.to_string()])?.ok_or_else(|| anyhow::anyhow!("no shards"))
+}
+
+/// Host names `<prefix>-<i>`, `each` of every shard: the shard depends on the test's
+/// namespace too, so names are picked rather than fixed.
+fn per_shard(prefix: &str, each: usize, owner: &impl Fn(&str) -> String) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for i in 0.. {
+        let name = format!("{prefix}-{i}");
+        if names.iter().filter(|n| owner(n.as_str()) == owner(&name)).count() < each {
+            names.push(name);
+        }
+        if names.len() == each * SHARDS.len() {
+            break;
+        }
+    }
+    names
+}
+
+async fn create_provisioned(t: &HostEnv, names: &[String]) -> anyhow::Result<()> {
+    crate::scale::create_hosts_to_provision(t, names).await?;
+    for name in names {
+        t.wait_provisioned(name, secs(120)).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn replicas_of_different_shards_each_serve_only_their_hosts_and_nodes_carry_the_hosts_shard() -> anyhow::Result<()>
+{
+    let mut t = HostEnv::start("host-shards", Options::default()).await?;
+    // Before shards: one replica serves every host, and their nodes carry no shard.
+    t.start_operator(t.host_config()).await?;
+    let (every, ns) = (shards("east")?, t.ns().to_string());
+    let owner = |name: &str| every.shard_of(&ns, name).to_string();
+    let before = per_shard("old", 1, &owner);
+    create_provisioned(&t, &before).await?;
+    let mut deployed = Vec::new();
+    for name in &before {
+        let uuid = t.node_uuid(name).await?;
+        assert_eq!(t.node(name).await?.and_then(|n| n["shard"].as_str().map(str::to_string)), None);
+        deployed.push((name.clone(), uuid));
+    }
+    t.operator.take().ok_or_else(|| anyhow::anyhow!("no operator"))?.shutdown().await?;
+
+    // Two replicas, one shard each.
+    let mut replicas = Vec::new();
+    for served in SHARDS {
+        let mut config = t.env.operator_config();
+        config.identity = format!("replica-{served}");
+        config.host = Some(operator::testing::host::Config { shards: Some(shards(served)?), ..t.host_config() });
+        replicas.push((served, t.env.start_operator(config).await?));
+    }
+    let after = per_shard("new", 3, &owner);
+    create_provisioned(&t, &after).await?;
+    for name in before.iter().chain(&after) {
+        let expected = owner(name);
+        wait::until_ok(&format!("{name}'s node in shard {expected}"), secs(60), Duration::from_millis(200), || async {
+            let node = t.node(name).await?;
+            Ok(node.filter(|n| n["shard"].as_str() == Some(expected.as_str())).map(|_| ()))
+        })
+        .await?;
+    }
+    assert_eq!(t.node_count().await?, before.len() + after.len(), "one node per host, none twice");
+    // Moved into their shards, the old hosts' nodes were not deployed again.
+    for (name, uuid) in &deployed {
+        assert_eq!(t.node_uuid(name).await?, *uuid, "{name} kept its node");
+        let deploys = t.ironic_transitions(uuid)?.iter().filter(|s| *s == "deploying").count();
+        assert_eq!(deploys, 1, "{name} was provisioned once");
+        t.wait_provisioned(name, secs(30)).await?;
+    }
+    // Every Event about a new host came from the replica of its shard.
+    for name in &after {
+        let reporters = reporters(&t, name).await?;
+        assert!(!reporters.is_empty(), "{name}: no events");
+        assert_eq!(reporters, [format!("replica-{}", owner(name))], "{name}");
+    }
+    // Each replica asked Ironic to create nodes only for its own hosts: new ones, and old ones
+    // (a conflict, then the node found by name).
+    for (served, operator) in &replicas {
+        let own = before.iter().chain(&after).filter(|name| owner(name) == *served).count();
+        let created = operator.metrics().ironic_request_count("create_node") as usize;
+        assert!(created <= own, "{served} asked to create {created} nodes for its {own} hosts");
+    }
+    let hosts = t.hosts.list(&ListParams::default()).await?;
+    assert!(hosts.items.iter().all(|h| crate::host_common::state_of(h) == "provisioned"));
+    for (_, operator) in replicas {
+        operator.shutdown().await?;
+    }
+    Ok(())
+}
+
+/// The replicas that reported Events about `host`.
+async fn reporters(t: &HostEnv, host: &str) -> anyhow::Result<Vec<String>> {
+    let mut instances: Vec<String> =
+        t.events_about(host).await?.into_iter().filter_map(|e| e.reporting_instance).collect();
+    instances.sort();
+    instances.dedup();
+    Ok(instances)
+}
