@@ -149,8 +149,12 @@ impl TryFrom<RunArgs> for OperatorConfig {
         // replica serving every shard keeps the lease of an unsharded one, so that turning
         // shards on in a running Deployment never makes two leaders.
         let shards = host.as_ref().and_then(|host| host.shards.as_ref());
-        if shards.is_some_and(|s| s.partial()) && (enabled(ControllerKind::Ironic) || enabled(ControllerKind::NodeSet))
-        {
+        let by_lease = host.as_ref().is_some_and(|host| host.shard_leases);
+        if by_lease && (shards.is_none() || !args.leader.enabled) {
+            return Err(crate::host::config::Error::ShardLeasesWithoutShards);
+        }
+        let partial = by_lease || shards.is_some_and(|s| s.partial());
+        if partial && (enabled(ControllerKind::Ironic) || enabled(ControllerKind::NodeSet)) {
             return Err(crate::host::config::Error::ShardsWithOtherControllers);
         }
         let leader_election = args.leader.into_config().map(|election| match shards.filter(|s| s.partial()) {

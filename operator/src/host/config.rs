@@ -95,6 +95,11 @@ pub struct HostArgs {
     /// different shards lead each under their own lease, and split --provisioning-limit.
     #[arg(long = "serve-shards", env = "SERVE_SHARDS", value_delimiter = ',', default_value = "")]
     pub serve_shards: Vec<String>,
+    /// With --shards and --leader-elect: one Lease per shard instead of one leader lease.
+    /// Every replica may serve every shard; they divide the shards evenly among them, and take
+    /// over a failed replica's once its Leases expire.
+    #[arg(long = "shard-leases", env = "SHARD_LEASES", conflicts_with = "serve_shards")]
+    pub shard_leases: bool,
 }
 
 /// baremetal-operator's default `PROVISIONING_LIMIT`.
@@ -180,6 +185,8 @@ pub struct Config {
     pub access: crds::baremetalhost::access::HostAccess,
     /// The shards this replica serves, when the hosts are divided into shards.
     pub shards: Option<Shards>,
+    /// The shards served are those whose Lease this replica holds (`--shard-leases`).
+    pub shard_leases: bool,
 }
 
 impl Config {
@@ -217,6 +224,7 @@ impl Default for Config {
             build_preprov_image: false,
             access: Default::default(),
             shards: None,
+            shard_leases: false,
         }
     }
 }
@@ -258,6 +266,8 @@ pub enum Error {
          (--controllers host): the Ironic and NodeSet controllers would run once per set of shards"
     )]
     ShardsWithOtherControllers,
+    #[error("--shard-leases needs --shards (the shards to take Leases of) and --leader-elect (their timing)")]
+    ShardLeasesWithoutShards,
 }
 
 impl TryFrom<HostArgs> for Config {
@@ -312,6 +322,7 @@ impl TryFrom<HostArgs> for Config {
             // The operator-wide flags, set by `OperatorConfig`.
             access: Default::default(),
             shards,
+            shard_leases: args.shard_leases,
         })
     }
 }

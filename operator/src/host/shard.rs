@@ -82,6 +82,18 @@ impl Shards {
         self.served.contains(self.shard_of(namespace, name))
     }
 
+    /// The same list, serving `served` (what this replica holds the Leases of; names the list
+    /// does not have are dropped).
+    pub(crate) fn serving(self, served: BTreeSet<String>) -> Self {
+        let served = served.into_iter().filter(|s| self.all.contains(s)).collect();
+        Self { served, ..self }
+    }
+
+    /// Every shard of the list.
+    pub(crate) fn all(&self) -> &[String] {
+        &self.all
+    }
+
     /// Whether this replica serves only some of the shards (others serve the rest).
     pub fn partial(&self) -> bool {
         self.served.len() < self.all.len()

@@ -74,6 +74,8 @@ pub struct Layout {
     /// Where an Ironic may run; none listed means the operator's own namespace.
     pub ironic_namespaces: crds::ironic::IronicNamespaces,
     pub image: String,
+    /// The shards of `shards/`, the install that divides the hosts among replicas.
+    pub shards: Vec<String>,
 }
 
 impl Default for Layout {
@@ -83,6 +85,7 @@ impl Default for Layout {
             watch_namespaces: Vec::new(),
             ironic_namespaces: crds::ironic::IronicNamespaces::default(),
             image: image(env!("CARGO_PKG_VERSION")),
+            shards: manifests::shards::DEFAULT_SHARDS.iter().map(|s| (*s).to_string()).collect(),
         }
     }
 }
@@ -149,6 +152,8 @@ pub enum Error {
     },
     #[error("invalid version {0:?}: a bundle version is semantic (X.Y.Z)")]
     Version(String),
+    #[error("invalid --shards")]
+    Shards(#[source] crate::host::shard::Error),
 }
 
 /// Writes `files` below `dir`, replacing what `generated` names: the directories the

@@ -6,7 +6,10 @@ pub(crate) mod health;
 pub(crate) mod leader;
 pub(crate) mod lease;
 pub(crate) mod readiness;
+mod shards;
 mod supervise;
+
+pub(crate) use shards::lease_name as shard_lease_name;
 
 use crate::config::OperatorConfig;
 use crate::kit::Context;

@@ -40,6 +40,9 @@ pub(super) async fn supervise(
     ready: Arc<Readiness>,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
+    if super::shards::by_lease(&config) {
+        return super::shards::run(ctx, config, ready, shutdown).await;
+    }
     let mut leadership = match &config.leader_election {
         Some(election) => tokio::select! {
             () = shutdown.cancelled() => return Ok(()),

@@ -5,8 +5,12 @@
 
 use crate::host_common::{HostEnv, Options, secs};
 use ferrometal_tests::wait;
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::ListParams;
 use operator::testing::host::Shards;
+use operator::testing::runtime::leader::LeaderElection;
+use operator::testing::runtime::lease::LeaseTiming;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 const SHARDS: [&str; 2] = ["east", "west"];
@@ -112,4 +116,119 @@ async fn reporters(t: &HostEnv, host: &str) -> anyhow::Result<Vec<String>> {
     instances.sort();
     instances.dedup();
     Ok(instances)
+}
+
+/// Short terms, so that a takeover is seconds away.
+const TIMING: LeaseTiming = LeaseTiming {
+    duration: Duration::from_secs(3),
+    renew_deadline: Duration::from_secs(2),
+    retry_period: Duration::from_millis(500),
+};
+
+const LEASED: [&str; 4] = ["a", "b", "c", "d"];
+
+/// A replica that takes shard Leases of `LEASED`.
+async fn leasing_replica(t: &HostEnv, identity: &str) -> anyhow::Result<operator::Operator> {
+    let all: Vec<String> = LEASED.iter().map(|s| (*s).to_string()).collect();
+    let mut config = t.env.operator_config();
+    config.identity = identity.into();
+    config.leader_election = Some(LeaderElection { timing: TIMING, ..LeaderElection::new(t.ns(), "fm") });
+    config.host = Some(operator::testing::host::Config {
+        shards: Shards::parse(&all, &[])?,
+        shard_leases: true,
+        ..t.host_config()
+    });
+    t.env.start_operator(config).await
+}
+
+/// Who holds each shard's Lease now (a released or missing one: nobody).
+async fn holders(t: &HostEnv) -> anyhow::Result<BTreeMap<String, String>> {
+    let leases: kube::Api<Lease> = kube::Api::namespaced(t.env.client(), t.ns());
+    let mut holders = BTreeMap::new();
+    for shard in LEASED {
+        let holder = leases.get_opt(&format!("fm-shard-{shard}")).await?.and_then(|l| l.spec?.holder_identity);
+        holders.insert(shard.to_string(), holder.unwrap_or_default());
+    }
+    Ok(holders)
+}
+
+#[tokio::test]
+async fn replicas_with_shard_leases_divide_the_shards_and_one_takes_over_a_killed_replicas_hosts_in_time()
+-> anyhow::Result<()> {
+    let t = HostEnv::start("host-shard-leases", Options::default()).await?;
+    let first = leasing_replica(&t, "r1").await?;
+    // The second starts once the first holds every shard: it must ask for its share.
+    wait::until_ok("r1 holds every shard", secs(30), Duration::from_millis(100), || async {
+        Ok(holders(&t).await?.values().all(|h| h == "r1").then_some(()))
+    })
+    .await?;
+    let second = leasing_replica(&t, "r2").await?;
+    let split = wait::until_ok("two shards each", secs(60), Duration::from_millis(100), || async {
+        let held = holders(&t).await?;
+        let count = |r: &str| held.values().filter(|h| *h == r).count();
+        Ok((count("r1") == 2 && count("r2") == 2).then_some(held))
+    })
+    .await?;
+
+    let all: Vec<String> = LEASED.iter().map(|s| (*s).to_string()).collect();
+    let every = Shards::parse(&all, &[])?.ok_or_else(|| anyhow::anyhow!("no shards"))?;
+    let ns = t.ns().to_string();
+    let owner = |name: &str| every.shard_of(&ns, name).to_string();
+    let hosts = leased_names("h", &owner);
+    create_provisioned(&t, &hosts).await?;
+    for name in &hosts {
+        let holder = &split[&owner(name)];
+        assert_eq!(
+            reporters(&t, name).await?,
+            std::slice::from_ref(holder),
+            "{name}: served by the holder of its shard"
+        );
+    }
+    let deployed: Vec<(String, String)> = futures::future::try_join_all(
+        hosts.iter().map(|h| async { Ok::<_, anyhow::Error>((h.clone(), t.node_uuid(h).await?)) }),
+    )
+    .await?;
+
+    // r2 dies without a word: its Leases are not renewed, nor released.
+    second.abort();
+    let killed = std::time::Instant::now();
+    wait::until_ok("r1 holds every shard again", secs(30), Duration::from_millis(50), || async {
+        Ok(holders(&t).await?.values().all(|h| h == "r1").then_some(()))
+    })
+    .await?;
+    let handover = killed.elapsed();
+    println!("shards of the killed replica taken over in {handover:?} (lease duration {:?})", TIMING.duration);
+    assert!(
+        handover >= TIMING.duration.saturating_sub(TIMING.retry_period),
+        "not before the term could end: {handover:?}"
+    );
+
+    // A new host of a shard r2 held is served by r1; nothing was provisioned twice.
+    let orphaned: Vec<String> = split.iter().filter(|(_, h)| *h == "r2").map(|(s, _)| s.clone()).collect();
+    let late = (0..).map(|i| format!("late-{i}")).find(|n| orphaned.contains(&owner(n))).unwrap_or_default();
+    create_provisioned(&t, std::slice::from_ref(&late)).await?;
+    assert_eq!(reporters(&t, &late).await?, ["r1"]);
+    assert_eq!(t.node_count().await?, hosts.len() + 1, "one node per host");
+    for (name, uuid) in &deployed {
+        assert_eq!(t.node_uuid(name).await?, *uuid);
+        let deploys = t.ironic_transitions(uuid)?.iter().filter(|s| *s == "deploying").count();
+        assert_eq!(deploys, 1, "{name} was provisioned once");
+    }
+    first.shutdown().await?;
+    Ok(())
+}
+
+/// One host name of each shard of `LEASED`.
+fn leased_names(prefix: &str, owner: &impl Fn(&str) -> String) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for i in 0.. {
+        let name = format!("{prefix}-{i}");
+        if !names.iter().any(|n| owner(n.as_str()) == owner(&name)) {
+            names.push(name);
+        }
+        if names.len() == LEASED.len() {
+            break;
+        }
+    }
+    names
 }

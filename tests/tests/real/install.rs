@@ -15,6 +15,7 @@
 
 mod cert_manager;
 mod olm;
+mod shards;
 
 use crate::install_common::workloads::{self, Running, resource};
 use crate::install_common::{config_dir, kubectl};
@@ -38,12 +39,18 @@ const SELECTOR: &str = "app.kubernetes.io/name=ferrometal,app.kubernetes.io/comp
 struct OperatorPods<'a> {
     kubeconfig: &'a Path,
     namespace: &'a str,
+    selector: &'a str,
     checked: Instant,
 }
 
 impl<'a> OperatorPods<'a> {
     fn new(kubeconfig: &'a Path, namespace: &'a str) -> Self {
-        Self { kubeconfig, namespace, checked: Instant::now() }
+        Self::selected(kubeconfig, namespace, SELECTOR)
+    }
+
+    /// The pods of another Deployment of the operator (the sharded host controller's).
+    fn selected(kubeconfig: &'a Path, namespace: &'a str, selector: &'a str) -> Self {
+        Self { kubeconfig, namespace, selector, checked: Instant::now() }
     }
 }
 
@@ -55,13 +62,13 @@ impl Running for OperatorPods<'_> {
         self.checked = Instant::now();
         let restarts = kubectl(
             self.kubeconfig,
-            &["get", "pods", "-n", self.namespace, "-l", SELECTOR, "-o", "jsonpath={..restartCount}"],
+            &["get", "pods", "-n", self.namespace, "-l", self.selector, "-o", "jsonpath={..restartCount}"],
             None,
         )?;
         if restarts.split_whitespace().any(|r| r != "0") {
             let logs = kubectl(
                 self.kubeconfig,
-                &["logs", "-n", self.namespace, "-l", SELECTOR, "--previous", "--tail=40"],
+                &["logs", "-n", self.namespace, "-l", self.selector, "--previous", "--tail=40"],
                 None,
             )
             .unwrap_or_default();
@@ -74,9 +81,14 @@ impl Running for OperatorPods<'_> {
 /// The user's overlay of `config/default`: which Ironic the host controller uses (the README's
 /// step), and the host controller's polling shortened for the test.
 fn overlay(dir: &Path, ironic_endpoint: &str) -> anyhow::Result<()> {
-    // kustomize takes no absolute path: config/default relative to the overlay.
+    overlay_of(dir, "default", ironic_endpoint, &[NAME])
+}
+
+/// [`overlay`] of `config/<base>`, setting the environment of each of `deployments`.
+fn overlay_of(dir: &Path, base: &str, ironic_endpoint: &str, deployments: &[&str]) -> anyhow::Result<()> {
+    // kustomize takes no absolute path: config/<base> relative to the overlay.
     let up = "../".repeat(dir.components().count().saturating_sub(1));
-    let default = format!("{up}{}", config_dir().join("default").display().to_string().trim_start_matches('/'));
+    let default = format!("{up}{}", config_dir().join(base).display().to_string().trim_start_matches('/'));
     let env = json!([
         {"name": "IRONIC_ENDPOINT", "value": ironic_endpoint},
         {"name": "HOST_FAST_POLL_INTERVAL", "value": "300ms"},
@@ -88,14 +100,42 @@ fn overlay(dir: &Path, ironic_endpoint: &str) -> anyhow::Result<()> {
         .flatten()
         .map(|var| json!({"op": "add", "path": "/spec/template/spec/containers/0/env/-", "value": var}))
         .collect();
+    let patch = serde_json::to_string(&patch)?;
+    let patches: Vec<Value> = deployments
+        .iter()
+        .map(|name| json!({"target": {"kind": "Deployment", "name": name}, "patch": patch}))
+        .collect();
     let kustomization = json!({
         "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
         "resources": [default],
-        "patches": [{"target": {"kind": "Deployment", "name": NAME}, "patch": serde_json::to_string(&patch)?}],
+        "patches": patches,
     });
     // JSON is YAML.
     std::fs::write(dir.join("kustomization.yaml"), serde_json::to_string_pretty(&kustomization)?)?;
     Ok(())
+}
+
+/// A control plane with the real node, the operator image `archive` imported into it, the
+/// harness's Ironic, forwarded to the pods, and a namespace for the test's objects.
+struct OnTheNode {
+    cp: ControlPlane,
+    ironic: IronicServer,
+    ns: String,
+    ironic_for_pods: ferrometal_tests::node::PodForward,
+}
+
+impl OnTheNode {
+    async fn start(archive: &Path, prefix: &str) -> anyhow::Result<Self> {
+        let (mut cp, ironic) = tokio::try_join!(
+            ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }),
+            IronicServer::start(IronicConfig::default())
+        )?;
+        let ns = cp.namespace(prefix).await?;
+        let node = cp.node().context("a node")?;
+        node.import(archive)?;
+        let ironic_for_pods = node.forward_from_pods(ironic.socket_addr()?.port())?;
+        Ok(Self { cp, ironic, ns, ironic_for_pods })
+    }
 }
 
 /// The image's configuration, read from the OCI archive (entrypoint, command and user must be
@@ -174,13 +214,29 @@ async fn until_available_in(
     kubeconfig: &Path,
     namespace: &str,
 ) -> anyhow::Result<Deployment> {
-    wait::until("the operator's Deployment 2/2 ready", Duration::from_secs(180), Duration::from_millis(500), || {
-        let deployments = deployments.clone();
-        async move { deployments.get_opt(NAME).await.ok().flatten().filter(available) }
-    })
+    until_named_available(deployments, kubeconfig, namespace, NAME, SELECTOR).await
+}
+
+/// [`until_available_in`] for the Deployment `name`, whose pods `selector` selects.
+async fn until_named_available(
+    deployments: &Api<Deployment>,
+    kubeconfig: &Path,
+    namespace: &str,
+    name: &str,
+    selector: &str,
+) -> anyhow::Result<Deployment> {
+    wait::until(
+        &format!("the Deployment {name} 2/2 ready"),
+        Duration::from_secs(180),
+        Duration::from_millis(500),
+        || {
+            let deployments = deployments.clone();
+            async move { deployments.get_opt(name).await.ok().flatten().filter(available) }
+        },
+    )
     .await
     .with_context(|| {
-        kubectl(kubeconfig, &["logs", "-n", namespace, "-l", SELECTOR, "--tail=30"], None).unwrap_or_default()
+        kubectl(kubeconfig, &["logs", "-n", namespace, "-l", selector, "--tail=30"], None).unwrap_or_default()
     })
 }
 
@@ -198,15 +254,9 @@ async fn installed_with_kubectl_the_operator_pods_reconcile_and_the_uninstall_ke
     assert_eq!(config["User"], user, "the Containerfile's USER");
 
     let phase = Instant::now();
-    let (mut cp, ironic) = tokio::try_join!(
-        ControlPlane::start_with(ControlPlaneConfig { node: true, ..Default::default() }),
-        IronicServer::start(IronicConfig::default())
-    )?;
-    let ns = cp.namespace("install-real").await?;
-    let node = cp.node().context("a node")?;
-    node.import(&archive)?;
+    let OnTheNode { cp, ironic, ns, ironic_for_pods } = OnTheNode::start(&archive, "install-real").await?;
     eprintln!("---- real::install: control plane, node and Ironic up, image imported in {:.1?}", phase.elapsed());
-    let ironic_for_pods = node.forward_from_pods(ironic.socket_addr()?.port())?;
+    let node = cp.node().context("a node")?;
     let admin = cp.client();
     let kubeconfig = cp.kubeconfig();
 

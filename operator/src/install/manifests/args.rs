@@ -24,6 +24,10 @@ pub struct ManifestsArgs {
     /// The operator image (default: this version's release image).
     #[arg(long)]
     pub image: Option<String>,
+    /// The shards of `shards/`, the install whose host controller replicas divide the hosts
+    /// among them by shard Lease (comma-separated DNS labels).
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2,3")]
+    pub shards: Vec<String>,
 }
 
 impl ManifestsArgs {
@@ -38,11 +42,15 @@ impl ManifestsArgs {
                 .collect(),
             ironic_namespaces: self.ironic_namespaces.clone(),
             image: self.image.clone().unwrap_or_else(|| image(env!("CARGO_PKG_VERSION"))),
+            shards: self.shards.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect(),
         }
     }
 
     /// Generates and writes the tree.
     pub fn run(&self) -> Result<(), crate::install::Error> {
+        if let Err(err) = crate::host::shard::Shards::parse(&self.shards, &[]) {
+            return Err(crate::install::Error::Shards(err));
+        }
         let files = super::tree(&self.layout())?;
         crate::install::write(&self.out, super::OWNED_DIRS, &files)
     }

@@ -10,11 +10,13 @@
 //! | `default/` | cluster-wide install with operator-managed webhook certificates |
 //! | `cert-manager/` | cluster-wide install with cert-manager issuing the webhook certificate |
 //! | `optional/<feature>/` | the roles of an optional feature |
+//! | `shards/` | `default/` with the hosts divided into shards: a Deployment of host controllers taking shard Leases, and their Role |
 //!
 //! A namespaced layout (`--watch-namespaces`) has Roles only, so the operator cannot publish
 //! its CA in the cluster-scoped webhook configuration: its `default/` uses cert-manager.
 
 pub(crate) mod args;
+pub(crate) mod shards;
 pub(crate) mod webhook;
 pub(crate) mod workload;
 
@@ -25,7 +27,7 @@ use std::path::PathBuf;
 
 /// The directories `ferrometal manifests` owns below its output directory.
 pub(crate) const OWNED_DIRS: &[&str] =
-    &["crd", "rbac", "manager", "webhook", "certmanager", "default", "cert-manager", "optional"];
+    &["crd", "rbac", "manager", "webhook", "certmanager", "default", "cert-manager", "optional", "shards"];
 
 fn value<T: serde::Serialize>(object: &T) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
@@ -58,7 +60,31 @@ pub(crate) fn tree(layout: &Layout) -> Result<Vec<File>, Error> {
     manager_dir(layout, &mut files)?;
     webhook_dirs(layout, &mut files)?;
     optional_dirs(layout, &mut files)?;
+    shards_dir(layout, &mut files)?;
     Ok(files)
+}
+
+/// `shards/`: `default/` with the hosts divided into shards among the replicas of a second
+/// Deployment.
+fn shards_dir(layout: &Layout, files: &mut Vec<File>) -> Result<(), Error> {
+    if layout.shards.is_empty() {
+        return Ok(());
+    }
+    let (role, binding) = shards::lease_roles(layout);
+    files.push(file("shards/hosts.yaml", &[value(&shards::hosts_deployment(layout))])?);
+    files.push(file("shards/lease_roles.yaml", &[value(&role), value(&binding)])?);
+    files.push(file("shards/manager_patch.yaml", &[shards::manager_patch(layout)])?);
+    files.push(kustomization(
+        "shards",
+        &format!(
+            "ferrometal with the BareMetalHosts divided into shards ({}), served by the replicas of {} (design/hosts.md, \"Shards\"): kubectl apply -k config/shards",
+            layout.shards.join(", "),
+            shards::HOSTS
+        ),
+        &["../default", "hosts.yaml", "lease_roles.yaml"],
+        &["manager_patch.yaml"],
+    )?);
+    Ok(())
 }
 
 /// `crd/`: the CustomResourceDefinitions.
