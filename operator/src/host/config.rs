@@ -96,8 +96,9 @@ pub struct HostArgs {
     #[arg(long = "serve-shards", env = "SERVE_SHARDS", value_delimiter = ',', default_value = "")]
     pub serve_shards: Vec<String>,
     /// With --shards and --leader-elect: one Lease per shard instead of one leader lease.
-    /// Every replica may serve every shard; they divide the shards evenly among them, and take
-    /// over a failed replica's once its Leases expire.
+    /// Every replica may serve every shard; each takes up to a fair share (the shards divided
+    /// by the replicas alive, rounded up), and they take over a failed replica's once its
+    /// Leases expire.
     #[arg(long = "shard-leases", env = "SHARD_LEASES", conflicts_with = "serve_shards")]
     pub shard_leases: bool,
 }

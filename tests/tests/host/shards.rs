@@ -153,15 +153,23 @@ async fn holders(t: &HostEnv) -> anyhow::Result<BTreeMap<String, String>> {
 }
 
 #[tokio::test]
-async fn replicas_with_shard_leases_divide_the_shards_and_one_takes_over_a_killed_replicas_hosts_in_time()
+async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_hosts_in_flight_provisioning_each_once()
 -> anyhow::Result<()> {
     let t = HostEnv::start("host-shard-leases", Options::default()).await?;
+    let all: Vec<String> = LEASED.iter().map(|s| (*s).to_string()).collect();
+    let every = Shards::parse(&all, &[])?.ok_or_else(|| anyhow::anyhow!("no shards"))?;
+    let ns = t.ns().to_string();
+    let owner = |name: &str| every.shard_of(&ns, name).to_string();
     let first = leasing_replica(&t, "r1").await?;
-    // The second starts once the first holds every shard: it must ask for its share.
     wait::until_ok("r1 holds every shard", secs(30), Duration::from_millis(100), || async {
         Ok(holders(&t).await?.values().all(|h| h == "r1").then_some(()))
     })
     .await?;
+
+    // Hosts of every shard start provisioning under r1, and r2 starts at once: r1 gives up two
+    // shards r2 asks for while their hosts are on the way.
+    let given = leased_names("given", &owner);
+    crate::scale::create_hosts_to_provision(&t, &given).await?;
     let second = leasing_replica(&t, "r2").await?;
     let split = wait::until_ok("two shards each", secs(60), Duration::from_millis(100), || async {
         let held = holders(&t).await?;
@@ -169,27 +177,15 @@ async fn replicas_with_shard_leases_divide_the_shards_and_one_takes_over_a_kille
         Ok((count("r1") == 2 && count("r2") == 2).then_some(held))
     })
     .await?;
-
-    let all: Vec<String> = LEASED.iter().map(|s| (*s).to_string()).collect();
-    let every = Shards::parse(&all, &[])?.ok_or_else(|| anyhow::anyhow!("no shards"))?;
-    let ns = t.ns().to_string();
-    let owner = |name: &str| every.shard_of(&ns, name).to_string();
-    let hosts = leased_names("h", &owner);
-    create_provisioned(&t, &hosts).await?;
-    for name in &hosts {
-        let holder = &split[&owner(name)];
-        assert_eq!(
-            reporters(&t, name).await?,
-            std::slice::from_ref(holder),
-            "{name}: served by the holder of its shard"
-        );
+    for name in &given {
+        t.wait_provisioned(name, secs(120)).await?;
     }
-    let deployed: Vec<(String, String)> = futures::future::try_join_all(
-        hosts.iter().map(|h| async { Ok::<_, anyhow::Error>((h.clone(), t.node_uuid(h).await?)) }),
-    )
-    .await?;
 
-    // r2 dies without a word: its Leases are not renewed, nor released.
+    // Hosts of every shard again, and r2 dies without a word while they are on the way: its
+    // Leases are neither renewed nor released, and r1 takes them once their term ends.
+    let taken = leased_names("taken", &owner);
+    crate::scale::create_hosts_to_provision(&t, &taken).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     second.abort();
     let killed = std::time::Instant::now();
     wait::until_ok("r1 holds every shard again", secs(30), Duration::from_millis(50), || async {
@@ -202,17 +198,19 @@ async fn replicas_with_shard_leases_divide_the_shards_and_one_takes_over_a_kille
         handover >= TIMING.duration.saturating_sub(TIMING.retry_period),
         "not before the term could end: {handover:?}"
     );
+    for name in &taken {
+        t.wait_provisioned(name, secs(120)).await?;
+    }
 
-    // A new host of a shard r2 held is served by r1; nothing was provisioned twice.
-    let orphaned: Vec<String> = split.iter().filter(|(_, h)| *h == "r2").map(|(s, _)| s.clone()).collect();
-    let late = (0..).map(|i| format!("late-{i}")).find(|n| orphaned.contains(&owner(n))).unwrap_or_default();
-    create_provisioned(&t, std::slice::from_ref(&late)).await?;
-    assert_eq!(reporters(&t, &late).await?, ["r1"]);
-    assert_eq!(t.node_count().await?, hosts.len() + 1, "one node per host");
-    for (name, uuid) in &deployed {
-        assert_eq!(t.node_uuid(name).await?, *uuid);
-        let deploys = t.ironic_transitions(uuid)?.iter().filter(|s| *s == "deploying").count();
+    // One node per host, each deployed once; the hosts of r1's own shards never saw r2.
+    assert_eq!(t.node_count().await?, given.len() + taken.len(), "one node per host");
+    for name in given.iter().chain(&taken) {
+        let uuid = t.node_uuid(name).await?;
+        let deploys = t.ironic_transitions(&uuid)?.iter().filter(|s| *s == "deploying").count();
         assert_eq!(deploys, 1, "{name} was provisioned once");
+    }
+    for name in taken.iter().filter(|n| split[&owner(n)] == "r1") {
+        assert_eq!(reporters(&t, name).await?, ["r1"], "{name}: served by the holder of its shard");
     }
     first.shutdown().await?;
     Ok(())

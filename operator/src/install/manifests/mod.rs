@@ -71,7 +71,10 @@ fn shards_dir(layout: &Layout, files: &mut Vec<File>) -> Result<(), Error> {
         return Ok(());
     }
     let (role, binding) = shards::lease_roles(layout);
-    files.push(file("shards/hosts.yaml", &[value(&shards::hosts_deployment(layout))])?);
+    files.push(file(
+        "shards/hosts.yaml",
+        &[value(&shards::hosts_deployment(layout)), value(&shards::network_policy(layout))],
+    )?);
     files.push(file("shards/lease_roles.yaml", &[value(&role), value(&binding)])?);
     files.push(file("shards/manager_patch.yaml", &[shards::manager_patch(layout)])?);
     files.push(kustomization(

@@ -67,7 +67,24 @@ fn host_args(layout: &Layout) -> Vec<String> {
         "--controllers=host".to_string(),
         format!("--shards={}", layout.shards.join(",")),
         "--shard-leases".to_string(),
+        // The main Deployment serves the webhooks; these pods are outside their Service.
+        "--disable-webhooks".to_string(),
     ]
+}
+
+/// The NetworkPolicy of the host controller's pods: the operator's, without the webhook port
+/// (they serve none): only their metrics, to the namespaces labelled to scrape them.
+pub(crate) fn network_policy(layout: &Layout) -> k8s_openapi::api::networking::v1::NetworkPolicy {
+    let mut policy = workload::network_policy(layout);
+    policy.metadata.name = Some(HOSTS.to_string());
+    if let Some(spec) = policy.spec.as_mut() {
+        spec.pod_selector = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+            match_labels: Some(selector()),
+            match_expressions: None,
+        });
+        spec.ingress.get_or_insert_with(Vec::new).retain(|rule| rule.from.is_some());
+    }
+    policy
 }
 
 /// The strategic-merge patch that leaves the main Deployment the Ironic and NodeSet
@@ -139,12 +156,33 @@ mod tests {
         let spec = deployment.spec.expect("spec");
         let pod = spec.template.spec.expect("pod");
         let args = pod.containers[0].args.clone().unwrap_or_default();
-        assert_eq!(args, ["run", "--leader-elect", "--controllers=host", "--shards=east,west", "--shard-leases"]);
+        assert_eq!(
+            args,
+            [
+                "run",
+                "--leader-elect",
+                "--controllers=host",
+                "--shards=east,west",
+                "--shard-leases",
+                "--disable-webhooks"
+            ]
+        );
         let ports = pod.containers[0].ports.clone().unwrap_or_default();
         assert!(ports.iter().all(|p| p.name.as_deref() != Some("webhook")));
         let labels = spec.selector.match_labels.expect("selector");
         assert_eq!(labels.get("app.kubernetes.io/component").map(String::as_str), Some("hosts"));
         assert_ne!(labels, layout().selector(), "the webhook and metrics Services select none of its pods");
+    }
+
+    #[test]
+    fn the_host_pods_admit_only_scrapers_of_their_metrics() {
+        let policy = network_policy(&layout());
+        let spec = policy.spec.expect("spec");
+        let selected = spec.pod_selector.and_then(|s| s.match_labels).unwrap_or_default();
+        assert_eq!(selected.get("app.kubernetes.io/component").map(String::as_str), Some("hosts"));
+        let ingress = spec.ingress.unwrap_or_default();
+        assert_eq!(ingress.len(), 1, "the metrics port only: {ingress:?}");
+        assert!(ingress[0].from.is_some(), "from labelled namespaces only");
     }
 
     #[test]

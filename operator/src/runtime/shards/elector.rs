@@ -1,17 +1,21 @@
-//! The shard Leases of one replica: every retry period it reads every shard's Lease, judges
-//! it on its own clock (`lease::Observer`, as the leader elector does), plans
-//! ([`super::plan`]), and writes: takes, renews, releases what it gave up once no controller
-//! serves it, and asks for a shard by annotating its Lease. Every write is a replace with the
-//! resourceVersion read, so two replicas racing for a Lease cannot both win. It publishes the
-//! shards to serve, each with the deadline its last renewal gives, which only a renewal moves.
+//! The shard Leases of one replica: every retry period it reads every shard's Lease (all at
+//! once, each judged on this replica's clock the moment its answer came, as the leader elector
+//! does), plans ([`super::plan`]), and writes: renews what it holds first, then takes, releases
+//! what it gave up once the controllers confirmed they stopped serving it, and asks for a shard
+//! by annotating its Lease. Every write is a replace with the resourceVersion read, so two
+//! replicas racing for a Lease cannot both win. It publishes the shards to serve, each with the
+//! deadline its last renewal gives (only a renewal moves it), numbered, so that the supervision
+//! can say which publication it applied.
 
 use super::plan::{Holder, Seen, plan};
 use crate::kit::error::{KubeError, Verb};
+use crate::metrics::Metrics;
 use crate::runtime::lease::{LeaseTiming, Observer, Verdict, claim, released};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep, timeout};
 use tokio_util::sync::CancellationToken;
@@ -21,8 +25,15 @@ pub(crate) const WANTED_BY: &str = "ferrometal.io/wanted-by";
 /// When it asked (renewed while it keeps asking): a request not renewed goes stale.
 const WANTED_AT: &str = "ferrometal.io/wanted-at";
 
-/// The shards to serve, each until its deadline unless renewed.
-pub(crate) type Held = BTreeMap<String, Instant>;
+/// The shards to serve, each until its deadline unless renewed, and the publication's number.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Held {
+    pub seq: u64,
+    pub shards: BTreeMap<String, Instant>,
+}
+
+/// What the supervision runs: the shards of publication `seq` (none while it restarts).
+pub(crate) type Applied = (u64, BTreeSet<String>);
 
 /// What this replica knows of one shard's Lease.
 #[derive(Default)]
@@ -41,20 +52,36 @@ pub(crate) struct Elector {
     prefix: String,
     identity: String,
     timing: LeaseTiming,
+    metrics: Arc<Metrics>,
     known: BTreeMap<String, Known>,
-    /// Ours, given up: renewed until no controller serves them, then released.
-    leaving: BTreeSet<String>,
+    /// Ours, given up, with the first publication without them: renewed until the
+    /// supervision applied that publication (nothing serves them then), then released.
+    leaving: BTreeMap<String, u64>,
+    /// The number of the next publication.
+    seq: u64,
+    /// The shards of the last publication.
+    published: BTreeSet<String>,
 }
 
 impl Elector {
-    pub(crate) fn new(api: Api<Lease>, prefix: &str, identity: &str, timing: LeaseTiming, shards: &[String]) -> Self {
+    pub(crate) fn new(
+        api: Api<Lease>,
+        prefix: &str,
+        identity: &str,
+        timing: LeaseTiming,
+        metrics: Arc<Metrics>,
+        shards: &[String],
+    ) -> Self {
         Self {
             api,
             prefix: prefix.to_string(),
             identity: identity.to_string(),
             timing,
+            metrics,
             known: shards.iter().map(|s| (s.clone(), Known::default())).collect(),
-            leaving: BTreeSet::new(),
+            leaving: BTreeMap::new(),
+            seq: 1,
+            published: BTreeSet::new(),
         }
     }
 
@@ -62,80 +89,118 @@ impl Elector {
         lease_name(&self.prefix, shard)
     }
 
-    /// Runs until `stop`, publishing the shards to serve on `held`; `served` says which
-    /// shards the controllers serve now. Returns itself, to release what it holds.
+    /// Runs until `stop`, publishing the shards to serve on `held`; `applied` says what the
+    /// controllers serve. Returns itself, to release what it holds; fails when the Leases are
+    /// forbidden, which waiting cannot fix.
     pub(crate) async fn run(
         mut self,
         held: watch::Sender<Held>,
-        served: watch::Receiver<BTreeSet<String>>,
+        applied: watch::Receiver<Applied>,
         stop: CancellationToken,
-    ) -> Self {
+    ) -> Result<Self, KubeError> {
         loop {
-            let limit = (self.timing.renew_deadline / 2).max(self.timing.retry_period);
-            let served_now = served.borrow().clone();
-            if timeout(limit, self.attempt(&served_now)).await.is_err() {
-                tracing::warn!("the apiserver did not answer about the shard leases in time; retrying");
-            }
+            self.attempt(&applied).await?;
             let now = Instant::now();
-            let publish: Held = self
+            let shards: BTreeMap<String, Instant> = self
                 .known
                 .iter()
-                .filter(|(shard, _)| !self.leaving.contains(*shard))
+                .filter(|(shard, _)| !self.leaving.contains_key(*shard))
                 .filter_map(|(shard, k)| k.deadline.filter(|d| *d > now).map(|d| (shard.clone(), d)))
                 .collect();
             held.send_if_modified(|current| {
-                let changed = *current != publish;
-                *current = publish;
-                changed
+                if current.shards == shards {
+                    return false;
+                }
+                self.published = shards.keys().cloned().collect();
+                *current = Held { seq: self.seq, shards };
+                self.seq += 1;
+                true
             });
             tokio::select! {
-                () = stop.cancelled() => return self,
+                () = stop.cancelled() => return Ok(self),
                 () = sleep(self.timing.retry_period) => {}
             }
         }
     }
 
-    /// One look and its writes.
-    async fn attempt(&mut self, served: &BTreeSet<String>) {
+    /// One look and its writes, each request bounded by half the renew deadline.
+    async fn attempt(&mut self, applied: &watch::Receiver<Applied>) -> Result<(), KubeError> {
+        let limit = (self.timing.renew_deadline / 2).max(self.timing.retry_period);
         let shards: Vec<String> = self.known.keys().cloned().collect();
+        let reads = futures::future::join_all(shards.iter().map(|shard| {
+            let (api, name) = (self.api.clone(), self.name(shard));
+            async move {
+                let read = timeout(limit, api.get_opt(&name)).await;
+                (read, Instant::now())
+            }
+        }))
+        .await;
         let mut leases = BTreeMap::new();
         let mut seen = Vec::new();
-        let now = Instant::now();
-        for shard in &shards {
-            match self.api.get_opt(&self.name(shard)).await {
-                Ok(lease) => {
-                    seen.push(self.judge(shard, lease.as_ref(), now));
+        for (shard, (read, at)) in shards.iter().zip(reads) {
+            match read {
+                Ok(Ok(lease)) => {
+                    seen.push(self.judge(shard, lease.as_ref(), at));
                     leases.insert(shard.clone(), lease);
                 }
-                Err(err) => tracing::warn!(shard, error = %err, "cannot read a shard lease"),
+                Ok(Err(err)) => self.failed(shard, KubeError::of::<Lease>(Verb::Get, &self.name(shard))(err))?,
+                Err(_) => tracing::warn!(shard, "the apiserver did not answer about a shard lease in time"),
             }
         }
-        // What we gave up stays ours, and asked for, until released: the plan counts it.
-        let moves = plan(&self.identity, &seen);
+        let moves = plan(&self.identity, &seen, shards.len());
         for shard in moves.give_up {
-            if self.leaving.insert(shard.clone()) {
+            if !self.leaving.contains_key(&shard) {
                 tracing::info!(shard, "giving up a shard another replica asked for");
+                // Served only once the supervision applied a publication without it: the next,
+                // or the last if that had it no longer (its deadline passed).
+                let since = if self.published.contains(&shard) { self.seq } else { self.seq - 1 };
+                self.leaving.insert(shard, since);
             }
         }
-        for lease in &seen {
+        // Our own first: a renewal late is a shard lost.
+        let (ours, others): (Vec<&Seen>, Vec<&Seen>) = seen.iter().partition(|l| l.holder == Holder::Me);
+        for lease in ours {
+            let current = leases.get(&lease.shard).cloned().flatten();
+            let done = self.leaving.get(&lease.shard).is_some_and(|since| applied.borrow().0 >= *since);
+            let write = async {
+                match done {
+                    true => self.release(&lease.shard, current).await,
+                    false => self.write_claim(&lease.shard, current, false).await,
+                }
+            };
+            timeout(limit, write).await.unwrap_or(Ok(()))?;
+        }
+        for lease in others {
             let current = leases.get(&lease.shard).cloned().flatten();
             let shard = &lease.shard;
-            if lease.holder == Holder::Me && self.leaving.contains(shard) && !served.contains(shard) {
-                self.release(shard, current).await;
-            } else if lease.holder == Holder::Me {
-                self.write_claim(shard, current, false).await;
-            } else if moves.take.contains(shard) {
-                self.write_claim(shard, current, true).await;
-            } else if moves.ask.as_ref() == Some(shard) {
-                self.ask(shard, current).await;
-            }
-            if lease.holder != Holder::Me && !moves.take.contains(shard) {
+            let write = async {
+                if moves.take.contains(shard) {
+                    self.write_claim(shard, current, true).await
+                } else if moves.ask.as_ref() == Some(shard) {
+                    self.ask(shard, current).await
+                } else {
+                    Ok(())
+                }
+            };
+            timeout(limit, write).await.unwrap_or(Ok(()))?;
+            if !moves.take.contains(shard) {
                 self.forget(shard);
             }
         }
+        Ok(())
     }
 
-    /// Judges one Lease (`None`: none yet, free).
+    /// A failed request: a refusal stops the elector, anything else waits for the next attempt.
+    fn failed(&self, shard: &str, err: KubeError) -> Result<(), KubeError> {
+        if err.is_forbidden() {
+            return Err(err);
+        }
+        self.metrics.lease_renewal_failed();
+        tracing::warn!(shard, error = %crate::kit::error::chain(&err), "a shard lease request failed");
+        Ok(())
+    }
+
+    /// Judges one Lease (`None`: none yet, free), read at `now`.
     fn judge(&mut self, shard: &str, lease: Option<&Lease>, now: Instant) -> Seen {
         let freshness = self.timing.duration;
         let identity = self.identity.clone();
@@ -167,25 +232,25 @@ impl Elector {
     }
 
     /// Takes (or renews) `shard`'s Lease; a take clears our own request on it.
-    async fn write_claim(&mut self, shard: &str, current: Option<Lease>, taking: bool) {
+    async fn write_claim(&mut self, shard: &str, current: Option<Lease>, taking: bool) -> Result<(), KubeError> {
         let sent = Instant::now();
         let name = self.name(shard);
         let spec =
             claim(current.as_ref().and_then(|l| l.spec.as_ref()), &self.identity, &self.timing, Timestamp::now());
-        let result = match current {
+        let (verb, result) = match current {
             None => {
                 let lease = Lease {
                     metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
                     spec: Some(spec),
                 };
-                self.api.create(&post_params(), &lease).await.map(|_| ())
+                (Verb::Create, self.api.create(&post_params(), &lease).await.map(|_| ()))
             }
             Some(mut lease) => {
                 if taking {
                     clear_request(&mut lease, &self.identity);
                 }
                 lease.spec = Some(spec);
-                self.api.replace(&name, &post_params(), &lease).await.map(|_| ())
+                (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await.map(|_| ()))
             }
         };
         match result {
@@ -197,17 +262,20 @@ impl Elector {
                 let known = self.known.entry(shard.to_string()).or_default();
                 known.deadline = Some(deadline);
                 known.asked = None;
+                Ok(())
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => {}
-            Err(err) => {
-                tracing::warn!(shard, error = %KubeError::new(Verb::Patch, "Lease", &name, err), "cannot write a shard lease")
+            // Someone wrote it between our read and our write; the next attempt reads theirs.
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                self.metrics.lease_renewal_failed();
+                Ok(())
             }
+            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)),
         }
     }
 
     /// Hands `shard`'s Lease back: no controller serves it any more.
-    async fn release(&mut self, shard: &str, current: Option<Lease>) {
-        let Some(mut lease) = current else { return };
+    async fn release(&mut self, shard: &str, current: Option<Lease>) -> Result<(), KubeError> {
+        let Some(mut lease) = current else { return Ok(()) };
         let spec = lease.spec.clone().unwrap_or_default();
         lease.spec = Some(released(&spec, Timestamp::now()));
         let name = self.name(shard);
@@ -215,41 +283,49 @@ impl Elector {
             Ok(_) => {
                 tracing::info!(shard, "released a shard lease");
                 self.forget(shard);
+                Ok(())
             }
-            Err(err) => tracing::warn!(shard, error = %err, "cannot release a shard lease"),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            Err(err) => self.failed(shard, KubeError::new(Verb::Patch, "Lease", &name, err)),
         }
     }
 
     /// Asks for `shard`: annotates its Lease, again once half a term has passed.
-    async fn ask(&mut self, shard: &str, current: Option<Lease>) {
-        let Some(mut lease) = current else { return };
+    async fn ask(&mut self, shard: &str, current: Option<Lease>) -> Result<(), KubeError> {
+        let Some(mut lease) = current else { return Ok(()) };
         let now = Instant::now();
         let half = self.timing.duration / 2;
         let known = self.known.entry(shard.to_string()).or_default();
         if known.asked.is_some_and(|at| now.saturating_duration_since(at) < half) {
-            return;
+            return Ok(());
         }
         let annotations = lease.metadata.annotations.get_or_insert_with(Default::default);
         annotations.insert(WANTED_BY.into(), self.identity.clone());
         annotations.insert(WANTED_AT.into(), Timestamp::now().to_string());
-        match self.api.replace(&self.name(shard), &post_params(), &lease).await {
+        let name = self.name(shard);
+        match self.api.replace(&name, &post_params(), &lease).await {
             Ok(_) => {
                 tracing::info!(shard, "asked for a shard");
                 if let Some(known) = self.known.get_mut(shard) {
                     known.asked = Some(now);
                 }
+                Ok(())
             }
-            Err(err) => tracing::debug!(shard, error = %err, "cannot ask for a shard"),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            Err(err) => self.failed(shard, KubeError::new(Verb::Patch, "Lease", &name, err)),
         }
     }
 
     /// Hands back every Lease still ours (the controllers are stopped).
     pub(crate) async fn release_all(mut self) {
-        let ours: Vec<String> =
-            self.known.iter().filter(|(_, k)| k.deadline.is_some()).map(|(s, _)| s.clone()).collect();
-        for shard in ours {
+        let shards: Vec<String> = self.known.keys().cloned().collect();
+        for shard in shards {
             match self.api.get_opt(&self.name(&shard)).await {
-                Ok(Some(lease)) if holds(&lease, &self.identity) => self.release(&shard, Some(lease)).await,
+                Ok(Some(lease)) if holds(&lease, &self.identity) => {
+                    if let Err(err) = self.release(&shard, Some(lease)).await {
+                        tracing::warn!(shard, error = %crate::kit::error::chain(&err), "cannot release a shard lease");
+                    }
+                }
                 Ok(_) => {}
                 Err(err) => tracing::warn!(shard, error = %err, "cannot read a shard lease to release it"),
             }

@@ -1,6 +1,6 @@
 //! Shard Leases (`--shard-leases`): one Lease per shard of `--shards`, instead of one leader
-//! lease. Every replica may serve any shard; the replicas divide the shards evenly among
-//! them ([`plan`]), each runs the host controller for the shards it holds ([`serve`]), and the
+//! lease. Every replica may serve any shard; the replicas divide the shards among them, each up
+//! to a fair share ([`plan`]), each runs the host controller for the shards it holds ([`serve`]), and the
 //! shards of a replica that stops renewing are taken by the others once their term ends
 //! ([`elector`]). Probes and webhooks serve on every replica, as with one leader.
 
@@ -39,6 +39,13 @@ pub(crate) async fn run(
     election.timing.validate().map_err(|e| Error::LeaderElection(crate::runtime::leader::Error::Timing(e)))?;
     tracing::info!(lease = %election.lease, shards = ?shards.all(), identity = %config.identity, "taking shard leases");
     let api: Api<Lease> = Api::namespaced(ctx.client.clone(), &election.namespace);
-    let elector = elector::Elector::new(api, &election.lease, &config.identity, election.timing, shards.all());
+    let elector = elector::Elector::new(
+        api,
+        &election.lease,
+        &config.identity,
+        election.timing,
+        ctx.metrics.clone(),
+        shards.all(),
+    );
     serve::serve(ctx, config, elector, ready, shutdown).await
 }

@@ -41,8 +41,9 @@ pub(crate) struct Moves {
     pub ask: Option<String>,
 }
 
-/// The moves of replica `me` on `seen`, every shard's Lease.
-pub(crate) fn plan(me: &str, seen: &[Seen]) -> Moves {
+/// The moves of replica `me` on `seen`, the Leases read of `shards` in all (a Lease that
+/// could not be read still counts in the share).
+pub(crate) fn plan(me: &str, seen: &[Seen], shards: usize) -> Moves {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut alive: BTreeSet<&str> = BTreeSet::from([me]);
     for lease in seen {
@@ -58,7 +59,7 @@ pub(crate) fn plan(me: &str, seen: &[Seen]) -> Moves {
             alive.insert(wanter.as_str());
         }
     }
-    let fair = seen.len().div_ceil(alive.len());
+    let fair = shards.max(seen.len()).div_ceil(alive.len());
     let mine = counts.get(me).copied().unwrap_or(0);
     let wanted_by_other = |lease: &Seen| lease.wanted_by.as_deref().is_some_and(|w| w != me);
 
@@ -117,59 +118,59 @@ mod tests {
     #[test]
     fn a_replica_alone_takes_every_free_shard() {
         let seen = [lease("a", ""), lease("b", ""), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &seen), Moves { take: names(&["a", "b", "c", "d"]), ..Moves::default() });
+        assert_eq!(plan("me", &seen, 4), Moves { take: names(&["a", "b", "c", "d"]), ..Moves::default() });
     }
 
     #[test]
     fn a_replica_takes_free_shards_up_to_its_share_of_the_replicas_alive() {
         let seen = [lease("a", "other"), lease("b", ""), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &seen).take, names(&["b", "c"]), "two replicas alive: two each");
+        assert_eq!(plan("me", &seen, 4).take, names(&["b", "c"]), "two replicas alive: two each");
     }
 
     #[test]
     fn a_late_replica_asks_the_one_holding_everything_for_a_shard_and_keeps_asking_for_it() {
         let seen = [lease("a", "old"), lease("b", "old"), lease("c", "old"), lease("d", "old")];
-        assert_eq!(plan("me", &seen), Moves { ask: Some("a".into()), ..Moves::default() });
+        assert_eq!(plan("me", &seen, 4), Moves { ask: Some("a".into()), ..Moves::default() });
         let asked = [wanted(lease("a", "old"), "me"), lease("b", "old"), lease("c", "old"), lease("d", "old")];
-        assert_eq!(plan("me", &asked).ask, Some("a".into()));
+        assert_eq!(plan("me", &asked, 4).ask, Some("a".into()));
     }
 
     #[test]
     fn a_replica_over_its_share_gives_up_what_others_asked_for_and_nothing_else() {
         let asked = [wanted(lease("a", "me"), "new"), lease("b", "me"), lease("c", "me"), lease("d", "me")];
-        assert_eq!(plan("me", &asked).give_up, names(&["a"]), "the asker counts as alive: two each");
+        assert_eq!(plan("me", &asked, 4).give_up, names(&["a"]), "the asker counts as alive: two each");
         let unasked = [lease("a", "me"), lease("b", "me"), lease("c", "me"), lease("d", "me")];
-        assert_eq!(plan("me", &unasked), Moves::default(), "alone, all four are its share");
+        assert_eq!(plan("me", &unasked, 4), Moves::default(), "alone, all four are its share");
         let at_share = [wanted(lease("a", "me"), "new"), lease("b", "me"), lease("c", "x"), lease("d", "x")];
-        assert!(plan("me", &at_share).give_up.is_empty(), "at its share it keeps what it has");
+        assert!(plan("me", &at_share, 4).give_up.is_empty(), "at its share it keeps what it has");
     }
 
     #[test]
     fn a_shard_given_up_goes_to_the_replica_that_asked_for_it() {
         let given = [wanted(lease("a", ""), "new"), lease("b", "old"), lease("c", "old"), lease("d", "")];
-        assert_eq!(plan("third", &given).take, names(&["d"]), "not the one another asked for");
-        assert_eq!(plan("new", &given).take, names(&["a", "d"]), "its own first");
+        assert_eq!(plan("third", &given, 4).take, names(&["d"]), "not the one another asked for");
+        assert_eq!(plan("new", &given, 4).take, names(&["a", "d"]), "its own first");
     }
 
     #[test]
     fn the_shards_of_a_dead_replica_are_taken_once_their_term_ends() {
         // The dead replica's Leases judged free (their term ended on our clock).
         let seen = [lease("a", "me"), lease("b", "me"), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &seen).take, names(&["c", "d"]));
+        assert_eq!(plan("me", &seen, 4).take, names(&["c", "d"]));
     }
 
     #[test]
     fn nobody_asks_a_replica_at_its_share() {
         let seen = [lease("a", "x"), lease("b", "x"), lease("c", "y"), lease("d", "y")];
-        assert_eq!(plan("me", &seen).ask, None, "three alive, share two: x and y are at it");
+        assert_eq!(plan("me", &seen, 4).ask, None, "three alive, share two: x and y are at it");
     }
 
     #[test]
     fn three_replicas_over_four_shards_settle_without_moving_more() {
         let seen = [lease("a", "x"), lease("b", "x"), lease("c", "me"), lease("d", "y")];
-        assert_eq!(plan("me", &seen), Moves::default());
+        assert_eq!(plan("me", &seen, 4), Moves::default());
         assert_eq!(
-            plan("x", &[lease("a", "me"), lease("b", "me"), lease("c", "z"), lease("d", "y")]),
+            plan("x", &[lease("a", "me"), lease("b", "me"), lease("c", "z"), lease("d", "y")], 4),
             Moves::default()
         );
     }
