@@ -20,16 +20,16 @@ fn shards(served: &str) -> anyhow::Result<Shards> {
     Shards::parse(&all, &[served.to_string()])?.ok_or_else(|| anyhow::anyhow!("no shards"))
 }
 
-/// Host names `<prefix>-<i>`, `each` of every shard: the shard depends on the test's
-/// namespace too, so names are picked rather than fixed.
-fn per_shard(prefix: &str, each: usize, owner: &impl Fn(&str) -> String) -> Vec<String> {
+/// Host names `<prefix>-<i>`, `each` of every one of `shards` shards: the shard depends on the
+/// test's namespace too, so names are picked rather than fixed.
+fn per_shard(prefix: &str, each: usize, shards: usize, owner: &impl Fn(&str) -> String) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for i in 0.. {
         let name = format!("{prefix}-{i}");
         if names.iter().filter(|n| owner(n.as_str()) == owner(&name)).count() < each {
             names.push(name);
         }
-        if names.len() == each * SHARDS.len() {
+        if names.len() == each * shards {
             break;
         }
     }
@@ -52,7 +52,7 @@ async fn replicas_of_different_shards_each_serve_only_their_hosts_and_nodes_carr
     t.start_operator(t.host_config()).await?;
     let (every, ns) = (shards("east")?, t.ns().to_string());
     let owner = |name: &str| every.shard_of(&ns, name).to_string();
-    let before = per_shard("old", 1, &owner);
+    let before = per_shard("old", 1, SHARDS.len(), &owner);
     create_provisioned(&t, &before).await?;
     let mut deployed = Vec::new();
     for name in &before {
@@ -70,7 +70,7 @@ async fn replicas_of_different_shards_each_serve_only_their_hosts_and_nodes_carr
         config.host = Some(operator::testing::host::Config { shards: Some(shards(served)?), ..t.host_config() });
         replicas.push((served, t.env.start_operator(config).await?));
     }
-    let after = per_shard("new", 3, &owner);
+    let after = per_shard("new", 3, SHARDS.len(), &owner);
     create_provisioned(&t, &after).await?;
     for name in before.iter().chain(&after) {
         let expected = owner(name);
@@ -168,7 +168,7 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
 
     // Hosts of every shard start provisioning under r1, and r2 starts at once: r1 gives up two
     // shards r2 asks for while their hosts are on the way.
-    let given = leased_names("given", &owner);
+    let given = per_shard("given", 1, LEASED.len(), &owner);
     crate::scale::create_hosts_to_provision(&t, &given).await?;
     let second = leasing_replica(&t, "r2").await?;
     let split = wait::until_ok("two shards each", secs(60), Duration::from_millis(100), || async {
@@ -183,7 +183,7 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
 
     // Hosts of every shard again, and r2 dies without a word while they are on the way: its
     // Leases are neither renewed nor released, and r1 takes them once their term ends.
-    let taken = leased_names("taken", &owner);
+    let taken = per_shard("taken", 1, LEASED.len(), &owner);
     crate::scale::create_hosts_to_provision(&t, &taken).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     second.abort();
@@ -214,19 +214,4 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
     }
     first.shutdown().await?;
     Ok(())
-}
-
-/// One host name of each shard of `LEASED`.
-fn leased_names(prefix: &str, owner: &impl Fn(&str) -> String) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for i in 0.. {
-        let name = format!("{prefix}-{i}");
-        if !names.iter().any(|n| owner(n.as_str()) == owner(&name)) {
-            names.push(name);
-        }
-        if names.len() == LEASED.len() {
-            break;
-        }
-    }
-    names
 }
