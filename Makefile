@@ -71,9 +71,15 @@ faults: install
 # NodeSet planner at 1000 hosts x 16 services among 5000 BareMetalHosts (design/nodeset.md,
 # "Scale"): planning time, status size, the record's ConfigMaps. Last, the host controller's
 # per-reconcile bookkeeping at 1000 and 10,000 cached hosts, in instructions (callgrind).
+# Between them, the sharded run: a pre-registered fleet of 1000 and 10,000 hosts
+# (FERROMETAL_BENCH_SHARD_HOSTS) served by two replicas dividing four shards, against one
+# Ironic API and two conductors over MariaDB, a NodeSet edited among the fleet, one replica
+# killed.
 bench: install release
 	FERROMETAL_BENCH_OPERATOR=$${FERROMETAL_BENCH_OPERATOR:-$(CURDIR)/dist/ferrometal} \
 		$(CARGO) bench --locked --profile dev -p ferrometal-tests --bench scale
+	FERROMETAL_BENCH_OPERATOR=$${FERROMETAL_BENCH_OPERATOR:-$(CURDIR)/dist/ferrometal} \
+		$(CARGO) bench --locked --profile dev -p ferrometal-tests --bench shards
 	$(CARGO) test --locked -p operator --lib nodeset::scale_bench -- --ignored --nocapture
 	CARGO=$(CARGO) scripts/host-costs.sh
 

@@ -1,5 +1,6 @@
-//! A real Ironic from the virtualenv: the all-in-one `ironic` service
-//! (API and conductor in one process, no RPC), on loopback.
+//! A real Ironic from the virtualenv, on loopback: the all-in-one `ironic` service (API and
+//! conductor in one process, no RPC), or an API process beside conductors that it reaches
+//! over JSON-RPC, sharing a MariaDB database, as a scaled-out Ironic runs.
 //!
 //! It offers noauth or HTTP basic auth, SQLite or MariaDB, plain HTTP or
 //! TLS, and the fake-hardware, redfish and ipmi hardware types. Next to it
@@ -54,6 +55,9 @@ pub struct IronicConfig {
     /// DNS names the TLS certificate covers besides `localhost`, such as the Service name
     /// of an `Ironic` the operator derives its endpoint from.
     pub server_names: Vec<String>,
+    /// Conductors beside a separate API process, reached over JSON-RPC; 0 runs the all-in-one
+    /// service. Conductors share state through the database: give them MySql.
+    pub conductors: usize,
 }
 
 impl Default for IronicConfig {
@@ -66,6 +70,7 @@ impl Default for IronicConfig {
             automated_clean: false,
             extra: Vec::new(),
             server_names: Vec::new(),
+            conductors: 0,
         }
     }
 }
@@ -76,7 +81,12 @@ pub struct IronicServer {
     endpoint: String,
     ca_pem: Option<String>,
     conf: PathBuf,
-    process: Option<ManagedProcess>,
+    /// The all-in-one service, or the API then the conductors.
+    processes: Vec<ManagedProcess>,
+    /// Each conductor's JSON-RPC port, fixed for the server's life. A conductor whose port is
+    /// not the default registers as `host:port` (`host` being 127.0.0.1), which is how the
+    /// API reaches it.
+    conductor_ports: Vec<u16>,
     images: HttpServer,
     dir: WorkDir,
 }
@@ -111,8 +121,10 @@ impl IronicServer {
             None
         };
         let conf_path = dir.write("ironic.conf", conf)?;
+        let conductor_ports = (0..config.conductors).map(|_| ports::free_port()).collect::<Result<Vec<_>, _>>()?;
 
-        let mut server = Self { config, endpoint, ca_pem, conf: conf_path, process: None, images, dir };
+        let mut server =
+            Self { config, endpoint, ca_pem, conf: conf_path, processes: Vec::new(), conductor_ports, images, dir };
         server.create_schema()?;
         server.launch().await?;
         Ok(server)
@@ -158,9 +170,14 @@ impl IronicServer {
         self.dir.path()
     }
 
-    /// Process id of Ironic's main process, when running.
+    /// Process id of Ironic's main process (the all-in-one service or the API), when running.
     pub fn pid(&self) -> Option<u32> {
-        self.process.as_ref().map(ManagedProcess::pid)
+        self.processes.first().map(ManagedProcess::pid)
+    }
+
+    /// Process ids of every Ironic process: the API first, then the conductors.
+    pub fn pids(&self) -> Vec<u32> {
+        self.processes.iter().map(ManagedProcess::pid).collect()
     }
 
     /// A reqwest client that trusts Ironic's CA and sends the microversion
@@ -195,7 +212,8 @@ impl IronicServer {
 
     /// Stops Ironic gracefully (SIGTERM; it needs about 3.5 s).
     pub async fn stop(&mut self) -> crate::Result<()> {
-        if let Some(mut process) = self.process.take() {
+        // The API first: nothing new reaches the conductors while they stop.
+        for mut process in std::mem::take(&mut self.processes) {
             process.stop(Duration::from_secs(15)).await?;
         }
         Ok(())
@@ -243,39 +261,100 @@ impl IronicServer {
     }
 
     async fn launch(&mut self) -> crate::Result<()> {
+        let roles: Vec<Role> = if self.conductor_ports.is_empty() {
+            vec![Role::AllInOne]
+        } else {
+            std::iter::once(Role::Api).chain(self.conductor_ports.iter().map(|p| Role::Conductor(*p))).collect()
+        };
+        let mut processes = Vec::new();
+        for role in roles {
+            processes.push(self.spawn(role)?);
+        }
+        let client = self.http_client()?;
+        let credentials = self.credentials().map(|(u, p)| (u.to_string(), p.to_string()));
+        let (endpoint, conductors) = (self.endpoint.clone(), self.conductor_ports.len());
+        wait::until_ok("Ironic's API and conductors", Duration::from_secs(90), Duration::from_millis(200), || {
+            let alive: crate::Result<()> = processes.iter_mut().try_for_each(ManagedProcess::ensure_running);
+            let get = |path: &str| {
+                let request = client.get(format!("{endpoint}{path}"));
+                match &credentials {
+                    Some((user, password)) => request.basic_auth(user, Some(password)),
+                    None => request,
+                }
+            };
+            let (drivers, registered) = (get("/v1/drivers"), get("/v1/conductors"));
+            async move {
+                alive?;
+                // The drivers list fills once a conductor has registered; a split Ironic
+                // waits for every conductor.
+                let ready = listed(drivers, "drivers").await >= 1
+                    && (conductors == 0 || listed(registered, "conductors").await >= conductors);
+                Ok(ready.then_some(()))
+            }
+        })
+        .await?;
+        self.processes = processes;
+        Ok(())
+    }
+
+    /// Starts one Ironic process, with its role's configuration file after the shared one.
+    fn spawn(&self, role: Role) -> crate::Result<ManagedProcess> {
         let mut cmd = Command::new(env::python()?);
         cmd.arg(env::python_script("ironic_server.py")).arg("--config-file").arg(&self.conf);
+        let (name, role_conf) = match role {
+            Role::AllInOne => ("ironic".to_string(), None),
+            Role::Api => (
+                "ironic-api".to_string(),
+                Some("[DEFAULT]\nlog_file = ironic-api.log\n[api]\napi_workers = 1\n".to_string()),
+            ),
+            Role::Conductor(port) => (
+                format!("ironic-conductor-{port}"),
+                Some(format!(
+                    "[DEFAULT]\nhost = 127.0.0.1\nlog_file = ironic-conductor-{port}.log\n[json_rpc]\nport = {port}\n"
+                )),
+            ),
+        };
+        if let Some(text) = role_conf {
+            cmd.arg("--config-file").arg(self.dir.write(&format!("{name}.conf"), text)?);
+        }
+        cmd.env("FERROMETAL_IRONIC_ROLE", role.script_role());
         if self.config.fast_redfish {
             cmd.env("FERROMETAL_FAST_REDFISH", "1");
         }
         cmd.env("PYTHONWARNINGS", "ignore");
-        let mut process = ManagedProcess::spawn("ironic", cmd, &self.dir.path().join("ironic-stdout.log"))?
-            .with_log(&self.dir.path().join("ironic.log"));
-        let client = self.http_client()?;
-        let url = format!("{}/v1/drivers", self.endpoint);
-        let credentials = self.credentials().map(|(u, p)| (u.to_string(), p.to_string()));
-        wait::until_ok("Ironic's API and conductor", Duration::from_secs(90), Duration::from_millis(200), || {
-            let alive = process.ensure_running();
-            let mut request = client.get(&url);
-            if let Some((user, password)) = &credentials {
-                request = request.basic_auth(user, Some(password));
-            }
-            async move {
-                alive?;
-                let Ok(response) = request.send().await else { return Ok(None) };
-                if !response.status().is_success() {
-                    return Ok(None);
-                }
-                let body: serde_json::Value = response.json().await.unwrap_or_default();
-                // The drivers list fills once the conductor has registered.
-                let registered = body["drivers"].as_array().is_some_and(|d| !d.is_empty());
-                Ok(registered.then_some(()))
-            }
-        })
-        .await?;
-        self.process = Some(process);
-        Ok(())
+        let log = self.dir.path().join(format!("{name}.log"));
+        Ok(ManagedProcess::spawn(&name, cmd, &self.dir.path().join(format!("{name}-stdout.log")))?.with_log(&log))
     }
+}
+
+/// What one Ironic process runs.
+#[derive(Clone, Copy, Debug)]
+enum Role {
+    AllInOne,
+    Api,
+    /// A conductor serving JSON-RPC on this port.
+    Conductor(u16),
+}
+
+impl Role {
+    /// `FERROMETAL_IRONIC_ROLE` for `tests/python/ironic_server.py`.
+    fn script_role(self) -> &'static str {
+        match self {
+            Role::AllInOne => "all",
+            Role::Api => "api",
+            Role::Conductor(_) => "conductor",
+        }
+    }
+}
+
+/// How many entries of `key` the JSON answer to `request` lists (0 on any failure).
+async fn listed(request: reqwest::RequestBuilder, key: &str) -> usize {
+    let Ok(response) = request.send().await else { return 0 };
+    if !response.status().is_success() {
+        return 0;
+    }
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    body[key].as_array().map_or(0, Vec::len)
 }
 
 fn render_conf(
@@ -306,7 +385,7 @@ fn render_conf(
     let mut conf = format!(
         "[DEFAULT]
 auth_strategy = {auth_strategy}
-{auth_file}rpc_transport = none
+{auth_file}rpc_transport = {rpc_transport}
 host = ironic-test
 my_ip = 127.0.0.1
 state_path = {state}
@@ -365,7 +444,12 @@ firmware_update_required_successes = 0
         locks = locks.display(),
         httpboot = httpboot.display(),
         automated_clean = config.automated_clean,
+        rpc_transport = if config.conductors == 0 { "none" } else { "json-rpc" },
     );
+    if config.conductors > 0 {
+        // Loopback only: the API and the conductors are on this machine.
+        conf.push_str("\n[json_rpc]\nauth_strategy = noauth\nhost_ip = 127.0.0.1\n");
+    }
     for (section, key, value) in &config.extra {
         writeln!(conf, "\n[{section}]\n{key} = {value}")?;
     }

@@ -157,6 +157,11 @@ collation-server = utf8mb3_general_ci
         self.port
     }
 
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(ManagedProcess::pid)
+    }
+
     /// The CA that signed the server's certificate, when TLS is on.
     pub fn ca_pem(&self) -> Option<&str> {
         self.ca_pem.as_deref()

@@ -75,16 +75,15 @@ impl CpuSnapshot {
             })
             .collect();
         let by_group = group_ticks(&groups);
-        let ticks = sources
-            .iter()
-            .map(|(name, source)| {
-                let ticks = match source {
-                    Source::Group(pgid) => by_group.get(pgid).copied().unwrap_or(0),
-                    Source::Process(pid) => read_stat(*pid).map(|s| s.own).unwrap_or(0),
-                };
-                (*name, from_ticks(ticks))
-            })
-            .collect();
+        // Sources of one name add up (a split Ironic's conductors, say).
+        let mut ticks: BTreeMap<&'static str, Duration> = BTreeMap::new();
+        for (name, source) in sources {
+            let own = match source {
+                Source::Group(pgid) => by_group.get(pgid).copied().unwrap_or(0),
+                Source::Process(pid) => read_stat(*pid).map(|s| s.own).unwrap_or(0),
+            };
+            *ticks.entry(*name).or_default() += from_ticks(own);
+        }
         let machine = std::fs::read_to_string("/proc/stat").map(|s| parse_machine(&s)).unwrap_or_default();
         Self { at: Instant::now(), sources: ticks, machine }
     }

@@ -17,9 +17,11 @@
 //! so a slow P1 shows whether a process did more work or the machine had less to give.
 
 pub mod cpu;
+mod day2;
 pub mod floor;
 pub mod probe;
 mod scenario;
+pub mod shards;
 mod table;
 
 pub use floor::FloorRun;

@@ -3,6 +3,7 @@
 //! and the day-2 edit (P4), and a steady window (P2, P3).
 
 use super::cpu::{CpuSnapshot, PhaseCpu, Source};
+use super::day2::{CREATORS, Day2, create_hosts, network, nodesets};
 use super::probe::{ProcSample, Scrape, difference};
 use super::{FloorRun, Footprint, Limits, Options, Pair, PollCosts, Provisioning, Report, Rollout, Steady, floor};
 use crate::ironic::{IronicConfig, IronicServer};
@@ -11,17 +12,13 @@ use crate::{ControlPlane, PodSimulator, wait};
 use crds::baremetalhost::BareMetalHost;
 use futures::{StreamExt, TryStreamExt};
 use ironic_client::{ChangeCursor, DEFAULT_FULL_EVERY, IronicClient};
-use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::watcher::{self, Event};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Hosts and NodeSets are created this many at once, as a client applying a directory would.
-const CREATORS: usize = 16;
 
 struct Bench {
     cp: ControlPlane,
@@ -151,14 +148,6 @@ fn state_of(host: &BareMetalHost) -> &'static str {
     host.status.as_ref().map(|s| s.provisioning.state.as_str()).unwrap_or("")
 }
 
-fn nodeset_ready(nodeset: &DynamicObject) -> bool {
-    let status = &nodeset.data["status"];
-    status["observedGeneration"] == json!(nodeset.metadata.generation)
-        && status["conditions"]
-            .as_array()
-            .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
-}
-
 fn processed(nodeset: &DynamicObject) -> bool {
     nodeset.data["status"]["observedGeneration"] == json!(nodeset.metadata.generation)
 }
@@ -215,40 +204,11 @@ impl Bench {
     }
 
     fn nodesets(&self) -> Api<DynamicObject> {
-        let gvk = GroupVersionKind::gvk("ferrometal.io", "v1alpha1", "NodeSet");
-        Api::namespaced_with(self.cp.client(), &self.ns, &ApiResource::from_gvk(&gvk))
+        nodesets(self.cp.client(), &self.ns)
     }
 
     async fn scrape(&self) -> crate::Result<Scrape> {
         Scrape::fetch(&self.operator.metrics_url()).await
-    }
-
-    async fn create_hosts(&self, names: &[String], image: Option<&str>) -> crate::Result<()> {
-        let api = self.hosts();
-        futures::stream::iter(names)
-            .map(|name| {
-                let api = api.clone();
-                let mut spec = json!({
-                    "bmc": {"address": format!("fake://{name}"), "credentialsName": "fake-bmc"}, "online": true,
-                    // Inspection and cleaning take slots too; the floor does neither.
-                    "inspectionMode": "disabled", "automatedCleaningMode": "disabled",
-                });
-                if let Some(url) = image {
-                    spec["image"] = json!({"url": url, "format": "live-iso"});
-                }
-                async move {
-                    let host: BareMetalHost = serde_json::from_value(json!({
-                        "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
-                        "metadata": {"name": name}, "spec": spec,
-                    }))?;
-                    api.create(&PostParams::default(), &host).await?;
-                    Ok::<_, anyhow::Error>(())
-                }
-            })
-            .buffer_unordered(CREATORS)
-            .try_collect::<Vec<()>>()
-            .await?;
-        Ok(())
     }
 
     /// P1: `count` hosts created at once, timed until all are provisioned.
@@ -269,7 +229,7 @@ impl Bench {
         let cpu_before = CpuSnapshot::take(&sources);
         let started = Instant::now();
         let names: Vec<String> = (0..count).map(|i| format!("host-{i:04}")).collect();
-        self.create_hosts(&names, Some(&self.iso)).await?;
+        create_hosts(&self.hosts(), &names, Some(&self.iso)).await?;
         let done = wait::until("every host provisioned", self.limits.timeout, Duration::from_millis(100), || async {
             (seen.lock().unwrap_or_else(|e| e.into_inner()).len() >= count).then_some(())
         })
@@ -325,90 +285,16 @@ impl Bench {
         Ok(rollout)
     }
 
-    /// P4: a NodeSet of `count` hosts brought up, then its MTU edited.
+    /// P4 among the hosts of P1.
     async fn rollout(&self, count: usize) -> crate::Result<Rollout> {
-        let client = self.cp.client();
-        let machines: Vec<String> = (0..count).map(|i| format!("server-{i:03}")).collect();
-        self.create_hosts(&machines, None).await?;
-        let services: Api<DynamicObject> = Api::namespaced_with(
-            client.clone(),
-            &self.ns,
-            &ApiResource::from_gvk(&GroupVersionKind::gvk("ferrometal.io", "v1alpha1", "NodeSetService")),
-        );
-        for (name, run_once) in [("bootstrap", true), ("configure-network", false)] {
-            let service = json!({
-                "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSetService", "metadata": {"name": name},
-                "spec": {"runOnce": run_once, "job": {"image": format!("{name}:1")}}
-            });
-            services.create(&PostParams::default(), &serde_json::from_value(service)?).await?;
-        }
-        let nodes: serde_json::Map<String, Value> = (0..count)
-            .map(|i| {
-                let address = format!("10.0.{}.{}/16", i / 250, i % 250 + 1);
-                (format!("compute-{i:03}"), json!({"networks": [{"name": "ctlplane", "addresses": [address]}]}))
-            })
-            .collect();
-        let nodeset = json!({
-            "apiVersion": "ferrometal.io/v1alpha1", "kind": "NodeSet", "metadata": {"name": "computes"},
-            "spec": {
-                "baremetalSetTemplate": {"image": {"url": self.iso, "format": "live-iso"}, "automatedCleaningMode": "disabled"},
-                "nodeTemplate": {"networks": network(1500), "managementNetwork": "ctlplane"},
-                "nodes": nodes,
-                "services": ["bootstrap", "configure-network"],
-                "rollout": {"maxUnavailable": "10%"},
-            }
-        });
-        let api = self.nodesets();
-        let started = Instant::now();
-        api.create(&PostParams::default(), &serde_json::from_value(nodeset)?).await?;
-        self.wait_ready("computes").await?;
-        let bring_up = started.elapsed();
-
-        let jobs: Api<Job> = Api::namespaced(client, &self.ns);
-        let existing: HashSet<String> =
-            jobs.list(&Default::default()).await?.items.iter().map(|j| j.name_any()).collect();
-        let (first_tx, first_rx) = tokio::sync::oneshot::channel::<Instant>();
-        let watch = tokio::spawn(async move {
-            let mut first = Some(first_tx);
-            let mut events = watcher::watcher(jobs, watcher::Config::default()).boxed();
-            while let Some(event) = events.next().await {
-                if let Ok(Event::Apply(job) | Event::InitApply(job)) = event
-                    && !existing.contains(&job.name_any())
-                    && let Some(tx) = first.take()
-                {
-                    let _ = tx.send(Instant::now());
-                }
-            }
-        });
-        // The watch must be established before the edit, or its first event is late.
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let before = self.scrape().await?;
-        let edited = Instant::now();
-        let patch = json!({"spec": {"nodeTemplate": {"networks": network(9000)}}});
-        api.patch("computes", &PatchParams::default(), &Patch::Merge(&patch)).await?;
-        let first = tokio::time::timeout(self.limits.timeout, first_rx).await??;
-        let at_first = self.scrape().await?;
-        self.wait_ready("computes").await?;
-        let complete = edited.elapsed();
-        watch.abort();
-        let after = self.scrape().await?;
-        Ok(Rollout {
-            hosts: count,
-            bring_up,
-            first_job: first.duration_since(edited),
-            complete,
-            ironic_to_first_job: difference(&at_first.ironic(), &before.ironic()),
-            ironic_during: difference(&after.ironic(), &before.ironic()),
-            reconciles: after.reconciles("nodeset") - before.reconciles("nodeset"),
-        })
-    }
-
-    async fn wait_ready(&self, name: &str) -> crate::Result<()> {
-        let api = self.nodesets();
-        wait::until_ok(&format!("NodeSet {name} Ready"), self.limits.timeout, Duration::from_millis(250), || async {
-            Ok(api.get_opt(name).await?.filter(nodeset_ready).map(|_| ()))
-        })
-        .await
+        let day2 = Day2 {
+            client: self.cp.client(),
+            ns: &self.ns,
+            iso: &self.iso,
+            timeout: self.limits.timeout,
+            metrics: vec![self.operator.metrics_url()],
+        };
+        day2.rollout(count).await
     }
 
     /// P2 and P3: after one slow poll interval to settle, a window of `window` with nothing
@@ -469,8 +355,4 @@ impl Bench {
             delta_cpu: delta.of("ironic") / LOOKS,
         })
     }
-}
-
-fn network(mtu: u16) -> Value {
-    json!([{"name": "ctlplane", "interface": "eno1", "mtu": mtu}])
 }
