@@ -18,23 +18,42 @@ use std::time::{Duration, Instant};
 /// Hosts and NodeSets are created this many at once, as a client applying a directory would.
 pub(super) const CREATORS: usize = 16;
 
-/// `fake://` hosts named `names`, without inspection or cleaning (the floor does neither),
-/// with a live ISO when `image` is given.
+/// A BareMetalHost to create.
+pub(super) struct NewHost {
+    pub name: String,
+    pub spec: Value,
+    pub annotations: Value,
+}
+
+/// The spec of a `fake://` host named `name`, without inspection or cleaning (the floor does
+/// neither), with a live ISO when `image` is given.
+pub(super) fn fake_spec(name: &str, image: Option<&str>) -> Value {
+    let mut spec = json!({
+        "bmc": {"address": format!("fake://{name}"), "credentialsName": "fake-bmc"}, "online": true,
+        "inspectionMode": "disabled", "automatedCleaningMode": "disabled",
+    });
+    if let Some(url) = image {
+        spec["image"] = json!({"url": url, "format": "live-iso"});
+    }
+    spec
+}
+
+/// `fake://` hosts named `names` (see [`fake_spec`]).
 pub(super) async fn create_hosts(api: &Api<BareMetalHost>, names: &[String], image: Option<&str>) -> crate::Result<()> {
-    futures::stream::iter(names)
-        .map(|name| {
+    let hosts =
+        names.iter().map(|name| NewHost { name: name.clone(), spec: fake_spec(name, image), annotations: json!({}) });
+    create(api, hosts).await
+}
+
+/// Creates `hosts`, [`CREATORS`] at a time.
+pub(super) async fn create(api: &Api<BareMetalHost>, hosts: impl Iterator<Item = NewHost>) -> crate::Result<()> {
+    futures::stream::iter(hosts)
+        .map(|NewHost { name, spec, annotations }| {
             let api = api.clone();
-            let mut spec = json!({
-                "bmc": {"address": format!("fake://{name}"), "credentialsName": "fake-bmc"}, "online": true,
-                "inspectionMode": "disabled", "automatedCleaningMode": "disabled",
-            });
-            if let Some(url) = image {
-                spec["image"] = json!({"url": url, "format": "live-iso"});
-            }
             async move {
                 let host: BareMetalHost = serde_json::from_value(json!({
                     "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
-                    "metadata": {"name": name}, "spec": spec,
+                    "metadata": {"name": name, "annotations": annotations}, "spec": spec,
                 }))?;
                 api.create(&PostParams::default(), &host).await?;
                 Ok::<_, anyhow::Error>(())

@@ -5,26 +5,24 @@ use super::fleet::{self, FLEET_PREFIX, Fleet};
 use super::{Adoption, Handover, Lists, Memory, Options, Report, Rest};
 use crate::bench::Rollout;
 use crate::bench::cpu::{CpuSnapshot, PhaseCpu, Source};
-use crate::bench::day2::Day2;
+use crate::bench::day2::{self, Day2, NewHost, fake_spec};
 use crate::bench::probe::{ProcSample, Scrape, difference};
 use crate::ironic::{IronicConfig, IronicDatabase, IronicServer};
 use crate::mariadb::{MariaDb, MariaDbConfig};
 use crate::operator_process::OperatorProcess;
 use crate::{ControlPlane, PodSimulator, wait};
 use crds::baremetalhost::BareMetalHost;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use ironic_client::{ChangeCursor, DEFAULT_FULL_EVERY, IronicClient};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Hosts are created this many at once, as a client applying a directory would.
-const CREATORS: usize = 16;
 const STATUS: &str = "baremetalhost.metal3.io/status";
 /// The leader lease the shard Leases are named after (`<lease>-shard-<name>`).
 const LEASE: &str = "ferrometal-leader";
@@ -140,32 +138,20 @@ impl Run {
     /// The fleet's hosts, each with the status annotation of a provisioned host whose node is
     /// the fleet's; the CPU it cost (no operator runs yet).
     async fn create_hosts(&self, fleet: &Fleet) -> crate::Result<PhaseCpu> {
-        let api = self.hosts();
         let image = json!({"url": self.iso, "format": "live-iso"});
+        let hosts = fleet.nodes.iter().map(|(name, uuid)| {
+            let status = json!({
+                "operationalStatus": "OK", "poweredOn": true,
+                "provisioning": {"state": "provisioned", "ID": uuid, "image": image},
+            });
+            NewHost {
+                name: name.clone(),
+                spec: fake_spec(name, Some(&self.iso)),
+                annotations: json!({STATUS: status.to_string()}),
+            }
+        });
         let before = CpuSnapshot::take(&self.sources());
-        futures::stream::iter(&fleet.nodes)
-            .map(|(name, uuid)| {
-                let spec = json!({
-                    "bmc": {"address": format!("fake://{name}"), "credentialsName": "fake-bmc"}, "online": true,
-                    "image": image, "inspectionMode": "disabled", "automatedCleaningMode": "disabled",
-                });
-                let status = json!({
-                    "operationalStatus": "OK", "poweredOn": true,
-                    "provisioning": {"state": "provisioned", "ID": uuid, "image": image},
-                });
-                let (api, name) = (api.clone(), name.clone());
-                async move {
-                    let host: BareMetalHost = serde_json::from_value(json!({
-                        "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
-                        "metadata": {"name": name, "annotations": {STATUS: status.to_string()}}, "spec": spec,
-                    }))?;
-                    api.create(&PostParams::default(), &host).await?;
-                    Ok::<_, anyhow::Error>(())
-                }
-            })
-            .buffer_unordered(CREATORS)
-            .try_collect::<Vec<()>>()
-            .await?;
+        day2::create(&self.hosts(), hosts).await?;
         Ok(before.until(&CpuSnapshot::take(&self.sources())))
     }
 
