@@ -212,7 +212,8 @@ impl IronicServer {
 
     /// Stops Ironic gracefully (SIGTERM; it needs about 3.5 s).
     pub async fn stop(&mut self) -> crate::Result<()> {
-        // The API first: nothing new reaches the conductors while they stop.
+        // The API first: nothing new reaches the conductors while they stop. Should a stop
+        // fail, the processes not yet stopped are killed as they are dropped.
         for mut process in std::mem::take(&mut self.processes) {
             process.stop(Duration::from_secs(15)).await?;
         }
@@ -347,14 +348,15 @@ impl Role {
     }
 }
 
-/// How many entries of `key` the JSON answer to `request` lists (0 on any failure).
+/// How many entries of `key` the JSON answer to `request` lists (0 on any failure), without
+/// those that say they are not alive (a conductor stopped before a restart stays listed).
 async fn listed(request: reqwest::RequestBuilder, key: &str) -> usize {
     let Ok(response) = request.send().await else { return 0 };
     if !response.status().is_success() {
         return 0;
     }
     let body: serde_json::Value = response.json().await.unwrap_or_default();
-    body[key].as_array().map_or(0, Vec::len)
+    body[key].as_array().map_or(0, |entries| entries.iter().filter(|e| e["alive"] != false).count())
 }
 
 fn render_conf(

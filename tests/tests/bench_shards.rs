@@ -27,7 +27,8 @@ async fn the_sharded_run_adopts_forty_hosts_edits_a_nodeset_among_them_hands_a_k
         adoption.ironic
     );
     assert!(adoption.memory.iter().all(|m| m.rss > 0 && m.peak_rss >= m.rss), "{:?}", adoption.memory);
-    for source in ["kube-apiserver", "ironic-api", "ironic-conductors", "mariadb", "operators"] {
+    // Not the conductors: adopting asks them nothing, and idle they may use less than a tick.
+    for source in ["kube-apiserver", "ironic-api", "mariadb", "operators"] {
         assert!(adoption.cpu.of(source) > Duration::ZERO, "{source}'s CPU was counted: {:?}", adoption.cpu);
     }
     assert!(report.create.of("kube-apiserver") > Duration::ZERO, "creating the hosts cost the apiserver CPU");
@@ -42,10 +43,11 @@ async fn the_sharded_run_adopts_forty_hosts_edits_a_nodeset_among_them_hands_a_k
     assert!(rollout.reconciles > 0, "the edit was reconciled");
     let handover = &report.handover;
     assert!(handover.leases > Duration::ZERO && handover.settled >= handover.leases, "{handover:?}");
+    assert!(handover.reconciles >= 45, "the survivor reconciled every host it took: {handover:?}");
     assert!(handover.memory.rss > 0);
     assert!(!handover.ironic.contains_key("create_node"), "the survivor made no node: {:?}", handover.ironic);
     let integrity = report.integrity;
-    assert_eq!((integrity.nodes, integrity.duplicate_names), (45, 0), "one node per host: {integrity:?}");
+    assert_eq!((integrity.nodes, integrity.replaced), (45, 0), "one node per host, the fleet's kept: {integrity:?}");
     assert_eq!((integrity.not_active, integrity.moved), (0, 0), "no node of the fleet moved: {integrity:?}");
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! P1, the sharded run among its fleet.
 
 use super::Rollout;
-use super::probe::{Scrape, difference};
+use super::probe::{Scrape, difference, ironic_summed};
 use crate::wait;
 use crds::baremetalhost::BareMetalHost;
 use futures::{StreamExt, TryStreamExt};
@@ -82,6 +82,15 @@ fn nodeset_ready(nodeset: &DynamicObject) -> bool {
             .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
 }
 
+/// A spawned watch, stopped when the phase that started it ends, failed or not.
+pub(super) struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Where the edit runs, and whom to ask what it cost.
 pub(super) struct Day2<'a> {
     pub client: Client,
@@ -110,7 +119,7 @@ impl Day2<'_> {
         self.wait_ready("computes").await?;
         let bring_up = started.elapsed();
 
-        let (first_job, watch) = self.watch_first_job().await?;
+        let (first_job, _watch) = self.watch_first_job().await?;
         let before = self.counts().await?;
         let edited = Instant::now();
         let patch = json!({"spec": {"nodeTemplate": {"networks": network(9000)}}});
@@ -119,7 +128,6 @@ impl Day2<'_> {
         let at_first = self.counts().await?;
         self.wait_ready("computes").await?;
         let complete = edited.elapsed();
-        watch.abort();
         let after = self.counts().await?;
         Ok(Rollout {
             hosts: count,
@@ -167,9 +175,7 @@ impl Day2<'_> {
     }
 
     /// A watch of Jobs that reports when the first Job not there now appears.
-    async fn watch_first_job(
-        &self,
-    ) -> crate::Result<(tokio::sync::oneshot::Receiver<Instant>, tokio::task::JoinHandle<()>)> {
+    async fn watch_first_job(&self) -> crate::Result<(tokio::sync::oneshot::Receiver<Instant>, AbortOnDrop)> {
         let jobs: Api<Job> = Api::namespaced(self.client.clone(), self.ns);
         let existing: HashSet<String> =
             jobs.list(&Default::default()).await?.items.iter().map(|j| j.name_any()).collect();
@@ -188,19 +194,16 @@ impl Day2<'_> {
         });
         // The watch must be established before the edit, or its first event is late.
         tokio::time::sleep(Duration::from_secs(1)).await;
-        Ok((first_rx, watch))
+        Ok((first_rx, AbortOnDrop(watch)))
     }
 
     async fn counts(&self) -> crate::Result<Counts> {
-        let mut counts = Counts { ironic: BTreeMap::new(), reconciles: 0 };
+        let mut scrapes = Vec::new();
         for url in &self.metrics {
-            let scrape = Scrape::fetch(url).await?;
-            for (op, n) in scrape.ironic() {
-                *counts.ironic.entry(op).or_insert(0) += n;
-            }
-            counts.reconciles += scrape.reconciles("nodeset");
+            scrapes.push(Scrape::fetch(url).await?);
         }
-        Ok(counts)
+        let reconciles = scrapes.iter().map(|s| s.reconciles("nodeset")).sum();
+        Ok(Counts { ironic: ironic_summed(&scrapes), reconciles })
     }
 
     async fn wait_ready(&self, name: &str) -> crate::Result<()> {

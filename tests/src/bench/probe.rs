@@ -83,6 +83,17 @@ fn label_value(labels: &str) -> Option<&str> {
     labels.split_once('"')?.1.split('"').next()
 }
 
+/// Ironic requests by operation, summed over several processes' scrapes.
+pub fn ironic_summed(scrapes: &[Scrape]) -> BTreeMap<String, u64> {
+    let mut total = BTreeMap::new();
+    for scrape in scrapes {
+        for (op, n) in scrape.ironic() {
+            *total.entry(op).or_insert(0) += n;
+        }
+    }
+    total
+}
+
 /// Per-operation differences `after - before`, without zeroes.
 pub fn difference(after: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     after

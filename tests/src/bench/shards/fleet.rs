@@ -1,20 +1,22 @@
 //! A large fleet pre-registered in seconds, and checked afterwards.
 //!
 //! One node is created through Ironic's API as the operator creates a `fake://` host's node
-//! (same driver and interfaces); its row is then copied in MariaDB once per host, each copy
-//! with the host's node name (`<namespace>~<name>`), a fresh UUID, the host's shard, and
-//! `active` and powered on since [`SETTLED_AT`]: a fleet the operator registered and
-//! deployed long ago, its nodes last written one second apart, as a fleet written over time
-//! is (nodes sharing their newest second would each look at the changes page through). The API's checks ran on the template; the copies differ from it only
-//! in what registration and deployment change. Creating 10,000 nodes through the API and
-//! deploying them would take this machine's two cores most of an hour.
+//! (same driver and interfaces); its row is then copied in MariaDB once per host. Each copy has
+//! the host's node name (`<namespace>~<name>`), a fresh UUID, the host's shard, `active` and
+//! powered on, made (and last written) one second before the previous copy ([`SETTLED_AT`]):
+//! a fleet the operator registered and deployed long ago, written over time. (Nodes sharing
+//! the newest write time would be read again at every look at what changed.) The API's checks
+//! ran on the template; what a deployment writes besides (`instance_info`) is not copied,
+//! since nothing the operator reads of a provisioned host's node needs it. Creating 10,000
+//! nodes through the API and deploying them would take this machine's two cores most of an
+//! hour.
 
 use super::ShardOf;
 use crate::ironic::IronicServer;
 use sqlx::{AssertSqlSafe, Connection, Executor, MySqlConnection, Row};
 use std::time::{Duration, Instant};
 
-/// When every copied node was last moved: a node moved since has a later time.
+/// When the newest copy was made and last moved; copy `i` was made `i` seconds before.
 pub const SETTLED_AT: &str = "2026-01-01 00:00:00";
 
 /// How the fleet's hosts are named: `host-00042`.
@@ -29,17 +31,18 @@ pub struct Fleet {
     pub elapsed: Duration,
 }
 
-/// What Ironic's database holds after a run: the operator must have made no second node,
-/// lost none, and moved none of the fleet's out of `active`.
+/// What Ironic's database holds after a run: the operator must have made no second node for a
+/// host (Ironic refuses a second node of one name, so a second node would be a re-registration
+/// replacing the first), and moved none of the fleet's out of `active`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Integrity {
     /// Every node (the fleet's and any the run registered besides).
     pub nodes: u64,
-    /// Node names held by more than one node.
-    pub duplicate_names: u64,
+    /// Fleet hosts whose node is gone or is another than the one made for it.
+    pub replaced: u64,
     /// The fleet's nodes not `active`.
     pub not_active: u64,
-    /// The fleet's nodes whose provision state changed since [`SETTLED_AT`] (a deployment
+    /// The fleet's nodes whose provision state changed since they were made (a deployment
     /// would).
     pub moved: u64,
 }
@@ -87,28 +90,29 @@ pub async fn preregister(
     Ok(Fleet { nodes, elapsed: started.elapsed() })
 }
 
-/// Counts what the operator could have broken; the fleet is the nodes named
-/// `<namespace>~host-…`.
-pub async fn integrity(database: &str, namespace: &str) -> crate::Result<Integrity> {
+/// Counts what the operator could have broken of `fleet`, made in `namespace`.
+pub async fn integrity(database: &str, namespace: &str, fleet: &Fleet) -> crate::Result<Integrity> {
     let mut conn = MySqlConnection::connect(database).await?;
-    let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
-    let nodes = count("SELECT COUNT(*) FROM nodes").fetch_one(&mut conn).await?;
-    let duplicate_names = count("SELECT COUNT(*) FROM (SELECT name FROM nodes GROUP BY name HAVING COUNT(*) > 1) d")
-        .fetch_one(&mut conn)
-        .await?;
-    let fleet = format!("{namespace}~{FLEET_PREFIX}%");
-    let not_active = count("SELECT COUNT(*) FROM nodes WHERE name LIKE ? AND provision_state <> 'active'")
-        .bind(&fleet)
-        .fetch_one(&mut conn)
-        .await?;
-    let moved = count("SELECT COUNT(*) FROM nodes WHERE name LIKE ? AND provision_updated_at <> ?")
-        .bind(&fleet)
-        .bind(SETTLED_AT)
-        .fetch_one(&mut conn)
-        .await?;
+    let nodes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM nodes").fetch_one(&mut conn).await?;
+    let prefix = format!("{namespace}~");
+    let rows = sqlx::query(
+        "SELECT name, uuid, provision_state = 'active', provision_updated_at = created_at FROM nodes WHERE name LIKE ?",
+    )
+    .bind(format!("{prefix}{FLEET_PREFIX}%"))
+    .fetch_all(&mut conn)
+    .await?;
     conn.close().await?;
-    let n = |v: i64| u64::try_from(v).unwrap_or(0);
-    Ok(Integrity { nodes: n(nodes), duplicate_names: n(duplicate_names), not_active: n(not_active), moved: n(moved) })
+    let mut found = std::collections::HashMap::new();
+    let (mut not_active, mut moved) = (0, 0);
+    for row in &rows {
+        let name: String = row.try_get(0)?;
+        found.insert(name.replacen(&prefix, "", 1), row.try_get::<String, _>(1)?);
+        not_active += u64::from(row.try_get::<i64, _>(2)? == 0);
+        moved += u64::from(row.try_get::<i64, _>(3)? == 0);
+    }
+    let replaced = fleet.nodes.iter().filter(|(host, uuid)| found.get(host) != Some(uuid)).count();
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    Ok(Integrity { nodes: u64::try_from(nodes).unwrap_or(0), replaced: count(replaced), not_active, moved })
 }
 
 /// The node every copy is made from, created as the operator creates a `fake://` host's.
@@ -151,8 +155,11 @@ async fn copied_columns(conn: &mut MySqlConnection) -> crate::Result<Vec<(String
                 "shard" => "p.shard".to_string(),
                 "provision_state" => "'active'".to_string(),
                 "power_state" => "'power on'".to_string(),
-                "provision_updated_at" | "created_at" => format!("'{SETTLED_AT}'"),
-                "updated_at" => format!("DATE_SUB('{SETTLED_AT}', INTERVAL p.seq SECOND)"),
+                // Written over time, the later a copy the longer ago; each last moved (and
+                // written) when it was made, so a later move shows as a time after its creation.
+                "created_at" | "updated_at" | "provision_updated_at" => {
+                    format!("DATE_SUB('{SETTLED_AT}', INTERVAL p.seq SECOND)")
+                }
                 "target_provision_state"
                 | "target_power_state"
                 | "reservation"

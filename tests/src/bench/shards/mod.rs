@@ -25,6 +25,7 @@
 //!   `active`, nodes moved since the fleet was made.
 
 pub mod fleet;
+mod phases;
 mod scenario;
 mod table;
 

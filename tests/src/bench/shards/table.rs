@@ -45,7 +45,7 @@ pub fn render(reports: &[Report]) -> String {
 }
 
 fn columns(values: &[String]) -> String {
-    values.iter().map(|v| format!("{v:>22}")).collect()
+    values.iter().map(|v| format!("  {v:>22}")).collect()
 }
 
 fn row(label: &str, reports: &[Report], value: impl Fn(&Report) -> String) -> Row {
@@ -153,8 +153,8 @@ fn handover_rows(reports: &[Report]) -> Vec<Row> {
             format!("{:.1}, {:.1}", r.handover.memory.rss as f64 / MIB, r.handover.memory.peak_rss as f64 / MIB)
         }),
         row("  Ironic requests", reports, |r| ops(&r.handover.ironic)),
-        row("integrity: nodes, duplicates", reports, |r| {
-            format!("{}, {}", r.integrity.nodes, r.integrity.duplicate_names)
+        row("integrity: nodes, fleet's replaced", reports, |r| {
+            format!("{}, {}", r.integrity.nodes, r.integrity.replaced)
         }),
         row("  not active, moved", reports, |r| format!("{}, {}", r.integrity.not_active, r.integrity.moved)),
     ]
