@@ -6,18 +6,10 @@
 //!     FERROMETAL_BENCH_HOSTS=100,300 cargo bench -p ferrometal-tests --bench scale
 
 fn main() -> anyhow::Result<()> {
-    // Test runners run bench binaries too; only `cargo bench` passes --bench. Test runners get
-    // no output: nextest reads `--list`'s as a list of tests, and this binary has none. The
-    // short form runs in `make test` as the `bench` test.
-    if !std::env::args().any(|a| a == "--bench") {
-        if !std::env::args().any(|a| a == "--list") {
-            eprintln!("scale: run with `make bench` or `cargo bench -p ferrometal-tests --bench scale`");
-        }
+    // The short form runs in `make test` as the `bench` test.
+    if !ferrometal_tests::bench::started_by_cargo_bench("scale") {
         return Ok(());
     }
-    // The figures are the output: the harness's log tails of the servers would bury them.
-    // SAFETY: no other thread exists yet; the runtime starts below.
-    unsafe { std::env::set_var("FERROMETAL_LOG_TAILS", "0") };
     let options = ferrometal_tests::bench::Options::full();
     eprintln!("[bench] host counts {:?}, {} NodeSets, limits {:?}", options.hosts, options.nodesets, options.limits);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

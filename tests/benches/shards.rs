@@ -11,15 +11,9 @@ use operator::testing::host::Shards;
 use std::sync::Arc;
 
 fn main() -> anyhow::Result<()> {
-    // As the scale benchmark: only `cargo bench` passes --bench; test runners get no output.
-    if !std::env::args().any(|a| a == "--bench") {
-        if !std::env::args().any(|a| a == "--list") {
-            eprintln!("shards: run with `make bench` or `cargo bench -p ferrometal-tests --bench shards`");
-        }
+    if !ferrometal_tests::bench::started_by_cargo_bench("shards") {
         return Ok(());
     }
-    // SAFETY: no other thread exists yet; the runtime starts below.
-    unsafe { std::env::set_var("FERROMETAL_LOG_TAILS", "0") };
     let options = Options::full(shard_of()?);
     eprintln!("[shards] host counts {:?}", options.hosts);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

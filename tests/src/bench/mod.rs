@@ -253,6 +253,23 @@ impl Report {
     }
 }
 
+/// Whether the bench binary `name` was started by `cargo bench`, which alone passes `--bench`.
+/// Test runners run bench binaries too and get no output (nextest reads `--list`'s as a list
+/// of tests, and these binaries have none); anyone else is told how to run it. When it was,
+/// the harness's log tails of the servers are turned off: they would bury the figures.
+/// Call it first in `main`, before any thread starts.
+pub fn started_by_cargo_bench(name: &str) -> bool {
+    if !std::env::args().any(|a| a == "--bench") {
+        if !std::env::args().any(|a| a == "--list") {
+            eprintln!("{name}: run with `make bench` or `cargo bench -p ferrometal-tests --bench {name}`");
+        }
+        return false;
+    }
+    // SAFETY: the caller runs this before any other thread exists.
+    unsafe { std::env::set_var("FERROMETAL_LOG_TAILS", "0") };
+    true
+}
+
 /// Runs every host count of `options` in turn, printing progress on stderr.
 pub async fn run(options: &Options) -> crate::Result<Vec<Report>> {
     let mut reports = Vec::new();
