@@ -270,6 +270,15 @@ pub fn started_by_cargo_bench(name: &str) -> bool {
     true
 }
 
+/// The `ferrometal` binary measured: `FERROMETAL_BENCH_OPERATOR` when set (`make bench`
+/// passes the release build), else the workspace's debug build.
+pub(crate) fn operator_binary() -> crate::Result<std::path::PathBuf> {
+    match std::env::var_os("FERROMETAL_BENCH_OPERATOR") {
+        Some(path) => Ok(std::path::PathBuf::from(path)),
+        None => crate::operator_process::binary(),
+    }
+}
+
 /// Runs every host count of `options` in turn, printing progress on stderr.
 pub async fn run(options: &Options) -> crate::Result<Vec<Report>> {
     let mut reports = Vec::new();

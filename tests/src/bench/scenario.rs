@@ -114,10 +114,7 @@ async fn start_operator(
     ]
     .map(|(k, v)| (k.to_string(), v))
     .into();
-    let binary = match std::env::var_os("FERROMETAL_BENCH_OPERATOR") {
-        Some(path) => std::path::PathBuf::from(path),
-        None => crate::operator_process::binary()?,
-    };
+    let binary = crate::bench::operator_binary()?;
     let mut operator = OperatorProcess::start_binary(&binary, "ferrometal-bench", cp.kubeconfig(), &args, &env)?;
     wait_started(&mut operator, Duration::from_secs(180)).await?;
     Ok(operator)

@@ -1,13 +1,14 @@
 //! The phases of a sharded run, each measured from outside the processes: their metrics,
 //! `/proc`, the shard Leases, and a watch of the hosts.
 
-use super::scenario::{Run, STATUS};
+use super::scenario::Run;
 use super::{Adoption, Handover, Lists, Memory, Rest};
 use crate::bench::Rollout;
 use crate::bench::cpu::{CpuSnapshot, Source};
 use crate::bench::day2::{AbortOnDrop, Day2};
 use crate::bench::probe::{ProcSample, Scrape, difference, ironic_summed};
 use crds::baremetalhost::BareMetalHost;
+use crds::baremetalhost::annotations::STATUS;
 use futures::StreamExt;
 use ironic_client::{ChangeCursor, DEFAULT_FULL_EVERY, IronicClient};
 use kube::ResourceExt;

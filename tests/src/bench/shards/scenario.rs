@@ -11,12 +11,12 @@ use crate::mariadb::{MariaDb, MariaDbConfig};
 use crate::operator_process::OperatorProcess;
 use crate::{ControlPlane, PodSimulator};
 use crds::baremetalhost::BareMetalHost;
+use crds::baremetalhost::annotations::STATUS;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
 
-pub(super) const STATUS: &str = "baremetalhost.metal3.io/status";
 /// The leader lease the shard Leases are named after (`<lease>-shard-<name>`).
 const LEASE: &str = "ferrometal-leader";
 
@@ -217,10 +217,7 @@ impl Run {
         ]
         .map(|(k, v)| (k.to_string(), v))
         .into();
-        let binary = match std::env::var_os("FERROMETAL_BENCH_OPERATOR") {
-            Some(path) => std::path::PathBuf::from(path),
-            None => crate::operator_process::binary()?,
-        };
+        let binary = crate::bench::operator_binary()?;
         OperatorProcess::start_binary(&binary, name, self.cp.kubeconfig(), &all, &env)
     }
 
