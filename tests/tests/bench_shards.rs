@@ -45,6 +45,9 @@ async fn the_sharded_run_adopts_forty_hosts_edits_a_nodeset_among_them_hands_a_k
     assert!(handover.leases > Duration::ZERO && handover.settled >= handover.leases, "{handover:?}");
     assert!(handover.reconciles >= 45, "the survivor reconciled every host it took: {handover:?}");
     assert!(handover.memory.rss > 0);
+    // Measured, and never inside the killed replica's term: a Lease taken early would be two
+    // replicas serving one shard.
+    assert!(handover.past_term_ms.is_some_and(|ms| ms >= 0), "{handover:?}");
     assert!(!handover.ironic.contains_key("create_node"), "the survivor made no node: {:?}", handover.ironic);
     let integrity = report.integrity;
     assert_eq!((integrity.nodes, integrity.replaced), (45, 0), "one node per host, the fleet's kept: {integrity:?}");

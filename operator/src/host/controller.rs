@@ -127,12 +127,18 @@ fn watch(ctx: &Arc<HostContext>, wakeups: &Wakeups, scope: &Scope) -> Controller
     let index = Arc::new(HostIndex::default());
     let observed = index.clone();
     let api = scope.api::<BareMetalHost>();
-    let (writer, config) = (ctx.clone(), ctx.clone());
+    let (writer, config, memory) = (ctx.clone(), ctx.clone(), ctx.clone());
     let controller = cache::observed_controller(
         api,
         cache::paged().any_semantic(),
         move |host: &BareMetalHost| config.config.serves(&host.namespace().unwrap_or_default(), &host.name_any()),
-        move |e| observed.apply(e),
+        move |e| {
+            observed.apply(e);
+            // A live event is in the store now; a relist's objects only once it is done.
+            if let watcher::Event::Apply(host) = e {
+                memory.memory.cached(host);
+            }
+        },
         move |host| writer.memory.is_own_write(host),
     )
     .with_config(controller::Config::default().concurrency(ctx.config.concurrency))

@@ -55,6 +55,12 @@ impl Memory {
         self.written.remember(host)
     }
 
+    /// The cache took `host` in from a watch event: the copy a write returned is dropped if
+    /// it is no newer.
+    pub(super) fn cached(&self, host: &BareMetalHost) {
+        self.written.caught_up(host);
+    }
+
     /// Whether `host`, as a watch event shows it, is what one of our writes returned; the
     /// version is forgotten as it is recognised.
     pub(super) fn is_own_write(&self, host: &BareMetalHost) -> bool {

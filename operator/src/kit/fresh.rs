@@ -39,11 +39,25 @@ impl<K: Resource + Clone> Recent<K> {
         self.written.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Remembers what a write returned.
-    pub(crate) fn remember(&self, object: K) -> Arc<K> {
+    /// Remembers what a write returned, as lean as the caches keep it (`cache::lean`): a copy
+    /// is kept until the watch shows the write, and for a host nothing else reconciles that
+    /// may be long, so its managed fields (most of what an apiserver returns of a host) would
+    /// be kept with it for nothing.
+    pub(crate) fn remember(&self, mut object: K) -> Arc<K> {
+        crate::kit::cache::lean(&mut object);
         let object = Arc::new(object);
         self.lock().insert(key(object.as_ref()), object.clone());
         object
+    }
+
+    /// The store has taken `cached` in (a watch event): a remembered copy no newer is dropped
+    /// now, rather than at the next reconcile of the object, which may never come.
+    pub(crate) fn caught_up(&self, cached: &K) {
+        let mut written = self.lock();
+        let key = key(cached);
+        if written.get(&key).is_some_and(|ours| version(ours.as_ref()) <= version(cached)) {
+            written.remove(&key);
+        }
     }
 
     /// Forgets an object (it was deleted).
@@ -114,6 +128,19 @@ mod tests {
             },
             ..Default::default()
         })
+    }
+
+    #[test]
+    fn a_remembered_copy_is_lean_and_dropped_once_a_watch_event_shows_the_write() {
+        let recent = Recent::default();
+        let mut written = (*map("a", "5")).clone();
+        written.metadata.managed_fields = Some(vec![Default::default()]);
+        let kept = recent.remember(written);
+        assert_eq!(kept.metadata.managed_fields, None, "kept as lean as a cache keeps it");
+        recent.caught_up(&map("a", "4"));
+        assert_eq!(recent.latest("ns", "a", None).map(|m| version(m.as_ref())), Some(5), "an older event keeps it");
+        recent.caught_up(&map("a", "5"));
+        assert!(recent.latest("ns", "a", None).is_none(), "the event of the write drops it");
     }
 
     #[test]

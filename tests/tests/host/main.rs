@@ -18,5 +18,6 @@ mod modes;
 mod power;
 mod preprov;
 mod scale;
+mod shard_terms;
 mod shards;
 mod subscription;

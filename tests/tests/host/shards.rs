@@ -125,14 +125,18 @@ const TIMING: LeaseTiming = LeaseTiming {
     retry_period: Duration::from_millis(500),
 };
 
-const LEASED: [&str; 4] = ["a", "b", "c", "d"];
+pub(crate) const LEASED: [&str; 4] = ["a", "b", "c", "d"];
 
-/// A replica that takes shard Leases of `LEASED`.
-async fn leasing_replica(t: &HostEnv, identity: &str) -> anyhow::Result<operator::Operator> {
+/// A replica that takes shard Leases of `LEASED`, timed by `timing`.
+pub(crate) async fn leasing_replica(
+    t: &HostEnv,
+    identity: &str,
+    timing: LeaseTiming,
+) -> anyhow::Result<operator::Operator> {
     let all: Vec<String> = LEASED.iter().map(|s| (*s).to_string()).collect();
     let mut config = t.env.operator_config();
     config.identity = identity.into();
-    config.leader_election = Some(LeaderElection { timing: TIMING, ..LeaderElection::new(t.ns(), "fm") });
+    config.leader_election = Some(LeaderElection { timing, ..LeaderElection::new(t.ns(), "fm") });
     config.host = Some(operator::testing::host::Config {
         shards: Shards::parse(&all, &[])?,
         shard_leases: true,
@@ -141,15 +145,35 @@ async fn leasing_replica(t: &HostEnv, identity: &str) -> anyhow::Result<operator
     t.env.start_operator(config).await
 }
 
+/// The Lease of `shard`.
+pub(crate) fn lease_name(shard: &str) -> String {
+    format!("fm-shard-{shard}")
+}
+
 /// Who holds each shard's Lease now (a released or missing one: nobody).
-async fn holders(t: &HostEnv) -> anyhow::Result<BTreeMap<String, String>> {
+pub(crate) async fn holders(t: &HostEnv) -> anyhow::Result<BTreeMap<String, String>> {
     let leases: kube::Api<Lease> = kube::Api::namespaced(t.env.client(), t.ns());
     let mut holders = BTreeMap::new();
     for shard in LEASED {
-        let holder = leases.get_opt(&format!("fm-shard-{shard}")).await?.and_then(|l| l.spec?.holder_identity);
+        let holder = leases.get_opt(&lease_name(shard)).await?.and_then(|l| l.spec?.holder_identity);
         holders.insert(shard.to_string(), holder.unwrap_or_default());
     }
     Ok(holders)
+}
+
+/// When `identity` last renewed each Lease it holds.
+async fn renewals_by(t: &HostEnv, identity: &str) -> anyhow::Result<BTreeMap<String, k8s_openapi::jiff::Timestamp>> {
+    let leases: kube::Api<Lease> = kube::Api::namespaced(t.env.client(), t.ns());
+    let mut renewed = BTreeMap::new();
+    for shard in LEASED {
+        let spec = leases.get(&lease_name(shard)).await?.spec.unwrap_or_default();
+        if spec.holder_identity.as_deref() == Some(identity)
+            && let Some(time) = spec.renew_time
+        {
+            renewed.insert(shard.to_string(), time.0);
+        }
+    }
+    Ok(renewed)
 }
 
 #[tokio::test]
@@ -160,7 +184,7 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
     let every = Shards::parse(&all, &[])?.ok_or_else(|| anyhow::anyhow!("no shards"))?;
     let ns = t.ns().to_string();
     let owner = |name: &str| every.shard_of(&ns, name).to_string();
-    let first = leasing_replica(&t, "r1").await?;
+    let first = leasing_replica(&t, "r1", TIMING).await?;
     wait::until_ok("r1 holds every shard", secs(30), Duration::from_millis(100), || async {
         Ok(holders(&t).await?.values().all(|h| h == "r1").then_some(()))
     })
@@ -170,7 +194,7 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
     // shards r2 asks for while their hosts are on the way.
     let given = per_shard("given", 1, LEASED.len(), &owner);
     crate::scale::create_hosts_to_provision(&t, &given).await?;
-    let second = leasing_replica(&t, "r2").await?;
+    let second = leasing_replica(&t, "r2", TIMING).await?;
     let split = wait::until_ok("two shards each", secs(60), Duration::from_millis(100), || async {
         let held = holders(&t).await?;
         let count = |r: &str| held.values().filter(|h| *h == r).count();
@@ -188,16 +212,24 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
     tokio::time::sleep(Duration::from_millis(300)).await;
     second.abort();
     let killed = std::time::Instant::now();
+    // A write already sent when it was aborted lands within moments; then its renewals stand.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let renewed = renewals_by(&t, "r2").await?;
     wait::until_ok("r1 holds every shard again", secs(30), Duration::from_millis(50), || async {
         Ok(holders(&t).await?.values().all(|h| h == "r1").then_some(()))
     })
     .await?;
     let handover = killed.elapsed();
     println!("shards of the killed replica taken over in {handover:?} (lease duration {:?})", TIMING.duration);
-    assert!(
-        handover >= TIMING.duration.saturating_sub(TIMING.retry_period),
-        "not before the term could end: {handover:?}"
-    );
+    // Not before the term its last renewal gave could end (same machine, same clock).
+    let leases: kube::Api<Lease> = kube::Api::namespaced(t.env.client(), t.ns());
+    for (shard, renew) in &renewed {
+        let spec = leases.get(&lease_name(shard)).await?.spec.unwrap_or_default();
+        let acquired = spec.acquire_time.ok_or_else(|| anyhow::anyhow!("{shard}: no acquire time"))?.0;
+        let term = k8s_openapi::jiff::SignedDuration::try_from(TIMING.duration)?;
+        assert!(acquired >= renew.checked_add(term)?, "{shard} taken at {acquired}, renewed at {renew}");
+    }
+    assert_eq!(renewed.len(), 2, "r2 held two shards: {renewed:?}");
     for name in &taken {
         t.wait_provisioned(name, secs(120)).await?;
     }

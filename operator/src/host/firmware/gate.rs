@@ -68,12 +68,20 @@ pub(crate) async fn bios_facts(
     if !deciding {
         return Ok(BiosFacts { settings, pending: false, on_reboot: false });
     }
+    // Marked before the read: a read of the object that ends after ours wakes the host.
+    let holds = moment != Moment::Provisioned && settings.is_empty();
+    if holds {
+        wanted.hold(key);
+    }
     let object = settings_of(client, host).await?;
     if object.is_none() && !settings.is_empty() {
         wanted.forget(key);
         settings.clear();
     }
     let pending = moment != Moment::Provisioned && settings.is_empty() && must_wait(object.as_ref());
+    if !pending {
+        wanted.unhold(key);
+    }
     let provisioned = matches!(moment, Moment::Provisioned | Moment::ServicingFailed);
     let on_reboot = provisioned && !settings.is_empty() && settings_on_reboot(client, host).await?;
     Ok(BiosFacts { settings, pending, on_reboot })

@@ -9,7 +9,7 @@ use crate::host::wake::{HostKey, Wakeups};
 use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostFirmwareSettings};
 use futures::Stream;
 use kube::runtime::reflector::ObjectRef;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -78,6 +78,9 @@ pub(crate) struct Waiting<K: kube::Resource, V> {
     hosts: Mutex<HashMap<HostKey, (V, Option<i64>)>>,
     /// Per host, what its object's last read was made from.
     marks: Mutex<HashMap<HostKey, ReadMark>>,
+    /// Hosts that may be held until their object is read: woken when it is, the others not
+    /// (a write of the object's status wakes no host that does not wait for it).
+    held: Mutex<HashSet<HostKey>>,
     /// Wakes hosts.
     wakeups: Arc<Wakeups>,
     /// Wakes the objects' reconciles.
@@ -93,6 +96,7 @@ where
         Self {
             hosts: Mutex::new(HashMap::new()),
             marks: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashSet::new()),
             wakeups,
             reads: ReadAgain::default(),
         }
@@ -129,15 +133,33 @@ where
         }
     }
 
-    /// Wakes `host`: its object was read anew.
+    fn held(&self) -> std::sync::MutexGuard<'_, HashSet<HostKey>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `host` may wait until its object is read: marked before the host reads the object, so
+    /// that a read finished after the host's look wakes it.
+    pub(crate) fn hold(&self, host: &HostKey) {
+        self.held().insert(host.clone());
+    }
+
+    /// `host` does not wait for its object's read.
+    pub(crate) fn unhold(&self, host: &HostKey) {
+        self.held().remove(host);
+    }
+
+    /// Its object was read anew: wakes `host` if it may be waiting for that.
     pub(crate) fn wake(&self, host: &HostKey) {
-        self.wakeups.wake(host);
+        if self.held().remove(host) {
+            self.wakeups.wake(host);
+        }
     }
 
     /// The host is gone, or its object.
     pub(crate) fn forget(&self, host: &HostKey) {
         self.hosts().remove(host);
         self.marks.lock().unwrap_or_else(|e| e.into_inner()).remove(host);
+        self.held().remove(host);
     }
 
     /// Whether the last read of `host`'s object was made from `mark`.
@@ -192,6 +214,25 @@ mod tests {
         assert_eq!(woken.next().await.map(|r| r.name), Some("server-0".to_string()));
         let next = tokio::time::timeout(std::time::Duration::from_millis(50), woken.next()).await;
         assert!(next.is_err(), "woken once: the same settings again, and clearing what was forgotten, are no news");
+    }
+
+    #[tokio::test]
+    async fn a_read_wakes_only_a_host_held_for_it_and_only_once() {
+        let wakeups = Arc::new(Wakeups::default());
+        let mut woken = Box::pin(wakeups.subscribe(None));
+        let wanted = Wanted::new(wakeups.clone());
+        let (held, free, gone) = (HostKey::new("ns", "held"), HostKey::new("ns", "free"), HostKey::new("ns", "gone"));
+        wanted.hold(&held);
+        wanted.hold(&free);
+        wanted.unhold(&free);
+        wanted.hold(&gone);
+        wanted.forget(&gone);
+        for host in [&free, &gone, &held, &held] {
+            wanted.wake(host);
+        }
+        assert_eq!(woken.next().await.map(|r| r.name), Some("held".to_string()));
+        let next = tokio::time::timeout(std::time::Duration::from_millis(50), woken.next()).await;
+        assert!(next.is_err(), "no other wake: a host not held, one forgotten, and a second read");
     }
 
     #[tokio::test]

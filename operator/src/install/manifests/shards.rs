@@ -106,8 +106,8 @@ pub(crate) fn lease_names(layout: &Layout) -> Vec<String> {
     layout.shards.iter().map(|shard| crate::runtime::shard_lease_name(LEADER_LEASE, shard)).collect()
 }
 
-/// The Role that lets the ServiceAccount hold the shard Leases (creating any Lease is granted
-/// already: creation cannot be limited by name), and its binding.
+/// The Role that lets the ServiceAccount watch and hold the shard Leases (creating any Lease is
+/// granted already: creation cannot be limited by name), and its binding.
 pub(crate) fn lease_roles(layout: &Layout) -> (Role, RoleBinding) {
     let meta = ObjectMeta {
         name: Some(LEASES_ROLE.to_string()),
@@ -121,7 +121,10 @@ pub(crate) fn lease_roles(layout: &Layout) -> (Role, RoleBinding) {
             api_groups: Some(vec!["coordination.k8s.io".to_string()]),
             resources: Some(vec!["leases".to_string()]),
             resource_names: Some(lease_names(layout)),
-            verbs: vec!["get".to_string(), "update".to_string()],
+            // Watched one by one (a field selector on the name, which a rule by name allows):
+            // a replica sees another's renewal as it is written, and takes its shard the moment
+            // its term ends.
+            verbs: ["get", "list", "watch", "update"].map(String::from).to_vec(),
             ..Default::default()
         }]),
     };
@@ -201,7 +204,7 @@ mod tests {
             rule.resource_names.clone().unwrap_or_default(),
             ["ferrometal-leader-shard-east", "ferrometal-leader-shard-west"]
         );
-        assert_eq!(rule.verbs, ["get", "update"]);
+        assert_eq!(rule.verbs, ["get", "list", "watch", "update"]);
         assert_eq!(binding.role_ref.name, role.metadata.name.unwrap_or_default());
     }
 }

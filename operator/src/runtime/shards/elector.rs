@@ -1,6 +1,8 @@
 //! The shard Leases of one replica: every retry period it reads every shard's Lease (all at
 //! once, each judged on this replica's clock the moment its answer came, as the leader elector
-//! does), plans ([`super::plan`]), and writes: renews what it holds first, then takes, releases
+//! does, or earlier, the moment a watch showed it: [`super::sightings`]), and again the moment
+//! another holder's term ends or a Lease is seen released, plans ([`super::plan`]), and
+//! writes: renews what it holds first, then takes, releases
 //! what it gave up once the controllers confirmed they stopped serving it, and asks for a shard
 //! by annotating its Lease. Every write is a replace with the resourceVersion read, so two
 //! replicas racing for a Lease cannot both win. It publishes the shards to serve, each with the
@@ -8,16 +10,18 @@
 //! can say which publication it applied.
 
 use super::plan::{Holder, Seen, plan};
+use super::sightings::{self, Sighting, due};
 use crate::kit::error::{KubeError, Verb};
 use crate::metrics::Metrics;
 use crate::runtime::lease::{LeaseTiming, Observer, Verdict, claim, released};
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, PostParams};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::watch;
-use tokio::time::{Instant, sleep, timeout};
+use tokio::time::{Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 
 /// The annotation naming the replica that asks for a shard.
@@ -45,6 +49,8 @@ struct Known {
     deadline: Option<Instant>,
     /// When we last asked for it.
     asked: Option<Instant>,
+    /// While another replica holds it: the end of its term, as this replica counts it.
+    ends: Option<Instant>,
 }
 
 pub(crate) struct Elector {
@@ -98,29 +104,59 @@ impl Elector {
         applied: watch::Receiver<Applied>,
         stop: CancellationToken,
     ) -> Result<Self, KubeError> {
+        let names = self.known.keys().map(|shard| (shard.clone(), self.name(shard))).collect();
+        let mut sightings = sightings::watch(&self.api, names);
+        let (mut looked, mut next) = (Instant::now(), Instant::now());
         loop {
-            self.attempt(&applied).await?;
-            let now = Instant::now();
-            let shards: BTreeMap<String, Instant> = self
-                .known
-                .iter()
-                .filter(|(shard, _)| !self.leaving.contains_key(*shard))
-                .filter_map(|(shard, k)| k.deadline.filter(|d| *d > now).map(|d| (shard.clone(), d)))
-                .collect();
-            held.send_if_modified(|current| {
-                if current.shards == shards {
-                    return false;
-                }
-                self.published = shards.keys().cloned().collect();
-                *current = Held { seq: self.seq, shards };
-                self.seq += 1;
-                true
-            });
+            if Instant::now() >= next {
+                looked = Instant::now();
+                self.attempt(&applied).await?;
+                self.publish(&held);
+                // A retry period after the look ended: a slow apiserver is not asked faster.
+                next = Instant::now() + self.timing.retry_period;
+            }
+            let wake = due(next, looked, self.known.values().filter_map(|k| k.ends));
             tokio::select! {
                 () = stop.cancelled() => return Ok(self),
-                () = sleep(self.timing.retry_period) => {}
+                () = sleep_until(wake) => next = next.min(wake),
+                Some(seen) = sightings.next() => {
+                    if self.sighted(seen, Instant::now()) {
+                        next = Instant::now();
+                    }
+                }
             }
         }
+    }
+
+    /// Publishes the shards whose term has not ended, those given up excepted, when they changed.
+    fn publish(&mut self, held: &watch::Sender<Held>) {
+        let now = Instant::now();
+        let shards: BTreeMap<String, Instant> = self
+            .known
+            .iter()
+            .filter(|(shard, _)| !self.leaving.contains_key(*shard))
+            .filter_map(|(shard, k)| k.deadline.filter(|d| *d > now).map(|d| (shard.clone(), d)))
+            .collect();
+        held.send_if_modified(|current| {
+            if current.shards == shards {
+                return false;
+            }
+            self.published = shards.keys().cloned().collect();
+            *current = Held { seq: self.seq, shards };
+            self.seq += 1;
+            true
+        });
+    }
+
+    /// A Lease as its watch showed it at `at`: its record is seen from then on (the term another
+    /// holder's renewal gives counts from its first sighting). Returns whether to look now: it
+    /// is free (released or deleted).
+    fn sighted(&mut self, (shard, spec): Sighting, at: Instant) -> bool {
+        let identity = self.identity.clone();
+        let Some(known) = self.known.get_mut(&shard) else { return false };
+        let verdict = known.observer.judge(&spec, &identity, at);
+        known.ends = ends(&verdict);
+        verdict == Verdict::Free
     }
 
     /// One look and its writes, each request bounded by half the renew deadline.
@@ -206,7 +242,9 @@ impl Elector {
         let identity = self.identity.clone();
         let known = self.known.entry(shard.to_string()).or_default();
         let spec = lease.and_then(|l| l.spec.clone()).unwrap_or_default();
-        let holder = match known.observer.judge(&spec, &identity, now) {
+        let verdict = known.observer.judge(&spec, &identity, now);
+        known.ends = ends(&verdict);
+        let holder = match verdict {
             Verdict::Ours => Holder::Me,
             Verdict::Free => Holder::Free,
             Verdict::Held { holder, .. } => Holder::Other(holder),
@@ -330,6 +368,14 @@ impl Elector {
                 Err(err) => tracing::warn!(shard, error = %err, "cannot read a shard lease to release it"),
             }
         }
+    }
+}
+
+/// The end of another holder's term, as `verdict` gives it.
+fn ends(verdict: &Verdict) -> Option<Instant> {
+    match verdict {
+        Verdict::Held { until, .. } => Some(*until),
+        Verdict::Ours | Verdict::Free => None,
     }
 }
 

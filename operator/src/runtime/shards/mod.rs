@@ -7,6 +7,7 @@
 mod elector;
 mod plan;
 mod serve;
+mod sightings;
 
 use crate::config::OperatorConfig;
 use crate::kit::Context;

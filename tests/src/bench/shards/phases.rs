@@ -11,6 +11,7 @@ use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::STATUS;
 use futures::StreamExt;
 use ironic_client::{ChangeCursor, DEFAULT_FULL_EVERY, IronicClient};
+use k8s_openapi::api::coordination::v1::LeaseSpec;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
@@ -157,6 +158,9 @@ impl Run {
         self.replicas[0].kill();
         self.killed = Some(0);
         let (every, deadline) = (self.options.shards.len(), killed + self.options.timeout);
+        // A renewal already sent when the kill came lands within moments; then they stand.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let renewed = self.leases().await?;
         let leases = loop {
             self.alive()?;
             if self.shards_held().await?.get(survivor) == Some(&every) {
@@ -167,8 +171,10 @@ impl Run {
         };
         let (settled, scrapes) = self.quiet(&[survivor], before.reconciles("host"), hosts as u64).await?;
         let after = scrapes.first().ok_or_else(|| anyhow::anyhow!("no scrape of the survivor"))?;
+        let taken = self.leases().await?;
         Ok(Handover {
             leases,
+            past_term_ms: past_term(&renewed, &taken, "replica-0"),
             settled: settled.duration_since(killed),
             ironic: difference(&after.ironic(), &before.ironic()),
             reconciles: after.reconciles("host").saturating_sub(before.reconciles("host")),
@@ -209,6 +215,19 @@ async fn watch_restored(api: Api<BareMetalHost>, restored: Arc<Mutex<HashSet<Str
             }
         }
     }
+}
+
+/// The latest takeover of a Lease `killed` held in `renewed`, as `taken` shows it, past the end
+/// of the term its last renewal gave, in milliseconds.
+fn past_term(renewed: &[(String, LeaseSpec)], taken: &[(String, LeaseSpec)], killed: &str) -> Option<i64> {
+    let ends =
+        renewed.iter().filter(|(_, spec)| spec.holder_identity.as_deref() == Some(killed)).map(|(shard, spec)| {
+            let renew = spec.renew_time.as_ref()?.0;
+            let seconds = i64::from(spec.lease_duration_seconds?);
+            let acquired = taken.iter().find(|(s, _)| s == shard)?.1.acquire_time.as_ref()?.0;
+            Some(acquired.duration_since(renew).as_millis().saturating_sub(i128::from(seconds) * 1000))
+        });
+    ends.collect::<Option<Vec<i128>>>()?.into_iter().max().and_then(|ms| i64::try_from(ms).ok())
 }
 
 fn non_poll(scrape: &Scrape) -> u64 {

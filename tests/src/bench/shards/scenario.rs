@@ -12,7 +12,7 @@ use crate::operator_process::OperatorProcess;
 use crate::{ControlPlane, PodSimulator};
 use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::STATUS;
-use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
@@ -221,15 +221,20 @@ impl Run {
         OperatorProcess::start_binary(&binary, name, self.cp.kubeconfig(), &all, &env)
     }
 
+    /// Each shard's Lease as it stands (none yet: an empty spec), in the order of the shards.
+    pub(super) async fn leases(&self) -> crate::Result<Vec<(String, LeaseSpec)>> {
+        let leases: Api<Lease> = Api::namespaced(self.cp.client(), &self.ns);
+        let mut specs = Vec::new();
+        for shard in &self.options.shards {
+            let spec = leases.get_opt(&format!("{LEASE}-shard-{shard}")).await?.and_then(|l| l.spec);
+            specs.push((shard.clone(), spec.unwrap_or_default()));
+        }
+        Ok(specs)
+    }
+
     /// Who holds each shard's Lease, in the order of the shards.
     async fn holders(&self) -> crate::Result<Vec<(String, Option<String>)>> {
-        let leases: Api<Lease> = Api::namespaced(self.cp.client(), &self.ns);
-        let mut holders = Vec::new();
-        for shard in &self.options.shards {
-            let holder = leases.get_opt(&format!("{LEASE}-shard-{shard}")).await?.and_then(|l| l.spec?.holder_identity);
-            holders.push((shard.clone(), holder));
-        }
-        Ok(holders)
+        Ok(self.leases().await?.into_iter().map(|(shard, spec)| (shard, spec.holder_identity)).collect())
     }
 
     /// Shard Leases held by each replica, by index.
