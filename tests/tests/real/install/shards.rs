@@ -3,7 +3,8 @@
 //! host controller, each holding shard Leases under the shipped RBAC (the Role naming each
 //! shard's Lease). The replicas divide the four shards two and two, hosts reach their steady
 //! state, and when one replica's pod is deleted its shards pass to the other replicas (the
-//! survivor and the pod the Deployment makes anew) without a host provisioned twice.
+//! survivor and the pod the Deployment makes anew) without a host provisioned twice. No
+//! replica's watch of the shard Leases is refused under that Role.
 
 use super::{OnTheNode, OperatorPods, ironic_nodes, overlay_of, until_available, until_named_available};
 use crate::install_common::kubectl;
@@ -95,6 +96,10 @@ async fn installed_with_shards_the_host_replicas_divide_the_shard_leases_and_tak
     .await?;
     eprintln!("---- real::install::shards: {victim}'s shards taken over in {:.1?}: {after:?}", deleted.elapsed());
     until_divided(&leases, &pods).await?;
+    // The shipped Role lets each replica watch the shard Leases by name, as it does to see a
+    // renewal when it is written (a refused watch is only a warning: the reads go on).
+    let logs = kubectl(kubeconfig, &["logs", "-n", DEFAULT_NAMESPACE, "-l", HOSTS_SELECTOR, "--tail=-1"], None)?;
+    assert!(!logs.contains("cannot watch a shard lease"), "a shard Lease watch was refused:\n{logs}");
 
     // A new host is served, and nothing was provisioned again.
     let iso = ironic.image_server().write_live_iso(&format!("{ns}/late.iso"))?;
