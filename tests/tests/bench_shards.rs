@@ -47,7 +47,7 @@ async fn the_sharded_run_adopts_forty_hosts_edits_a_nodeset_among_them_hands_a_k
     assert!(handover.memory.rss > 0);
     // Measured, and never inside the killed replica's term: a Lease taken early would be two
     // replicas serving one shard.
-    assert!(handover.past_term_ms.is_some_and(|ms| ms >= 0), "{handover:?}");
+    assert!(handover.past_term_ms.is_some_and(|(earliest, _)| earliest >= 0), "{handover:?}");
     assert!(!handover.ironic.contains_key("create_node"), "the survivor made no node: {:?}", handover.ironic);
     let integrity = report.integrity;
     assert_eq!((integrity.nodes, integrity.replaced), (45, 0), "one node per host, the fleet's kept: {integrity:?}");

@@ -1,10 +1,12 @@
 //! The watch caches: what they keep of an object, and the one way a controller builds one.
 //!
 //! A cache keeps every object of its kind for the life of the process, so what it keeps is
-//! what the operator's memory grows with. `metadata.managedFields` is dropped: no controller
-//! reads it, every write is a patch built from the controller's own values (never a PUT of a
-//! cached object, which would need it), and it is the largest part of a BareMetalHost's
-//! metadata, deserialized into a tree of JSON values for each field any manager owns.
+//! what the operator's memory grows with. `metadata.managedFields` is dropped: every write is
+//! a patch built from the controller's own values (never a PUT of a cached object, which would
+//! need it), and it is the largest part of a BareMetalHost's metadata, deserialized into a
+//! tree of JSON values for each field any manager owns. One reader needs it: the NodeSet
+//! controller learns from it which firmware settings it handed over, to take back those it no
+//! longer wants; its caches of firmware objects keep it ([`reflected_with_owners`]).
 
 use futures::StreamExt;
 use kube::api::Api;
@@ -105,8 +107,30 @@ pub(crate) fn reflected<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
+    reflect(api, config, lean::<K>)
+}
+
+/// [`reflected`], keeping the objects' managed fields: who applied what is read from them.
+pub(crate) fn reflected_with_owners<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    reflect(api, config, |_: &mut K| {})
+}
+
+fn reflect<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    keep: fn(&mut K),
+) -> (Store<K>, impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
     let (store, writer) = reflector::store();
-    let stream = watcher(api, config).default_backoff().modify(lean::<K>).reflect(writer).touched_objects();
+    let stream = watcher(api, config).default_backoff().modify(keep).reflect(writer).touched_objects();
     (store, stream)
 }
 

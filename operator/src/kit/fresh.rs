@@ -26,11 +26,21 @@ pub(crate) fn version<K: Resource>(object: &K) -> u64 {
 /// Objects as the controller's own writes returned them, until the store shows them.
 pub(crate) struct Recent<K> {
     written: Mutex<HashMap<Key, Arc<K>>>,
+    /// Whether copies keep their managed fields (what the store of this kind keeps).
+    owners: bool,
 }
 
 impl<K> Default for Recent<K> {
     fn default() -> Self {
-        Self { written: Mutex::default() }
+        Self { written: Mutex::default(), owners: false }
+    }
+}
+
+impl<K> Recent<K> {
+    /// Copies kept with their managed fields, for a kind whose cache keeps them
+    /// (`cache::reflected_with_owners`).
+    pub(crate) fn with_owners() -> Self {
+        Self { written: Mutex::default(), owners: true }
     }
 }
 
@@ -39,12 +49,14 @@ impl<K: Resource + Clone> Recent<K> {
         self.written.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Remembers what a write returned, as lean as the caches keep it (`cache::lean`): a copy
-    /// is kept until the watch shows the write, and for a host nothing else reconciles that
-    /// may be long, so its managed fields (most of what an apiserver returns of a host) would
-    /// be kept with it for nothing.
+    /// Remembers what a write returned, as lean as the caches keep it (`cache::lean`, unless
+    /// [`Recent::with_owners`]): a copy is kept until the watch shows the write, and for a host
+    /// nothing else reconciles that may be long, so its managed fields (most of what an
+    /// apiserver returns of a host) would be kept with it for nothing.
     pub(crate) fn remember(&self, mut object: K) -> Arc<K> {
-        crate::kit::cache::lean(&mut object);
+        if !self.owners {
+            crate::kit::cache::lean(&mut object);
+        }
         let object = Arc::new(object);
         self.lock().insert(key(object.as_ref()), object.clone());
         object
@@ -137,6 +149,10 @@ mod tests {
         written.metadata.managed_fields = Some(vec![Default::default()]);
         let kept = recent.remember(written);
         assert_eq!(kept.metadata.managed_fields, None, "kept as lean as a cache keeps it");
+        let mut owned = (*map("b", "1")).clone();
+        owned.metadata.managed_fields = Some(vec![Default::default()]);
+        let whole = Recent::with_owners().remember(owned);
+        assert!(whole.metadata.managed_fields.is_some(), "kept whole for a kind whose cache keeps owners");
         recent.caught_up(&map("a", "4"));
         assert_eq!(recent.latest("ns", "a", None).map(|m| version(m.as_ref())), Some(5), "an older event keeps it");
         recent.caught_up(&map("a", "5"));

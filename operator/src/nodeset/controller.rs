@@ -15,7 +15,7 @@ use super::service_status::{self, ServiceStatusReconciler};
 use super::validate::{Reach, bmh_namespace};
 use crate::install::rbac::table::NODESET;
 use crate::kit::backoff::Backoff;
-use crate::kit::cache::{self, reflected};
+use crate::kit::cache::{self, reflected, reflected_with_owners};
 use crate::kit::names::COMPONENT_LABEL;
 use crate::kit::runner::{Runner, Stopped, drive, fan_out};
 use crate::kit::{Context, Scope};
@@ -72,8 +72,9 @@ async fn run_scope(
     let nodesets = controller.store();
     let (hosts, host_events) = reflected(scope.api::<BareMetalHost>(), cache::paged());
     let (hardware, hardware_events) = reflected(scope.api::<HardwareData>(), cache::paged());
-    let (settings, settings_events) = reflected(scope.api::<HostFirmwareSettings>(), cache::paged());
-    let (components, components_events) = reflected(scope.api::<HostFirmwareComponents>(), cache::paged());
+    // Who applied what is read from their managed fields (`firmware_parts::owned`).
+    let (settings, settings_events) = reflected_with_owners(scope.api::<HostFirmwareSettings>(), cache::paged());
+    let (components, components_events) = reflected_with_owners(scope.api::<HostFirmwareComponents>(), cache::paged());
     let (services, service_events) = reflected(scope.api::<NodeSetService>(), cache::paged());
     let owned = cache::paged().labels(&format!("{COMPONENT_LABEL}={COMPONENT}"));
     let (jobs, job_events) = reflected(scope.api::<Job>(), owned.clone());

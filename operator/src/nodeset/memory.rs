@@ -13,7 +13,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 /// The controller's memory.
-#[derive(Default)]
 pub(super) struct Memory {
     pub nodesets: Recent<NodeSet>,
     pub hosts: Recent<BareMetalHost>,
@@ -30,6 +29,22 @@ pub(super) struct Memory {
     lost: Mutex<HashMap<(String, String), u64>>,
     /// Failure messages of failed Jobs, by uid.
     failures: Mutex<HashMap<String, String>>,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Self {
+            nodesets: Recent::default(),
+            hosts: Recent::default(),
+            jobs: Recent::default(),
+            // Kept whole, as their caches keep them: who applied what is read from them.
+            settings: Recent::with_owners(),
+            components: Recent::with_owners(),
+            records: Recent::default(),
+            lost: Mutex::default(),
+            failures: Mutex::default(),
+        }
+    }
 }
 
 impl Memory {

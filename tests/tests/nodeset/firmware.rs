@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use crds::baremetalhost::{BareMetalHost, ErrorType, OperationalStatus};
 use crds::firmware::{HostFirmwareComponents, HostFirmwareSettings, HostUpdatePolicy};
 use crds::nodeset::NodeSet;
+use ferrometal_tests::wait;
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
@@ -17,6 +18,7 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 const HOSTS: [&str; 2] = ["bios-0", "bios-1"];
 const MACHINES: [&str; 2] = ["server-0", "server-1"];
@@ -256,5 +258,31 @@ async fn a_nodeset_bios_edit_is_serviced_host_by_host_in_place_a_refused_value_s
         assert_eq!(servicings(&moves[machine]), flashed_before[machine] + 1, "{machine}: {moves:?}");
     }
     assert_eq!(disruptions.most(), 1, "maxUnavailable: 1");
+
+    // A setting no longer wanted is taken back from every settings object (the NodeSet knows
+    // it handed it over from the object's managed fields), and no machine is serviced for it.
+    let serviced_before: BTreeMap<String, usize> =
+        since(&env, &before).await?.iter().map(|(m, s)| (m.clone(), servicings(s))).collect();
+    env.patch_spec("bios", settings(json!({"ProcTurboMode": "Disabled", "L2Cache": null}))).await?;
+    wait::until_ok("L2Cache taken back from every settings object", secs(120), Duration::from_millis(500), || async {
+        let mut wanted = Vec::new();
+        for machine in MACHINES {
+            wanted.push(objects.get(machine).await?.spec.settings.contains_key("L2Cache"));
+        }
+        Ok(wanted.iter().all(|w| !w).then_some(()))
+    })
+    .await?;
+    env.wait_nodeset("bios", "ready after the take-back", secs(120), |n| {
+        processed(n) && applied(n) && crate::nodeset_common::condition_is(n, "Ready", "True")
+    })
+    .await?;
+    for machine in MACHINES {
+        let settings = objects.get(machine).await?.spec.settings;
+        assert!(settings.contains_key("ProcTurboMode"), "{machine}: the wanted setting stays: {settings:?}");
+    }
+    let moves = since(&env, &before).await?;
+    for machine in MACHINES {
+        assert_eq!(servicings(&moves[machine]), serviced_before[machine], "{machine} not serviced: {moves:?}");
+    }
     Ok(())
 }

@@ -42,10 +42,26 @@ fn sighting(shard: &str, event: Result<watcher::Event<Lease>, watcher::Error>) -
         Ok(watcher::Event::Delete(_)) => Some((shard.to_string(), LeaseSpec::default())),
         Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
         // The looks every retry period go on without it; the watch retries with a backoff.
-        Err(err) => {
+        Err(err) if refused(&err) => {
             tracing::warn!(shard, error = %err, "cannot watch a shard lease; judging it at each look only");
             None
         }
+        Err(err) => {
+            tracing::debug!(shard, error = %err, "a shard lease watch failed; it starts again");
+            None
+        }
+    }
+}
+
+/// Whether a watch failed because the Role does not allow it (one from before the watch), which
+/// no retry mends, rather than on the way (a dropped connection, a too old version).
+fn refused(err: &watcher::Error) -> bool {
+    match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 403,
+        watcher::Error::WatchError(status) => status.code == 403,
+        _ => false,
     }
 }
 
@@ -79,6 +95,17 @@ mod tests {
         assert_eq!(deleted, Some(("c".into(), LeaseSpec::default())), "a deleted Lease is free");
         assert_eq!(sighting("d", Ok(watcher::Event::Init)), None);
         assert_eq!(sighting("d", Ok(watcher::Event::InitDone)), None);
+    }
+
+    #[test]
+    fn only_a_refusal_counts_as_refused() {
+        let status = |code| kube::core::Status { code, ..kube::core::Status::default() };
+        let api = |code| kube::Error::Api(Box::new(status(code)));
+        assert!(refused(&watcher::Error::InitialListFailed(api(403))));
+        assert!(refused(&watcher::Error::WatchError(Box::new(status(403)))));
+        assert!(!refused(&watcher::Error::WatchError(Box::new(status(410)))), "a too old version");
+        assert!(!refused(&watcher::Error::WatchStartFailed(api(500))));
+        assert!(!refused(&watcher::Error::NoResourceVersion));
     }
 
     #[test]

@@ -160,10 +160,11 @@ pub struct Lists {
 pub struct Handover {
     /// From the kill until the survivor held every shard's Lease.
     pub leases: Duration,
-    /// The latest of the survivor's takeovers past the end of the term the killed replica's
-    /// last renewal gave (its Lease's `acquireTime` less `renewTime` and duration, both written
-    /// on this machine's clock), milliseconds; negative would be a takeover inside a term.
-    pub past_term_ms: Option<i64>,
+    /// The earliest and the latest of the survivor's takeovers past the end of the term the
+    /// killed replica's last renewal gave (each Lease's `acquireTime` less `renewTime` and
+    /// duration, both written on this machine's clock), milliseconds; negative would be a
+    /// takeover inside a term.
+    pub past_term_ms: Option<(i64, i64)>,
     /// From the kill until the survivor was quiet again.
     pub settled: Duration,
     pub ironic: BTreeMap<String, u64>,

@@ -217,17 +217,19 @@ async fn watch_restored(api: Api<BareMetalHost>, restored: Arc<Mutex<HashSet<Str
     }
 }
 
-/// The latest takeover of a Lease `killed` held in `renewed`, as `taken` shows it, past the end
-/// of the term its last renewal gave, in milliseconds.
-fn past_term(renewed: &[(String, LeaseSpec)], taken: &[(String, LeaseSpec)], killed: &str) -> Option<i64> {
+/// The earliest and the latest takeover of the Leases `killed` held in `renewed`, as `taken`
+/// shows them, past the end of the term each one's last renewal gave, in milliseconds.
+fn past_term(renewed: &[(String, LeaseSpec)], taken: &[(String, LeaseSpec)], killed: &str) -> Option<(i64, i64)> {
     let ends =
         renewed.iter().filter(|(_, spec)| spec.holder_identity.as_deref() == Some(killed)).map(|(shard, spec)| {
             let renew = spec.renew_time.as_ref()?.0;
             let seconds = i64::from(spec.lease_duration_seconds?);
             let acquired = taken.iter().find(|(s, _)| s == shard)?.1.acquire_time.as_ref()?.0;
-            Some(acquired.duration_since(renew).as_millis().saturating_sub(i128::from(seconds) * 1000))
+            let past = acquired.duration_since(renew).as_millis().saturating_sub(i128::from(seconds) * 1000);
+            i64::try_from(past).ok()
         });
-    ends.collect::<Option<Vec<i128>>>()?.into_iter().max().and_then(|ms| i64::try_from(ms).ok())
+    let past = ends.collect::<Option<Vec<i64>>>()?;
+    Some((*past.iter().min()?, *past.iter().max()?))
 }
 
 fn non_poll(scrape: &Scrape) -> u64 {

@@ -145,8 +145,8 @@ fn day2_rows(reports: &[Report]) -> Vec<Row> {
 fn handover_rows(reports: &[Report]) -> Vec<Row> {
     vec![
         row("handover: every Lease held (s)", reports, |r| format!("{:.2}", r.handover.leases.as_secs_f64())),
-        row("  last takeover past its term (ms)", reports, |r| {
-            r.handover.past_term_ms.map_or_else(|| "unknown".to_string(), |ms| ms.to_string())
+        row("  takeovers past their term (ms)", reports, |r| {
+            r.handover.past_term_ms.map_or_else(|| "unknown".to_string(), |(first, last)| format!("{first} to {last}"))
         }),
         row("  survivor quiet again (s)", reports, |r| format!("{:.1}", r.handover.settled.as_secs_f64())),
         row("  reconciles, status writes", reports, |r| {
