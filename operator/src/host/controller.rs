@@ -127,7 +127,7 @@ fn watch(ctx: &Arc<HostContext>, wakeups: &Wakeups, scope: &Scope) -> Controller
     let index = Arc::new(HostIndex::default());
     let observed = index.clone();
     let api = scope.api::<BareMetalHost>();
-    let (writer, config, memory) = (ctx.clone(), ctx.clone(), ctx.clone());
+    let (writer, config, watched) = (ctx.clone(), ctx.clone(), ctx.clone());
     let controller = cache::observed_controller(
         api,
         cache::paged().any_semantic(),
@@ -136,7 +136,7 @@ fn watch(ctx: &Arc<HostContext>, wakeups: &Wakeups, scope: &Scope) -> Controller
             observed.apply(e);
             // A live event is in the store now; a relist's objects only once it is done.
             if let watcher::Event::Apply(host) = e {
-                memory.memory.cached(host);
+                watched.memory.cached(host);
             }
         },
         move |host| writer.memory.is_own_write(host),
