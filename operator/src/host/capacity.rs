@@ -6,16 +6,25 @@
 //! hosts never sees more than N of them busy. Hosts the informers' caches show
 //! busy count too (after a restart, before their next reconcile), except
 //! those known to have left already while the cache lags behind. Hosts that
-//! had to wait are woken whenever a slot frees up. Namespaces share the slots fairly when
-//! they contend for them ([`share`](super::share)).
+//! had to wait are woken whenever a slot frees up, one host per free slot: the slot is
+//! promised to the host woken for it until that host asks, or for [`PROMISE`] if it never
+//! does, so slots freed faster than woken hosts arrive wake no more hosts than there are
+//! slots. Namespaces share the slots fairly when they contend for them ([`share`](super::share)).
 
 use crate::host::index::HostIndex;
 use crate::host::share::{Contention, Queue};
-use crate::host::wake::{HostKey, Wakeups};
+use crate::host::wake::{Cause, HostKey, Wakeups};
 use crds::baremetalhost::BareMetalHost;
 use kube::runtime::reflector::Store;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a slot stays promised to the host woken for it. A woken host asks within a
+/// reconcile queue's wait; one that never asks (paused, or failing before it gets there)
+/// keeps the slot from others only this long.
+pub(super) const PROMISE: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
 struct Slots {
@@ -25,6 +34,8 @@ struct Slots {
     released: HashSet<HostKey>,
     /// Hosts waiting for a slot, first come first served.
     waiting: Queue,
+    /// Hosts woken for a free slot that have not asked for it yet, and when the promise lapses.
+    promised: HashMap<HostKey, Instant>,
 }
 
 /// The provisioning slots.
@@ -40,11 +51,18 @@ pub(super) struct Capacity {
 
 impl Slots {
     /// The hosts holding a slot, with `busy` those the caches show busy: held by this process,
-    /// or busy in a cache and not known to have left.
+    /// busy in a cache and not known to have left, or promised one.
     fn in_use<'a>(&'a self, busy: &'a [HostKey]) -> HashSet<&'a HostKey> {
         let mut in_use: HashSet<&HostKey> = busy.iter().filter(|key| !self.released.contains(*key)).collect();
         in_use.extend(self.held.iter());
+        in_use.extend(self.promised.keys());
         in_use
+    }
+
+    /// Forgets the promises that lapsed, and the one to `host`, which asked or left.
+    fn settle_promises(&mut self, host: &HostKey) {
+        let now = Instant::now();
+        self.promised.retain(|key, until| *until > now && key != host);
     }
 }
 
@@ -99,6 +117,7 @@ impl Capacity {
         let cached: HashSet<&HostKey> = busy.iter().collect();
         slots.released.retain(|key| cached.contains(key));
         slots.released.remove(host);
+        slots.settle_promises(host);
         if slots.held.contains(host) {
             return true;
         }
@@ -109,6 +128,10 @@ impl Capacity {
         let fair = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() }.admits(host);
         if !(free && fair) {
             slots.waiting.push(host);
+            // Turned away by fairness from a free slot: it goes to a namespace below its share.
+            let more = if free { self.next_to_wake(&mut slots, &busy) } else { Vec::new() };
+            drop(slots);
+            self.wake(&more);
             return false;
         }
         slots.held.insert(host.clone());
@@ -123,7 +146,7 @@ impl Capacity {
 
     fn wake(&self, hosts: &[HostKey]) {
         for key in hosts {
-            self.wakeups.wake(key);
+            self.wakeups.wake(key, Cause::Slot);
         }
     }
 
@@ -138,15 +161,17 @@ impl Capacity {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             slots.waiting.remove(host);
             slots.held.remove(host);
+            slots.settle_promises(host);
             slots.released.insert(host.clone());
             self.next_to_wake(&mut slots, &busy)
         };
         self.wake(&waiting);
     }
 
-    /// The waiting hosts to wake for the free slots, marked woken: a host woken that does not
-    /// come to ask (paused, or failing before it gets there) is passed over by the next
-    /// wake-ups until it asks again.
+    /// The waiting hosts to wake for the free slots, marked woken and promised a slot: a host
+    /// woken that does not come to ask (paused, or failing before it gets there) is passed
+    /// over by the next wake-ups until it asks again, and its slot is free again once the
+    /// promise lapses.
     fn next_to_wake(&self, slots: &mut Slots, busy: &[HostKey]) -> Vec<HostKey> {
         let in_use = slots.in_use(busy);
         let free = self.limit.saturating_sub(in_use.len());
@@ -154,6 +179,8 @@ impl Capacity {
         let contention = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() };
         let next = slots.waiting.first(free, |namespace| contention.below_share(namespace));
         slots.waiting.woken(&next);
+        let until = Instant::now() + PROMISE;
+        slots.promised.extend(next.iter().map(|key| (key.clone(), until)));
         next
     }
 
@@ -167,6 +194,7 @@ impl Capacity {
         let busy = self.cached_busy();
         let waiting = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.settle_promises(host);
             self.next_to_wake(&mut slots, &busy)
         };
         self.wake(&waiting);
@@ -280,7 +308,7 @@ mod tests {
         let (wakeups, mut woken, capacity, keys) = crowded(1, 4);
         capacity.stop_waiting(&keys[1]);
         capacity.release(&keys[0]);
-        wakeups.wake(&HostKey::new("ns", "marker"));
+        wakeups.wake(&HostKey::new("ns", "marker"), Cause::Poll);
         assert_eq!(woken.next().await.map(|r| r.name), Some("h2".to_string()));
         assert_eq!(woken.next().await.map(|r| r.name), Some("marker".to_string()), "one slot, one host woken");
     }
@@ -305,17 +333,70 @@ mod tests {
         assert_eq!(woken.next().await.map(|r| r.name), Some("b".to_string()));
     }
 
-    #[tokio::test]
-    async fn a_host_taking_a_slot_wakes_the_next_for_one_still_free_and_passes_over_one_that_never_asked() {
+    /// The hosts woken so far, up to a marker woken after them.
+    async fn woken_until_marker(wakeups: &Wakeups, woken: &mut Woken) -> Vec<String> {
         use futures::StreamExt;
-        let (_wakeups, mut woken, capacity, keys) = crowded(2, 5);
+        wakeups.wake(&HostKey::new("ns", "marker"), Cause::Poll);
+        let mut names = Vec::new();
+        while let Some(name) = woken.next().await.map(|r| r.name) {
+            if name == "marker" {
+                break;
+            }
+            names.push(name);
+        }
+        names
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_woken_host_that_never_asks_holds_its_slot_only_until_the_promise_lapses() {
+        let (wakeups, mut woken, capacity, keys) = crowded(2, 5);
         capacity.release(&keys[0]);
-        assert_eq!(woken.next().await.map(|r| r.name), Some("h2".to_string()));
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["h2"]);
         // h2 never comes (paused): the next freed slot goes to h3, not to h2 again.
         capacity.release(&keys[1]);
-        assert_eq!(woken.next().await.map(|r| r.name), Some("h3".to_string()));
-        // h3 takes one; a slot is still free, so h4 is woken for it.
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["h3"]);
         assert!(capacity.try_acquire(&keys[3]));
-        assert_eq!(woken.next().await.map(|r| r.name), Some("h4".to_string()));
+        assert!(woken_until_marker(&wakeups, &mut woken).await.is_empty(), "h2's slot is still promised");
+        assert!(!capacity.try_acquire(&keys[4]), "not even to a host asking by itself");
+        tokio::time::advance(PROMISE).await;
+        assert!(capacity.try_acquire(&keys[4]), "the promise lapsed: the slot is free");
+    }
+
+    #[tokio::test]
+    async fn slots_freed_faster_than_woken_hosts_arrive_wake_one_host_each() {
+        let (wakeups, mut woken, capacity, keys) = crowded(3, 10);
+        for key in &keys[..3] {
+            capacity.release(key);
+        }
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["h3", "h4", "h5"]);
+        assert!(capacity.try_acquire(&keys[4]));
+        assert!(woken_until_marker(&wakeups, &mut woken).await.is_empty(), "h3 and h5 are still coming");
+    }
+
+    #[tokio::test]
+    async fn a_slot_promised_to_a_woken_host_is_not_taken_by_one_that_did_not_wait() {
+        let (wakeups, mut woken, capacity, keys) = crowded(1, 2);
+        capacity.release(&keys[0]);
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["h1"]);
+        assert!(!capacity.try_acquire(&HostKey::new("ns", "new")));
+        assert!(capacity.try_acquire(&keys[1]));
+    }
+
+    #[tokio::test]
+    async fn a_woken_host_turned_away_by_fairness_hands_its_slot_to_the_namespace_below_its_share() {
+        let wakeups = Arc::new(Wakeups::default());
+        let mut woken: Woken = Box::pin(wakeups.subscribe(None));
+        let capacity = Capacity::new(2, wakeups.clone());
+        let big: Vec<HostKey> = (0..3).map(|i| HostKey::new("big", format!("b{i}"))).collect();
+        let small = HostKey::new("small", "s0");
+        assert!(capacity.try_acquire(&big[0]) && capacity.try_acquire(&big[1]));
+        assert!(!capacity.try_acquire(&big[2]));
+        capacity.release(&big[0]);
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["b2"], "alone, big may use every slot");
+        assert!(!capacity.try_acquire(&small), "the free slot is promised to b2");
+        // b2 comes, but small now waits with none while big holds its share.
+        assert!(!capacity.try_acquire(&big[2]));
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["s0"]);
+        assert!(capacity.try_acquire(&small));
     }
 }

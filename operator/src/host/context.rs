@@ -12,12 +12,13 @@ use crate::host::memory::Memory;
 use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
 use crate::host::trouble::Troubles;
-use crate::host::wake::HostKey;
+use crate::host::wake::{HostKey, Wakeups};
 use crate::kit::Publisher;
 use crate::kit::backoff::spread;
 use crate::kit::runner::Runner;
 use crate::metrics::Metrics;
 use kube::runtime::controller::Action;
+use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 /// The controller's name: in metrics, logs and as the Events' reporter.
@@ -42,6 +43,8 @@ pub(super) struct HostContext {
     pub(super) components: WantedUpdates,
     /// Bounds reconciles across the controllers of all namespaces.
     pub(super) permits: Semaphore,
+    /// Wakes hosts' reconciles from outside their watch.
+    pub(super) wakeups: Arc<Wakeups>,
 }
 
 impl HostContext {

@@ -15,7 +15,7 @@ use crate::host::metrics::IronicMetricsSync;
 use crate::host::poller::Poller;
 use crate::host::shard::Shards;
 use crate::host::trouble::Troubles;
-use crate::host::wake::Wakeups;
+use crate::host::wake::{Cause, Wakeups};
 use crate::install::rbac::table::HOST;
 use crate::kit::backoff::Backoff;
 use crate::kit::cache;
@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 /// Runs the host controller until `shutdown`.
 pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
     let wakeups = Arc::new(Wakeups::default());
+    wakeups.register(&ctx.metrics());
     let client_metrics = Arc::new(ironic_client::Metrics::new());
     // A failed reconcile (Ironic unreachable or locked, a conflict) is retried after about a
     // fast poll interval, doubling while it keeps failing, up to a slow one.
@@ -61,9 +62,10 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
         memory: Memory::default(),
         troubles: Troubles::new(retry, config.slow_poll_interval.max(retry).saturating_mul(5)),
         ironic_metrics: IronicMetricsSync::new(client_metrics, ctx.metrics()),
-        firmware: crate::host::firmware::Wanted::new(wakeups.clone()),
-        components: crate::host::firmware::WantedUpdates::new(wakeups.clone()),
+        firmware: crate::host::firmware::Wanted::new(wakeups.clone(), Cause::Settings),
+        components: crate::host::firmware::WantedUpdates::new(wakeups.clone(), Cause::Components),
         permits: Semaphore::new(usize::from(config.concurrency.max(1))),
+        wakeups: wakeups.clone(),
         config: config.clone(),
     });
     tracing::info!(
@@ -139,7 +141,7 @@ fn watch(ctx: &Arc<HostContext>, wakeups: &Wakeups, scope: &Scope) -> Controller
                 watched.memory.cached(host);
             }
         },
-        move |host| writer.memory.is_own_write(host),
+        move |host| writer.memory.own.claims(host),
     )
     .with_config(controller::Config::default().concurrency(ctx.config.concurrency))
     .reconcile_on(wakeups.subscribe(scope.namespace().map(str::to_string)));

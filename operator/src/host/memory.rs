@@ -2,15 +2,13 @@
 //! returned it (the write cache), the last power change it asked Ironic for, the data image
 //! each host settled since it was last seen on, and the way to wake our image builder.
 
+use crate::host::own_writes::OwnWrites;
 use crate::host::wake::HostKey;
 use crate::kit::fresh::Recent;
 use crds::baremetalhost::BareMetalHost;
 use ironic_client::PowerTarget;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// The writes of one host whose watch events are still awaited, at most.
-const OWN_VERSIONS: usize = 4;
 
 /// Shared by the reconciles of every host.
 #[derive(Default)]
@@ -21,9 +19,9 @@ pub(super) struct Memory {
     /// the apiserver returned for that very host; the newer resourceVersion wins, and a copy
     /// the cache caught up with is dropped, with nothing expiring by time.
     written: Recent<BareMetalHost>,
-    /// The resource versions our last few writes of each host returned, until their watch
-    /// event comes: a change of our own making wakes no reconcile (the writer went on from it).
-    own: Mutex<HashMap<HostKey, Vec<String>>>,
+    /// Which watch events are our own writes: a change of our own making wakes no reconcile
+    /// (the writer went on from it).
+    pub(super) own: OwnWrites,
     /// The last power change asked for.
     power: Mutex<HashMap<HostKey, PowerTarget>>,
     /// The `DataImage` wants each host's step settled since the host was last seen on.
@@ -42,16 +40,7 @@ impl Memory {
     /// Keeps `host`, as a write returned it, as the freshest copy until the cache catches up,
     /// and returns it.
     pub(super) fn remember(&self, host: BareMetalHost) -> Arc<BareMetalHost> {
-        if let Some(version) = host.metadata.resource_version.clone() {
-            let mut own = self.own.lock().unwrap_or_else(|e| e.into_inner());
-            let versions = own.entry(HostKey::of(&host)).or_default();
-            // A reconcile writes a host at most a few times; an event that never came (a
-            // relist passed over it) must not keep a version forever.
-            if versions.len() >= OWN_VERSIONS {
-                versions.remove(0);
-            }
-            versions.push(version);
-        }
+        self.own.wrote(&host);
         self.written.remember(host)
     }
 
@@ -59,21 +48,6 @@ impl Memory {
     /// it is no newer.
     pub(super) fn cached(&self, host: &BareMetalHost) {
         self.written.caught_up(host);
-    }
-
-    /// Whether `host`, as a watch event shows it, is what one of our writes returned; the
-    /// version is forgotten as it is recognised.
-    pub(super) fn is_own_write(&self, host: &BareMetalHost) -> bool {
-        let Some(version) = host.metadata.resource_version.as_deref() else { return false };
-        let mut own = self.own.lock().unwrap_or_else(|e| e.into_inner());
-        let key = HostKey::of(host);
-        let Some(versions) = own.get_mut(&key) else { return false };
-        let Some(at) = versions.iter().position(|v| v == version) else { return false };
-        versions.remove(at);
-        if versions.is_empty() {
-            own.remove(&key);
-        }
-        true
     }
 
     pub(super) fn power_attempt(&self, key: &HostKey) -> Option<PowerTarget> {
@@ -90,7 +64,7 @@ impl Memory {
 
     pub(super) fn forget(&self, key: &HostKey) {
         self.written.forget(&key.namespace, &key.name);
-        self.own.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        self.own.forget(key);
         self.power.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
         self.data_images.forget(key);
     }
@@ -123,29 +97,5 @@ mod tests {
         memory.forget(&key);
         assert_eq!(memory.freshest(versioned("9")).resource_version().as_deref(), Some("9"));
         assert_eq!(memory.power_attempt(&key), None);
-    }
-
-    #[test]
-    fn a_watch_event_of_our_own_write_is_recognised_once() {
-        let memory = Memory::default();
-        let versioned = |rv: &str| {
-            let mut h = BareMetalHost::new("h", BareMetalHostSpec::default());
-            h.metadata.namespace = Some("ns".into());
-            h.metadata.resource_version = Some(rv.into());
-            h
-        };
-        memory.remember(versioned("10"));
-        memory.remember(versioned("11"));
-        assert!(!memory.is_own_write(&versioned("9")), "someone else's version");
-        assert!(memory.is_own_write(&versioned("10")), "the first of two writes of one reconcile");
-        assert!(memory.is_own_write(&versioned("11")));
-        assert!(!memory.is_own_write(&versioned("11")), "recognised once");
-        for rv in 20..30 {
-            memory.remember(versioned(&rv.to_string()));
-        }
-        assert!(!memory.is_own_write(&versioned("20")), "only the last few are kept");
-        assert!(memory.is_own_write(&versioned("29")));
-        memory.forget(&HostKey::new("ns", "h"));
-        assert!(!memory.is_own_write(&versioned("28")), "a forgotten host keeps nothing");
     }
 }

@@ -57,6 +57,7 @@ pub(crate) mod machine;
 mod memory;
 mod metadata;
 mod metrics;
+mod own_writes;
 mod owned;
 mod poller;
 mod preprov;

@@ -24,7 +24,7 @@
 use crate::host::connection::Provisioner;
 use crate::host::machine::NodeView;
 use crate::host::snapshot::Snapshot;
-use crate::host::wake::{HostKey, Wakeups};
+use crate::host::wake::{Cause, HostKey, Wakeups};
 use crate::kit::backoff::after;
 use ironic_client::{ChangeCursor, StatusList};
 use std::collections::HashMap;
@@ -87,6 +87,30 @@ struct State {
     pending: HashMap<HostKey, (u64, Look)>,
     /// How many scopes were watched at the start of the last full list.
     scopes_listed: usize,
+}
+
+impl State {
+    /// Takes in the list of poll `seq` (started with `scopes` watched); returns the hosts to
+    /// wake: those whose node changed, and those the poll answers unless their node is
+    /// [`working`](crate::host::snapshot::working) (the host would only wait, and is woken when
+    /// the node leaves).
+    fn take(&mut self, list: StatusList, seq: u64, scopes: usize, watched: impl Fn(&str) -> bool) -> Vec<HostKey> {
+        let snapshot = self.nodes.get_or_insert_with(Snapshot::default);
+        let was_full = list.is_full();
+        // On the first poll every host with a node learns about it: all are new.
+        let mut wake = match list {
+            StatusList::Full(nodes) => snapshot.replace(nodes, watched),
+            StatusList::Changed(nodes) => snapshot.merge(nodes, watched),
+        };
+        let answered = settle(&mut self.pending, seq, was_full);
+        wake.extend(answered.into_iter().filter(|key| !snapshot.working(key)));
+        if was_full {
+            self.scopes_listed = scopes;
+        }
+        wake.sort();
+        wake.dedup();
+        wake
+    }
 }
 
 /// The poller and its snapshot.
@@ -248,28 +272,12 @@ impl Poller {
             }
         };
         let watched = |ns: &str| self.wakeups.watches(ns);
-        let mut wake = Vec::new();
-        {
-            let mut state = self.lock();
-            let snapshot = state.nodes.get_or_insert_with(Snapshot::default);
-            let was_full = list.is_full();
-            // On the first poll every host with a node learns about it: all are new.
-            wake.extend(match list {
-                StatusList::Full(nodes) => snapshot.replace(nodes, watched),
-                StatusList::Changed(nodes) => snapshot.merge(nodes, watched),
-            });
-            if was_full {
-                state.scopes_listed = scopes;
-            }
-            wake.extend(settle(&mut state.pending, seq, was_full));
-        }
-        wake.sort();
-        wake.dedup();
+        let wake = self.lock().take(list, seq, scopes, watched);
         if !wake.is_empty() {
             tracing::debug!(hosts = wake.len(), "waking hosts whose node changed");
         }
         for key in &wake {
-            self.wakeups.wake(key);
+            self.wakeups.wake(key, Cause::Poll);
         }
         true
     }
@@ -279,7 +287,7 @@ impl Poller {
 mod tests {
     use super::*;
     use crate::host::snapshot::fixtures::{node, snapshot};
-    use ironic_client::ProvisionState;
+    use ironic_client::{ProvisionState, StatusList};
 
     fn poller() -> Poller {
         Poller::new(Arc::new(Wakeups::default()), Duration::from_secs(1), Duration::from_secs(60))
@@ -339,6 +347,36 @@ mod tests {
         done.sort();
         assert_eq!(done, vec![b, c]);
         assert!(pending.is_empty());
+    }
+
+    /// `node` with Ironic moving it to `target`.
+    fn moving(name: &str, state: &str, target: &str) -> ironic_client::NodeStatusSummary {
+        let mut node = node(name, state);
+        node.target_provision_state = Some(ProvisionState::from(target));
+        node
+    }
+
+    #[test]
+    fn a_host_that_called_ironic_is_not_woken_by_a_poll_showing_its_node_working_but_once_it_leaves() {
+        let poller = poller();
+        let key = HostKey::new("ns", "a");
+        poller.lock().nodes = Some(snapshot(&[node("ns~a", "available")]));
+        poller.expect_change(&key);
+        let deploying = StatusList::Changed(vec![moving("ns~a", "deploying", "active")]);
+        assert!(poller.lock().take(deploying, 1, 0, |_| true).is_empty(), "it would only wait");
+        assert!(!poller.is_pending(&key), "the poll answered its call");
+        let active = StatusList::Changed(vec![node("ns~a", "active")]);
+        assert_eq!(poller.lock().take(active, 2, 0, |_| true), vec![key]);
+    }
+
+    #[test]
+    fn a_host_that_called_ironic_is_woken_by_a_poll_showing_its_node_waiting_for_an_agent() {
+        let poller = poller();
+        let key = HostKey::new("ns", "a");
+        poller.lock().nodes = Some(snapshot(&[moving("ns~a", "deploying", "active")]));
+        poller.expect_change(&key);
+        let waiting = StatusList::Changed(vec![moving("ns~a", "wait call-back", "active")]);
+        assert_eq!(poller.lock().take(waiting, 1, 0, |_| true), vec![key], "a deprovisioning host tears it down");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::host::handoff::Written;
 use crate::host::machine::{self, Plan};
 use crate::host::metadata;
 use crate::host::restore;
-use crate::host::wake::HostKey;
+use crate::host::wake::{Cause, HostKey};
 use crate::host::write;
 use crate::kit::runner::{Reconcile, Runner};
 use crds::baremetalhost::BareMetalHost;
@@ -42,12 +42,37 @@ impl Reconcile for HostContext {
             // A closed semaphore only happens at shutdown; run unbounded then.
             let _permit = self.permits.acquire().await.ok();
             let key = HostKey::of(&host);
+            let running = Running::start(&self, &key);
             let host = self.memory.freshest(host);
             let result = reconcile(&self, host, &key).await;
+            drop(running);
             self.ironic_metrics.sync();
             self.ironic_metrics.slots_in_use(self.capacity.held());
             result
         })
+    }
+}
+
+/// A host's reconcile under way: the watch events of its writes that come before their
+/// responses wake no second reconcile, and another writer's change that came meanwhile wakes
+/// one when it ends (also when the reconcile is dropped half-way).
+struct Running<'a> {
+    ctx: &'a HostContext,
+    key: &'a HostKey,
+}
+
+impl<'a> Running<'a> {
+    fn start(ctx: &'a HostContext, key: &'a HostKey) -> Self {
+        ctx.memory.own.start(key);
+        Self { ctx, key }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if self.ctx.memory.own.finish(self.key) {
+            self.ctx.wakeups.wake(self.key, Cause::Change);
+        }
     }
 }
 
@@ -81,6 +106,7 @@ async fn step(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Res
     // The node as seen before our last call tells nothing yet: the poller
     // wakes the host once it has looked again.
     if ctx.poller.is_pending(key) {
+        tracing::debug!("waiting for a poll after the last call");
         return Ok(Written::Done(ctx.resync()));
     }
     // Hosts already busy must be counted before any other takes a slot.

@@ -3,7 +3,7 @@
 //! the rules for waking a host are tested without Ironic.
 
 use crate::host::wake::HostKey;
-use ironic_client::NodeStatusSummary;
+use ironic_client::{NodeStatusSummary, ProvisionState};
 use std::collections::HashMap;
 
 /// Whether two observations of a node differ in anything a reconcile acts on.
@@ -20,6 +20,41 @@ pub(super) fn differs(a: &NodeStatusSummary, b: &NodeStatusSummary) -> bool {
         || a.maintenance_reason != b.maintenance_reason
         || a.fault != b.fault
         || a.provision_updated_at != b.provision_updated_at
+}
+
+/// Whether Ironic is working on the node in a state every plan waits through: a power change
+/// under way, or a provision state Ironic moves on from by itself. No host acts before the node
+/// leaves it (a change then, which wakes the host). The states that wait for an agent, the
+/// failures and servicing (which the host's status shows) are not among them.
+pub(super) fn working(node: &NodeStatusSummary) -> bool {
+    use ProvisionState as P;
+    let moving = matches!(
+        node.provision_state,
+        Some(
+            P::Verifying
+                | P::Inspecting
+                | P::Cleaning
+                | P::Deploying
+                | P::Deleting
+                | P::Adopting
+                | P::Rescuing
+                | P::Unrescuing
+        )
+    );
+    node.target_power_state.is_some() || (node.target_provision_state.is_some() && moving)
+}
+
+/// Whether a change from `before` to `after` wakes the host. A node that went on working (or
+/// started to) with nothing else a status shows changed (power, errors, maintenance, fault)
+/// does not: its host would only decide to wait, at the cost of a reconcile.
+fn wakes(before: &NodeStatusSummary, after: &NodeStatusSummary) -> bool {
+    let shown_alike = before.uuid == after.uuid
+        && before.power_state == after.power_state
+        && before.last_error == after.last_error
+        && before.maintenance == after.maintenance
+        && before.maintenance_reason == after.maintenance_reason
+        && before.fault == after.fault;
+    differs(before, after) && !(working(after) && shown_alike)
 }
 
 /// The host a node belongs to, if its name is one of ours in a watched namespace.
@@ -47,15 +82,20 @@ impl Snapshot {
         self.nodes.values().any(NodeStatusSummary::is_busy)
     }
 
+    /// Whether the node of `host` is [`working`].
+    pub(super) fn working(&self, host: &HostKey) -> bool {
+        self.nodes.get(host).is_some_and(working)
+    }
+
     /// Replaces everything with a full list; returns the hosts whose node
-    /// appeared, disappeared or changed.
+    /// appeared, disappeared or changed in a way that [`wakes`] them.
     pub(super) fn replace(&mut self, nodes: Vec<NodeStatusSummary>, watched: impl Fn(&str) -> bool) -> Vec<HostKey> {
         let old = std::mem::take(&mut self.nodes);
         self.hosts.clear();
         let mut changed = Vec::new();
         for node in nodes {
             let Some(key) = owner(&node, &watched) else { continue };
-            if old.get(&key).is_none_or(|before| differs(before, &node)) {
+            if old.get(&key).is_none_or(|before| wakes(before, &node)) {
                 changed.push(key.clone());
             }
             self.hosts.insert(node.uuid.clone(), key.clone());
@@ -68,7 +108,7 @@ impl Snapshot {
     }
 
     /// Adds and changes the nodes of a delta; returns the hosts whose node
-    /// appeared, moved to another name or changed. Nodes absent from a delta
+    /// appeared, moved to another name or changed in a way that [`wakes`] them. Nodes absent from a delta
     /// are unchanged, not gone.
     pub(super) fn merge(&mut self, nodes: Vec<NodeStatusSummary>, watched: impl Fn(&str) -> bool) -> Vec<HostKey> {
         let mut changed = Vec::new();
@@ -81,7 +121,7 @@ impl Snapshot {
                 changed.push(before);
             }
             let Some(key) = key else { continue };
-            if self.nodes.get(&key).is_none_or(|before| differs(before, &node)) {
+            if self.nodes.get(&key).is_none_or(|before| wakes(before, &node)) {
                 changed.push(key.clone());
             }
             if let Some(replaced) = self.nodes.get(&key).filter(|before| before.uuid != node.uuid) {
@@ -176,6 +216,48 @@ mod tests {
         assert_eq!(s.hosts.len(), 1, "the first node's UUID no longer names the host");
         s.remove(&key("a"));
         assert!(s.hosts.is_empty() && s.get(&key("a")).is_none());
+    }
+
+    /// `node` with Ironic moving it to `target`.
+    fn moving(name: &str, state: &str, target: &str) -> NodeStatusSummary {
+        let mut node = node(name, state);
+        node.target_provision_state = Some(ProvisionState::from(target));
+        node
+    }
+
+    #[test]
+    fn a_node_going_on_working_wakes_nobody_until_it_shows_something_else_or_leaves() {
+        let mut s = snapshot(&[node("ns~a", "manageable"), node("ns~b", "manageable")]);
+        assert!(s.merge(vec![moving("ns~a", "cleaning", "available")], |_| true).is_empty(), "its host would wait");
+        assert!(s.working(&key("a")));
+        let mut off = moving("ns~a", "cleaning", "available");
+        off.power_state = Some(PowerState::Off);
+        assert_eq!(s.merge(vec![off], |_| true), vec![key("a")], "the host's status shows power");
+        let mut failing = moving("ns~b", "inspecting", "manageable");
+        failing.maintenance = true;
+        assert_eq!(s.replace(vec![node("ns~a", "available"), failing], |_| true), vec![key("a"), key("b")]);
+    }
+
+    #[test]
+    fn a_power_change_under_way_wakes_nobody_until_the_power_changed() {
+        let mut s = snapshot(&[node("ns~a", "active")]);
+        let mut rebooting = node("ns~a", "active");
+        rebooting.target_power_state = Some(PowerState::from("rebooting"));
+        assert!(s.merge(vec![rebooting.clone()], |_| true).is_empty());
+        rebooting.power_state = Some(PowerState::Off);
+        assert_eq!(s.merge(vec![rebooting], |_| true), vec![key("a")], "the host's status shows power");
+        assert_eq!(s.merge(vec![node("ns~a", "active")], |_| true), vec![key("a")], "done");
+    }
+
+    #[test]
+    fn failures_agent_waits_and_servicing_wake_their_hosts() {
+        let mut s = snapshot(&[node("ns~a", "active"), node("ns~b", "active"), node("ns~c", "available")]);
+        let moved = vec![
+            moving("ns~a", "deploy failed", "active"),
+            moving("ns~b", "servicing", "active"),
+            moving("ns~c", "wait call-back", "active"),
+        ];
+        assert_eq!(s.merge(moved, |_| true), vec![key("a"), key("b"), key("c")]);
     }
 
     #[test]

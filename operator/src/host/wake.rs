@@ -7,6 +7,9 @@ use crds::baremetalhost::BareMetalHost;
 use futures::Stream;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use std::fmt;
 use std::sync::RwLock;
 use tokio::sync::mpsc;
@@ -56,10 +59,33 @@ impl fmt::Display for HostKey {
 
 type Subscriber = (Option<String>, mpsc::UnboundedSender<ObjectRef<BareMetalHost>>);
 
+/// Why a host was woken, counted in `ferrometal_host_wakes_total`: what a provisioned host's
+/// reconciles come from, beside its own events and requeues.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub(crate) enum Cause {
+    /// The bulk poll saw its node change.
+    Poll,
+    /// A provisioning slot freed up.
+    Slot,
+    /// Its HostFirmwareSettings were read.
+    Settings,
+    /// Its HostFirmwareComponents were read.
+    Components,
+    /// Another writer changed it while its reconcile ran (the watch event was set aside until
+    /// the reconcile's own writes had answered).
+    Change,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabels {
+    cause: Cause,
+}
+
 /// Fans wake-ups out to the controllers.
 #[derive(Default)]
 pub(super) struct Wakeups {
     subscribers: RwLock<Vec<Subscriber>>,
+    counts: Family<CauseLabels, Counter>,
 }
 
 impl Wakeups {
@@ -74,8 +100,20 @@ impl Wakeups {
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
     }
 
-    /// Wakes the reconcile of `host`.
-    pub(super) fn wake(&self, host: &HostKey) {
+    /// Exports the wake-ups, by cause.
+    pub(super) fn register(&self, metrics: &crate::metrics::Metrics) {
+        metrics.with_registry(|registry| {
+            registry.register(
+                "host_wakes",
+                "Host reconciles asked for by the poller, slots and firmware reads",
+                self.counts.clone(),
+            );
+        });
+    }
+
+    /// Wakes the reconcile of `host`, for `cause`.
+    pub(super) fn wake(&self, host: &HostKey, cause: Cause) {
+        self.counts.get_or_create(&CauseLabels { cause }).inc();
         let subscribers = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
         for (namespace, tx) in subscribers.iter() {
             if namespace.as_deref().is_none_or(|ns| ns == host.namespace) {
@@ -118,8 +156,8 @@ mod tests {
         let wakeups = Wakeups::default();
         let mut a = Box::pin(wakeups.subscribe(Some("a".into())));
         let mut all = Box::pin(wakeups.subscribe(None));
-        wakeups.wake(&HostKey::new("b", "h1"));
-        wakeups.wake(&HostKey::new("a", "h2"));
+        wakeups.wake(&HostKey::new("b", "h1"), Cause::Poll);
+        wakeups.wake(&HostKey::new("a", "h2"), Cause::Poll);
         assert_eq!(a.next().await.map(|r| r.name), Some("h2".to_string()));
         assert_eq!(all.next().await.map(|r| r.name), Some("h1".to_string()));
         assert_eq!(all.next().await.map(|r| r.name), Some("h2".to_string()));

@@ -122,6 +122,9 @@ pub struct Provisioning {
     pub ironic: BTreeMap<String, u64>,
     pub status_writes: u64,
     pub reconciles: u64,
+    /// Host wake-ups by cause, and failed host reconciles: where the reconciles came from.
+    pub wakes: BTreeMap<String, u64>,
+    pub failures: u64,
     /// Where the CPU went while the operator provisioned.
     pub cpu: cpu::PhaseCpu,
 }

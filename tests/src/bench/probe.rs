@@ -62,6 +62,24 @@ impl Scrape {
             .collect()
     }
 
+    /// Host wake-ups by cause (the poll, a freed slot, a firmware read).
+    pub fn host_wakes(&self) -> BTreeMap<String, u64> {
+        self.family("ferrometal_host_wakes_total")
+            .into_iter()
+            .filter_map(|(labels, n)| Some((label_value(&labels)?.to_string(), n)))
+            .collect()
+    }
+
+    /// Failed reconciles of `controller`, whatever the error.
+    pub fn reconcile_failures(&self, controller: &str) -> u64 {
+        let prefix = format!("controller=\"{controller}\"");
+        self.family("ferrometal_reconcile_failures_total")
+            .into_iter()
+            .filter(|(labels, _)| labels.starts_with(&prefix))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     pub fn ironic_total(&self) -> u64 {
         self.ironic().values().sum()
     }

@@ -244,6 +244,8 @@ impl Bench {
             ironic: difference(&after.ironic(), &before.ironic()),
             status_writes: after.status_writes("host") - before.status_writes("host"),
             reconciles: after.reconciles("host") - before.reconciles("host"),
+            wakes: difference(&after.host_wakes(), &before.host_wakes()),
+            failures: after.reconcile_failures("host") - before.reconcile_failures("host"),
             cpu,
         })
     }

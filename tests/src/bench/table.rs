@@ -74,8 +74,18 @@ pub fn render(reports: &[Report]) -> String {
         format!("{:.1}", r.floor.ironic_requests as f64 / r.hosts.max(1) as f64)
     });
     row(&mut out, "P1 status writes per host", "<= 6", reports, |r| format!("{:.1}", r.status_writes_per_host()));
-    row(&mut out, "P1 host reconciles per host", "", reports, |r| {
+    row(&mut out, "P1 host reconciles per host", "<= 12", reports, |r| {
         format!("{:.1}", r.provisioning.reconciles as f64 / r.hosts.max(1) as f64)
+    });
+    // What the reconciles came from, besides the hosts' own events and requeues.
+    for cause in ["Poll", "Slot", "Settings", "Components", "Change"] {
+        row(&mut out, &format!("  wakes per host: {cause}"), "", reports, |r| {
+            let woken = r.provisioning.wakes.get(cause).copied().unwrap_or_default();
+            format!("{:.1}", woken as f64 / r.hosts.max(1) as f64)
+        });
+    }
+    row(&mut out, "  failed reconciles per host", "", reports, |r| {
+        format!("{:.2}", r.provisioning.failures as f64 / r.hosts.max(1) as f64)
     });
     let per_host =
         |cpu: &PhaseCpu, source: &str, r: &Report| cpu.of(source).as_secs_f64() * 1e3 / r.hosts.max(1) as f64;

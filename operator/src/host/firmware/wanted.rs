@@ -5,7 +5,7 @@
 //! controller applies it, and clears it once Ironic shows the host has it. Kept in memory
 //! only: after a restart, the controllers' first reads fill it again within seconds.
 
-use crate::host::wake::{HostKey, Wakeups};
+use crate::host::wake::{Cause, HostKey, Wakeups};
 use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostFirmwareSettings};
 use futures::Stream;
 use kube::runtime::reflector::ObjectRef;
@@ -83,6 +83,8 @@ pub(crate) struct Waiting<K: kube::Resource, V> {
     held: Mutex<HashSet<HostKey>>,
     /// Wakes hosts.
     wakeups: Arc<Wakeups>,
+    /// What the wake-ups are counted as.
+    cause: Cause,
     /// Wakes the objects' reconciles.
     reads: ReadAgain<K>,
 }
@@ -92,12 +94,13 @@ where
     K: kube::Resource<DynamicType = ()> + 'static,
     V: Clone + Default + PartialEq,
 {
-    pub(crate) fn new(wakeups: Arc<Wakeups>) -> Self {
+    pub(crate) fn new(wakeups: Arc<Wakeups>, cause: Cause) -> Self {
         Self {
             hosts: Mutex::new(HashMap::new()),
             marks: Mutex::new(HashMap::new()),
             held: Mutex::new(HashSet::new()),
             wakeups,
+            cause,
             reads: ReadAgain::default(),
         }
     }
@@ -119,7 +122,7 @@ where
             false => self.hosts().insert(host.clone(), (value.clone(), generation)),
         };
         if before.map(|(value, _)| value).unwrap_or_default() != value {
-            self.wakeups.wake(host);
+            self.wakeups.wake(host, self.cause);
         }
     }
 
@@ -151,7 +154,7 @@ where
     /// Its object was read anew: wakes `host` if it may be waiting for that.
     pub(crate) fn wake(&self, host: &HostKey) {
         if self.held().remove(host) {
-            self.wakeups.wake(host);
+            self.wakeups.wake(host, self.cause);
         }
     }
 
@@ -200,7 +203,7 @@ mod tests {
     async fn a_host_is_woken_when_what_it_waits_for_changes_and_only_then() {
         let wakeups = Arc::new(Wakeups::default());
         let mut woken = Box::pin(wakeups.subscribe(None));
-        let wanted = Wanted::new(wakeups.clone());
+        let wanted = Wanted::new(wakeups.clone(), Cause::Settings);
         let host = HostKey::new("metal3", "server-0");
         let turbo = Settings::from([("ProcTurboMode".to_string(), "Disabled".to_string())]);
         wanted.set(&host, turbo.clone(), Some(1));
@@ -220,7 +223,7 @@ mod tests {
     async fn a_read_wakes_only_a_host_held_for_it_and_only_once() {
         let wakeups = Arc::new(Wakeups::default());
         let mut woken = Box::pin(wakeups.subscribe(None));
-        let wanted = Wanted::new(wakeups.clone());
+        let wanted = Wanted::new(wakeups.clone(), Cause::Settings);
         let (held, free, gone) = (HostKey::new("ns", "held"), HostKey::new("ns", "free"), HostKey::new("ns", "gone"));
         wanted.hold(&held);
         wanted.hold(&free);
@@ -237,7 +240,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_new_spec_that_cannot_be_read_drops_what_the_old_one_wanted() {
-        let wanted = Wanted::new(Arc::new(Wakeups::default()));
+        let wanted = Wanted::new(Arc::new(Wakeups::default()), Cause::Settings);
         let host = HostKey::new("metal3", "server-0");
         wanted.set(&host, Settings::from([("X".to_string(), "1".to_string())]), Some(1));
         wanted.unread(&host, Some(2));
@@ -246,7 +249,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_settled_host_has_its_settings_read_again_in_its_namespace_only() {
-        let wanted = Wanted::new(Arc::new(Wakeups::default()));
+        let wanted = Wanted::new(Arc::new(Wakeups::default()), Cause::Settings);
         let mut a = Box::pin(wanted.reads(Some("a".into())));
         let mut all = Box::pin(wanted.reads(None));
         wanted.set(&HostKey::new("b", "h1"), Settings::from([("X".to_string(), "1".to_string())]), Some(1));
@@ -259,7 +262,7 @@ mod tests {
 
     #[test]
     fn a_read_is_skipped_only_while_its_node_and_object_stand_still() {
-        let wanted = Wanted::new(Arc::new(Wakeups::default()));
+        let wanted = Wanted::new(Arc::new(Wakeups::default()), Cause::Settings);
         let host = HostKey::new("ns", "h");
         let mark = |at: &str, generation| ReadMark {
             node: "uuid".to_string(),
