@@ -66,6 +66,15 @@ impl Slots {
     }
 }
 
+/// Which waiting hosts a free slot may wake.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// Those of namespaces below their share first, then any.
+    Any,
+    /// Only those of namespaces below their share.
+    BelowShare,
+}
+
 /// Slots in use, by namespace.
 fn usage<'a>(in_use: impl IntoIterator<Item = &'a HostKey>) -> BTreeMap<&'a str, usize> {
     let mut usage = BTreeMap::new();
@@ -128,8 +137,9 @@ impl Capacity {
         let fair = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() }.admits(host);
         if !(free && fair) {
             slots.waiting.push(host);
-            // Turned away by fairness from a free slot: it goes to a namespace below its share.
-            let more = if free { self.next_to_wake(&mut slots, &busy) } else { Vec::new() };
+            // Turned away by fairness from a free slot: it goes to a namespace below its share
+            // (never back to this host, nor to another of a namespace at its share).
+            let more = if free { self.next_to_wake(&mut slots, &busy, Wake::BelowShare) } else { Vec::new() };
             drop(slots);
             self.wake(&more);
             return false;
@@ -138,7 +148,7 @@ impl Capacity {
         slots.waiting.remove(host);
         // Slots still free (a host woken for one was turned away by fairness, or the limit
         // grew): the next waiting hosts are woken for them.
-        let more = self.next_to_wake(&mut slots, &busy);
+        let more = self.next_to_wake(&mut slots, &busy, Wake::Any);
         drop(slots);
         self.wake(&more);
         true
@@ -163,7 +173,7 @@ impl Capacity {
             slots.held.remove(host);
             slots.settle_promises(host);
             slots.released.insert(host.clone());
-            self.next_to_wake(&mut slots, &busy)
+            self.next_to_wake(&mut slots, &busy, Wake::Any)
         };
         self.wake(&waiting);
     }
@@ -172,12 +182,15 @@ impl Capacity {
     /// woken that does not come to ask (paused, or failing before it gets there) is passed
     /// over by the next wake-ups until it asks again, and its slot is free again once the
     /// promise lapses.
-    fn next_to_wake(&self, slots: &mut Slots, busy: &[HostKey]) -> Vec<HostKey> {
+    fn next_to_wake(&self, slots: &mut Slots, busy: &[HostKey], wake: Wake) -> Vec<HostKey> {
         let in_use = slots.in_use(busy);
         let free = self.limit.saturating_sub(in_use.len());
         let usage = usage(in_use);
         let contention = Contention { limit: self.limit, usage: &usage, waiting: &slots.waiting.namespaces() };
-        let next = slots.waiting.first(free, |namespace| contention.below_share(namespace));
+        let mut next = slots.waiting.first(free, |namespace| contention.below_share(namespace));
+        if wake == Wake::BelowShare {
+            next.retain(|key| contention.below_share(&key.namespace));
+        }
         slots.waiting.woken(&next);
         let until = Instant::now() + PROMISE;
         slots.promised.extend(next.iter().map(|key| (key.clone(), until)));
@@ -195,7 +208,7 @@ impl Capacity {
         let waiting = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             slots.settle_promises(host);
-            self.next_to_wake(&mut slots, &busy)
+            self.next_to_wake(&mut slots, &busy, Wake::Any)
         };
         self.wake(&waiting);
     }
@@ -398,5 +411,23 @@ mod tests {
         assert!(!capacity.try_acquire(&big[2]));
         assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["s0"]);
         assert!(capacity.try_acquire(&small));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_host_turned_away_by_fairness_wakes_no_host_of_a_namespace_at_its_share() {
+        let wakeups = Arc::new(Wakeups::default());
+        let mut woken: Woken = Box::pin(wakeups.subscribe(None));
+        let capacity = Capacity::new(2, wakeups.clone());
+        let big: Vec<HostKey> = (0..4).map(|i| HostKey::new("big", format!("b{i}"))).collect();
+        let small = HostKey::new("small", "s0");
+        assert!(capacity.try_acquire(&big[0]) && capacity.try_acquire(&big[1]));
+        assert!(!capacity.try_acquire(&big[2]) && !capacity.try_acquire(&big[3]));
+        assert!(!capacity.try_acquire(&small));
+        capacity.release(&big[0]);
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["s0"]);
+        // s0 never comes; its promise lapses, and b2 asks by itself.
+        tokio::time::advance(PROMISE).await;
+        assert!(!capacity.try_acquire(&big[2]), "small still waits below its share");
+        assert!(woken_until_marker(&wakeups, &mut woken).await.is_empty(), "not b2 itself, nor b3");
     }
 }

@@ -58,7 +58,13 @@ impl OwnWrites {
     pub(super) fn wrote(&self, host: &BareMetalHost) {
         let Some(version) = host.metadata.resource_version.clone() else { return };
         let mut hosts = self.hosts();
-        let awaited = &mut hosts.entry(HostKey::of(host)).or_default().awaited;
+        let entry = hosts.entry(HostKey::of(host)).or_default();
+        // Its event came first and was set aside: it is known as ours now.
+        if let Some(at) = entry.set_aside.iter().position(|v| *v == version) {
+            entry.set_aside.remove(at);
+            return;
+        }
+        let awaited = &mut entry.awaited;
         // A reconcile writes a host at most a few times; an event that never came (a relist
         // passed over it) must not keep a version forever.
         if awaited.len() >= AWAITED {
@@ -175,11 +181,26 @@ mod tests {
     }
 
     #[test]
+    fn many_writes_whose_events_came_first_wake_nothing() {
+        let own = OwnWrites::default();
+        own.start(&key());
+        for rv in 0..SET_ASIDE {
+            assert!(own.claims(&version(&rv.to_string())));
+            own.wrote(&version(&rv.to_string()));
+        }
+        assert!(!own.finish(&key()), "each was known as ours when its response came");
+        assert!(own.hosts().is_empty());
+    }
+
+    #[test]
     fn more_events_during_a_reconcile_than_are_set_aside_count_as_a_change() {
         let own = OwnWrites::default();
         own.start(&key());
         for rv in 0..=SET_ASIDE {
             assert!(own.claims(&version(&rv.to_string())));
+        }
+        // Every one was ours, but the last could not be kept to be told so.
+        for rv in 0..=SET_ASIDE {
             own.wrote(&version(&rv.to_string()));
         }
         assert!(own.finish(&key()), "one was not kept: it may not have been ours");

@@ -27,7 +27,7 @@ use crate::host::snapshot::Snapshot;
 use crate::host::wake::{Cause, HostKey, Wakeups};
 use crate::kit::backoff::after;
 use ironic_client::{ChangeCursor, StatusList};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -85,6 +85,9 @@ struct State {
     /// what they wait for: they are woken once such a poll that started later
     /// has completed.
     pending: HashMap<HostKey, (u64, Look)>,
+    /// Pending hosts whose reconcile came and put its work off until the poll: the poll that
+    /// answers wakes them whatever it shows.
+    put_off: HashSet<HostKey>,
     /// How many scopes were watched at the start of the last full list.
     scopes_listed: usize,
 }
@@ -103,7 +106,8 @@ impl State {
             StatusList::Changed(nodes) => snapshot.merge(nodes, watched),
         };
         let answered = settle(&mut self.pending, seq, was_full);
-        wake.extend(answered.into_iter().filter(|key| !snapshot.working(key)));
+        let put_off = &mut self.put_off;
+        wake.extend(answered.into_iter().filter(|key| put_off.remove(key) || !snapshot.working(key)));
         if was_full {
             self.scopes_listed = scopes;
         }
@@ -175,14 +179,28 @@ impl Poller {
     }
 
     /// Whether `host` still waits for a poll after its last call.
-    pub(super) fn is_pending(&self, host: &HostKey) -> bool {
+    #[cfg(test)]
+    fn is_pending(&self, host: &HostKey) -> bool {
         self.lock().pending.contains_key(host)
+    }
+
+    /// Whether `host` still waits for a poll after its last call; if so, its reconcile puts
+    /// its work off until then, and the poll that answers wakes it even if its node is working
+    /// (whatever woke it, a change of its spec or a freed slot, is not lost).
+    pub(super) fn put_off(&self, host: &HostKey) -> bool {
+        let mut state = self.lock();
+        let pending = state.pending.contains_key(host);
+        if pending {
+            state.put_off.insert(host.clone());
+        }
+        pending
     }
 
     /// Forgets a deleted host, and its node: a delta never shows a node gone.
     pub(super) fn forget(&self, host: &HostKey) {
         let mut state = self.lock();
         state.pending.remove(host);
+        state.put_off.remove(host);
         if let Some(snapshot) = state.nodes.as_mut() {
             snapshot.remove(host);
         }
@@ -367,6 +385,18 @@ mod tests {
         assert!(!poller.is_pending(&key), "the poll answered its call");
         let active = StatusList::Changed(vec![node("ns~a", "active")]);
         assert_eq!(poller.lock().take(active, 2, 0, |_| true), vec![key]);
+    }
+
+    #[test]
+    fn a_host_that_put_work_off_until_the_poll_is_woken_by_it_even_with_its_node_working() {
+        let poller = poller();
+        let key = HostKey::new("ns", "a");
+        poller.lock().nodes = Some(snapshot(&[node("ns~a", "available")]));
+        poller.expect_change(&key);
+        assert!(poller.put_off(&key), "its spec changed while it waited for the poll");
+        let deploying = StatusList::Changed(vec![moving("ns~a", "deploying", "active")]);
+        assert_eq!(poller.lock().take(deploying, 1, 0, |_| true), vec![key.clone()]);
+        assert!(!poller.put_off(&key), "answered: nothing to put off any more");
     }
 
     #[test]

@@ -105,7 +105,7 @@ async fn step(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Res
     }
     // The node as seen before our last call tells nothing yet: the poller
     // wakes the host once it has looked again.
-    if ctx.poller.is_pending(key) {
+    if ctx.poller.put_off(key) {
         tracing::debug!("waiting for a poll after the last call");
         return Ok(Written::Done(ctx.resync()));
     }
@@ -142,6 +142,8 @@ struct Admitted {
 async fn admit(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Result<Option<Admitted>, error::Error> {
     if host.annotations().contains_key(PAUSED) {
         tracing::debug!("host is paused, no work to do");
+        // Woken for a provisioning slot, it hands the wake-up on.
+        ctx.capacity.stop_waiting(key);
         return Ok(None);
     }
     let deleting = host.meta().deletion_timestamp.is_some();

@@ -22,9 +22,10 @@ pub(super) fn differs(a: &NodeStatusSummary, b: &NodeStatusSummary) -> bool {
         || a.provision_updated_at != b.provision_updated_at
 }
 
-/// Whether Ironic is working on the node in a state every plan waits through: a power change
-/// under way, or a provision state Ironic moves on from by itself. No host acts before the node
-/// leaves it (a change then, which wakes the host). The states that wait for an agent, the
+/// Whether Ironic is working on the node: a provision state Ironic moves on from by itself,
+/// which every plan waits through, or a power change under way, which ends within a power
+/// action (a host deciding during one would be refused by the node's lock, or wait). Its host
+/// is woken when the node leaves, which is a change. The states that wait for an agent, the
 /// failures and servicing (which the host's status shows) are not among them.
 pub(super) fn working(node: &NodeStatusSummary) -> bool {
     use ProvisionState as P;

@@ -105,7 +105,7 @@ impl Wakeups {
         metrics.with_registry(|registry| {
             registry.register(
                 "host_wakes",
-                "Host reconciles asked for by the poller, slots and firmware reads",
+                "Host reconciles asked for, by cause: the poll, a freed slot, a firmware read, a change set aside",
                 self.counts.clone(),
             );
         });
