@@ -62,6 +62,7 @@ mod owned;
 mod poller;
 mod preprov;
 mod reconcile;
+mod refresh;
 mod request;
 mod restore;
 mod secrets;

@@ -160,6 +160,14 @@ impl Poller {
         }
     }
 
+    /// The UUID of `host`'s node and when Ironic may last have refreshed what it holds of its
+    /// firmware (`Snapshot::firmware_refreshed`).
+    pub(super) fn firmware_refreshed(&self, host: &HostKey) -> Option<(String, Option<String>)> {
+        let state = self.lock();
+        let (uuid, at) = state.nodes.as_ref()?.firmware_refreshed(host)?;
+        Some((uuid.to_owned(), at.map(str::to_owned)))
+    }
+
     /// Records that `host` just called Ironic: it is woken once a poll that
     /// started after the call has completed, and polling speeds up.
     pub(super) fn expect_change(&self, host: &HostKey) {

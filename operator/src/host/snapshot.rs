@@ -2,6 +2,7 @@
 //! lists (which replace it) and deltas (which only add and change): pure, so
 //! the rules for waking a host are tested without Ironic.
 
+use crate::host::refresh::may_refresh;
 use crate::host::wake::HostKey;
 use ironic_client::{NodeStatusSummary, ProvisionState};
 use std::collections::HashMap;
@@ -70,6 +71,29 @@ fn owner(node: &NodeStatusSummary, watched: &impl Fn(&str) -> bool) -> Option<Ho
 pub(super) struct Snapshot {
     nodes: HashMap<HostKey, NodeStatusSummary>,
     hosts: HashMap<String, HostKey>,
+    /// For the nodes whose last transitions refreshed nothing of their firmware
+    /// ([`may_refresh`]), the `provision_updated_at` of the last that may have.
+    refreshed: HashMap<HostKey, Option<String>>,
+}
+
+/// Carries what is known of the last firmware refresh of `key`'s node from `before` to `after`.
+fn carry(
+    refreshed: &mut HashMap<HostKey, Option<String>>,
+    key: &HostKey,
+    before: Option<&NodeStatusSummary>,
+    after: &NodeStatusSummary,
+) {
+    // The time of the last refresh, when it is not the node's last transition.
+    let kept = match before {
+        Some(before) if !may_refresh(before, after) => {
+            Some(refreshed.get(key).cloned().unwrap_or_else(|| before.provision_updated_at.clone()))
+        }
+        _ => None,
+    };
+    match kept {
+        Some(at) if at != after.provision_updated_at => refreshed.insert(key.clone(), at),
+        _ => refreshed.remove(key),
+    };
 }
 
 impl Snapshot {
@@ -81,6 +105,17 @@ impl Snapshot {
     /// Whether any node is in the middle of a transition.
     pub(super) fn any_busy(&self) -> bool {
         self.nodes.values().any(NodeStatusSummary::is_busy)
+    }
+
+    /// The node of `host`, by UUID, and when Ironic may last have refreshed what it holds of
+    /// its firmware: the `provision_updated_at` of the last transition that may have.
+    pub(super) fn firmware_refreshed(&self, host: &HostKey) -> Option<(&str, Option<&str>)> {
+        let node = self.nodes.get(host)?;
+        let at = match self.refreshed.get(host) {
+            Some(at) => at.as_deref(),
+            None => node.provision_updated_at.as_deref(),
+        };
+        Some((node.uuid.as_str(), at))
     }
 
     /// Whether the node of `host` is [`working`].
@@ -99,9 +134,11 @@ impl Snapshot {
             if old.get(&key).is_none_or(|before| wakes(before, &node)) {
                 changed.push(key.clone());
             }
+            carry(&mut self.refreshed, &key, old.get(&key), &node);
             self.hosts.insert(node.uuid.clone(), key.clone());
             self.nodes.insert(key, node);
         }
+        self.refreshed.retain(|key, _| self.nodes.contains_key(key));
         changed.extend(old.into_keys().filter(|key| !self.nodes.contains_key(key)));
         changed.sort();
         changed.dedup();
@@ -119,12 +156,14 @@ impl Snapshot {
                 // Renamed away from the host it belonged to.
                 self.hosts.remove(&node.uuid);
                 self.nodes.remove(&before);
+                self.refreshed.remove(&before);
                 changed.push(before);
             }
             let Some(key) = key else { continue };
             if self.nodes.get(&key).is_none_or(|before| wakes(before, &node)) {
                 changed.push(key.clone());
             }
+            carry(&mut self.refreshed, &key, self.nodes.get(&key), &node);
             if let Some(replaced) = self.nodes.get(&key).filter(|before| before.uuid != node.uuid) {
                 self.hosts.remove(&replaced.uuid);
             }
@@ -141,6 +180,7 @@ impl Snapshot {
         if let Some(node) = self.nodes.remove(host) {
             self.hosts.remove(&node.uuid);
         }
+        self.refreshed.remove(host);
     }
 }
 
@@ -259,6 +299,30 @@ mod tests {
             moving("ns~c", "wait call-back", "active"),
         ];
         assert_eq!(s.merge(moved, |_| true), vec![key("a"), key("b"), key("c")]);
+    }
+
+    /// `node` in `state`, its provision state changed at `at`, without automated cleaning.
+    fn at(name: &str, state: &str, at: &str) -> NodeStatusSummary {
+        let mut node = node(name, state);
+        node.provision_updated_at = Some(at.into());
+        node.automated_clean = Some(false);
+        node
+    }
+
+    #[test]
+    fn the_last_firmware_refresh_is_kept_through_provide_and_deploy_and_renewed_by_a_clean() {
+        let mut s = snapshot(&[at("ns~a", "manageable", "t1")]);
+        let refreshed = |s: &Snapshot| s.firmware_refreshed(&key("a")).and_then(|(_, at)| at.map(str::to_owned));
+        assert_eq!(refreshed(&s).as_deref(), Some("t1"), "verified: as the node shows");
+        s.merge(vec![at("ns~a", "available", "t2")], |_| true);
+        s.merge(vec![at("ns~a", "active", "t3")], |_| true);
+        assert_eq!(refreshed(&s).as_deref(), Some("t1"), "provide without cleaning and a deployment");
+        s.replace(vec![at("ns~a", "active", "t3")], |_| true);
+        assert_eq!(refreshed(&s).as_deref(), Some("t1"), "a full list showing the same keeps it");
+        s.merge(vec![at("ns~a", "deleting", "t4")], |_| true);
+        assert_eq!(refreshed(&s).as_deref(), Some("t4"), "undeploy cleans");
+        s.remove(&key("a"));
+        assert!(s.refreshed.is_empty());
     }
 
     #[test]

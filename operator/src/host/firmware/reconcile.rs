@@ -9,7 +9,6 @@ use super::status::{Observed, compute};
 use super::target::{NOT_READY, STEADY, Target, Unread, managed, target, unavailable};
 use super::wanted::ReadMark;
 use crate::host::context::HostContext;
-use crate::host::machine::NodeView;
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
 use crate::kit::runner::{Reconcile, Runner};
@@ -176,12 +175,8 @@ impl FirmwareReconciler {
         if !settings.spec.settings.is_empty() {
             return None;
         }
-        match self.hosts.poller.view(key) {
-            NodeView::Present(seen) if seen.uuid == node => {
-                let object = (settings.metadata.uid.clone().unwrap_or_default(), settings.metadata.generation);
-                Some(ReadMark { node: seen.uuid.clone(), moved: seen.provision_updated_at.clone(), object })
-            }
-            _ => None,
-        }
+        let (seen, refreshed) = self.hosts.poller.firmware_refreshed(key)?;
+        let object = (settings.metadata.uid.clone().unwrap_or_default(), settings.metadata.generation);
+        (seen == node).then_some(ReadMark { node: seen, moved: refreshed, object })
     }
 }

@@ -60,13 +60,14 @@ where
 }
 
 /// What a read of a host's object was made from. Ironic refreshes what it holds of a node's
-/// firmware only in provision-state transitions (verifying, cleaning, servicing), so while the
-/// mark stands a new read would show the same.
+/// firmware only in some provision-state transitions (verifying, cleaning, servicing:
+/// `host::refresh`), so while the mark stands a new read would show the same.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ReadMark {
     /// The node's UUID, as the poller saw it.
     pub(crate) node: String,
-    /// When its provision state last changed, as the poller saw it.
+    /// When its provision state last changed in a transition that may have refreshed its
+    /// firmware, as the poller saw it.
     pub(crate) moved: Option<String>,
     /// The object's UID (a re-created object is read anew) and generation.
     pub(crate) object: (String, Option<i64>),
