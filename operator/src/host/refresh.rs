@@ -1,40 +1,52 @@
-//! When Ironic last refreshed what it holds of a node's firmware, as far as the polls show.
+//! When Ironic last refreshed what it holds of a node's BIOS settings, as far as the polls show.
 //!
-//! Ironic reads a node's BIOS settings (and firmware components, vendor and boot mode) into its
-//! database only when it verifies the node (`manage`), when cleaning runs (its start and end),
-//! and when servicing does (`conductor/utils.py` `node_update_cache`, called from `verify.py`,
-//! `cleaning.py` and `servicing.py` in Ironic 39). A deployment, an inspection, and a `provide`
-//! with automated cleaning off refresh nothing. A read of the settings made since the last
-//! refresh would show the same, so the firmware controllers skip it.
+//! Ironic reads a node's BIOS settings into its database when it verifies the node (`manage`),
+//! when cleaning runs (its start and end) and when servicing does (`conductor/utils.py`
+//! `node_update_cache`, called from `verify.py`, `cleaning.py` and `servicing.py` in Ironic 39),
+//! and after the BIOS interface's own steps (`apply_configuration`, `factory_reset`), which run
+//! in cleaning and servicing or as deploy steps. The operator's deployments ask for no such
+//! step (only a custom deploy step, and no instance traits that would bring deploy templates),
+//! so a deployment, an inspection, and a `provide` with the node's automated cleaning off
+//! refresh nothing. A read of the settings made since the last refresh would show the same, so
+//! the settings controller skips it. (Firmware components are refreshed at other times too, by
+//! inspection and firmware updates: this says nothing of them.)
 
 use ironic_client::{NodeStatusSummary, ProvisionState};
 
-/// Whether a node seen as `before`, then as `after`, may have had its firmware caches refreshed
+/// Whether a node seen as `before`, then as `after`, may have had its BIOS settings refreshed
 /// in between. Only transitions known to refresh nothing say no; anything else may have.
 pub(super) fn may_refresh(before: &NodeStatusSummary, after: &NodeStatusSummary) -> bool {
     use ProvisionState as P;
     if before.uuid != after.uuid {
         return true;
     }
-    if before.provision_updated_at == after.provision_updated_at {
+    let (from, to) = (before.provision_state.as_ref(), after.provision_state.as_ref());
+    let same_state = from == to && before.target_provision_state == after.target_provision_state;
+    if same_state && before.provision_updated_at == after.provision_updated_at {
         // No provision-state transition since.
         return false;
     }
-    let (from, to) = (before.provision_state.as_ref(), after.provision_state.as_ref());
-    if from == to {
-        // Back where it was: what passed in between (a servicing, a manual clean) is unknown.
-        return true;
-    }
-    let deploying = |s: Option<&P>| {
-        matches!(s, Some(P::Available | P::Deploying | P::DeployWait | P::DeployHold | P::DeployFailed | P::Active))
+    // The states Ironic stays in while an agent reports (each heartbeat moves the time) or a
+    // step runs, all of them refreshing nothing.
+    let moving = |s: Option<&P>| {
+        matches!(s, Some(P::Deploying | P::DeployWait | P::DeployHold | P::Inspecting | P::InspectWait))
     };
+    if from == to {
+        // Still moving, or back where it was: what passed in between a resting state's two
+        // sightings (a servicing, a manual clean) is unknown.
+        return !moving(to);
+    }
+    // Deploying from `available`: the operator never rebuilds from `active`, and a node seen
+    // `active` and then deploying may have been undeployed and cleaned between the two polls.
+    let deploying = |s: Option<&P>| matches!(s, Some(P::Available | P::Deploying | P::DeployWait | P::DeployHold));
+    let deployed = deploying(from) && matches!(to, Some(P::Deploying | P::DeployWait | P::DeployHold | P::Active));
     let inspecting = |s: Option<&P>| matches!(s, Some(P::Manageable | P::Inspecting | P::InspectWait));
-    let deployed = deploying(from) && deploying(to) && to != Some(&P::Available);
     let inspected = inspecting(from) && inspecting(to);
     !(deployed || inspected || skipped_cleaning(before, after))
 }
 
-/// `provide` with automated cleaning off: `manageable` to `available`, perhaps through
+/// `provide` with the node's automated cleaning off (before and after: a clean under way ran
+/// with what the node said when it started): `manageable` to `available`, perhaps through
 /// `cleaning` (its target then `available`; a manual clean's is `manageable`).
 fn skipped_cleaning(before: &NodeStatusSummary, after: &NodeStatusSummary) -> bool {
     use ProvisionState as P;
@@ -43,7 +55,8 @@ fn skipped_cleaning(before: &NodeStatusSummary, after: &NodeStatusSummary) -> bo
     };
     let from = before.provision_state == Some(P::Manageable) || providing(before);
     let to = after.provision_state == Some(P::Available) || providing(after);
-    after.automated_clean == Some(false) && from && to
+    let off = before.automated_clean == Some(false) && after.automated_clean == Some(false);
+    off && from && to
 }
 
 #[cfg(test)]
@@ -73,6 +86,19 @@ mod tests {
         assert!(may_refresh(&seen("active", None, "1"), &seen("deleting", Some("available"), "2")));
         assert!(may_refresh(&seen("active", None, "1"), &seen("active", None, "2")), "a servicing between polls");
         assert!(may_refresh(&seen("manageable", None, "1"), &seen("manageable", None, "2")), "a manual clean");
+        assert!(may_refresh(&seen("cleaning", Some("manageable"), "1"), &seen("manageable", None, "2")));
+        assert!(may_refresh(&seen("servicing", Some("active"), "1"), &seen("active", None, "2")));
+        assert!(
+            may_refresh(&seen("cleaning", Some("manageable"), "1"), &seen("manageable", None, "1")),
+            "within the second of the time's precision"
+        );
+        assert!(
+            may_refresh(&seen("active", None, "1"), &seen("deploying", Some("active"), "2")),
+            "undeployed, cleaned and deployed again between two polls"
+        );
+        let mut cleaning_on = seen("cleaning", Some("available"), "1");
+        cleaning_on.automated_clean = None;
+        assert!(may_refresh(&cleaning_on, &seen("available", None, "2")), "the clean began with cleaning on");
     }
 
     #[test]
@@ -86,6 +112,7 @@ mod tests {
             (seen("available", None, "1"), seen("active", None, "2")),
             (seen("manageable", None, "1"), seen("inspecting", Some("manageable"), "2")),
             (seen("inspecting", Some("manageable"), "1"), seen("manageable", None, "2")),
+            (seen("wait call-back", Some("active"), "1"), seen("wait call-back", Some("active"), "2")),
             (seen("active", None, "1"), seen("active", None, "1")),
         ];
         for (before, after) in steps {

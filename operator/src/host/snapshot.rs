@@ -309,20 +309,42 @@ mod tests {
         node
     }
 
+    fn refreshed(s: &Snapshot, host: &str) -> Option<String> {
+        s.firmware_refreshed(&key(host)).and_then(|(_, at)| at.map(str::to_owned))
+    }
+
     #[test]
-    fn the_last_firmware_refresh_is_kept_through_provide_and_deploy_and_renewed_by_a_clean() {
+    fn the_last_firmware_refresh_is_kept_through_provide_and_deploy_and_renewed_by_a_servicing() {
         let mut s = snapshot(&[at("ns~a", "manageable", "t1")]);
-        let refreshed = |s: &Snapshot| s.firmware_refreshed(&key("a")).and_then(|(_, at)| at.map(str::to_owned));
-        assert_eq!(refreshed(&s).as_deref(), Some("t1"), "verified: as the node shows");
+        assert_eq!(refreshed(&s, "a").as_deref(), Some("t1"), "verified: as the node shows");
         s.merge(vec![at("ns~a", "available", "t2")], |_| true);
         s.merge(vec![at("ns~a", "active", "t3")], |_| true);
-        assert_eq!(refreshed(&s).as_deref(), Some("t1"), "provide without cleaning and a deployment");
+        assert_eq!(refreshed(&s, "a").as_deref(), Some("t1"), "provide without cleaning and a deployment");
         s.replace(vec![at("ns~a", "active", "t3")], |_| true);
-        assert_eq!(refreshed(&s).as_deref(), Some("t1"), "a full list showing the same keeps it");
-        s.merge(vec![at("ns~a", "deleting", "t4")], |_| true);
-        assert_eq!(refreshed(&s).as_deref(), Some("t4"), "undeploy cleans");
+        assert_eq!(refreshed(&s, "a").as_deref(), Some("t1"), "a full list showing the same keeps it");
+        s.merge(vec![at("ns~a", "servicing", "t4")], |_| true);
+        assert_eq!(refreshed(&s, "a").as_deref(), Some("t4"), "servicing refreshes");
+    }
+
+    #[test]
+    fn what_is_kept_of_a_node_goes_with_it() {
+        let nodes =
+            || vec![at("ns~a", "manageable", "t1"), at("ns~b", "manageable", "t1"), at("ns~c", "manageable", "t1")];
+        let mut s = snapshot(&nodes());
+        s.merge(["a", "b", "c"].map(|name| at(&format!("ns~{name}"), "available", "t2")).into(), |_| true);
+        assert_eq!(s.refreshed.len(), 3);
         s.remove(&key("a"));
-        assert!(s.refreshed.is_empty());
+        let mut renamed = at("ns~b", "available", "t2");
+        renamed.name = Some("someone-else".into());
+        s.merge(vec![renamed], |_| true);
+        assert!(refreshed(&s, "a").is_none() && refreshed(&s, "b").is_none());
+        assert_eq!(s.refreshed.len(), 1, "a host deleted and a node renamed away keep nothing");
+        let mut replaced = at("ns~c", "available", "t2");
+        replaced.uuid = "uuid-second".into();
+        s.merge(vec![replaced], |_| true);
+        assert_eq!(refreshed(&s, "c").as_deref(), Some("t2"), "another node under the name: its own time");
+        s.replace(vec![], |_| true);
+        assert!(s.refreshed.is_empty(), "a full list without the node");
     }
 
     #[test]
