@@ -312,7 +312,7 @@ impl Poller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::snapshot::fixtures::{node, snapshot};
+    use crate::host::snapshot::fixtures::{moving, node, snapshot};
     use ironic_client::{ProvisionState, StatusList};
 
     fn poller() -> Poller {
@@ -373,13 +373,6 @@ mod tests {
         done.sort();
         assert_eq!(done, vec![b, c]);
         assert!(pending.is_empty());
-    }
-
-    /// `node` with Ironic moving it to `target`.
-    fn moving(name: &str, state: &str, target: &str) -> ironic_client::NodeStatusSummary {
-        let mut node = node(name, state);
-        node.target_provision_state = Some(ProvisionState::from(target));
-        node
     }
 
     #[test]

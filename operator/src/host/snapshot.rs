@@ -201,6 +201,13 @@ pub(super) mod fixtures {
         }
     }
 
+    /// `node` with Ironic moving it to `target`.
+    pub(in crate::host) fn moving(name: &str, state: &str, target: &str) -> NodeStatusSummary {
+        let mut node = node(name, state);
+        node.target_provision_state = Some(ProvisionState::from(target));
+        node
+    }
+
     /// A snapshot of a full list of `nodes`, every namespace watched.
     pub(in crate::host) fn snapshot(nodes: &[NodeStatusSummary]) -> Snapshot {
         let mut snapshot = Snapshot::default();
@@ -211,7 +218,7 @@ pub(super) mod fixtures {
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::{node, snapshot};
+    use super::fixtures::{moving, node, snapshot};
     use super::*;
     use ironic_client::{PowerState, ProvisionState};
 
@@ -257,13 +264,6 @@ mod tests {
         assert_eq!(s.hosts.len(), 1, "the first node's UUID no longer names the host");
         s.remove(&key("a"));
         assert!(s.hosts.is_empty() && s.get(&key("a")).is_none());
-    }
-
-    /// `node` with Ironic moving it to `target`.
-    fn moving(name: &str, state: &str, target: &str) -> NodeStatusSummary {
-        let mut node = node(name, state);
-        node.target_provision_state = Some(ProvisionState::from(target));
-        node
     }
 
     #[test]
