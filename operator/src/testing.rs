@@ -166,7 +166,7 @@ pub mod ironic {
 /// The controller kit, for a reconcile driven without the runtime.
 pub mod kit {
     pub use crate::kit::context::Context;
-    pub use crate::kit::events::Notices;
+    pub use crate::kit::events::{Notice, Notices, Publisher};
     pub use crate::kit::ledger::Ledger;
     pub use crate::kit::progress::Progress;
 

@@ -116,3 +116,46 @@ fn assert_kept(sent: &Value, stored: &Value, path: &str) {
         _ => assert_eq!(sent, stored, "the apiserver changed {path}"),
     }
 }
+
+/// The operator's Events against the real apiserver: a notice said again about the same object
+/// (same severity and reason) is one Event whose series counts it and keeps its first note, as
+/// kube-runtime's recorder did; another reason is an Event of its own; the apiserver accepts
+/// both the Events and the series' patches.
+#[tokio::test]
+async fn an_event_said_again_is_one_event_with_a_series_and_another_reason_another() -> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::events::v1::Event;
+    use operator::testing::kit::{Notice, Publisher};
+    let env = Env::start("events").await?;
+    let maps: Api<ConfigMap> = Api::namespaced(env.client(), &env.ns);
+    let mut object = ConfigMap::default();
+    object.metadata.name = Some("about".into());
+    let object = maps.create(&PostParams::default(), &object).await?;
+    let publisher = Publisher::new(env.client(), "ferrometal-test", "replica-0");
+    for _ in 0..2 {
+        publisher.one(&object, &Notice::warning("Failed", "no BMC")).await;
+    }
+    publisher.one(&object, &Notice::warning("Failed", "the BMC refused the credentials")).await;
+    publisher.one(&object, &Notice::normal("Registered", "registered")).await;
+
+    let events: Api<Event> = Api::namespaced(env.client(), &env.ns);
+    let mut listed = events.list(&Default::default()).await?.items;
+    listed.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
+    let said: Vec<_> = listed
+        .iter()
+        .map(|e| {
+            (
+                e.reason.clone().unwrap_or_default(),
+                e.note.clone().unwrap_or_default(),
+                e.series.as_ref().map(|s| s.count),
+            )
+        })
+        .collect();
+    let said: Vec<(&str, &str, Option<i32>)> = said.iter().map(|(r, n, c)| (r.as_str(), n.as_str(), *c)).collect();
+    assert_eq!(said, [("Failed", "no BMC", Some(3)), ("Registered", "registered", None)]);
+    let first = &listed[0];
+    assert_eq!(first.regarding.as_ref().and_then(|r| r.name.as_deref()), Some("about"));
+    assert_eq!(first.reporting_controller.as_deref(), Some("ferrometal-test"));
+    assert_eq!(first.type_.as_deref(), Some("Warning"));
+    Ok(())
+}

@@ -26,7 +26,8 @@ pub(crate) fn version<K: Resource>(object: &K) -> u64 {
 /// Objects as the controller's own writes returned them, until the store shows them.
 pub(crate) struct Recent<K> {
     written: Mutex<HashMap<Key, Arc<K>>>,
-    /// Whether copies keep their managed fields (what the store of this kind keeps).
+    /// Whether copies keep the operator's own apply entry of their managed fields (what the
+    /// store of this kind keeps).
     owners: bool,
 }
 
@@ -37,8 +38,8 @@ impl<K> Default for Recent<K> {
 }
 
 impl<K> Recent<K> {
-    /// Copies kept with their managed fields, for a kind whose cache keeps them
-    /// (`cache::reflected_with_owners`).
+    /// Copies kept with the operator's own apply entry of their managed fields, for a kind
+    /// whose cache keeps it (`cache::reflected_with_owners`).
     pub(crate) fn with_owners() -> Self {
         Self { written: Mutex::default(), owners: true }
     }
@@ -54,8 +55,9 @@ impl<K: Resource + Clone> Recent<K> {
     /// nothing else reconciles that may be long, so its managed fields (most of what an
     /// apiserver returns of a host) would be kept with it for nothing.
     pub(crate) fn remember(&self, mut object: K) -> Arc<K> {
-        if !self.owners {
-            crate::kit::cache::lean(&mut object);
+        match self.owners {
+            true => crate::kit::cache::own_applies(&mut object),
+            false => crate::kit::cache::lean(&mut object),
         }
         let object = Arc::new(object);
         self.lock().insert(key(object.as_ref()), object.clone());
@@ -128,6 +130,7 @@ impl<K: Resource + Clone> Recent<K> {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
     use kube::api::ObjectMeta;
 
     fn map(name: &str, rv: &str) -> Arc<ConfigMap> {
@@ -150,9 +153,18 @@ mod tests {
         let kept = recent.remember(written);
         assert_eq!(kept.metadata.managed_fields, None, "kept as lean as a cache keeps it");
         let mut owned = (*map("b", "1")).clone();
-        owned.metadata.managed_fields = Some(vec![Default::default()]);
-        let whole = Recent::with_owners().remember(owned);
-        assert!(whole.metadata.managed_fields.is_some(), "kept whole for a kind whose cache keeps owners");
+        let apply = ManagedFieldsEntry {
+            manager: Some(crate::FIELD_MANAGER.into()),
+            operation: Some("Apply".into()),
+            ..Default::default()
+        };
+        owned.metadata.managed_fields = Some(vec![apply.clone(), Default::default()]);
+        let kept = Recent::with_owners().remember(owned);
+        assert_eq!(
+            kept.metadata.managed_fields,
+            Some(vec![apply]),
+            "the own apply entry, for a kind whose cache keeps it"
+        );
         recent.caught_up(&map("a", "4"));
         assert_eq!(recent.latest("ns", "a", None).map(|m| version(m.as_ref())), Some(5), "an older event keeps it");
         recent.caught_up(&map("a", "5"));

@@ -9,10 +9,12 @@
 //! - [`error`]: the one Kubernetes error (verb, kind, name) and what a failure means;
 //! - [`progress`]: where work stands (done, waiting, failed), and [`condition`]: the
 //!   conditions it becomes;
-//! - [`events`]: Events collected during a reconcile, published after its status write;
+//! - [`events`]: Events collected during a reconcile, published after its status write, and
+//!   [`series`]: which were said lately, so that one said again continues a series;
 //! - [`observe`] and [`jobs`]: how Jobs and workloads are doing, Jobs that run once;
 //! - [`discovery`]: whether an optional API (a CRD of another project) is served, cached;
-//! - [`cache`]: the watch caches, which keep objects without their `managedFields`;
+//! - [`cache`]: the watch caches, which keep objects without their `managedFields` (but for the
+//!   operator's own apply of a firmware object's spec);
 //! - [`fresh`]: the newer of a cached object and what the controller's own write returned;
 //! - [`content`], [`names`], [`pod`]: Secret and ConfigMap content, labels and bounded names,
 //!   pod parts.
@@ -39,6 +41,7 @@ pub(crate) mod pod;
 pub(crate) mod progress;
 pub(crate) mod runner;
 pub(crate) mod scrub;
+pub(crate) mod series;
 pub(crate) mod status;
 
 pub(crate) use context::{Context, Scope};

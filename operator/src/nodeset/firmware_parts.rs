@@ -11,7 +11,7 @@ use crate::nodeset::rollout::HostWork;
 use crds::condition::{Condition, READY, find};
 use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostFirmwareSettings, setting_text};
 use crds::nodeset::{FirmwareSettings, NodeSetSpec, firmware_hash, host_firmware_settings, host_firmware_updates};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -158,16 +158,11 @@ pub(in crate::nodeset) fn components_part(
 /// What the operator's field manager applied under `spec.<field>` (`managedFields`, its apply
 /// entry): the map's keys, or, for a list, one entry (`Some` of none) when it owns the list.
 fn owned(meta: &ObjectMeta, field: &str) -> Owned {
-    let applied = |e: &&ManagedFieldsEntry| {
-        e.manager.as_deref() == Some(crate::FIELD_MANAGER)
-            && e.operation.as_deref() == Some("Apply")
-            && e.subresource.as_deref().is_none_or(str::is_empty)
-    };
     let found = meta
         .managed_fields
         .iter()
         .flatten()
-        .filter(applied)
+        .filter(|e| crate::kit::cache::is_own_apply(e))
         .filter_map(|e| e.fields_v1.as_ref()?.0.get("f:spec")?.get(field)?.as_object().cloned())
         .collect::<Vec<_>>();
     Owned { present: !found.is_empty(), keys: found.into_iter().flat_map(|m| m.into_iter().map(|(k, _)| k)).collect() }

@@ -154,6 +154,9 @@ pub struct PollCosts {
 pub struct Footprint {
     pub peak_rss: u64,
     pub steady_rss: u64,
+    /// Of `steady_rss`, anonymous memory (heap, stacks) and mapped files (the binary).
+    pub steady_anon_rss: u64,
+    pub steady_file_rss: u64,
     pub idle_cpu: f64,
 }
 

@@ -128,6 +128,10 @@ pub struct ProcSample {
     pub rss: u64,
     /// The most ever resident (`VmHWM`), bytes.
     pub peak_rss: u64,
+    /// Of `rss`, the process's own memory (`RssAnon`: heap, stacks) and pages of files mapped
+    /// in (`RssFile`: the binary's and its shared libraries' code and data), bytes.
+    pub anon_rss: u64,
+    pub file_rss: u64,
     /// CPU time used so far (user + system).
     pub cpu: Duration,
 }
@@ -143,7 +147,13 @@ impl ProcSample {
                 .unwrap_or(0)
         };
         let stat = super::cpu::read_stat(pid).context("reading /proc/<pid>/stat")?;
-        Ok(Self { rss: kib("VmRSS:") * 1024, peak_rss: kib("VmHWM:") * 1024, cpu: super::cpu::from_ticks(stat.own) })
+        Ok(Self {
+            rss: kib("VmRSS:") * 1024,
+            peak_rss: kib("VmHWM:") * 1024,
+            anon_rss: kib("RssAnon:") * 1024,
+            file_rss: kib("RssFile:") * 1024,
+            cpu: super::cpu::from_ticks(stat.own),
+        })
     }
 }
 

@@ -322,6 +322,8 @@ impl Bench {
         let footprint = Footprint {
             peak_rss: proc_after.peak_rss,
             steady_rss: proc_after.rss,
+            steady_anon_rss: proc_after.anon_rss,
+            steady_file_rss: proc_after.file_rss,
             idle_cpu: cpu.as_secs_f64() / elapsed.as_secs_f64(),
         };
         Ok((steady, footprint))

@@ -116,6 +116,9 @@ pub fn render(reports: &[Report]) -> String {
     row(&mut out, "P2 reconciles per minute", "", reports, |r| format!("{:.1}", r.steady.reconciles_per_minute));
     row(&mut out, "P3 peak RSS (MiB)", "<= 64", reports, |r| format!("{:.1}", r.footprint.peak_rss as f64 / MIB));
     row(&mut out, "P3 steady RSS (MiB)", "<= 64", reports, |r| format!("{:.1}", r.footprint.steady_rss as f64 / MIB));
+    row(&mut out, "  of it anonymous / file (MiB)", "", reports, |r| {
+        format!("{:.1}/{:.1}", r.footprint.steady_anon_rss as f64 / MIB, r.footprint.steady_file_rss as f64 / MIB)
+    });
     row(&mut out, "P3 idle CPU (% of a core)", "< 1", reports, |r| format!("{:.2}", r.footprint.idle_cpu * 100.0));
     for r in reports {
         let _ = writeln!(

@@ -239,7 +239,7 @@ fn check_edit(record: &Record, edit: &Phase, hosts: usize) {
     assert!(most <= allowed, "{most} hosts in running Jobs at once during the edit, over maxUnavailable {allowed}");
 }
 
-/// How many per-host transition Events the NodeSet got (the recorder folds Events of one
+/// How many per-host transition Events the NodeSet got (the publisher folds Events of one
 /// reason about one object into one with a series count, keeping the first note, so they are
 /// counted, not read by host): measured, not asserted, as Events are published after the
 /// status write and a kill in between loses them.
