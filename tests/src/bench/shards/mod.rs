@@ -114,6 +114,9 @@ fn hosts_from_env() -> Option<Vec<usize>> {
 pub struct Memory {
     pub rss: u64,
     pub peak_rss: u64,
+    /// Of `rss`, anonymous memory (heap, stacks) and mapped files (the binary, libraries).
+    pub anon_rss: u64,
+    pub file_rss: u64,
 }
 
 /// Both replicas taking the fleet in.

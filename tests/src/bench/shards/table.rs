@@ -102,6 +102,10 @@ fn adoption_rows(reports: &[Report]) -> Vec<Row> {
         row("  peak RSS per replica (MiB)", reports, |r| {
             a(r).memory.iter().map(|m| format!("{:.1}", m.peak_rss as f64 / MIB)).collect::<Vec<_>>().join(" / ")
         }),
+        row("  of RSS anonymous, file (MiB)", reports, |r| {
+            let part = |m: &super::Memory| format!("{:.1}, {:.1}", m.anon_rss as f64 / MIB, m.file_rss as f64 / MIB);
+            a(r).memory.iter().map(part).collect::<Vec<_>>().join(" / ")
+        }),
         row("  Ironic requests", reports, |r| ops(&a(r).ironic)),
     ]
 }
