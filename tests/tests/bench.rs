@@ -25,7 +25,14 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
         costs.full_wall > Duration::ZERO && costs.delta_wall > Duration::ZERO,
         "one full list and one delta look were timed: {costs:?}"
     );
-    assert!(report.footprint.steady_rss > 0 && report.footprint.peak_rss >= report.footprint.steady_rss);
+    let footprint = &report.footprint;
+    assert!(footprint.steady_rss > 0 && footprint.peak_rss >= footprint.steady_rss);
+    assert!(
+        footprint.steady_anon_rss > 0
+            && footprint.steady_file_rss > 0
+            && footprint.steady_anon_rss + footprint.steady_file_rss <= footprint.steady_rss,
+        "the resident memory's two parts were read: {footprint:?}"
+    );
     for (phase, cpu) in [("floor", &report.floor_cpu), ("operator", &report.provisioning.cpu)] {
         assert!(cpu.of("ironic") > Duration::ZERO, "Ironic's CPU was counted in the {phase} phase: {cpu:?}");
         assert!(cpu.of("kube-apiserver") > Duration::ZERO, "the apiserver's CPU was counted: {cpu:?}");

@@ -27,6 +27,11 @@ async fn the_sharded_run_adopts_forty_hosts_edits_a_nodeset_among_them_hands_a_k
         adoption.ironic
     );
     assert!(adoption.memory.iter().all(|m| m.rss > 0 && m.peak_rss >= m.rss), "{:?}", adoption.memory);
+    assert!(
+        adoption.memory.iter().all(|m| m.anon_rss > 0 && m.file_rss > 0 && m.anon_rss + m.file_rss <= m.rss),
+        "each replica's resident memory's two parts were read: {:?}",
+        adoption.memory
+    );
     // Not the conductors: adopting asks them nothing, and idle they may use less than a tick.
     for source in ["kube-apiserver", "ironic-api", "mariadb", "operators"] {
         assert!(adoption.cpu.of(source) > Duration::ZERO, "{source}'s CPU was counted: {:?}", adoption.cpu);
