@@ -55,8 +55,8 @@ pub(crate) fn is_own_apply(entry: &ManagedFieldsEntry) -> bool {
 }
 
 fn spec_only(mut entry: ManagedFieldsEntry) -> ManagedFieldsEntry {
-    entry.fields_v1 = entry.fields_v1.and_then(|fields| {
-        let spec = fields.0.get("f:spec")?.clone();
+    entry.fields_v1 = entry.fields_v1.and_then(|mut fields| {
+        let spec = fields.0.as_object_mut()?.remove("f:spec")?;
         Some(FieldsV1(serde_json::json!({ "f:spec": spec })))
     });
     entry

@@ -6,6 +6,7 @@
 //! Event whole for six minutes (see [`super::series`]).
 
 use super::condition::bounded_message;
+use super::names::bounded;
 use super::series::{Next, Series};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
@@ -153,13 +154,13 @@ impl Publisher {
     }
 }
 
-/// A new Event, named as kube-runtime's and client-go's are: the object's name and the time in
-/// nanoseconds, bounded to a valid name. An object without a namespace has its Events in
-/// `default`.
+/// A new Event, named as kube-runtime's and client-go's are: the object's name (the
+/// controller's for an object without one) and the time in nanoseconds. An object without a
+/// namespace has its Events in `default`.
 fn event(controller: &str, instance: &str, regarding: &ObjectReference, notice: &Notice) -> Event {
     let now = Timestamp::now();
-    let object = regarding.name.as_deref().map(event_prefix).filter(|p| !p.is_empty());
-    let name = format!("{}.{:x}", object.unwrap_or(controller), now.as_nanosecond());
+    let object = regarding.name.as_deref().filter(|n| !n.is_empty()).unwrap_or(controller);
+    let name = format!("{}.{:x}", bounded(object, NAME_ROOM), now.as_nanosecond());
     Event {
         metadata: ObjectMeta {
             name: Some(name),
@@ -181,14 +182,9 @@ fn event(controller: &str, instance: &str, regarding: &ObjectReference, notice: 
 /// Every Event's action: what the operator was doing when it happened.
 const ACTION: &str = "Reconcile";
 
-/// The first part of an Event's name: the object's name, cut so that the whole (with a dot and
-/// up to 32 hexadecimal digits of time) stays within a name's 253 characters, and ending, as
-/// a name part must, in a letter or digit.
-fn event_prefix(object: &str) -> &str {
-    const ROOM: usize = 253 - 1 - 32;
-    let cut = object.char_indices().nth(ROOM).map_or(object.len(), |(at, _)| at);
-    object[..cut].trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-}
+/// Room for the object's name in an Event's: a name's 253 characters less a dot and up to 32
+/// hexadecimal digits of time.
+const NAME_ROOM: usize = 253 - 1 - 32;
 
 impl Severity {
     fn as_str(self) -> &'static str {
@@ -215,13 +211,18 @@ mod tests {
     }
 
     #[test]
-    fn an_events_name_stays_within_253_characters_and_ends_its_part_in_a_letter_or_digit() {
-        assert_eq!(event_prefix("server-1"), "server-1");
-        let long = format!("{}-{}", "a".repeat(219), "b".repeat(100));
-        let prefix = event_prefix(&long);
-        assert_eq!(prefix, "a".repeat(219), "cut at 220, the dash dropped");
-        assert!(format!("{prefix}.{:x}", u128::MAX).len() <= 253);
-        assert_eq!(event_prefix("ü".repeat(300).as_str()).chars().count(), 0, "only ASCII ends a part");
+    fn an_events_name_is_its_objects_name_and_the_time_within_253_characters() {
+        let named = |name: &str| {
+            let regarding = ObjectReference { name: Some(name.into()), ..Default::default() };
+            event("ferrometal-host", "replica-0", &regarding, &Notice::normal("A", "b"))
+                .metadata
+                .name
+                .unwrap_or_default()
+        };
+        assert!(named("server-1").starts_with("server-1."));
+        let long = named(&"a".repeat(253));
+        assert!(long.starts_with(&"a".repeat(200)) && long.len() <= 253, "{long}");
+        assert!(named("").starts_with("ferrometal-host."), "no name: the controller's");
     }
 
     #[test]
@@ -236,9 +237,6 @@ mod tests {
         assert_eq!(made.reporting_controller.as_deref(), Some("ferrometal-host"));
         assert_eq!(made.action.as_deref(), Some("Reconcile"));
         assert_eq!(made.regarding.as_ref(), Some(&regarding));
-        let unnamed = ObjectReference { name: Some("ü".into()), ..Default::default() };
-        let name = event("ferrometal-host", "replica-0", &unnamed, &Notice::normal("A", "b")).metadata.name;
-        assert!(name.is_some_and(|n| n.starts_with("ferrometal-host.")), "no valid part of the name: the controller's");
         assert!(made.series.is_none() && made.event_time.is_some());
     }
 }

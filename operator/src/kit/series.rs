@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long an Event may be repeated as a series: kube-runtime's and client-go's six minutes.
-pub(crate) const TTL: Duration = Duration::from_secs(6 * 60);
+const TTL: Duration = Duration::from_secs(6 * 60);
 
 /// How often old Events are forgotten: a pass over what is kept, so not at every publish.
 const SWEEP: Duration = Duration::from_secs(60);

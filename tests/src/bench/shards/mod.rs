@@ -109,15 +109,9 @@ fn hosts_from_env() -> Option<Vec<usize>> {
     (!counts.is_empty()).then_some(counts)
 }
 
-/// One replica's memory, bytes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Memory {
-    pub rss: u64,
-    pub peak_rss: u64,
-    /// Of `rss`, anonymous memory (heap, stacks) and mapped files (the binary, libraries).
-    pub anon_rss: u64,
-    pub file_rss: u64,
-}
+/// One replica's memory (resident, its peak, and of it anonymous and file-backed), as read from
+/// `/proc` with its CPU time.
+pub type Memory = super::probe::ProcSample;
 
 /// Both replicas taking the fleet in.
 #[derive(Clone, Debug)]

@@ -241,6 +241,5 @@ fn samples(pids: &[u32]) -> crate::Result<Vec<ProcSample>> {
 }
 
 fn memory(pid: u32) -> Memory {
-    let sample = ProcSample::read(pid).unwrap_or_default();
-    Memory { rss: sample.rss, peak_rss: sample.peak_rss, anon_rss: sample.anon_rss, file_rss: sample.file_rss }
+    ProcSample::read(pid).unwrap_or_default()
 }
