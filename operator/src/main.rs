@@ -9,6 +9,13 @@ use clap::Parser;
 use operator::cli::{Cli, Command};
 use std::process::ExitCode;
 
+/// jemalloc, not glibc's malloc: a replica whose shards change frees the caches of the hosts it
+/// gave up, and glibc kept those pages (a replica that served every shard for a moment at
+/// start-up held 78 MiB at 10,000 hosts, its peer 59); jemalloc returns them, 57 and 58 MiB
+/// (design/performance.md, "Figures of 2026-12-06 (evening)").
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     // One rustls crypto provider for the whole process, before anything can
     // build a TLS configuration (kube, reqwest, sqlx and the webhook server).

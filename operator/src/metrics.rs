@@ -8,7 +8,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
+use std::any::Any;
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -42,6 +44,10 @@ pub(crate) struct OperationLabels {
 /// The operator's metrics.
 pub struct Metrics {
     registry: Mutex<Registry>,
+    /// The metrics registered by name, each once: a controller started again (a replica's
+    /// shards changed) gets the same counters back, where registering anew would expose one
+    /// name twice, which Prometheus refuses.
+    named: Mutex<HashMap<&'static str, Box<dyn Any + Send>>>,
     reconciles: Family<ControllerLabels, Counter>,
     failures: Family<ErrorLabels, Counter>,
     durations: Family<ControllerLabels, Histogram>,
@@ -100,6 +106,7 @@ impl Metrics {
         );
         Self {
             registry: Mutex::new(registry),
+            named: Mutex::new(HashMap::new()),
             reconciles,
             failures,
             durations,
@@ -195,10 +202,21 @@ impl Metrics {
         self.ironic_requests.get_or_create(&OperationLabels { operation: operation.into() }).get()
     }
 
-    /// The registry, to register further metrics.
-    pub fn with_registry<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
-        let mut registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut registry)
+    /// The metric registered as `name`, registered with `help` the first time (`make` builds
+    /// it); the same one on every later call, so that counters live as long as the process.
+    /// `None` when `name` was registered as another type, a programming error a test catches.
+    pub fn registered<M>(&self, name: &'static str, help: &str, make: impl FnOnce() -> M) -> Option<M>
+    where
+        M: Metric + Clone + Send,
+    {
+        let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = named.get(name) {
+            return known.downcast_ref::<M>().cloned();
+        }
+        let metric = make();
+        self.registry.lock().unwrap_or_else(|e| e.into_inner()).register(name, help, metric.clone());
+        named.insert(name, Box::new(metric.clone()));
+        Some(metric)
     }
 
     /// The OpenMetrics text exposition.
@@ -241,5 +259,20 @@ mod tests {
         let text = metrics.encode();
         assert!(text.contains("ferrometal_ironic_requests_total{operation=\"list_nodes\"} 2"), "{text}");
         assert!(text.contains("ferrometal_reconcile_duration_seconds_count{controller=\"host\"} 1"), "{text}");
+    }
+
+    #[test]
+    fn a_metric_registered_again_is_the_same_one_exposed_once() {
+        let metrics = Metrics::new();
+        for _ in 0..2 {
+            let polls = metrics.registered("polls", "Polls", Counter::<u64>::default);
+            assert!(polls.is_some_and(|c| c.inc() < 2), "a counter was registered");
+        }
+        let again = metrics.registered("polls", "Polls", Counter::<u64>::default);
+        assert_eq!(again.map(|c| c.get()), Some(2), "both starts counted on one counter");
+        let text = metrics.encode();
+        assert_eq!(text.matches("# TYPE ferrometal_polls counter").count(), 1, "{text}");
+        assert!(text.contains("ferrometal_polls_total 2"), "{text}");
+        assert!(metrics.registered("polls", "Polls", Gauge::<i64>::default).is_none(), "another type under one name");
     }
 }

@@ -36,8 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Runs the host controller until `shutdown`.
 pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: CancellationToken) -> Result<(), Stopped> {
-    let wakeups = Arc::new(Wakeups::default());
-    wakeups.register(&ctx.metrics());
+    let wakeups = Arc::new(Wakeups::exported(&ctx.metrics()));
     let client_metrics = Arc::new(ironic_client::Metrics::new());
     // A failed reconcile (Ironic unreachable or locked, a conflict) is retried after about a
     // fast poll interval, doubling while it keeps failing, up to a slow one.

@@ -9,7 +9,7 @@ use crate::host::draft::Draft;
 use crate::host::error;
 use crate::host::handoff::{Decoded, Next};
 use crate::host::hardware;
-use crate::host::machine::{Act, NodeView, Plan, error_type_of, is_busy};
+use crate::host::machine::{Act, Plan, error_type_of, is_busy};
 use crate::host::poller::Look;
 use crate::host::preprov::DeployImage;
 use crate::host::request::Request;
@@ -60,11 +60,7 @@ pub(super) async fn run(
         draft.problem = Some((IRONIC_CALL_FAILING, message));
     }
     match plan {
-        Plan::Wait if decoded.facts.node == NodeView::Unknown && ctx.provisioner.configured() => {
-            // Nothing can be decided before the first poll: be woken by it.
-            ctx.hosts.poller.expect_change(&draft.key);
-            Ok(resync)
-        }
+        // Waiting for the first poll too: it wakes every host that looked before it.
         Plan::Idle | Plan::Wait => Ok(resync),
         Plan::Backoff => Ok(Next::Requeue(Action::requeue(decoded.retry_in.unwrap_or(ctx.config.error_backoff_base)))),
         Plan::Transition(to) => Ok(transition(ctx, draft, to, decoded.now)),

@@ -19,16 +19,17 @@ pub(super) struct IronicMetricsSync {
 
 impl IronicMetricsSync {
     pub(super) fn new(client: Arc<ironic_client::Metrics>, exported: Arc<Metrics>) -> Self {
-        let polls = Counter::default();
-        let slots = Gauge::default();
-        exported.with_registry(|registry| {
-            registry.register("host_bulk_polls", "Bulk polls of Ironic's nodes by the host controller", polls.clone());
-            registry.register(
-                "host_provisioning_slots_in_use",
-                "Provisioning slots held by hosts this replica moved into a busy state",
-                slots.clone(),
-            );
-        });
+        let polls = exported.registered(
+            "host_bulk_polls",
+            "Bulk polls of Ironic's nodes by the host controller",
+            Counter::default,
+        );
+        let slots = exported.registered(
+            "host_provisioning_slots_in_use",
+            "Provisioning slots held by hosts this replica moved into a busy state",
+            Gauge::default,
+        );
+        let (polls, slots) = (polls.unwrap_or_default(), slots.unwrap_or_default());
         Self { client, exported, last: Mutex::new(vec![0; Operation::ALL.len()]), polls, slots }
     }
 

@@ -30,7 +30,7 @@ use ironic_client::{ChangeCursor, StatusList};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +38,9 @@ use tokio_util::sync::CancellationToken;
 /// created outside the operator, and changes written more than
 /// `ironic_client::CHANGE_MARGIN` out of order.
 pub(super) const FULL_EVERY: Duration = ironic_client::DEFAULT_FULL_EVERY;
+/// The longest a reconcile waits for the first poll to end (the client's own timeouts end it
+/// sooner): past it, the host decides without the nodes, and the first poll wakes it.
+const FIRST_LOOK: Duration = Duration::from_secs(30);
 /// The poller waits at least this many times what its last poll took before
 /// the next, so it keeps at most a share of one Ironic API worker busy.
 const POLL_SHARE: u32 = 4;
@@ -88,6 +91,10 @@ struct State {
     /// Pending hosts whose reconcile came and put its work off until the poll: the poll that
     /// answers wakes them whatever it shows.
     put_off: HashSet<HostKey>,
+    /// Hosts whose reconcile looked before the first poll completed, and so decided on
+    /// nothing: the first poll wakes them whatever it shows, and only them (a host reconciled
+    /// later saw the poll's nodes already). Empty from then on.
+    blind: HashSet<HostKey>,
     /// How many scopes were watched at the start of the last full list.
     scopes_listed: usize,
 }
@@ -98,13 +105,18 @@ impl State {
     /// [`working`](crate::host::snapshot::working) (the host would only wait, and is woken when
     /// the node leaves).
     fn take(&mut self, list: StatusList, seq: u64, scopes: usize, watched: impl Fn(&str) -> bool) -> Vec<HostKey> {
+        let first = self.nodes.is_none();
         let snapshot = self.nodes.get_or_insert_with(Snapshot::default);
         let was_full = list.is_full();
-        // On the first poll every host with a node learns about it: all are new.
         let mut wake = match list {
             StatusList::Full(nodes) => snapshot.replace(nodes, watched),
             StatusList::Changed(nodes) => snapshot.merge(nodes, watched),
         };
+        if first {
+            // Every node is new to the first poll, but only the hosts that looked before it
+            // have anything to learn from it.
+            wake = std::mem::take(&mut self.blind).into_iter().collect();
+        }
         let answered = settle(&mut self.pending, seq, was_full);
         let put_off = &mut self.put_off;
         wake.extend(answered.into_iter().filter(|key| put_off.remove(key) || !snapshot.working(key)));
@@ -121,6 +133,8 @@ impl State {
 pub(super) struct Poller {
     state: Mutex<State>,
     kick: Notify,
+    /// Whether the first poll ended (or there is no Ironic to poll): reconciles wait for it.
+    first: watch::Sender<bool>,
     wakeups: Arc<Wakeups>,
     fast: Duration,
     slow: Duration,
@@ -130,7 +144,18 @@ pub(super) struct Poller {
 
 impl Poller {
     pub(super) fn new(wakeups: Arc<Wakeups>, fast: Duration, slow: Duration) -> Self {
-        Self { state: Mutex::new(State::default()), kick: Notify::new(), wakeups, fast, slow, shards: Vec::new() }
+        let (state, kick, first) = (Mutex::new(State::default()), Notify::new(), watch::Sender::new(false));
+        Self { state, kick, first, wakeups, fast, slow, shards: Vec::new() }
+    }
+
+    /// Waits until the first poll ended, at most [`FIRST_LOOK`]. A controller that just
+    /// started reconciles every host at once, each in a moment while the first poll lists
+    /// every node; a host that looked before the poll ended would decide nothing and be
+    /// reconciled again when it did.
+    pub(super) async fn first_look(&self) {
+        let mut ended = self.first.subscribe();
+        // Past the wait, or with the poller gone, the host decides on what it has.
+        let _ = tokio::time::timeout(FIRST_LOOK, ended.wait_for(|ended| *ended)).await;
     }
 
     /// Lists only the nodes of `shards`: those of the hosts this replica serves.
@@ -148,11 +173,15 @@ impl Poller {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The node of `host` as last seen.
+    /// The node of `host` as last seen; before the first poll, `Unknown`, and the first poll
+    /// wakes the host.
     pub(super) fn view(&self, host: &HostKey) -> NodeView {
-        let state = self.lock();
+        let mut state = self.lock();
         match &state.nodes {
-            None => NodeView::Unknown,
+            None => {
+                state.blind.insert(host.clone());
+                NodeView::Unknown
+            }
             Some(snapshot) => match snapshot.get(host) {
                 Some(node) => NodeView::Present(Box::new(node.clone())),
                 None => NodeView::Missing,
@@ -168,13 +197,8 @@ impl Poller {
         Some((uuid.to_owned(), at.map(str::to_owned)))
     }
 
-    /// Records that `host` just called Ironic: it is woken once a poll that
-    /// started after the call has completed, and polling speeds up.
-    pub(super) fn expect_change(&self, host: &HostKey) {
-        self.expect(host, Look::Changes);
-    }
-
-    /// Records that `host` just called Ironic, and `look` is what it waits for.
+    /// Records that `host` just called Ironic and waits for `look`: it is woken once such a
+    /// poll, started after the call, has completed; meanwhile polling speeds up.
     pub(super) fn expect(&self, host: &HostKey, look: Look) {
         {
             let mut state = self.lock();
@@ -209,6 +233,7 @@ impl Poller {
         let mut state = self.lock();
         state.pending.remove(host);
         state.put_off.remove(host);
+        state.blind.remove(host);
         if let Some(snapshot) = state.nodes.as_mut() {
             snapshot.remove(host);
         }
@@ -233,6 +258,7 @@ impl Poller {
     pub(super) async fn run(&self, provisioner: &Provisioner, shutdown: CancellationToken, after_poll: impl Fn(bool)) {
         if !provisioner.configured() {
             tracing::warn!("no Ironic configured; the bulk poller is idle");
+            self.first.send_replace(true);
             shutdown.cancelled().await;
             return;
         }
@@ -242,6 +268,8 @@ impl Poller {
             let started_at = Instant::now();
             // After a failed poll Ironic may have restarted and lost its nodes: list them all.
             let succeeded = self.poll_once(provisioner, &mut cursor, failures > 0).await;
+            // Ended, whether or not it succeeded: an unreachable Ironic holds no reconcile up.
+            self.first.send_replace(true);
             after_poll(succeeded);
             failures = if succeeded { 0 } else { failures.saturating_add(1) };
             let interval = if failures > 0 {
@@ -331,11 +359,40 @@ mod tests {
     }
 
     #[test]
+    fn the_first_poll_wakes_the_hosts_that_looked_before_it_and_no_other() {
+        let poller = poller();
+        let (early, without_node, late) = (HostKey::new("ns", "a"), HostKey::new("ns", "b"), HostKey::new("ns", "c"));
+        assert_eq!(poller.view(&early), NodeView::Unknown);
+        assert_eq!(poller.view(&without_node), NodeView::Unknown);
+        let first = StatusList::Full(vec![node("ns~a", "active"), node("ns~c", "active")]);
+        let mut woken = poller.lock().take(first, 1, 0, |_| true);
+        woken.sort();
+        assert_eq!(woken, vec![early, without_node], "c is new to the poll but never looked");
+        assert!(matches!(poller.view(&late), NodeView::Present(_)), "a later look sees the poll");
+        let again = StatusList::Full(vec![node("ns~a", "active"), node("ns~c", "active")]);
+        assert!(poller.lock().take(again, 2, 0, |_| true).is_empty(), "nothing changed since");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reconcile_waits_for_the_first_poll_to_end_but_no_longer_than_the_first_look() {
+        let ended = poller();
+        let waiting = tokio::time::timeout(Duration::from_secs(1), ended.first_look()).await;
+        assert!(waiting.is_err(), "no poll has ended yet");
+        ended.first.send_replace(true);
+        let after = tokio::time::timeout(Duration::from_millis(1), ended.first_look()).await;
+        assert!(after.is_ok(), "the first poll ended");
+        let never = poller();
+        let started = Instant::now();
+        never.first_look().await;
+        assert_eq!(started.elapsed(), FIRST_LOOK, "an Ironic that never answers holds a host up this long");
+    }
+
+    #[test]
     fn pending_hosts_make_polling_urgent() {
         let poller = poller();
         let key = HostKey::new("ns", "a");
         assert!(!poller.urgent());
-        poller.expect_change(&key);
+        poller.expect(&key, Look::Changes);
         assert!(poller.is_pending(&key) && poller.urgent());
         poller.forget(&key);
         assert!(!poller.urgent());
@@ -355,10 +412,10 @@ mod tests {
         assert!(poller.wants_full(), "a namespace started being watched");
         poller.lock().scopes_listed = 1;
         let key = HostKey::new("ns", "a");
-        poller.expect_change(&key);
+        poller.expect(&key, Look::Changes);
         assert!(!poller.wants_full(), "a state change shows in a delta");
         poller.expect(&key, Look::Full);
-        poller.expect_change(&key);
+        poller.expect(&key, Look::Changes);
         assert!(poller.wants_full(), "a later call does not take back the wait for a full list");
     }
 
@@ -380,7 +437,7 @@ mod tests {
         let poller = poller();
         let key = HostKey::new("ns", "a");
         poller.lock().nodes = Some(snapshot(&[node("ns~a", "available")]));
-        poller.expect_change(&key);
+        poller.expect(&key, Look::Changes);
         let deploying = StatusList::Changed(vec![moving("ns~a", "deploying", "active")]);
         assert!(poller.lock().take(deploying, 1, 0, |_| true).is_empty(), "it would only wait");
         assert!(!poller.is_pending(&key), "the poll answered its call");
@@ -393,7 +450,7 @@ mod tests {
         let poller = poller();
         let key = HostKey::new("ns", "a");
         poller.lock().nodes = Some(snapshot(&[node("ns~a", "available")]));
-        poller.expect_change(&key);
+        poller.expect(&key, Look::Changes);
         assert!(poller.put_off(&key), "its spec changed while it waited for the poll");
         let deploying = StatusList::Changed(vec![moving("ns~a", "deploying", "active")]);
         assert_eq!(poller.lock().take(deploying, 1, 0, |_| true), vec![key.clone()]);
@@ -405,7 +462,7 @@ mod tests {
         let poller = poller();
         let key = HostKey::new("ns", "a");
         poller.lock().nodes = Some(snapshot(&[moving("ns~a", "deploying", "active")]));
-        poller.expect_change(&key);
+        poller.expect(&key, Look::Changes);
         let waiting = StatusList::Changed(vec![moving("ns~a", "wait call-back", "active")]);
         assert_eq!(poller.lock().take(waiting, 1, 0, |_| true), vec![key], "a deprovisioning host tears it down");
     }

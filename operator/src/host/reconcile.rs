@@ -109,6 +109,8 @@ async fn step(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Res
         tracing::debug!("waiting for a poll after the last call");
         return Ok(Written::Done(ctx.resync()));
     }
+    // Decided on the nodes: just started, the first poll is a moment away.
+    ctx.poller.first_look().await;
     // Hosts already busy must be counted before any other takes a slot.
     ctx.capacity.ready().await;
     let now = Timestamp::now();

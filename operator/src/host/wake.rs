@@ -100,15 +100,15 @@ impl Wakeups {
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
     }
 
-    /// Exports the wake-ups, by cause.
-    pub(super) fn register(&self, metrics: &crate::metrics::Metrics) {
-        metrics.with_registry(|registry| {
-            registry.register(
-                "host_wakes",
-                "Host reconciles asked for, by cause: the poll, a freed slot, a firmware read, a change set aside",
-                self.counts.clone(),
-            );
-        });
+    /// Wake-ups counted in the process's metrics, by cause: the same counters for every
+    /// start of the host controller.
+    pub(super) fn exported(metrics: &crate::metrics::Metrics) -> Self {
+        let counts = metrics.registered(
+            "host_wakes",
+            "Host reconciles asked for, by cause: the poll, a freed slot, a firmware read, a change set aside",
+            Family::default,
+        );
+        Self { counts: counts.unwrap_or_default(), ..Self::default() }
     }
 
     /// Wakes the reconcile of `host`, for `cause`.

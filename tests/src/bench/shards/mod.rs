@@ -166,6 +166,9 @@ pub struct Handover {
     pub settled: Duration,
     pub ironic: BTreeMap<String, u64>,
     pub reconciles: u64,
+    /// The survivor's host wake-ups by cause meanwhile: what its reconciles beyond one per
+    /// host came from, besides the restart's listing.
+    pub wakes: BTreeMap<String, u64>,
     pub status_writes: u64,
     /// The survivor, serving every host.
     pub memory: Memory,

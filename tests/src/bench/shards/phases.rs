@@ -178,6 +178,7 @@ impl Run {
             settled: settled.duration_since(killed),
             ironic: difference(&after.ironic(), &before.ironic()),
             reconciles: after.reconciles("host").saturating_sub(before.reconciles("host")),
+            wakes: difference(&after.host_wakes(), &before.host_wakes()),
             status_writes: after.status_writes("host").saturating_sub(before.status_writes("host")),
             memory: memory(self.replicas[survivor].pid()),
         })

@@ -156,6 +156,7 @@ fn handover_rows(reports: &[Report]) -> Vec<Row> {
         row("  reconciles, status writes", reports, |r| {
             format!("{}, {}", r.handover.reconciles, r.handover.status_writes)
         }),
+        row("  survivor's host wakes", reports, |r| ops(&r.handover.wakes)),
         row("  survivor RSS, peak (MiB)", reports, |r| {
             format!("{:.1}, {:.1}", r.handover.memory.rss as f64 / MIB, r.handover.memory.peak_rss as f64 / MIB)
         }),
