@@ -9,9 +9,9 @@ use clap::Parser;
 use operator::cli::{Cli, Command};
 use std::process::ExitCode;
 
-/// jemalloc, not glibc's malloc: a replica whose shards change frees the caches of the hosts it
-/// gave up, and glibc kept those pages (a replica that served every shard for a moment at
-/// start-up held 78 MiB at 10,000 hosts, its peer 59); jemalloc returns them, 57 and 58 MiB
+/// jemalloc, not glibc's malloc: glibc keeps the pages of what a process freed, and a replica
+/// frees caches whenever its shards change. With glibc one of two replicas serving as many
+/// hosts held 78 MiB at 10,000 hosts, its peer 59; with jemalloc 55 and 54
 /// (design/performance.md, "Figures of 2026-12-06 (evening)").
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

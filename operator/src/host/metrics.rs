@@ -73,4 +73,18 @@ mod tests {
         sync.polled();
         assert!(exported.encode().contains("ferrometal_host_bulk_polls_total 1"));
     }
+
+    #[test]
+    fn a_controller_started_again_counts_on_the_same_exported_polls_and_slots() {
+        let exported = Arc::new(Metrics::new());
+        for _ in 0..2 {
+            let sync = IronicMetricsSync::new(Arc::new(ironic_client::Metrics::new()), exported.clone());
+            sync.polled();
+            sync.slots_in_use(3);
+        }
+        let text = exported.encode();
+        assert_eq!(text.matches("# TYPE ferrometal_host_bulk_polls counter").count(), 1, "{text}");
+        assert_eq!(text.matches("# TYPE ferrometal_host_provisioning_slots_in_use gauge").count(), 1, "{text}");
+        assert!(text.contains("ferrometal_host_bulk_polls_total 2"), "{text}");
+    }
 }

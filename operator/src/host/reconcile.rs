@@ -109,7 +109,8 @@ async fn step(ctx: &HostContext, host: Arc<BareMetalHost>, key: &HostKey) -> Res
         tracing::debug!("waiting for a poll after the last call");
         return Ok(Written::Done(ctx.resync()));
     }
-    // Decided on the nodes: just started, the first poll is a moment away.
+    // A host that looks before the controller's first poll has ended decides nothing and is
+    // reconciled again when it ends; just started, that poll is a moment away.
     ctx.poller.first_look().await;
     // Hosts already busy must be counted before any other takes a slot.
     ctx.capacity.ready().await;

@@ -163,4 +163,15 @@ mod tests {
         assert_eq!(all.next().await.map(|r| r.name), Some("h2".to_string()));
         assert!(wakeups.watches("a") && wakeups.watches("zzz"));
     }
+
+    #[test]
+    fn a_controller_started_again_counts_its_wakes_on_the_same_exported_counter() {
+        let metrics = crate::metrics::Metrics::new();
+        for _ in 0..2 {
+            Wakeups::exported(&metrics).wake(&HostKey::new("ns", "h"), Cause::Poll);
+        }
+        let text = metrics.encode();
+        assert_eq!(text.matches("# TYPE ferrometal_host_wakes counter").count(), 1, "{text}");
+        assert!(text.contains("ferrometal_host_wakes_total{cause=\"Poll\"} 2"), "{text}");
+    }
 }
