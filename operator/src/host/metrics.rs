@@ -29,7 +29,6 @@ impl IronicMetricsSync {
             "Provisioning slots held by hosts this replica moved into a busy state",
             Gauge::default,
         );
-        let (polls, slots) = (polls.unwrap_or_default(), slots.unwrap_or_default());
         Self { client, exported, last: Mutex::new(vec![0; Operation::ALL.len()]), polls, slots }
     }
 

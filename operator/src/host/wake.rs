@@ -108,7 +108,7 @@ impl Wakeups {
             "Host reconciles asked for, by cause: the poll, a freed slot, a firmware read, a change set aside",
             Family::default,
         );
-        Self { counts: counts.unwrap_or_default(), ..Self::default() }
+        Self { counts, ..Self::default() }
     }
 
     /// Wakes the reconcile of `host`, for `cause`.
