@@ -19,7 +19,9 @@ use kube::runtime::reflector::Store;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// How long a slot stays promised to the host woken for it. A woken host asks within a
 /// reconcile queue's wait; one that never asks (paused, or failing before it gets there)
@@ -47,6 +49,8 @@ pub(super) struct Capacity {
     /// Which hosts the caches show busy, kept from their watch events.
     indexes: RwLock<Vec<Arc<HostIndex>>>,
     wakeups: Arc<Wakeups>,
+    /// Told when a slot is promised, so [`Capacity::watch_promises`] times its lapse.
+    promising: Notify,
 }
 
 impl Slots {
@@ -63,6 +67,21 @@ impl Slots {
     fn settle_promises(&mut self, host: &HostKey) {
         let now = Instant::now();
         self.promised.retain(|key, until| *until > now && key != host);
+    }
+
+    /// Forgets the promises that lapsed; whether there were any.
+    fn drop_lapsed(&mut self) -> bool {
+        let (now, before) = (Instant::now(), self.promised.len());
+        self.promised.retain(|_, until| *until > now);
+        self.promised.len() < before
+    }
+}
+
+/// Sleeps until `at`, or for ever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -92,6 +111,7 @@ impl Capacity {
             stores: RwLock::new(Vec::new()),
             indexes: RwLock::new(Vec::new()),
             wakeups,
+            promising: Notify::new(),
         }
     }
 
@@ -194,7 +214,37 @@ impl Capacity {
         slots.waiting.woken(&next);
         let until = Instant::now() + PROMISE;
         slots.promised.extend(next.iter().map(|key| (key.clone(), until)));
+        if !next.is_empty() {
+            self.promising.notify_one();
+        }
         next
+    }
+
+    /// Wakes waiting hosts for the slots whose promise lapsed, when one lapses, until
+    /// `shutdown`. Without it a slot promised to a host that never came would stay unused
+    /// until another slot freed up or a waiting host looked again by itself (every 5 minutes).
+    pub(super) async fn watch_promises(&self, shutdown: CancellationToken) {
+        loop {
+            let next = self.slots.lock().unwrap_or_else(|e| e.into_inner()).promised.values().min().copied();
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = self.promising.notified() => continue,
+                () = sleep_until_some(next) => self.lapse(),
+            }
+        }
+    }
+
+    /// Frees the slots whose promise lapsed and wakes waiting hosts for them.
+    fn lapse(&self) {
+        let busy = self.cached_busy();
+        let waiting = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            if !slots.drop_lapsed() {
+                return;
+            }
+            self.next_to_wake(&mut slots, &busy, Wake::Any)
+        };
+        self.wake(&waiting);
     }
 
     /// `host` no longer waits for a slot (its plan changed). Woken for a free slot it will not
@@ -373,6 +423,25 @@ mod tests {
         assert!(!capacity.try_acquire(&keys[4]), "not even to a host asking by itself");
         tokio::time::advance(PROMISE).await;
         assert!(capacity.try_acquire(&keys[4]), "the promise lapsed: the slot is free");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lapsed_promise_wakes_the_next_waiting_host_by_itself() {
+        let (wakeups, mut woken, capacity, keys) = crowded(1, 3);
+        let capacity = Arc::new(capacity);
+        let shutdown = CancellationToken::new();
+        let watcher = tokio::spawn({
+            let (capacity, shutdown) = (capacity.clone(), shutdown.clone());
+            async move { capacity.watch_promises(shutdown).await }
+        });
+        capacity.release(&keys[0]);
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["h1"]);
+        // h1 never comes: once its promise lapses h2 is woken, with no other slot freed.
+        tokio::time::sleep(PROMISE + Duration::from_millis(1)).await;
+        assert_eq!(woken_until_marker(&wakeups, &mut woken).await, ["h2"]);
+        assert!(capacity.try_acquire(&keys[2]));
+        shutdown.cancel();
+        assert!(watcher.await.is_ok());
     }
 
     #[tokio::test]

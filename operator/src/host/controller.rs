@@ -1,8 +1,8 @@
 //! Wiring: one kube-runtime controller per watched scope (a namespace, or the whole cluster),
 //! run by the kit's runner and fed by BareMetalHost events, by changes to the Secrets hosts
 //! refer to, by the changes of their `PreprovisioningImage`s (with image building on), and by
-//! the wake-ups of the bulk poller and the capacity limiter; the poller itself, shared by all
-//! of them; and the controllers of the kinds beside the host (firmware, data images, event
+//! the wake-ups of the bulk poller and the capacity limiter; the poller and the watch on the
+//! limiter's promised slots, shared by all of them; and the controllers of the kinds beside the host (firmware, data images, event
 //! subscriptions, our image builder), through the same Ironic connection.
 
 use crate::host::capacity::Capacity;
@@ -91,14 +91,16 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
             })
             .await;
     };
+    let (promises_ctx, promises_shutdown) = (host_ctx.clone(), shutdown.clone());
+    let promises = async move { promises_ctx.capacity.watch_promises(promises_shutdown).await };
     let firmware = crate::host::firmware::run(&ctx, host_ctx.clone(), shutdown.clone());
     let components = crate::host::components::run(&ctx, host_ctx.clone(), shutdown.clone());
     let data_images = crate::host::dataimage::run(&ctx, host_ctx.clone(), shutdown.clone());
     let subscriptions = crate::host::subscription::run(&ctx, host_ctx.clone(), shutdown.clone());
     let images = crate::host::preprov::run(&ctx, host_ctx.clone(), shutdown.clone());
-    let (controllers, (), firmware, components, (data_images, subscriptions, images)) = futures::future::join5(
+    let (controllers, ((), ()), firmware, components, (data_images, subscriptions, images)) = futures::future::join5(
         controllers,
-        poll,
+        futures::future::join(poll, promises),
         firmware,
         components,
         futures::future::join3(data_images, subscriptions, images),

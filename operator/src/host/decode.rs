@@ -25,7 +25,9 @@ use crds::baremetalhost::annotations::{
 };
 use crds::baremetalhost::bmc::BmcAddress;
 use crds::baremetalhost::inspection_disabled;
-use crds::baremetalhost::{BareMetalHost, BareMetalHostStatus, ErrorType, OperationalStatus, ProvisioningState};
+use crds::baremetalhost::{
+    AutomatedCleaningMode, BareMetalHost, BareMetalHostStatus, ErrorType, OperationalStatus, ProvisioningState,
+};
 use ironic_client::{PowerTarget, ProvisionState as IronicState};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Resource, ResourceExt};
@@ -233,6 +235,7 @@ pub(super) fn decode(config: &Config, observed: Observed<'_>) -> Decoded {
         unsupported: unsupported(spec),
         inspect_requested: inspect == Some(""),
         provision_requested: (image_url.is_some() || custom.is_some()) && spec.online,
+        cleaning_disabled: spec.automated_cleaning_mode == Some(AutomatedCleaningMode::Disabled),
         image_changed: image_url != provisioned_url || custom != provisioned_custom,
         provisioning_target_changed: (image_url.is_none() && custom.is_none())
             || (image_url.is_some() && image_url != attempted_url),

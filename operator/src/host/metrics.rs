@@ -29,6 +29,9 @@ impl IronicMetricsSync {
             "Provisioning slots held by hosts this replica moved into a busy state",
             Gauge::default,
         );
+        // A controller started again (its replica's shards changed) holds no slot yet: the
+        // gauge must not show the last controller's until a reconcile of this one sets it.
+        slots.set(0);
         Self { client, exported, last: Mutex::new(vec![0; Operation::ALL.len()]), polls, slots }
     }
 
@@ -85,5 +88,14 @@ mod tests {
         assert_eq!(text.matches("# TYPE ferrometal_host_bulk_polls counter").count(), 1, "{text}");
         assert_eq!(text.matches("# TYPE ferrometal_host_provisioning_slots_in_use gauge").count(), 1, "{text}");
         assert!(text.contains("ferrometal_host_bulk_polls_total 2"), "{text}");
+    }
+
+    #[test]
+    fn a_controller_started_again_shows_no_slot_until_it_holds_one() {
+        let exported = Arc::new(Metrics::new());
+        IronicMetricsSync::new(Arc::new(ironic_client::Metrics::new()), exported.clone()).slots_in_use(3);
+        let _again = IronicMetricsSync::new(Arc::new(ironic_client::Metrics::new()), exported.clone());
+        let text = exported.encode();
+        assert!(text.contains("ferrometal_host_provisioning_slots_in_use 0"), "{text}");
     }
 }

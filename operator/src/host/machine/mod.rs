@@ -79,6 +79,8 @@ pub(crate) struct Facts {
     pub inspect_requested: bool,
     /// An image or custom deploy is set and the host should be online.
     pub provision_requested: bool,
+    /// `spec.automatedCleaningMode` is `disabled`: a `provide` cleans nothing.
+    pub cleaning_disabled: bool,
     /// Provisioned: the image (or custom deploy) differs from what was provisioned.
     pub image_changed: bool,
     /// Provisioning: the image differs from the one being provisioned.
@@ -143,6 +145,7 @@ impl Default for Facts {
             unsupported: None,
             inspect_requested: false,
             provision_requested: false,
+            cleaning_disabled: false,
             image_changed: false,
             provisioning_target_changed: false,
             inspection_started: false,

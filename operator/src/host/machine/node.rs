@@ -154,7 +154,7 @@ fn plan_available(f: &Facts, seen: &Seen<'_>) -> Plan {
         return Plan::Transition(S::Inspecting);
     }
     if f.provision_requested {
-        return Plan::Transition(S::Provisioning);
+        return provide_before_slot(f, seen);
     }
     match seen.ps {
         _ if seen.busy => Plan::Wait,
@@ -163,6 +163,23 @@ fn plan_available(f: &Facts, seen: &Seen<'_>) -> Plan {
             failed(f, ErrorType::Preparation, last_error(seen.node, "cleaning failed"), Act::Manage)
         }
         _ => Plan::Idle,
+    }
+}
+
+/// An available host asked to provision. A `provide` that cleans nothing (automated cleaning
+/// disabled) is no provisioning work: it is sent before the host takes a provisioning slot,
+/// so that a slot is held only while Ironic deploys, not for the poll round a `provide` takes
+/// to show (baremetal-operator provides in `provisioning`; its limit counts only nodes Ironic
+/// is cleaning, inspecting or deploying, which such a `provide` is for a moment). A `provide`
+/// that cleans is heavy work and takes the slot first.
+fn provide_before_slot(f: &Facts, seen: &Seen<'_>) -> Plan {
+    if !f.cleaning_disabled || f.error_type.is_some() {
+        return Plan::Transition(S::Provisioning);
+    }
+    match seen.ps {
+        _ if seen.busy => Plan::Wait,
+        ProvisionState::Manageable => act(Act::Provide),
+        _ => Plan::Transition(S::Provisioning),
     }
 }
 

@@ -229,6 +229,20 @@ fn available_hosts_provision_inspect_or_get_adopted() {
 }
 
 #[test]
+fn a_host_that_cleans_nothing_provides_its_node_before_it_takes_a_slot() {
+    let asked = |node| Facts { provision_requested: true, cleaning_disabled: true, ..facts(S::Available, node) };
+    assert_eq!(plan(&asked(node("manageable", None))), act(Act::Provide));
+    assert_eq!(plan(&asked(node("cleaning", Some("available")))), Plan::Wait, "its provide under way");
+    assert_eq!(transition(&asked(node("available", None))), S::Provisioning, "provided: the slot is taken now");
+    let cleaning = Facts { provision_requested: true, ..facts(S::Available, node("manageable", None)) };
+    assert_eq!(transition(&cleaning), S::Provisioning, "a provide that cleans takes the slot first");
+    let failed = Facts { error_type: Some(ErrorType::Preparation), ..asked(node("manageable", None)) };
+    assert_eq!(transition(&failed), S::Provisioning, "after a failure, provided within the slot as before");
+    let idle = Facts { cleaning_disabled: true, ..facts(S::Available, node("manageable", None)) };
+    assert_eq!(plan(&idle), Plan::Idle, "nothing is provided before provisioning is asked for");
+}
+
+#[test]
 fn provisioning_provides_deploys_and_finishes() {
     assert_eq!(plan(&facts(S::Provisioning, node("manageable", None))), act(Act::Provide));
     assert_eq!(plan(&facts(S::Provisioning, node("cleaning", Some("available")))), Plan::Wait);
