@@ -82,6 +82,10 @@ pub(super) struct Learned {
     pub servicing_ended: bool,
     /// The host's data image needs nothing more at this power on.
     pub data_image_settled: bool,
+    /// Registration wrote the node it created or found (`manage`, a PATCH): a look at what
+    /// changed shows it, where a node never written since its creation shows only in a full
+    /// list.
+    pub node_written: bool,
 }
 
 /// What happened.
@@ -300,7 +304,7 @@ impl Calls<'_> {
         };
         learned.node_id = Some(node.uuid.clone());
         if !created {
-            self.move_to_shard(&node).await?;
+            learned.node_written |= self.move_to_shard(&node).await?;
         }
         if let Some(mac) = &request.boot_mac {
             self.ensure_port(&node, mac, created).await?;
@@ -313,11 +317,14 @@ impl Calls<'_> {
             let ops = driver_info_ops(&info)?;
             if !ops.is_empty() {
                 client.update_node(&node.uuid, &ops).await?;
+                learned.node_written = true;
             }
         }
         learned.credentials_sent = true;
         if node.provision_state == Some(ProvisionState::Enroll) && node.target_provision_state.is_none() {
             client.manage(&node.uuid).await?;
+            // Ironic writes the node's state before it answers.
+            learned.node_written = true;
         }
         // Past enrollment already, the next poll moves the host on.
         Ok(Answer::Called)
@@ -325,14 +332,15 @@ impl Calls<'_> {
 
     /// Puts a node found by name into the host's shard: one registered before the hosts were
     /// divided into shards, or under another list of them. This replica's polls list its
-    /// shards' nodes only, and would never see it otherwise.
-    async fn move_to_shard(&self, node: &Node) -> Result<(), Stop> {
-        let Some(shard) = &self.request.shard else { return Ok(()) };
-        if node.shard.as_ref() != Some(shard) {
-            self.client.update_node(&node.uuid, &[PatchOperation::add("/shard", shard.clone())]).await?;
-            tracing::info!(node = %node.uuid, shard = %shard, "moved the host's node into its shard");
+    /// shards' nodes only, and would never see it otherwise. Answers whether it moved it.
+    async fn move_to_shard(&self, node: &Node) -> Result<bool, Stop> {
+        let Some(shard) = &self.request.shard else { return Ok(false) };
+        if node.shard.as_ref() == Some(shard) {
+            return Ok(false);
         }
-        Ok(())
+        self.client.update_node(&node.uuid, &[PatchOperation::add("/shard", shard.clone())]).await?;
+        tracing::info!(node = %node.uuid, shard = %shard, "moved the host's node into its shard");
+        Ok(true)
     }
 
     /// Creates the node, or finds the one of its name that exists already (and whether it was

@@ -69,11 +69,10 @@ impl Slots {
         self.promised.retain(|key, until| *until > now && key != host);
     }
 
-    /// Forgets the promises that lapsed; whether there were any.
-    fn drop_lapsed(&mut self) -> bool {
-        let (now, before) = (Instant::now(), self.promised.len());
+    /// Forgets the promises that lapsed.
+    fn drop_lapsed(&mut self) {
+        let now = Instant::now();
         self.promised.retain(|_, until| *until > now);
-        self.promised.len() < before
     }
 }
 
@@ -234,14 +233,14 @@ impl Capacity {
         }
     }
 
-    /// Frees the slots whose promise lapsed and wakes waiting hosts for them.
+    /// Frees the slots whose promise lapsed and wakes waiting hosts for any slot free. A
+    /// promise found lapsed already (by a host that asked meanwhile) may have freed a slot too:
+    /// the free slots are counted either way.
     fn lapse(&self) {
         let busy = self.cached_busy();
         let waiting = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            if !slots.drop_lapsed() {
-                return;
-            }
+            slots.drop_lapsed();
             self.next_to_wake(&mut slots, &busy, Wake::Any)
         };
         self.wake(&waiting);

@@ -228,6 +228,7 @@ async fn run_act(
             _ => {}
         }
     }
+    let look = look_after(act, report.learned.node_written);
     learn(draft, &decoded.request, report.learned, decoded.now);
     match report.answer {
         Answer::Failed(message) => {
@@ -241,7 +242,7 @@ async fn run_act(
         }
         Answer::Called => {
             accepted(ctx, draft, decoded, act, retry);
-            ctx.hosts.poller.expect(&draft.key, look_after(act));
+            ctx.hosts.poller.expect(&draft.key, look);
             Ok(Next::Requeue(ctx.resync()))
         }
         Answer::Nothing => {
@@ -269,7 +270,7 @@ async fn run_act(
 /// row the host's Degraded condition says what fails. Nothing counts as the host's error.
 fn transient(ctx: IronicSide<'_>, draft: &mut Draft, act: Act, source: &ironic_client::Error) -> Next {
     // A node not found shows as gone only in a full list.
-    let look = if source.is_not_found() { Look::Full } else { look_after(act) };
+    let look = if source.is_not_found() { Look::Full } else { look_after(act, false) };
     ctx.hosts.poller.expect(&draft.key, look);
     let delay = ctx.hosts.troubles.failed(&draft.key, act, source.to_string(), Instant::now());
     ctx.metrics.reconcile_failed(CONTROLLER, "ironic");
@@ -336,10 +337,25 @@ async fn detach(ctx: IronicSide<'_>, draft: &mut Draft, decoded: &Decoded) -> Re
 
 /// What the poll a host waits for after `act` must be: a node created or removed shows only
 /// in a full list (a delta shows nodes written since the last look, and a new node may never
-/// have been written).
-fn look_after(act: Act) -> Look {
+/// have been written), unless registration `written` it after (managed it, as it does every
+/// node it creates): a node written since the last look shows in the next delta.
+fn look_after(act: Act, written: bool) -> Look {
     match act {
+        Act::Register if written => Look::Changes,
         Act::Register | Act::DeleteNode => Look::Full,
         _ => Look::Changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registration_that_wrote_its_node_waits_for_any_look_and_one_that_did_not_for_a_full_list() {
+        assert_eq!(look_after(Act::Register, true), Look::Changes, "managed: the next delta shows it");
+        assert_eq!(look_after(Act::Register, false), Look::Full, "created and never written: only a full list");
+        assert_eq!(look_after(Act::DeleteNode, true), Look::Full, "a node gone shows only in a full list");
+        assert_eq!(look_after(Act::Provide, false), Look::Changes);
     }
 }

@@ -173,6 +173,11 @@ fn plan_available(f: &Facts, seen: &Seen<'_>) -> Plan {
 /// is cleaning, inspecting or deploying, which such a `provide` is for a moment). A `provide`
 /// that cleans is heavy work and takes the slot first.
 fn provide_before_slot(f: &Facts, seen: &Seen<'_>) -> Plan {
+    if !f.cleaning_disabled && seen.ps == ProvisionState::Available && seen.node.automated_clean == Some(false) {
+        // Provided without cleaning, and cleaning was asked for since (while the host waited
+        // for a slot, say): managed again, it is provided with cleaning within the slot.
+        return if seen.busy { Plan::Wait } else { act(Act::Manage) };
+    }
     if !f.cleaning_disabled || f.error_type.is_some() {
         return Plan::Transition(S::Provisioning);
     }

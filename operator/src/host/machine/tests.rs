@@ -238,6 +238,12 @@ fn a_host_that_cleans_nothing_provides_its_node_before_it_takes_a_slot() {
     assert_eq!(transition(&cleaning), S::Provisioning, "a provide that cleans takes the slot first");
     let failed = Facts { error_type: Some(ErrorType::Preparation), ..asked(node("manageable", None)) };
     assert_eq!(transition(&failed), S::Provisioning, "after a failure, provided within the slot as before");
+    let mut provided = node("available", None);
+    if let NodeView::Present(n) = &mut provided {
+        n.automated_clean = Some(false);
+    }
+    let cleaning_since = Facts { provision_requested: true, ..facts(S::Available, provided) };
+    assert_eq!(plan(&cleaning_since), act(Act::Manage), "provided without cleaning, then cleaning asked for");
     let idle = Facts { cleaning_disabled: true, ..facts(S::Available, node("manageable", None)) };
     assert_eq!(plan(&idle), Plan::Idle, "nothing is provided before provisioning is asked for");
 }
