@@ -10,8 +10,9 @@
 //! Most polls ask only for the nodes written since the last one
 //! (`ironic_client::ChangeCursor`): what a poll costs Ironic follows what
 //! moved, not how many nodes there are. A full list comes first, every
-//! [`FULL_EVERY`], whenever a host created or removed a node (a delta shows
-//! neither a node never written since its creation nor one gone), when a
+//! [`FULL_EVERY`], whenever a host created a node it did not write after or
+//! removed one (a delta shows neither a node never written since its
+//! creation nor one gone), when a
 //! namespace starts being watched, after a failed poll (Ironic may have
 //! restarted without its database), when the endpoint changes, for a host
 //! whose call found its node gone, and whenever the client finds a delta
@@ -61,8 +62,8 @@ type Cursor = (ChangeCursor, Option<String>);
 pub(super) enum Look {
     /// Any poll that started after the call.
     Changes,
-    /// A full list that started after the call: the call may have created or
-    /// removed a node.
+    /// A full list that started after the call: the call may have created a
+    /// node it did not write after, or removed one.
     Full,
 }
 
