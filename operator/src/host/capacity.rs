@@ -14,6 +14,7 @@
 use crate::host::index::HostIndex;
 use crate::host::share::{Contention, Queue};
 use crate::host::wake::{Cause, HostKey, Wakeups};
+use crate::kit::backoff::sleep_until_some;
 use crds::baremetalhost::BareMetalHost;
 use kube::runtime::reflector::Store;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -73,14 +74,6 @@ impl Slots {
     fn drop_lapsed(&mut self) {
         let now = Instant::now();
         self.promised.retain(|_, until| *until > now);
-    }
-}
-
-/// Sleeps until `at`, or for ever without one.
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

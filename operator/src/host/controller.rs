@@ -2,8 +2,9 @@
 //! run by the kit's runner and fed by BareMetalHost events, by changes to the Secrets hosts
 //! refer to, by the changes of their `PreprovisioningImage`s (with image building on), and by
 //! the wake-ups of the bulk poller and the capacity limiter; the poller and the watch on the
-//! limiter's promised slots, shared by all of them; and the controllers of the kinds beside the host (firmware, data images, event
-//! subscriptions, our image builder), through the same Ironic connection.
+//! limiter's promised slots, shared by all of them; and the controllers of the kinds beside
+//! the host (firmware, data images, event subscriptions, our image builder), through the same
+//! Ironic connection.
 
 use crate::host::capacity::Capacity;
 use crate::host::config::Config;

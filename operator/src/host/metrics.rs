@@ -94,8 +94,11 @@ mod tests {
     fn a_controller_started_again_shows_no_slot_until_it_holds_one() {
         let exported = Arc::new(Metrics::new());
         IronicMetricsSync::new(Arc::new(ironic_client::Metrics::new()), exported.clone()).slots_in_use(3);
-        let _again = IronicMetricsSync::new(Arc::new(ironic_client::Metrics::new()), exported.clone());
+        let again = IronicMetricsSync::new(Arc::new(ironic_client::Metrics::new()), exported.clone());
         let text = exported.encode();
         assert!(text.contains("ferrometal_host_provisioning_slots_in_use 0"), "{text}");
+        again.slots_in_use(1);
+        let text = exported.encode();
+        assert!(text.contains("ferrometal_host_provisioning_slots_in_use 1"), "{text}");
     }
 }

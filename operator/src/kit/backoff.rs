@@ -49,6 +49,14 @@ pub(crate) fn after(from: tokio::time::Instant, d: Duration) -> tokio::time::Ins
     from.checked_add(d).or_else(|| from.checked_add(FAR)).unwrap_or(from)
 }
 
+/// Sleeps until `at`, or for ever without one: a deadline in a `select!` that may have none.
+pub(crate) async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Consecutive reconcile failures per object, and the delay each earns: `base`, doubled per
 /// further failure up to `max`, spread by up to a tenth. A success forgets the object.
 pub(crate) struct Backoff {

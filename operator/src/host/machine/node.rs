@@ -170,8 +170,8 @@ fn plan_available(f: &Facts, seen: &Seen<'_>) -> Plan {
 /// disabled) is no provisioning work: it is sent before the host takes a provisioning slot,
 /// so that a slot is held only while Ironic deploys, not for the poll round a `provide` takes
 /// to show (baremetal-operator provides in `provisioning`; its limit counts only nodes Ironic
-/// is cleaning, inspecting or deploying, which such a `provide` is for a moment). A `provide`
-/// that cleans is heavy work and takes the slot first.
+/// is cleaning, inspecting, deploying or deleting, which such a `provide` is for a moment). A
+/// `provide` that cleans is heavy work and takes the slot first.
 fn provide_before_slot(f: &Facts, seen: &Seen<'_>) -> Plan {
     if !f.cleaning_disabled && seen.ps == ProvisionState::Available && seen.node.automated_clean == Some(false) {
         // Provided without cleaning, and cleaning was asked for since (while the host waited

@@ -8,6 +8,7 @@
 use super::elector::{Applied, Elector, Held};
 use crate::config::OperatorConfig;
 use crate::kit::Context;
+use crate::kit::backoff::sleep_until_some;
 use crate::kit::error::KubeError;
 use crate::runtime::error::Error;
 use crate::runtime::readiness::Readiness;
@@ -72,12 +73,7 @@ pub(crate) async fn serve(
             }
         }
         let next = running.as_ref().and_then(|r| earliest(&held.borrow(), &r.shards));
-        let expiry = async move {
-            match next {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
+        let expiry = sleep_until_some(next);
         let failed = async {
             match running.as_mut() {
                 Some(r) => r.tasks.join_next().await,
