@@ -123,14 +123,10 @@ fn assert_kept(sent: &Value, stored: &Value, path: &str) {
 /// both the Events and the series' patches.
 #[tokio::test]
 async fn an_event_said_again_is_one_event_with_a_series_and_another_reason_another() -> anyhow::Result<()> {
-    use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::api::events::v1::Event;
     use operator::testing::kit::{Notice, Publisher};
     let env = Env::start("events").await?;
-    let maps: Api<ConfigMap> = Api::namespaced(env.client(), &env.ns);
-    let mut object = ConfigMap::default();
-    object.metadata.name = Some("about".into());
-    let object = maps.create(&PostParams::default(), &object).await?;
+    let object = event_subject(&env).await?;
     let publisher = Publisher::new(env.client(), "ferrometal-test", "replica-0");
     for _ in 0..2 {
         publisher.one(&object, &Notice::warning("Failed", "no BMC")).await;
@@ -158,4 +154,32 @@ async fn an_event_said_again_is_one_event_with_a_series_and_another_reason_anoth
     assert_eq!(first.reporting_controller.as_deref(), Some("ferrometal-test"));
     assert_eq!(first.type_.as_deref(), Some("Warning"));
     Ok(())
+}
+
+/// Eight publishes of one notice about one object at once are still one Event, whose series
+/// counts all eight: publishes of one key take turns rather than each creating an Event or
+/// patching the same count.
+#[tokio::test]
+async fn a_notice_said_eight_times_at_once_is_one_event_counting_eight() -> anyhow::Result<()> {
+    use k8s_openapi::api::events::v1::Event;
+    use operator::testing::kit::{Notice, Publisher};
+    let env = Env::start("events-at-once").await?;
+    let object = event_subject(&env).await?;
+    let publisher = Publisher::new(env.client(), "ferrometal-test", "replica-0");
+    let notice = Notice::warning("Failed", "no BMC");
+    futures::future::join_all((0..8).map(|_| publisher.one(&object, &notice))).await;
+
+    let listed = Api::<Event>::namespaced(env.client(), &env.ns).list(&Default::default()).await?.items;
+    let counts: Vec<Option<i32>> = listed.iter().map(|e| e.series.as_ref().map(|s| s.count)).collect();
+    assert_eq!(counts, [Some(8)], "one Event, its series at 8");
+    Ok(())
+}
+
+/// A ConfigMap for Events to be about.
+async fn event_subject(env: &Env) -> anyhow::Result<k8s_openapi::api::core::v1::ConfigMap> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let maps: Api<ConfigMap> = Api::namespaced(env.client(), &env.ns);
+    let mut object = ConfigMap::default();
+    object.metadata.name = Some("about".into());
+    Ok(maps.create(&PostParams::default(), &object).await?)
 }

@@ -102,12 +102,27 @@ pub struct Publisher {
     controller: String,
     instance: String,
     series: Arc<Series>,
+    turns: Arc<[tokio::sync::Mutex<()>; TURNS]>,
 }
+
+/// How many locks publishes take turns on, a key's publishes always on the same one. Without
+/// turns two publishes of one key at once would both find nothing made and create two Events,
+/// or both find the same count and patch it once. kube-runtime runs one reconcile of an object
+/// at a time, but the publisher does not rely on its callers for that. kube-runtime's recorder
+/// held one lock over every publish; with a lock per stripe of keys, publishes about
+/// different objects wait on each other only when their keys share a stripe.
+const TURNS: usize = 64;
 
 impl Publisher {
     /// Events reported by `controller` from the replica `instance`.
     pub fn new(client: kube::Client, controller: &str, instance: &str) -> Self {
-        Self { client, controller: controller.to_string(), instance: instance.to_string(), series: Arc::default() }
+        Self {
+            client,
+            controller: controller.to_string(),
+            instance: instance.to_string(),
+            series: Arc::default(),
+            turns: Arc::new(std::array::from_fn(|_| tokio::sync::Mutex::new(()))),
+        }
     }
 
     /// Publishes every notice about `object`, in order.
@@ -131,6 +146,8 @@ impl Publisher {
         // kube-runtime's key, so that Events fold as they did: the note is not part of it.
         let key =
             self.series.key((&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid, notice.severity, &notice.reason));
+        // The modulo keeps the index below TURNS, so the lookup cannot miss.
+        let _turn = self.turns[(key % TURNS as u64) as usize].lock().await;
         let now = Instant::now();
         if let Next::Repeat { namespace, name, count } = self.series.next(key, now) {
             let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
