@@ -1,20 +1,23 @@
-//! When Ironic last refreshed what it holds of a node's BIOS settings, as far as the polls show.
+//! When Ironic last refreshed what it holds of a node's firmware (its BIOS settings and its
+//! firmware components), as far as the polls show.
 //!
-//! Ironic reads a node's BIOS settings into its database when it verifies the node (`manage`),
-//! when cleaning runs (its start and end) and when servicing does (`conductor/utils.py`
-//! `node_update_cache`, called from `verify.py`, `cleaning.py` and `servicing.py` in Ironic 39),
-//! and after the BIOS interface's own steps (`apply_configuration`, `factory_reset`), which run
-//! in cleaning and servicing or as deploy steps. The operator's deployments ask for no such
+//! Ironic reads a node's BIOS settings and firmware components into its database when it
+//! verifies the node (`manage`), when cleaning runs (its start and end) and when servicing does
+//! (`conductor/utils.py` `node_update_cache`, called from `verify.py`, `cleaning.py` and
+//! `servicing.py` in Ironic 39), and after the BIOS interface's own steps (`apply_configuration`,
+//! `factory_reset`) and the firmware interface's `update`, which run in cleaning and servicing
+//! or as deploy steps. It also reads the firmware components when an inspection ends
+//! (`conductor/inspection.py`), which is counted as a refresh of both (a BIOS read more per
+//! inspection, so one record serves both objects). The operator's deployments ask for no such
 //! step (only a custom deploy step, and no instance traits that would bring deploy templates),
-//! so a deployment, an inspection, and a `provide` with the node's automated cleaning off
-//! refresh nothing. A read of the settings made since the last refresh would show the same, so
-//! the settings controller skips it. (Firmware components are refreshed at other times too, by
-//! inspection and firmware updates: this says nothing of them.)
+//! so a deployment, an inspection's start, and a `provide` with the node's automated cleaning
+//! off refresh nothing. A read made since the last refresh would show the same, so the
+//! settings' and the components' controllers skip it.
 
 use ironic_client::{NodeStatusSummary, ProvisionState};
 
-/// Whether a node seen as `before`, then as `after`, may have had its BIOS settings refreshed
-/// in between. Only transitions known to refresh nothing say no; anything else may have.
+/// Whether a node seen as `before`, then as `after`, may have had its firmware refreshed in
+/// between. Only transitions known to refresh nothing say no; anything else may have.
 pub(super) fn may_refresh(before: &NodeStatusSummary, after: &NodeStatusSummary) -> bool {
     use ProvisionState as P;
     if before.uuid != after.uuid {
@@ -40,9 +43,10 @@ pub(super) fn may_refresh(before: &NodeStatusSummary, after: &NodeStatusSummary)
     // `active` and then deploying may have been undeployed and cleaned between the two polls.
     let deploying = |s: Option<&P>| matches!(s, Some(P::Available | P::Deploying | P::DeployWait | P::DeployHold));
     let deployed = deploying(from) && matches!(to, Some(P::Deploying | P::DeployWait | P::DeployHold | P::Active));
-    let inspecting = |s: Option<&P>| matches!(s, Some(P::Manageable | P::Inspecting | P::InspectWait));
-    let inspected = inspecting(from) && inspecting(to);
-    !(deployed || inspected || skipped_cleaning(before, after))
+    // An inspection under way: its end, back in `manageable`, reads the firmware components.
+    let inspecting = |s: Option<&P>| matches!(s, Some(P::Inspecting | P::InspectWait));
+    let inspection_runs = (from == Some(&P::Manageable) || inspecting(from)) && inspecting(to);
+    !(deployed || inspection_runs || skipped_cleaning(before, after))
 }
 
 /// `provide` with the node's automated cleaning off (before and after: a clean under way ran
@@ -85,7 +89,10 @@ mod tests {
         assert!(may_refresh(&seen("manageable", None, "1"), &cleaned), "the conductor's default may clean");
         assert!(may_refresh(&seen("active", None, "1"), &seen("deleting", Some("available"), "2")));
         assert!(may_refresh(&seen("active", None, "1"), &seen("active", None, "2")), "a servicing between polls");
-        assert!(may_refresh(&seen("manageable", None, "1"), &seen("manageable", None, "2")), "a manual clean");
+        assert!(
+            may_refresh(&seen("manageable", None, "1"), &seen("manageable", None, "2")),
+            "a manual clean or an inspection"
+        );
         assert!(may_refresh(&seen("cleaning", Some("manageable"), "1"), &seen("manageable", None, "2")));
         assert!(may_refresh(&seen("servicing", Some("active"), "1"), &seen("active", None, "2")));
         assert!(
@@ -96,13 +103,17 @@ mod tests {
             may_refresh(&seen("active", None, "1"), &seen("deploying", Some("active"), "2")),
             "undeployed, cleaned and deployed again between two polls"
         );
+        assert!(
+            may_refresh(&seen("inspect wait", Some("manageable"), "1"), &seen("manageable", None, "2")),
+            "an inspection's end reads the firmware components"
+        );
         let mut cleaning_on = seen("cleaning", Some("available"), "1");
         cleaning_on.automated_clean = None;
         assert!(may_refresh(&cleaning_on, &seen("available", None, "2")), "the clean began with cleaning on");
     }
 
     #[test]
-    fn a_deployment_an_inspection_and_a_provide_without_cleaning_refresh_nothing() {
+    fn a_deployment_an_inspections_start_and_a_provide_without_cleaning_refresh_nothing() {
         let steps = [
             (seen("manageable", None, "1"), seen("available", None, "2")),
             (seen("manageable", None, "1"), seen("cleaning", Some("available"), "2")),
@@ -111,7 +122,7 @@ mod tests {
             (seen("deploying", Some("active"), "1"), seen("active", None, "2")),
             (seen("available", None, "1"), seen("active", None, "2")),
             (seen("manageable", None, "1"), seen("inspecting", Some("manageable"), "2")),
-            (seen("inspecting", Some("manageable"), "1"), seen("manageable", None, "2")),
+            (seen("inspecting", Some("manageable"), "1"), seen("inspect wait", Some("manageable"), "2")),
             (seen("wait call-back", Some("active"), "1"), seen("wait call-back", Some("active"), "2")),
             (seen("active", None, "1"), seen("active", None, "1")),
         ];

@@ -82,10 +82,12 @@ async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<Arc
     if draft.release_slot {
         ctx.hosts.capacity.release(&draft.key);
     }
-    // Written managed: Ironic has read the node's BIOS by now, and the settings object reads it
-    // (it asks Ironic nothing before, and finds the host managed now that the status says so).
+    // Written managed: Ironic has read the node's BIOS and firmware components by now, and the
+    // firmware objects read them (they ask Ironic nothing before, and find the host managed now
+    // that the status says so).
     if changed && !managed_state(draft.before.provisioning.state) && managed_state(draft.status.provisioning.state) {
         ctx.hosts.firmware.read_now(&draft.key);
+        ctx.hosts.components.read_now(&draft.key);
     }
     let present: Vec<&'static str> =
         draft.remove_annotations.iter().copied().filter(|k| draft.host.annotations().contains_key(*k)).collect();

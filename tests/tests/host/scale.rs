@@ -67,8 +67,8 @@ pub(super) async fn create_hosts_to_provision(t: &HostEnv, names: &[String]) -> 
 }
 
 /// The host controller's Ironic requests: all but the reads of the firmware objects'
-/// controllers (each object is read on its own clock, every 5 minutes, or 30 s while its host
-/// is not registered yet: a cost per object, not the poll's).
+/// controllers (each object is read once its host is managed, then on its own clock: a cost
+/// per object, not the poll's).
 fn host_requests(t: &HostEnv) -> anyhow::Result<u64> {
     let own = ["list_bios_settings", "list_firmware_components"];
     let others: u64 = own.iter().map(|op| t.ironic_request_count(op)).sum::<anyhow::Result<u64>>()?;

@@ -1,11 +1,14 @@
 //! One reconcile of a `HostFirmwareComponents`: dereference its host → read its components and
 //! the updates handed over from Ironic → write the status. What cannot be read is a value,
-//! reported in `Ready` and read again later; only failed Kubernetes writes are errors.
+//! reported in `Ready` and read again later; only failed Kubernetes writes are errors. An
+//! object that wants no update is not read again while its node has not moved since the last
+//! read (`host::refresh`): Ironic holds the same components.
 
 use super::handover::{NodeMoment, mark_of, resolve};
 use super::status::{Moment, Observed, compute};
 use crate::host::context::HostContext;
-use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, managed, target, unavailable};
+use crate::host::firmware::ReadMark;
+use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, managed, read_mark, target, unavailable};
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
 use crate::kit::runner::{Reconcile, Runner};
@@ -70,15 +73,32 @@ struct Reading {
     moment: Moment,
 }
 
+/// Ironic has read nothing of the host yet.
+fn not_read() -> Unread {
+    let message = "Ironic has not read the host's firmware components yet (it does once the host is managed)";
+    Unread { reason: "NotRead", message: message.into(), again: NOT_READY }
+}
+
+/// What dereferencing and reading found.
+enum Found {
+    Unread(Unread),
+    Read(Reading),
+    /// No update is wanted and the node has not moved since the last read: Ironic holds the
+    /// same.
+    Unchanged,
+}
+
 impl ComponentsReconciler {
     async fn run(&self, object: &HostFirmwareComponents) -> Result<Action, Error> {
-        let found = self.read(object).await?;
+        let (found, mark) = self.read(object).await?;
         let now = Time(Timestamp::now());
         let (outcome, again) = match &found {
-            Err(Unread { reason, message, again }) => {
+            // Nothing to write: the status shows this very reading.
+            Found::Unchanged => return Ok(Action::requeue(spread(STEADY))),
+            Found::Unread(Unread { reason, message, again }) => {
                 (compute(object, &Observed::Unread { reason, message: message.clone() }, &now), *again)
             }
-            Ok(Reading { components, handed, moment }) => {
+            Found::Read(Reading { components, handed, moment }) => {
                 let observed = Observed::Read { components, handed: handed.clone(), moment: *moment };
                 let again = if *moment == Moment::Servicing { SERVICING } else { STEADY };
                 (compute(object, &observed, &now), again)
@@ -88,35 +108,70 @@ impl ComponentsReconciler {
         let key = HostKey::new(object.namespace().unwrap_or_default(), object.name_any());
         let generation = object.metadata.generation;
         match &found {
-            Ok(_) => self.hosts.components.set(&key, outcome.waiting.clone(), generation),
-            Err(_) => self.hosts.components.unread(&key, generation),
+            Found::Read(_) => self.hosts.components.set(&key, outcome.waiting.clone(), generation),
+            Found::Unread(_) | Found::Unchanged => self.hosts.components.unread(&key, generation),
         }
         let api: Api<HostFirmwareComponents> =
             Api::namespaced(self.hosts.kube.clone(), &object.namespace().unwrap_or_default());
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
         commit.write(&api, object, outcome.status.as_ref(), outcome.notices).await?;
+        // Only once the status shows this reading may the next look skip the read.
+        if let Some(mark) = mark {
+            self.hosts.components.marked(&key, mark);
+        }
         Ok(Action::requeue(spread(again)))
     }
 
     /// The host of the same name in the same namespace, its components and the updates its
-    /// node was handed, as Ironic shows them.
-    async fn read(&self, object: &HostFirmwareComponents) -> Result<Result<Reading, Unread>, Error> {
+    /// node was handed, as Ironic shows them; with what the read was made from, to record once
+    /// its status is written.
+    async fn read(&self, object: &HostFirmwareComponents) -> Result<(Found, Option<ReadMark>), Error> {
         let (namespace, name) = (object.namespace().unwrap_or_default(), object.name_any());
         let (host, node, client) = match target(&self.hosts, &namespace, &name).await? {
-            Target::Unread(unread) => return Ok(Err(unread)),
+            Target::Unread(unread) => return Ok((Found::Unread(unread), None)),
             Target::Node { host, node, client } => (host, node, client),
         };
-        let components = match client.list_firmware_components(&node).await {
+        let read_before = object.status.as_ref().is_some_and(|s| !s.components.is_empty());
+        if !managed(&host) && !read_before {
+            // Ironic reads them when it manages the node; the host controller asks for a read
+            // then (`Waiting::read_now`), so nothing is asked of Ironic before. A host inspected
+            // again after that is read as usual: Ironic still holds its components.
+            return Ok((Found::Unread(not_read()), None));
+        }
+        let key = HostKey::new(&namespace, &name);
+        let mark = read_mark(&self.hosts, &key, &node, &object.metadata, object.spec.updates.is_empty());
+        if let Some(mark) = &mark
+            && self.hosts.components.unchanged(&key, mark)
+        {
+            return Ok((Found::Unchanged, None));
+        }
+        match self.read_node(object, &host, &node, &client).await? {
+            // A host being serviced is read every 15 s until its servicing ends: a mark would
+            // let the next look skip the read and wait five minutes.
+            Ok(reading) if reading.moment == Moment::Servicing => Ok((Found::Read(reading), None)),
+            Ok(reading) => Ok((Found::Read(reading), mark)),
+            Err(unread) => Ok((Found::Unread(unread), None)),
+        }
+    }
+
+    /// The node's components and the updates it was handed, and where the host is.
+    async fn read_node(
+        &self,
+        object: &HostFirmwareComponents,
+        host: &BareMetalHost,
+        node: &str,
+        client: &ironic_client::IronicClient,
+    ) -> Result<Result<Reading, Unread>, Error> {
+        let components = match client.list_firmware_components(node).await {
             Ok(components) => components,
             Err(err) => return Ok(Err(unavailable(format!("cannot read the firmware components: {err}")))),
         };
-        if components.is_empty() && !managed(&host) {
-            // Ironic reads them once the node is managed; an empty list before means nothing.
-            let message = "Ironic has not read the host's firmware components yet (it does once the host is managed)";
-            return Ok(Err(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }));
+        if components.is_empty() && !managed(host) {
+            // A status that said otherwise was not this node's.
+            return Ok(Err(not_read()));
         }
         let fields = ["extra", "provision_state", "provision_updated_at"];
-        let node = match client.get_node_fields(&node, &fields).await {
+        let node = match client.get_node_fields(node, &fields).await {
             Ok(node) => node,
             Err(err) => return Ok(Err(unavailable(format!("cannot read the host's node: {err}")))),
         };
@@ -126,7 +181,7 @@ impl ComponentsReconciler {
         };
         let recorded = object.status.as_ref().map(|s| s.updates.clone()).unwrap_or_default();
         let handed = resolve(mark_of(&node.extra).as_ref(), &recorded, at).handed(&object.spec.updates);
-        let moment = self.moment(&host, node.provision_state.as_ref()).await?;
+        let moment = self.moment(host, node.provision_state.as_ref()).await?;
         Ok(Ok(Reading { components, handed, moment }))
     }
 

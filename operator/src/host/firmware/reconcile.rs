@@ -6,7 +6,7 @@
 use super::read::{Reading, reading, schema_name};
 use super::schema;
 use super::status::{Observed, compute};
-use super::target::{NOT_READY, STEADY, Target, Unread, managed, target, unavailable};
+use super::target::{NOT_READY, STEADY, Target, Unread, managed, read_mark, target, unavailable};
 use super::wanted::ReadMark;
 use crate::host::context::HostContext;
 use crate::host::wake::HostKey;
@@ -141,14 +141,19 @@ impl FirmwareReconciler {
             Target::Unread(unread) => return Ok((Found::Unread(unread), None)),
             Target::Node { host, node, client } => (host, node, client),
         };
-        if !managed(&host) {
-            // Ironic reads the BIOS when it manages the node; the host controller asks for a read
-            // then (`Waiting::read_now`), so nothing is asked of Ironic before.
+        let not_read = || {
             let message = "Ironic has not read the host's BIOS settings yet (it does once the host is managed)";
-            return Ok((Found::Unread(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }), None));
+            Ok((Found::Unread(Unread { reason: "NotRead", message: message.into(), again: NOT_READY }), None))
+        };
+        let read_before = settings.status.as_ref().is_some_and(|s| !s.settings.is_empty());
+        if !managed(&host) && !read_before {
+            // Ironic reads the BIOS when it manages the node; the host controller asks for a read
+            // then (`Waiting::read_now`), so nothing is asked of Ironic before. A host inspected
+            // again after that is read as usual: Ironic still holds its BIOS.
+            return not_read();
         }
         let key = HostKey::new(&namespace, &name);
-        let mark = self.mark(&key, &node, settings);
+        let mark = read_mark(&self.hosts, &key, &node, &settings.metadata, settings.spec.settings.is_empty());
         if let Some(mark) = &mark
             && self.hosts.firmware.unchanged(&key, mark)
         {
@@ -159,6 +164,9 @@ impl FirmwareReconciler {
             Err(err) => return Ok((Found::Unread(unavailable(format!("cannot read the BIOS settings: {err}"))), None)),
         };
         let reading = reading(&bios);
+        if reading.is_empty() && !managed(&host) {
+            return not_read();
+        }
         if reading.is_empty() {
             // Managed, Ironic has read what the driver gives: nothing.
             let message = "the host's driver reports no BIOS settings (no BIOS interface, or fake hardware): \
@@ -166,17 +174,5 @@ impl FirmwareReconciler {
             return Ok((Found::Unread(Unread { reason: NO_SETTINGS, message: message.into(), again: STEADY }), mark));
         }
         Ok((Found::Read { host, reading }, mark))
-    }
-
-    /// What a read now would be made from, when a read may be skipped while it stands: only
-    /// for an object that wants no settings (one that does shows its host's update policy,
-    /// read at each look) and a node the poller has seen.
-    fn mark(&self, key: &HostKey, node: &str, settings: &HostFirmwareSettings) -> Option<ReadMark> {
-        if !settings.spec.settings.is_empty() {
-            return None;
-        }
-        let (seen, refreshed) = self.hosts.poller.firmware_refreshed(key)?;
-        let object = (settings.metadata.uid.clone().unwrap_or_default(), settings.metadata.generation);
-        (seen == node).then_some(ReadMark { node: seen, moved: refreshed, object })
     }
 }

@@ -1,13 +1,16 @@
 //! The host a firmware object belongs to (the `BareMetalHost` of its name, in its namespace:
 //! never another's) and a client for its Ironic node, or why there is none to read now.
 
+use super::wanted::ReadMark;
 use crate::host::context::HostContext;
+use crate::host::wake::HostKey;
 use crate::kit::KubeError;
 use crate::kit::error::Verb;
 use crate::kit::scrub::scrubbed;
 use crds::baremetalhost::annotations::DETACHED;
 use crds::baremetalhost::{BareMetalHost, ProvisioningState};
 use ironic_client::IronicClient;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::api::Api;
 use std::time::Duration;
@@ -48,6 +51,25 @@ pub(crate) struct Unread {
 /// scrubbed before any status sees them.
 pub(crate) fn unavailable(message: String) -> Unread {
     Unread { reason: "IronicUnavailable", message: scrubbed(&message, &[]), again: NOT_READY }
+}
+
+/// What a read of a host's firmware object now would be made from, when a read may be
+/// skipped while it stands: only for an object that wants nothing of its host (`wants_nothing`;
+/// one that does shows what its host may do next, read at each look), and a node the poller has
+/// seen as the host's.
+pub(crate) fn read_mark(
+    hosts: &HostContext,
+    key: &HostKey,
+    node: &str,
+    object: &ObjectMeta,
+    wants_nothing: bool,
+) -> Option<ReadMark> {
+    if !wants_nothing {
+        return None;
+    }
+    let (seen, refreshed) = hosts.poller.firmware_refreshed(key)?;
+    let identity = (object.uid.clone().unwrap_or_default(), object.generation);
+    (seen == node).then_some(ReadMark { node: seen, moved: refreshed, object: identity })
 }
 
 /// The host named `name` in `namespace`, when it is registered and not detached.

@@ -60,8 +60,8 @@ where
 }
 
 /// What a read of a host's object was made from. Ironic refreshes what it holds of a node's
-/// firmware only in some provision-state transitions (verifying, cleaning, servicing:
-/// `host::refresh`), so while the mark stands a new read would show the same.
+/// firmware only in some provision-state transitions (verifying, cleaning, servicing, an
+/// inspection's end: `host::refresh`), so while the mark stands a new read would show the same.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ReadMark {
     /// The node's UUID, as the poller saw it.
