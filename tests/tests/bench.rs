@@ -22,9 +22,10 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
     assert!(report.steady.polls > 0, "the steady window saw bulk polls");
     let costs = &report.poll_costs;
     assert!(
-        costs.full_wall > Duration::ZERO && costs.delta_wall > Duration::ZERO,
-        "one full list and one delta look were timed: {costs:?}"
+        costs.full_wall > Duration::ZERO && costs.delta_wall > Duration::ZERO && costs.bios_wall > Duration::ZERO,
+        "one full list, one delta look and one BIOS read were timed: {costs:?}"
     );
+    assert!(report.steady.ironic_cpu > Duration::ZERO, "Ironic's CPU at rest was counted: {:?}", report.steady);
     let footprint = &report.footprint;
     assert!(footprint.steady_rss > 0 && footprint.peak_rss >= footprint.steady_rss);
     assert!(

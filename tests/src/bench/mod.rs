@@ -67,7 +67,9 @@ impl Options {
     /// changes that; 0 skips P4). The limits are the
     /// operator's defaults (baremetal-operator's provisioning limit of 20, a 3 s fast poll)
     /// with 8 hosts reconciled at once; the slow poll is 20 s instead of 60 s so that a
-    /// one-minute window holds three polls.
+    /// one-minute window holds three polls. `FERROMETAL_BENCH_PROVISIONING_LIMIT` sets the
+    /// provisioning limit of both sides: with one as large as N nothing but Ironic paces P1,
+    /// the run that gives the Ironic CPU ratio (design/performance.md).
     pub fn full() -> Self {
         Self {
             hosts: hosts_from_env().unwrap_or_else(|| vec![100, 300, 1000]),
@@ -80,7 +82,7 @@ impl Options {
             alternate: std::env::var("FERROMETAL_BENCH_ALTERNATE").map_or(true, |v| v != "0"),
             limits: Limits {
                 concurrency: 8,
-                provisioning: 20,
+                provisioning: provisioning_limit_from_env().unwrap_or(20),
                 fast_poll: Duration::from_secs(3),
                 slow_poll: Duration::from_secs(20),
                 timeout: Duration::from_secs(3600),
@@ -106,6 +108,10 @@ impl Options {
             },
         }
     }
+}
+
+fn provisioning_limit_from_env() -> Option<usize> {
+    std::env::var("FERROMETAL_BENCH_PROVISIONING_LIMIT").ok()?.trim().parse().ok().filter(|n| *n > 0)
 }
 
 fn hosts_from_env() -> Option<Vec<usize>> {
@@ -135,6 +141,8 @@ pub struct Steady {
     pub window: Duration,
     pub polls: u64,
     pub ironic: BTreeMap<String, u64>,
+    /// Ironic's CPU over the window: its own periodic tasks, and the polls.
+    pub ironic_cpu: Duration,
     pub status_writes_per_minute: f64,
     pub reconciles_per_minute: f64,
 }
@@ -147,6 +155,10 @@ pub struct PollCosts {
     pub full_cpu: Duration,
     pub delta_wall: Duration,
     pub delta_cpu: Duration,
+    /// One node's BIOS settings read (`GET /v1/nodes/{id}/bios`), the request the operator
+    /// makes per host that the floor does not.
+    pub bios_wall: Duration,
+    pub bios_cpu: Duration,
 }
 
 /// P3, bytes and a fraction of one core.
@@ -217,6 +229,8 @@ fn cpu_ratio(floor_cpu: &cpu::PhaseCpu, operator_cpu: &cpu::PhaseCpu) -> Result<
 pub struct Report {
     pub hosts: usize,
     pub nodesets: usize,
+    /// Nodes deploying at once on either side of P1.
+    pub provisioning_limit: usize,
     pub floor: FloorRun,
     /// Where the CPU went while the floor provisioned.
     pub floor_cpu: cpu::PhaseCpu,

@@ -32,6 +32,7 @@ struct Bench {
 
 pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate::Result<Report> {
     let limits = options.limits.clone();
+    let provisioning_limit = limits.provisioning;
     let (cp, simulator, ns) = cluster().await?;
     let ironic = IronicServer::start(IronicConfig::default()).await?;
     let iso = ironic.image_server().write_live_iso("live.iso")?;
@@ -51,6 +52,7 @@ pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate
     Ok(Report {
         hosts,
         nodesets: options.nodesets,
+        provisioning_limit,
         floor,
         floor_cpu,
         provisioning,
@@ -301,10 +303,12 @@ impl Bench {
     async fn steady(&self, window: Duration) -> crate::Result<(Steady, Footprint)> {
         tokio::time::sleep(self.limits.slow_poll).await;
         let pid = self.operator.pid();
+        let sources = base_sources(&self.cp, &self.ironic);
         let (before, proc_before) = (self.scrape().await?, ProcSample::read(pid)?);
-        let started = Instant::now();
+        let (cpu_before, started) = (CpuSnapshot::take(&sources), Instant::now());
         tokio::time::sleep(window).await;
         let (after, proc_after) = (self.scrape().await?, ProcSample::read(pid)?);
+        let ironic_cpu = cpu_before.until(&CpuSnapshot::take(&sources)).of("ironic");
         let elapsed = started.elapsed();
         let minutes = elapsed.as_secs_f64() / 60.0;
         let writes = (after.status_writes("host") + after.status_writes("nodeset"))
@@ -315,6 +319,7 @@ impl Bench {
             window: elapsed,
             polls: after.bulk_polls() - before.bulk_polls(),
             ironic: difference(&after.ironic(), &before.ironic()),
+            ironic_cpu,
             status_writes_per_minute: writes as f64 / minutes,
             reconciles_per_minute: reconciles as f64 / minutes,
         };
@@ -331,14 +336,16 @@ impl Bench {
 }
 
 impl Bench {
-    /// One look at every node against one delta look, each the mean of [`LOOKS`] on the
-    /// Ironic the operator left at rest (its own polls run beside them, rarely).
+    /// One look at every node against one delta look, and one node's BIOS read, each the
+    /// mean of [`LOOKS`] on the Ironic the operator left at rest (its own polls run beside
+    /// them, rarely).
     async fn poll_costs(&self) -> crate::Result<PollCosts> {
         const LOOKS: u32 = 5;
         let client = IronicClient::builder(self.ironic.endpoint()).build().await?;
         let sources = base_sources(&self.cp, &self.ironic);
         let mut cursor = ChangeCursor::new(DEFAULT_FULL_EVERY);
-        client.node_status_changes(&mut cursor, true).await?;
+        let nodes: Vec<String> =
+            client.node_status_changes(&mut cursor, true).await?.into_nodes().into_iter().map(|n| n.uuid).collect();
         let (before, started) = (CpuSnapshot::take(&sources), Instant::now());
         for _ in 0..LOOKS {
             client.node_status_changes(&mut cursor, true).await?;
@@ -349,11 +356,18 @@ impl Bench {
             client.node_status_changes(&mut cursor, false).await?;
         }
         let (delta_wall, delta) = (started.elapsed() / LOOKS, before.until(&CpuSnapshot::take(&sources)));
+        let (before, started) = (CpuSnapshot::take(&sources), Instant::now());
+        for uuid in nodes.iter().take(LOOKS as usize) {
+            client.list_bios_settings(uuid).await?;
+        }
+        let (bios_wall, bios) = (started.elapsed() / LOOKS, before.until(&CpuSnapshot::take(&sources)));
         Ok(PollCosts {
             full_wall,
             full_cpu: full.of("ironic") / LOOKS,
             delta_wall,
             delta_cpu: delta.of("ironic") / LOOKS,
+            bios_wall,
+            bios_cpu: bios.of("ironic") / LOOKS,
         })
     }
 }

@@ -112,6 +112,12 @@ pub fn render(reports: &[Report]) -> String {
     row(&mut out, "P2 one delta look: Ironic CPU / wall (ms)", "", reports, |r| {
         format!("{:.1}/{:.1}", r.poll_costs.delta_cpu.as_secs_f64() * 1e3, r.poll_costs.delta_wall.as_secs_f64() * 1e3)
     });
+    row(&mut out, "P2 one BIOS read: Ironic CPU / wall (ms)", "", reports, |r| {
+        format!("{:.1}/{:.1}", r.poll_costs.bios_cpu.as_secs_f64() * 1e3, r.poll_costs.bios_wall.as_secs_f64() * 1e3)
+    });
+    row(&mut out, "P2 Ironic CPU at rest (% of a core)", "", reports, |r| {
+        format!("{:.1}", r.steady.ironic_cpu.as_secs_f64() / r.steady.window.as_secs_f64().max(1e-9) * 100.0)
+    });
     row(&mut out, "P2 status writes per minute", "0", reports, |r| format!("{:.1}", r.steady.status_writes_per_minute));
     row(&mut out, "P2 reconciles per minute", "", reports, |r| format!("{:.1}", r.steady.reconciles_per_minute));
     row(&mut out, "P3 peak RSS (MiB)", "<= 64", reports, |r| format!("{:.1}", r.footprint.peak_rss as f64 / MIB));
@@ -123,8 +129,9 @@ pub fn render(reports: &[Report]) -> String {
     for r in reports {
         let _ = writeln!(
             out,
-            "\nN={} ({} NodeSets in the steady window of {:.0} s):",
+            "\nN={} (provisioning limit {}, {} NodeSets in the steady window of {:.0} s):",
             r.hosts,
+            r.provisioning_limit,
             r.nodesets,
             r.steady.window.as_secs_f64()
         );
