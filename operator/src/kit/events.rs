@@ -113,6 +113,9 @@ pub struct Publisher {
 /// different objects wait on each other only when their keys share a stripe.
 const TURNS: usize = 64;
 
+/// The longest a publish waits for its turn.
+const TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Publisher {
     /// Events reported by `controller` from the replica `instance`.
     pub fn new(client: kube::Client, controller: &str, instance: &str) -> Self {
@@ -146,8 +149,11 @@ impl Publisher {
         // kube-runtime's key, so that Events fold as they did: the note is not part of it.
         let key =
             self.series.key((&r.api_version, &r.kind, &r.namespace, &r.name, &r.uid, notice.severity, &notice.reason));
-        // The modulo keeps the index below TURNS, so the lookup cannot miss.
-        let _turn = self.turns[(key % TURNS as u64) as usize].lock().await;
+        // The modulo keeps the index below TURNS, so the lookup cannot miss. A turn not had
+        // within TURN_WAIT (an apiserver stalled on the publish before) is gone without: a
+        // repeat said as an Event of its own is better than a reconcile held that long.
+        let stripe = &self.turns[(key % TURNS as u64) as usize];
+        let _turn = tokio::time::timeout(TURN_WAIT, stripe.lock()).await.ok();
         let now = Instant::now();
         if let Next::Repeat { namespace, name, count } = self.series.next(key, now) {
             let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);

@@ -156,7 +156,7 @@ pub struct PollCosts {
     pub delta_wall: Duration,
     pub delta_cpu: Duration,
     /// One node's BIOS settings read (`GET /v1/nodes/{id}/bios`), the request the operator
-    /// makes per host that the floor does not.
+    /// makes per host that the floor does not (fake hardware's: an empty list).
     pub bios_wall: Duration,
     pub bios_cpu: Duration,
 }

@@ -357,17 +357,19 @@ impl Bench {
         }
         let (delta_wall, delta) = (started.elapsed() / LOOKS, before.until(&CpuSnapshot::take(&sources)));
         let (before, started) = (CpuSnapshot::take(&sources), Instant::now());
-        for uuid in nodes.iter().take(LOOKS as usize) {
+        let read = nodes.iter().take(LOOKS as usize);
+        let reads = read.len().max(1) as u32;
+        for uuid in read {
             client.list_bios_settings(uuid).await?;
         }
-        let (bios_wall, bios) = (started.elapsed() / LOOKS, before.until(&CpuSnapshot::take(&sources)));
+        let (bios_wall, bios) = (started.elapsed() / reads, before.until(&CpuSnapshot::take(&sources)));
         Ok(PollCosts {
             full_wall,
             full_cpu: full.of("ironic") / LOOKS,
             delta_wall,
             delta_cpu: delta.of("ironic") / LOOKS,
             bios_wall,
-            bios_cpu: bios.of("ironic") / LOOKS,
+            bios_cpu: bios.of("ironic") / reads,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! Wiring: one controller of `HostFirmwareComponents` per watched scope, woken when a spec
 //! changes (a new generation), by its own requeues and by the host controller once a host
-//! settled, never by its status writes.
+//! settled or was written managed, never by its status writes.
 
 use super::reconcile::{CONTROLLER, ComponentsReconciler};
 use crate::host::context::HostContext;

@@ -7,8 +7,8 @@
 use super::handover::{NodeMoment, mark_of, resolve};
 use super::status::{Moment, Observed, compute};
 use crate::host::context::HostContext;
-use crate::host::firmware::ReadMark;
 use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, managed, read_mark, target, unavailable};
+use crate::host::firmware::{ReadMark, status_digest};
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
 use crate::kit::runner::{Reconcile, Runner};
@@ -115,9 +115,11 @@ impl ComponentsReconciler {
             Api::namespaced(self.hosts.kube.clone(), &object.namespace().unwrap_or_default());
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
         commit.write(&api, object, outcome.status.as_ref(), outcome.notices).await?;
-        // Only once the status shows this reading may the next look skip the read.
+        // Only once the status shows this reading may the next look skip the read, and only
+        // while the status stays as written.
         if let Some(mark) = mark {
-            self.hosts.components.marked(&key, mark);
+            let status = status_digest(outcome.status.as_ref().or(object.status.as_ref()));
+            self.hosts.components.marked(&key, ReadMark { status, ..mark });
         }
         Ok(Action::requeue(spread(again)))
     }
@@ -139,7 +141,13 @@ impl ComponentsReconciler {
             return Ok((Found::Unread(not_read()), None));
         }
         let key = HostKey::new(&namespace, &name);
-        let mark = read_mark(&self.hosts, &key, &node, &object.metadata, object.spec.updates.is_empty());
+        let mark = read_mark(
+            &self.hosts,
+            &key,
+            &node,
+            (&object.metadata, object.status.as_ref()),
+            object.spec.updates.is_empty(),
+        );
         if let Some(mark) = &mark
             && self.hosts.components.unchanged(&key, mark)
         {

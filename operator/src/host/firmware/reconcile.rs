@@ -7,7 +7,7 @@ use super::read::{Reading, reading, schema_name};
 use super::schema;
 use super::status::{Observed, compute};
 use super::target::{NOT_READY, STEADY, Target, Unread, managed, read_mark, target, unavailable};
-use super::wanted::ReadMark;
+use super::wanted::{ReadMark, status_digest};
 use crate::host::context::HostContext;
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
@@ -110,9 +110,11 @@ impl FirmwareReconciler {
             Api::namespaced(self.hosts.kube.clone(), &settings.namespace().unwrap_or_default());
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
         commit.write(&api, settings, outcome.status.as_ref(), outcome.notices).await?;
-        // Only once the status shows this reading may the next look skip the read.
+        // Only once the status shows this reading may the next look skip the read, and only
+        // while the status stays as written.
         if let Some(mark) = mark {
-            self.hosts.firmware.marked(&key, mark);
+            let status = status_digest(outcome.status.as_ref().or(settings.status.as_ref()));
+            self.hosts.firmware.marked(&key, ReadMark { status, ..mark });
         }
         if written {
             // A host waiting in preparing for this read looks at it now.
@@ -153,7 +155,13 @@ impl FirmwareReconciler {
             return not_read();
         }
         let key = HostKey::new(&namespace, &name);
-        let mark = read_mark(&self.hosts, &key, &node, &settings.metadata, settings.spec.settings.is_empty());
+        let mark = read_mark(
+            &self.hosts,
+            &key,
+            &node,
+            (&settings.metadata, settings.status.as_ref()),
+            settings.spec.settings.is_empty(),
+        );
         if let Some(mark) = &mark
             && self.hosts.firmware.unchanged(&key, mark)
         {

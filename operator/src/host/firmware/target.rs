@@ -1,7 +1,7 @@
 //! The host a firmware object belongs to (the `BareMetalHost` of its name, in its namespace:
 //! never another's) and a client for its Ironic node, or why there is none to read now.
 
-use super::wanted::ReadMark;
+use super::wanted::{ReadMark, status_digest};
 use crate::host::context::HostContext;
 use crate::host::wake::HostKey;
 use crate::kit::KubeError;
@@ -57,19 +57,21 @@ pub(crate) fn unavailable(message: String) -> Unread {
 /// skipped while it stands: only for an object that wants nothing of its host (`wants_nothing`;
 /// one that does shows what its host may do next, read at each look), and a node the poller has
 /// seen as the host's.
-pub(crate) fn read_mark(
+pub(crate) fn read_mark<S: serde::Serialize>(
     hosts: &HostContext,
     key: &HostKey,
     node: &str,
-    object: &ObjectMeta,
+    object: (&ObjectMeta, Option<&S>),
     wants_nothing: bool,
 ) -> Option<ReadMark> {
     if !wants_nothing {
         return None;
     }
     let (seen, refreshed) = hosts.poller.firmware_refreshed(key)?;
-    let identity = (object.uid.clone().unwrap_or_default(), object.generation);
-    (seen == node).then_some(ReadMark { node: seen, moved: refreshed, object: identity })
+    let (meta, status) = object;
+    let identity = (meta.uid.clone().unwrap_or_default(), meta.generation);
+    let status = status_digest(status);
+    (seen == node).then_some(ReadMark { node: seen, moved: refreshed, object: identity, status })
 }
 
 /// The host named `name` in `namespace`, when it is registered and not detached.

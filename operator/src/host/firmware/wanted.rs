@@ -71,6 +71,19 @@ pub(crate) struct ReadMark {
     pub(crate) moved: Option<String>,
     /// The object's UID (a re-created object is read anew) and generation.
     pub(crate) object: (String, Option<i64>),
+    /// The object's status (its [`status_digest`]): recorded as the read wrote it, so that a
+    /// status changed since (a reconcile that could not read, or a hand) is read again.
+    pub(crate) status: u64,
+}
+
+/// A digest of a status as the apiserver keeps it: its JSON, whose times are to the second,
+/// so that the status the operator wrote and the same status read back digest alike.
+pub(crate) fn status_digest<S: serde::Serialize>(status: Option<&S>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // A status that cannot be written as JSON digests as nothing: never what a read wrote.
+    serde_json::to_vec(&status).unwrap_or_default().hash(&mut hasher);
+    hasher.finish()
 }
 
 /// What waits, per host, from objects of kind `K`; `V::default()` is nothing.
@@ -269,6 +282,7 @@ mod tests {
             node: "uuid".to_string(),
             moved: Some(at.to_string()),
             object: ("uid".to_string(), Some(generation)),
+            status: 7,
         };
         assert!(!wanted.unchanged(&host, &mark("t1", 1)), "never read");
         wanted.marked(&host, mark("t1", 1));
@@ -277,7 +291,23 @@ mod tests {
         assert!(!wanted.unchanged(&host, &mark("t1", 2)), "the object's spec changed");
         let recreated = ReadMark { object: ("another uid".to_string(), Some(1)), ..mark("t1", 1) };
         assert!(!wanted.unchanged(&host, &recreated), "a re-created object is read anew");
+        let rewritten = ReadMark { status: 8, ..mark("t1", 1) };
+        assert!(!wanted.unchanged(&host, &rewritten), "a status changed since the read is read anew");
         wanted.settled(&host);
         assert!(!wanted.unchanged(&host, &mark("t1", 1)), "settled: read again");
+    }
+
+    #[test]
+    fn a_status_digests_alike_as_written_and_as_read_back_and_differs_once_changed() {
+        use crds::firmware::HostFirmwareComponentsStatus;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let written = HostFirmwareComponentsStatus { last_updated: Some(Time(now)), ..Default::default() };
+        let json = serde_json::to_string(&written).unwrap_or_default();
+        let read_back: HostFirmwareComponentsStatus = serde_json::from_str(&json).unwrap_or_default();
+        assert_eq!(status_digest(Some(&written)), status_digest(Some(&read_back)), "times kept to the second");
+        let changed = HostFirmwareComponentsStatus { observed_generation: Some(2), ..read_back };
+        assert_ne!(status_digest(Some(&written)), status_digest(Some(&changed)));
+        assert_ne!(status_digest(Some(&written)), status_digest::<HostFirmwareComponentsStatus>(None));
     }
 }
