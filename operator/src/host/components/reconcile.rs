@@ -8,7 +8,7 @@ use super::handover::{NodeMoment, mark_of, resolve};
 use super::status::{Moment, Observed, compute};
 use crate::host::context::HostContext;
 use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, managed, read_mark, target, unavailable};
-use crate::host::firmware::{ReadMark, status_digest};
+use crate::host::firmware::{Look, ReadMark, status_digest};
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
 use crate::kit::runner::{Reconcile, Runner};
@@ -141,18 +141,11 @@ impl ComponentsReconciler {
             return Ok((Found::Unread(not_read()), None));
         }
         let key = HostKey::new(&namespace, &name);
-        let mark = read_mark(
-            &self.hosts,
-            &key,
-            &node,
-            (&object.metadata, object.status.as_ref()),
-            object.spec.updates.is_empty(),
-        );
-        if let Some(mark) = &mark
-            && self.hosts.components.unchanged(&key, mark)
-        {
+        let seen = (&object.metadata, object.status.as_ref());
+        let mark = read_mark(&self.hosts, &key, &node, seen, object.spec.updates.is_empty());
+        let Look::Read(mark) = self.hosts.components.look(&key, mark) else {
             return Ok((Found::Unchanged, None));
-        }
+        };
         match self.read_node(object, &host, &node, &client).await? {
             // A host being serviced is read every 15 s until its servicing ends: a mark would
             // let the next look skip the read and wait five minutes.

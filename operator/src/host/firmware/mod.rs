@@ -32,4 +32,4 @@ mod wanted;
 pub(super) use controller::{named_after, run, runner, watch};
 pub(super) use create::{create_for_host, ensure_settings};
 pub(super) use gate::{BiosFacts, Moment, bios_facts, updates_on_reboot};
-pub(super) use wanted::{ReadAgain, ReadMark, Settings, Wanted, WantedUpdates, status_digest};
+pub(super) use wanted::{Look, ReadAgain, ReadMark, Settings, Wanted, WantedUpdates, status_digest};

@@ -7,7 +7,7 @@ use super::read::{Reading, reading, schema_name};
 use super::schema;
 use super::status::{Observed, compute};
 use super::target::{NOT_READY, STEADY, Target, Unread, managed, read_mark, target, unavailable};
-use super::wanted::{ReadMark, status_digest};
+use super::wanted::{Look, ReadMark, status_digest};
 use crate::host::context::HostContext;
 use crate::host::wake::HostKey;
 use crate::kit::backoff::spread;
@@ -155,18 +155,11 @@ impl FirmwareReconciler {
             return not_read();
         }
         let key = HostKey::new(&namespace, &name);
-        let mark = read_mark(
-            &self.hosts,
-            &key,
-            &node,
-            (&settings.metadata, settings.status.as_ref()),
-            settings.spec.settings.is_empty(),
-        );
-        if let Some(mark) = &mark
-            && self.hosts.firmware.unchanged(&key, mark)
-        {
+        let seen = (&settings.metadata, settings.status.as_ref());
+        let mark = read_mark(&self.hosts, &key, &node, seen, settings.spec.settings.is_empty());
+        let Look::Read(mark) = self.hosts.firmware.look(&key, mark) else {
             return Ok((Found::Unchanged, None));
-        }
+        };
         let bios = match client.list_bios_settings(&node).await {
             Ok(bios) => bios,
             Err(err) => return Ok((Found::Unread(unavailable(format!("cannot read the BIOS settings: {err}"))), None)),

@@ -76,6 +76,14 @@ pub(crate) struct ReadMark {
     pub(crate) status: u64,
 }
 
+/// Whether to read a firmware object's host now.
+pub(crate) enum Look {
+    /// The last read was made from the same: Ironic holds what the status shows.
+    Unchanged,
+    /// Read, from this mark when the read may be skipped later while it stands.
+    Read(Option<ReadMark>),
+}
+
 /// A digest of a status as the apiserver keeps it: its JSON, whose times are to the second,
 /// so that the status the operator wrote and the same status read back digest alike.
 pub(crate) fn status_digest<S: serde::Serialize>(status: Option<&S>) -> u64 {
@@ -182,6 +190,14 @@ where
     /// Whether the last read of `host`'s object was made from `mark`.
     pub(crate) fn unchanged(&self, host: &HostKey, mark: &ReadMark) -> bool {
         self.marks.lock().unwrap_or_else(|e| e.into_inner()).get(host) == Some(mark)
+    }
+
+    /// Whether `host`'s object is to be read now, made from `mark` (see `target::read_mark`).
+    pub(crate) fn look(&self, host: &HostKey, mark: Option<ReadMark>) -> Look {
+        match mark {
+            Some(mark) if self.unchanged(host, &mark) => Look::Unchanged,
+            mark => Look::Read(mark),
+        }
     }
 
     /// Records what a read of `host`'s object was made from.
