@@ -29,12 +29,18 @@ fn failed(f: &Facts, error: ErrorType, message: String, recover: Act) -> Plan {
     if f.error_type.is_some() { retry(recover) } else { Plan::Fail { error, message, then: None } }
 }
 
+/// Whether Ironic is moving the node to its target. A failure state keeps its target
+/// (`deploy failed` → `active`, Ironic's state machine) yet rests until it is asked again.
+fn moving(node: &NodeStatusSummary) -> bool {
+    node.target_provision_state.is_some() && !node.provision_state.as_ref().is_some_and(ProvisionState::is_failure)
+}
+
 pub(super) fn plan_registering(f: &Facts) -> Plan {
     match &f.node {
         NodeView::Unknown => Plan::Wait,
         NodeView::Missing => act(Act::Register),
         NodeView::Present(node) => {
-            let busy = node.target_provision_state.is_some();
+            let busy = moving(node);
             match node.provision_state.as_ref() {
                 None => Plan::Wait,
                 Some(ProvisionState::Enroll) if busy => Plan::Wait,
@@ -57,7 +63,7 @@ pub(super) fn plan_registering(f: &Facts) -> Plan {
 /// The plan of a host whose node Ironic has: the node's own demands first (managed again
 /// after a re-registration, verified, new credentials), then those of the host's state.
 pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeStatusSummary) -> Plan {
-    let busy = node.target_provision_state.is_some();
+    let busy = moving(node);
     let Some(ps) = node.provision_state.clone() else {
         return Plan::Wait;
     };

@@ -295,9 +295,12 @@ fn a_deployment_that_left_the_node_off_is_powered_on_before_the_host_is_provisio
 
 #[test]
 fn a_failed_deployment_is_recorded_then_cleaned_up_and_retried() {
-    let failed = with_error(node("deploy failed", None), "bad image");
+    // As Ironic shows it: a failure state keeps its target (`deploy failed` → `active`).
+    let failed = with_error(node("deploy failed", Some("active")), "bad image");
     let f = facts(S::Provisioning, failed);
     assert_eq!(plan(&f), Plan::Fail { error: ErrorType::Provisioning, message: "bad image".into(), then: None });
+    let without_target = facts(S::Provisioning, with_error(node("deploy failed", None), "bad image"));
+    assert_eq!(plan(&without_target), plan(&f), "with or without its target, a failed deployment rests");
     let recorded = Facts { error_type: Some(ErrorType::Provisioning), in_backoff: true, ..f };
     assert_eq!(plan(&recorded), Plan::Backoff);
     assert_eq!(transition(&Facts { in_backoff: false, ..recorded }), S::Deprovisioning);
