@@ -98,6 +98,10 @@ impl IronicServer {
         crate::init();
         let dir = WorkDir::new("ironic")?;
         let images = HttpServer::start(&dir.subdir("httpboot")?, &dir).await?;
+        // Ironic's image publisher checks for this directory, then makes it: two redfish deploys
+        // at once on a fresh Ironic can both find it missing, and one fails with
+        // `FileExistsError`. Made here, it is never missing.
+        dir.subdir("httpboot/redfish")?;
         let port = ports::free_port()?;
         let scheme = if config.tls { "https" } else { "http" };
         let endpoint = format!("{scheme}://127.0.0.1:{port}");
