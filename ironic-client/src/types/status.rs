@@ -64,7 +64,14 @@ pub struct NodeStatusSummary {
 impl NodeStatusSummary {
     /// Whether a provision or power transition is under way.
     pub fn is_busy(&self) -> bool {
-        self.target_provision_state.is_some() || self.target_power_state.is_some()
+        self.is_moving() || self.target_power_state.is_some()
+    }
+
+    /// Whether Ironic is moving the node to its provision target. A failure
+    /// state keeps its target (`deploy failed` → `active`, Ironic's state
+    /// machine) yet rests until it is asked again, so it is not moving.
+    pub fn is_moving(&self) -> bool {
+        self.target_provision_state.is_some() && !self.provision_state.as_ref().is_some_and(ProvisionState::is_failure)
     }
 
     /// Whether the node's last transition failed: a failure state, or a
@@ -75,5 +82,42 @@ impl NodeStatusSummary {
             Some(ProvisionState::Enroll) => self.target_provision_state.is_none() && self.last_error.is_some(),
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(state: ProvisionState, target: Option<ProvisionState>) -> NodeStatusSummary {
+        NodeStatusSummary { provision_state: Some(state), target_provision_state: target, ..Default::default() }
+    }
+
+    #[test]
+    fn a_node_deploying_is_moving_and_busy() {
+        let n = node(ProvisionState::Deploying, Some(ProvisionState::Active));
+        assert!(n.is_moving() && n.is_busy());
+    }
+
+    #[test]
+    fn a_node_resting_in_deploy_failed_keeps_its_target_yet_is_neither_moving_nor_busy() {
+        let n = node(ProvisionState::DeployFailed, Some(ProvisionState::Active));
+        assert!(!n.is_moving() && !n.is_busy() && n.has_failed());
+    }
+
+    #[test]
+    fn a_node_resting_in_clean_failed_or_without_a_target_is_not_moving() {
+        assert!(!node(ProvisionState::CleanFailed, Some(ProvisionState::Available)).is_moving());
+        assert!(!node(ProvisionState::Active, None).is_moving());
+        assert!(!node(ProvisionState::Active, None).is_busy());
+    }
+
+    #[test]
+    fn a_failed_node_whose_power_changes_is_busy_but_not_moving() {
+        let n = NodeStatusSummary {
+            target_power_state: Some(PowerState::Off),
+            ..node(ProvisionState::DeployFailed, Some(ProvisionState::Active))
+        };
+        assert!(!n.is_moving() && n.is_busy());
     }
 }

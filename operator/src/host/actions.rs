@@ -216,6 +216,17 @@ fn driver_info_ops(info: &DriverInfo) -> Result<Vec<PatchOperation>, Stop> {
     Ok(map.into_iter().map(|(k, v)| PatchOperation::add(format!("/driver_info/{k}"), v)).collect())
 }
 
+/// Whether Ironic deletes `node` outside maintenance: resting in a state it allows that in.
+/// `adopt failed` keeps its target (`active`), as every failure state does, yet rests.
+fn plainly_deletable(node: &Node) -> bool {
+    use ProvisionState as P;
+    match node.provision_state {
+        Some(P::Enroll | P::Manageable | P::Available) => node.target_provision_state.is_none(),
+        Some(P::AdoptFailed) => true,
+        _ => false,
+    }
+}
+
 /// The calls of one step.
 struct Calls<'a> {
     client: &'a IronicClient,
@@ -710,16 +721,7 @@ impl Calls<'_> {
         let Some(node) = client.find_node(&self.request.node_name).await? else {
             return Ok(Answer::Nothing);
         };
-        let deletable = matches!(
-            node.provision_state,
-            Some(
-                ProvisionState::Enroll
-                    | ProvisionState::Manageable
-                    | ProvisionState::Available
-                    | ProvisionState::AdoptFailed
-            )
-        ) && node.target_provision_state.is_none();
-        if !deletable && node.maintenance != Some(true) {
+        if !plainly_deletable(&node) && node.maintenance != Some(true) {
             client.set_maintenance(&node.uuid, Some("removed by ferrometal without deprovisioning")).await?;
         }
         client.delete_node(&node.uuid).await?;
@@ -741,6 +743,20 @@ mod tests {
         assert!(ops.iter().any(|o| o.path() == "/driver_info/redfish_password"));
         assert!(!format!("{ops:?}").contains("hunter2"));
         assert!(serde_json::to_string(&ops).expect("json").contains("hunter2"), "Ironic receives it");
+    }
+
+    #[test]
+    fn a_node_resting_in_adopt_failed_with_its_kept_target_is_deleted_without_maintenance() {
+        let node = |state: ProvisionState, target: Option<ProvisionState>| {
+            let mut node: Node = serde_json::from_value(json!({"uuid": "n"})).expect("node");
+            node.provision_state = Some(state);
+            node.target_provision_state = target;
+            node
+        };
+        assert!(plainly_deletable(&node(ProvisionState::AdoptFailed, Some(ProvisionState::Active))));
+        assert!(plainly_deletable(&node(ProvisionState::Manageable, None)));
+        assert!(!plainly_deletable(&node(ProvisionState::Manageable, Some(ProvisionState::Available))));
+        assert!(!plainly_deletable(&node(ProvisionState::Active, None)));
     }
 
     fn api(status: u16, message: &str) -> ApiError {

@@ -62,7 +62,8 @@ pub(super) fn plan_delete(f: &Facts) -> Plan {
             NodeView::Missing if f.missing_unsure && f.has_bmc => act(Act::Register),
             NodeView::Missing => Plan::Transition(S::Deleting),
             NodeView::Present(node) if node.target_power_state.is_some() => Plan::Wait,
-            NodeView::Present(node) if node.target_provision_state.is_some() => Plan::Wait,
+            // A failure state keeps its target yet rests: it is powered off and deleted.
+            NodeView::Present(node) if node.is_moving() => Plan::Wait,
             NodeView::Present(node) => {
                 if node.power_state == Some(PowerState::On) && !f.disable_power_off {
                     if f.power_attempt_failed && f.error_type.is_none() {

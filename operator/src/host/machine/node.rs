@@ -29,18 +29,12 @@ fn failed(f: &Facts, error: ErrorType, message: String, recover: Act) -> Plan {
     if f.error_type.is_some() { retry(recover) } else { Plan::Fail { error, message, then: None } }
 }
 
-/// Whether Ironic is moving the node to its target. A failure state keeps its target
-/// (`deploy failed` → `active`, Ironic's state machine) yet rests until it is asked again.
-fn moving(node: &NodeStatusSummary) -> bool {
-    node.target_provision_state.is_some() && !node.provision_state.as_ref().is_some_and(ProvisionState::is_failure)
-}
-
 pub(super) fn plan_registering(f: &Facts) -> Plan {
     match &f.node {
         NodeView::Unknown => Plan::Wait,
         NodeView::Missing => act(Act::Register),
         NodeView::Present(node) => {
-            let busy = moving(node);
+            let busy = node.is_moving();
             match node.provision_state.as_ref() {
                 None => Plan::Wait,
                 Some(ProvisionState::Enroll) if busy => Plan::Wait,
@@ -63,7 +57,7 @@ pub(super) fn plan_registering(f: &Facts) -> Plan {
 /// The plan of a host whose node Ironic has: the node's own demands first (managed again
 /// after a re-registration, verified, new credentials), then those of the host's state.
 pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeStatusSummary) -> Plan {
-    let busy = moving(node);
+    let busy = node.is_moving();
     let Some(ps) = node.provision_state.clone() else {
         return Plan::Wait;
     };
@@ -97,7 +91,7 @@ pub(super) fn plan_with_node(f: &Facts, state: ProvisioningState, node: &NodeSta
 }
 
 /// The node as each state's plan reads it: its provision state, and whether Ironic is still
-/// moving it somewhere (`target_provision_state` set).
+/// moving it somewhere (a target, unless kept by a failure state: `NodeStatusSummary::is_moving`).
 struct Seen<'a> {
     node: &'a NodeStatusSummary,
     ps: ProvisionState,

@@ -381,6 +381,15 @@ fn deletion_follows_the_state() {
 }
 
 #[test]
+fn a_host_being_deleted_powers_off_a_node_resting_in_clean_failed_rather_than_waiting_for_its_kept_target() {
+    let deleting = |state, node| Facts { deleting: true, ..facts(state, node) };
+    let failed = node("clean failed", Some("available"));
+    assert_eq!(plan(&deleting(S::PoweringOffBeforeDelete, failed)), act(Act::Power(PowerTarget::Off)));
+    let cleaning = node("cleaning", Some("available"));
+    assert_eq!(plan(&deleting(S::PoweringOffBeforeDelete, cleaning)), Plan::Wait);
+}
+
+#[test]
 fn detached_hosts_leave_ironic_without_deprovisioning() {
     let detach = Some(DetachedAnnotation::default());
     let f = Facts { detach: detach.clone(), ..facts(S::Provisioned, node("active", None)) };
