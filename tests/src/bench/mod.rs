@@ -33,8 +33,12 @@ use std::time::Duration;
 /// The limits both the operator and the floor run under.
 #[derive(Clone, Debug)]
 pub struct Limits {
-    /// Ironic requests in flight (the floor) and hosts reconciled at once (the operator).
+    /// Ironic requests in flight (the floor; the operator's Ironic client keeps its default
+    /// of 8) and hosts reconciled at once (the operator, unless `reconciles` says otherwise).
     pub concurrency: usize,
+    /// Hosts the operator reconciles at once (`BMO_CONCURRENCY`), when not `concurrency`:
+    /// its reconciles also wait on the apiserver, which the floor never does.
+    pub reconciles: Option<usize>,
     /// Nodes deploying at once.
     pub provisioning: usize,
     /// Poll interval while anything moves.
@@ -43,6 +47,13 @@ pub struct Limits {
     pub slow_poll: Duration,
     /// Longest wait for any phase.
     pub timeout: Duration,
+}
+
+impl Limits {
+    /// Hosts the operator reconciles at once: `reconciles`, else `concurrency`.
+    pub fn operator_reconciles(&self) -> usize {
+        self.reconciles.unwrap_or(self.concurrency)
+    }
 }
 
 /// What to run.
@@ -70,6 +81,7 @@ impl Options {
     /// one-minute window holds three polls. `FERROMETAL_BENCH_PROVISIONING_LIMIT` sets the
     /// provisioning limit of both sides: with one as large as N nothing but Ironic paces P1,
     /// the run that gives the Ironic CPU ratio (design/performance.md).
+    /// `FERROMETAL_BENCH_RECONCILES` sets the hosts the operator reconciles at once.
     pub fn full() -> Self {
         Self {
             hosts: hosts_from_env().unwrap_or_else(|| vec![100, 300, 1000]),
@@ -82,7 +94,8 @@ impl Options {
             alternate: std::env::var("FERROMETAL_BENCH_ALTERNATE").map_or(true, |v| v != "0"),
             limits: Limits {
                 concurrency: 8,
-                provisioning: provisioning_limit_from_env().unwrap_or(20),
+                reconciles: positive_from_env("FERROMETAL_BENCH_RECONCILES"),
+                provisioning: positive_from_env("FERROMETAL_BENCH_PROVISIONING_LIMIT").unwrap_or(20),
                 fast_poll: Duration::from_secs(3),
                 slow_poll: Duration::from_secs(20),
                 timeout: Duration::from_secs(3600),
@@ -101,6 +114,7 @@ impl Options {
             alternate: true,
             limits: Limits {
                 concurrency: 8,
+                reconciles: None,
                 provisioning: 20,
                 fast_poll: Duration::from_millis(500),
                 slow_poll: Duration::from_secs(2),
@@ -110,8 +124,8 @@ impl Options {
     }
 }
 
-fn provisioning_limit_from_env() -> Option<usize> {
-    std::env::var("FERROMETAL_BENCH_PROVISIONING_LIMIT").ok()?.trim().parse().ok().filter(|n| *n > 0)
+fn positive_from_env(name: &str) -> Option<usize> {
+    std::env::var(name).ok()?.trim().parse().ok().filter(|n| *n > 0)
 }
 
 fn hosts_from_env() -> Option<Vec<usize>> {
@@ -231,6 +245,8 @@ pub struct Report {
     pub nodesets: usize,
     /// Nodes deploying at once on either side of P1.
     pub provisioning_limit: usize,
+    /// Hosts the operator reconciled at once (`Limits::operator_reconciles`).
+    pub reconciles: usize,
     pub floor: FloorRun,
     /// Where the CPU went while the floor provisioned.
     pub floor_cpu: cpu::PhaseCpu,

@@ -33,6 +33,7 @@ struct Bench {
 pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate::Result<Report> {
     let limits = options.limits.clone();
     let provisioning_limit = limits.provisioning;
+    let reconciles = limits.operator_reconciles();
     let (cp, simulator, ns) = cluster().await?;
     let ironic = IronicServer::start(IronicConfig::default()).await?;
     let iso = ironic.image_server().write_live_iso("live.iso")?;
@@ -53,6 +54,7 @@ pub async fn run(hosts: usize, options: &Options, rollout_hosts: usize) -> crate
         hosts,
         nodesets: options.nodesets,
         provisioning_limit,
+        reconciles,
         floor,
         floor_cpu,
         provisioning,
@@ -109,7 +111,7 @@ async fn start_operator(
     let go = |d: Duration| format!("{}ms", d.as_millis());
     let env: Vec<(String, String)> = [
         ("IRONIC_ENDPOINT", ironic.endpoint().to_string()),
-        ("BMO_CONCURRENCY", limits.concurrency.to_string()),
+        ("BMO_CONCURRENCY", limits.operator_reconciles().to_string()),
         ("PROVISIONING_LIMIT", limits.provisioning.to_string()),
         ("HOST_FAST_POLL_INTERVAL", go(limits.fast_poll)),
         ("HOST_SLOW_POLL_INTERVAL", go(limits.slow_poll)),

@@ -129,9 +129,10 @@ pub fn render(reports: &[Report]) -> String {
     for r in reports {
         let _ = writeln!(
             out,
-            "\nN={} (provisioning limit {}, {} NodeSets in the steady window of {:.0} s):",
+            "\nN={} (provisioning limit {}, {} hosts reconciled at once, {} NodeSets in the steady window of {:.0} s):",
             r.hosts,
             r.provisioning_limit,
+            r.reconciles,
             r.nodesets,
             r.steady.window.as_secs_f64()
         );
