@@ -53,6 +53,11 @@ pub const REPROVISION_TOKEN_ANNOTATION: &str = "ferrometal.io/reprovision-token"
 /// (the newest 32, comma-separated), so that a token value reprovisions a machine at most once,
 /// ever: a GitOps self-heal or an undo that brings an older value back does nothing.
 pub const REPROVISION_TOKENS_USED_ANNOTATION: &str = "ferrometal.io/reprovision-tokens-used";
+/// Annotation on a claimed BareMetalHost: the reprovisionToken its host had when the NodeSet
+/// gave it its image, written with the image. Status is written after the machine, so when that
+/// status write is lost the machine still says the token was answered, and its new
+/// installation is not taken for a reprovision still to do.
+pub const PROVISIONED_TOKEN_ANNOTATION: &str = "ferrometal.io/provisioned-token";
 /// Annotation on a claimed BareMetalHost: the services completed on the machine since it was
 /// provisioned (JSON, as `status.hosts.<h>.servicesCompleted`). It survives the NodeSet, so a
 /// recreated NodeSet adopts the machine without rerunning what already ran.

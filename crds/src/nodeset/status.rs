@@ -74,6 +74,11 @@ pub struct NodeSetStatus {
     /// The current or last rollout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutStatus>,
+    /// Digests of the ferrometal.io/confirm-deprovision values that confirmed a removal (the
+    /// newest 16): a value confirms one removal, never a later one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxItems" = 16))]
+    pub spent_deprovision_confirmations: Option<Vec<String>>,
 }
 
 /// One host.

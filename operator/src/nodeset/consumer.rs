@@ -17,7 +17,8 @@ use crds::baremetalhost::BareMetalHost;
 use crds::baremetalhost::annotations::DETACHED;
 use crds::nodeset::{
     CompletedService, HOSTNAME_LABEL, NODESET_LABEL, NodeSetSpec, PROVISIONED_HASH_ANNOTATION,
-    REPROVISION_TOKEN_ANNOTATION, REPROVISION_TOKENS_USED_ANNOTATION, SERVICES_COMPLETED_ANNOTATION,
+    PROVISIONED_TOKEN_ANNOTATION, REPROVISION_TOKEN_ANNOTATION, REPROVISION_TOKENS_USED_ANNOTATION,
+    SERVICES_COMPLETED_ANNOTATION,
 };
 use k8s_openapi::api::core::v1::SecretReference;
 use kube::{Resource, ResourceExt};
@@ -172,6 +173,9 @@ pub(super) struct Consumer {
     pub completed: Vec<CompletedService>,
     /// First-boot fields, when this NodeSet provisions or provisioned the machine.
     pub provisioning: Option<Map<String, Value>>,
+    /// The reprovisionToken a provisioning records on the machine as answered
+    /// (`Action::Provision`); otherwise the machine's record of it is applied as it is.
+    pub token: Option<String>,
 }
 
 /// The server-side apply body for `host`'s consumer fields, `None` when the host already has
@@ -192,10 +196,13 @@ pub(super) fn apply_body(owner: &Owner, host: &BareMetalHost, consumer: &Consume
         let completed = serde_json::to_string(&consumer.completed).unwrap_or_default();
         annotations.insert(SERVICES_COMPLETED_ANNOTATION.into(), Value::String(completed));
     }
-    for kept in [REPROVISION_TOKEN_ANNOTATION, REPROVISION_TOKENS_USED_ANNOTATION] {
+    for kept in [REPROVISION_TOKEN_ANNOTATION, REPROVISION_TOKENS_USED_ANNOTATION, PROVISIONED_TOKEN_ANNOTATION] {
         if let Some(value) = host.annotations().get(kept) {
             annotations.insert(kept.into(), Value::String(value.clone()));
         }
+    }
+    if let Some(token) = &consumer.token {
+        annotations.insert(PROVISIONED_TOKEN_ANNOTATION.into(), Value::String(token.clone()));
     }
     let mut spec = consumer
         .provisioning
@@ -245,17 +252,20 @@ fn contains(current: &Value, wanted: &Value, skip: &[&str]) -> bool {
     }
 }
 
-/// The merge patch that clears a machine's image for a reprovision, recording `token`. The
-/// completions go with the image: every service runs again on the new installation.
-pub(super) fn reprovision_patch(host: &BareMetalHost, token: &str) -> Value {
+/// The merge patch that clears a machine's image for a reprovision, recording `token`, and
+/// `replaced` (the token the machine stood under) as used. The completions go with the image:
+/// every service runs again on the new installation.
+pub(super) fn reprovision_patch(host: &BareMetalHost, token: &str, replaced: Option<&str>) -> Value {
+    let used: Vec<&str> = replaced.into_iter().chain([token]).collect();
     json!({
         "metadata": {
             "resourceVersion": host.resource_version(),
             "annotations": {
                 PROVISIONED_HASH_ANNOTATION: null,
                 SERVICES_COMPLETED_ANNOTATION: null,
+                PROVISIONED_TOKEN_ANNOTATION: null,
                 REPROVISION_TOKEN_ANNOTATION: token,
-                REPROVISION_TOKENS_USED_ANNOTATION: tokens_used_after(host, token),
+                REPROVISION_TOKENS_USED_ANNOTATION: tokens_used_after(host, &used),
             }
         },
         "spec": {"image": null}
@@ -272,6 +282,7 @@ pub(super) fn deprovision_patch(host: &BareMetalHost) -> Value {
             "annotations": {
                 PROVISIONED_HASH_ANNOTATION: null,
                 SERVICES_COMPLETED_ANNOTATION: null,
+                PROVISIONED_TOKEN_ANNOTATION: null,
                 REPROVISION_TOKEN_ANNOTATION: null,
                 REPROVISION_TOKENS_USED_ANNOTATION: null,
             }
@@ -316,6 +327,7 @@ mod tests {
             provisioned_hash: None,
             completed: vec![],
             provisioning: None,
+            token: None,
         }
     }
 
@@ -380,6 +392,20 @@ mod tests {
     }
 
     #[test]
+    fn every_later_apply_keeps_the_token_a_provisioning_recorded() {
+        // Server-side apply drops what its manager stops applying: the record goes with each.
+        let provisioned = host(json!({"metadata": {"annotations": {PROVISIONED_TOKEN_ANNOTATION: "t1"}},
+                                       "spec": {"image": {"url": "http://i/os.qcow2"}}}));
+        let mut c = consumer();
+        c.cleaning = Some(json!("disabled"));
+        let body = apply_body(&owner(), &provisioned, &c, Purpose::Update).expect("the cleaning mode changed");
+        assert_eq!(body["metadata"]["annotations"][PROVISIONED_TOKEN_ANNOTATION], "t1");
+        c.token = Some("t2".into());
+        let body = apply_body(&owner(), &host(json!({})), &c, Purpose::Provision).expect("a provisioning");
+        assert_eq!(body["metadata"]["annotations"][PROVISIONED_TOKEN_ANNOTATION], "t2");
+    }
+
+    #[test]
     fn provisioning_fields_come_from_the_template_and_the_host() {
         let spec: NodeSetSpec = serde_json::from_value(json!({
             "baremetalSetTemplate": {"image": {"url": "http://i/os.qcow2", "checksum": "abc"}, "userData": {"name": "ud"},
@@ -409,10 +435,10 @@ mod tests {
             purpose,
             body,
         };
-        assert!(write(Purpose::Reprovision, Body::Merge(reprovision_patch(&h, "t2"))).clears_image());
+        assert!(write(Purpose::Reprovision, Body::Merge(reprovision_patch(&h, "t2", None))).clears_image());
         assert!(write(Purpose::Deprovision, Body::Merge(deprovision_patch(&h))).clears_image());
         assert!(!write(Purpose::Detach, Body::Merge(detach_patch(&h).expect("patch"))).clears_image());
-        assert_eq!(reprovision_patch(&h, "t2")["metadata"]["resourceVersion"], "42");
+        assert_eq!(reprovision_patch(&h, "t2", None)["metadata"]["resourceVersion"], "42");
         assert_eq!(deprovision_patch(&h)["spec"]["online"], false);
     }
 

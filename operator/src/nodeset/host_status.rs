@@ -122,7 +122,7 @@ fn machine_status(
     status.reprovision_token = Some(decision.token.clone());
     status.machine_epoch = Some(decision.epoch.clone()).filter(|e| !e.is_empty());
     match &decision.action {
-        Action::Provision if !applied.provisioned.contains(name) => {
+        Action::Provision { .. } if !applied.provisioned.contains(name) => {
             status.provisioned_hash = prev.and_then(|p| p.provisioned_hash.clone());
             status.provisioning_outdated = prev.and_then(|p| p.provisioning_outdated);
         }

@@ -8,7 +8,7 @@
 
 use crds::baremetalhost::{BareMetalHost, ProvisioningState};
 use crds::nodeset::{
-    HostStatus, NodeSetSpec, PROVISIONED_HASH_ANNOTATION, REPROVISION_TOKEN_ANNOTATION,
+    HostStatus, NodeSetSpec, PROVISIONED_HASH_ANNOTATION, PROVISIONED_TOKEN_ANNOTATION, REPROVISION_TOKEN_ANNOTATION,
     REPROVISION_TOKENS_USED_ANNOTATION, provisioning_hash,
 };
 use kube::ResourceExt;
@@ -42,10 +42,17 @@ impl Phase {
 pub(super) enum Action {
     /// Nothing beyond keeping the consumer fields current.
     Keep,
-    /// Write the image and first-boot data: the machine is free and has none.
-    Provision,
+    /// Write the image and first-boot data: the machine is free and has none. The spec's
+    /// reprovisionToken, if it sets one, is recorded on the machine as answered
+    /// (`ferrometal.io/provisioned-token`): the new installation stands for it, so a status
+    /// lost after this write (a crash, a failed write after it) cannot make that token look
+    /// asked for again and reprovision the new machine.
+    Provision { token: Option<String> },
     /// Clear the image, recording `token`: the user asked for this machine to be reprovisioned.
-    Reprovision { token: String },
+    /// `replaced`, the token the machine stood under (status's), is recorded as used too, so an
+    /// undo to it (A → B → A, a GitOps self-heal) does nothing, even when A was only recorded
+    /// on first sight.
+    Reprovision { token: String, replaced: Option<String> },
 }
 
 /// The decision for one machine.
@@ -90,15 +97,16 @@ pub(super) fn token_used(host: &BareMetalHost, token: &str) -> bool {
         || annotation(host, REPROVISION_TOKEN_ANNOTATION) == Some(token)
 }
 
-/// The used-tokens annotation after acting on `token`: the newest last, the oldest dropped.
-pub(super) fn tokens_used_after(host: &BareMetalHost, token: &str) -> String {
-    let digest = token_digest(token);
+/// The used-tokens annotation after acting on `tokens` (in order): the newest last, the oldest
+/// dropped.
+pub(super) fn tokens_used_after(host: &BareMetalHost, tokens: &[&str]) -> String {
+    let digests: Vec<String> = tokens.iter().map(|t| token_digest(t)).collect();
     let mut used: Vec<&str> = annotation(host, REPROVISION_TOKENS_USED_ANNOTATION)
         .into_iter()
         .flat_map(|u| u.split(','))
-        .filter(|d| !d.is_empty() && *d != digest)
+        .filter(|d| !d.is_empty() && !digests.iter().any(|n| n == d))
         .collect();
-    used.push(&digest);
+    used.extend(digests.iter().map(String::as_str));
     let skip = used.len().saturating_sub(USED_TOKENS_KEPT);
     used[skip..].join(",")
 }
@@ -140,6 +148,12 @@ pub(super) fn epoch(host: &BareMetalHost, previous: Option<&HostStatus>) -> Stri
     recorded.unwrap_or(short)
 }
 
+/// The spec's reprovisionToken for `hostname`, if it sets one.
+fn wanted_token(hostname: &str, spec: &NodeSetSpec) -> Option<String> {
+    let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
+    section.and_then(|s| s.reprovision_token.clone()).filter(|t| !t.is_empty())
+}
+
 /// Decides what happens to the machine `host`, claimed for `hostname`, given the host's
 /// previous status (`None`: seen for the first time, or status was lost).
 pub(super) fn decide(
@@ -155,7 +169,7 @@ pub(super) fn decide(
     if token.reprovisions(host, provisioned.is_some()) {
         return Decision {
             phase: Phase::Waiting("deprovisioning for a reprovision".into()),
-            action: Action::Reprovision { token: token.token.clone() },
+            action: Action::Reprovision { token: token.token.clone(), replaced: token.recorded.clone() },
             token: token.token,
             provisioned_hash: None,
             outdated: None,
@@ -180,6 +194,8 @@ pub(super) fn decide(
 struct Token {
     /// The spec's token, if it sets one.
     wanted: Option<String>,
+    /// The token status recorded, if not empty: the one the machine stands under.
+    recorded: Option<String>,
     /// The token to record in status: the spec's, else the recorded one.
     token: String,
     /// The spec asks for a reprovision: a change is acted on once (the annotation written with
@@ -189,15 +205,15 @@ struct Token {
     /// The spec's token reprovisioned this machine before (an undo, a GitOps self-heal): it is
     /// recorded and said, never acted on again.
     reused: bool,
-    /// The machine acted on the spec's token already (its annotation says so).
+    /// The machine acted on the spec's token already, or was provisioned for it (its
+    /// annotations say so).
     acted: bool,
 }
 
 impl Token {
     /// The token of `hostname`, from the spec, status (`previous`) and the machine's record.
     fn of(hostname: &str, host: &BareMetalHost, spec: &NodeSetSpec, previous: Option<&HostStatus>) -> Self {
-        let section = spec.nodes.as_ref().and_then(|n| n.get(hostname));
-        let wanted = section.and_then(|s| s.reprovision_token.clone()).filter(|t| !t.is_empty());
+        let wanted = wanted_token(hostname, spec);
         let recorded = previous.and_then(|p| p.reprovision_token.clone());
         let acted_on = annotation(host, REPROVISION_TOKEN_ANNOTATION);
         let asked = match (&wanted, &recorded) {
@@ -206,10 +222,12 @@ impl Token {
             (None, _) => false,
         };
         Token {
-            token: wanted.clone().or(recorded).unwrap_or_default(),
+            token: wanted.clone().or_else(|| recorded.clone()).unwrap_or_default(),
+            recorded: recorded.filter(|t| !t.is_empty()),
             asked,
             reused: wanted.as_deref().is_some_and(|t| acted_on != Some(t) && token_used(host, t)),
-            acted: acted_on == wanted.as_deref(),
+            acted: acted_on == wanted.as_deref()
+                || wanted.as_deref().is_some_and(|t| annotation(host, PROVISIONED_TOKEN_ANNOTATION) == Some(t)),
             wanted,
         }
     }
@@ -224,8 +242,8 @@ impl Token {
     fn reused_message(&self, host: &BareMetalHost) -> Option<String> {
         self.reused.then(|| {
             format!(
-                "reprovisionToken {:?} reprovisioned BareMetalHost {} before; a value reprovisions a machine once, \
-                 ever: choose a new one to reprovision it again",
+                "reprovisionToken {:?} was used on BareMetalHost {} before; a value reprovisions a machine \
+                 once, ever: choose a new one to reprovision it again",
                 self.wanted.as_deref().unwrap_or_default(),
                 host.name_any()
             )
@@ -275,7 +293,7 @@ fn standing(
         },
         (None, false) if matches!(state, ProvisioningState::Available | ProvisioningState::Ready) => Decision {
             phase: Phase::Provisioning,
-            action: Action::Provision,
+            action: Action::Provision { token: wanted_token(hostname, spec) },
             provisioned_hash: current,
             outdated: Some(false),
             ..base
@@ -332,7 +350,7 @@ mod tests {
     fn a_free_claimed_machine_is_provisioned_with_the_current_inputs() {
         let spec = spec("http://i/os.qcow2", None);
         let d = decide("compute-0", &host(ProvisioningState::Available, None, json!({})), &spec, None);
-        assert_eq!(d.action, Action::Provision);
+        assert_eq!(d.action, Action::Provision { token: None });
         assert_eq!(d.provisioned_hash, provisioning_hash("compute-0", &spec));
         assert_eq!(d.token, "", "recorded as empty, so that a first token acts");
     }
@@ -358,7 +376,7 @@ mod tests {
         let spec = spec("http://i/os.qcow2", Some("2026-09-01"));
         let hash = provisioning_hash("compute-0", &spec).expect("hash");
         let d = decide("compute-0", &provisioned(&hash), &spec, Some(&status("2026-08-01")));
-        assert_eq!(d.action, Action::Reprovision { token: "2026-09-01".into() });
+        assert_eq!(d.action, Action::Reprovision { token: "2026-09-01".into(), replaced: Some("2026-08-01".into()) });
         // The clear wrote the token on the machine: acting again would be a second reprovision.
         let mut cleared =
             host(ProvisioningState::Deprovisioning, None, json!({REPROVISION_TOKEN_ANNOTATION: "2026-09-01"}));
@@ -368,7 +386,7 @@ mod tests {
         // Once available again, it is provisioned with the current inputs, in a new epoch.
         let available = host(ProvisioningState::Available, None, json!({REPROVISION_TOKEN_ANNOTATION: "2026-09-01"}));
         let d = decide("compute-0", &available, &spec, Some(&status("2026-09-01")));
-        assert_eq!(d.action, Action::Provision);
+        assert_eq!(d.action, Action::Provision { token: Some("2026-09-01".into()) });
         assert_ne!(d.epoch, epoch(&provisioned(&hash), None), "completions before the reprovision no longer count");
     }
 

@@ -35,7 +35,7 @@ pub(super) fn machine_writes(
         let Some(entry) = hosts.get(hostname) else { continue };
         let HostPhase::Machine(decision) = &entry.phase else { continue };
         let generated = match decision.action {
-            Action::Provision => generated_network_data(basis, entry, facts, host, hostname),
+            Action::Provision { .. } => generated_network_data(basis, entry, facts, host, hostname),
             _ => None,
         };
         let generated_name = generated.as_ref().map(|g| g.name.clone());
@@ -59,12 +59,13 @@ impl Machine<'_> {
     fn write(&self, basis: &Basis, facts: &Facts, generated: Option<&str>) -> Option<HostWrite> {
         let (host, hostname) = (self.host, self.hostname);
         match &self.decision.action {
-            Action::Reprovision { token } => {
-                Some(write(host, hostname, Purpose::Reprovision, Body::Merge(reprovision_patch(host, token))))
+            Action::Reprovision { token, replaced } => {
+                let patch = reprovision_patch(host, token, replaced.as_deref());
+                Some(write(host, hostname, Purpose::Reprovision, Body::Merge(patch)))
             }
-            Action::Provision => {
+            Action::Provision { token } => {
                 let fields = provisioning_fields(hostname, basis.spec, &facts.bmh_namespace, generated);
-                let consumer = self.consumer(basis, Some(fields));
+                let consumer = Consumer { token: token.clone(), ..self.consumer(basis, Some(fields)) };
                 let body = apply_body(&basis.owner, host, &consumer, Purpose::Provision)?;
                 Some(write(host, hostname, Purpose::Provision, Body::Apply(body)))
             }

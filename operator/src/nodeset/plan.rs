@@ -139,6 +139,9 @@ pub(super) struct Plan {
     pub rollout: RolloutPlan,
     /// BIOS settings handed over and reboots asked for (`firmware`).
     pub firmware: FirmwarePlan,
+    /// The digest of the confirmation that let this plan's Deprovision releases go past
+    /// `maxUnavailable` (`guard`): spent once one of them is applied.
+    pub confirmed_by: Option<String>,
 }
 
 /// The generated network data Secret of a host: readable, and unique to the NodeSet (its
@@ -286,6 +289,7 @@ impl Consumer {
             provisioned_hash: None,
             completed: Vec::new(),
             provisioning: None,
+            token: None,
         }
     }
 }
@@ -320,12 +324,14 @@ impl Plan {
     /// `maxUnavailable` of `total` at once are held for a confirmation (`guard`).
     fn release_all(&mut self, nodeset: &NodeSet, leaving: &[(&str, &Arc<BareMetalHost>)], total: usize) {
         let policy = release_policy(nodeset);
-        let held = match policy {
+        let verdict = match policy {
             DeletionPolicy::Deprovision => {
                 guard::held(nodeset, &leaving.iter().map(|(h, _)| h.to_string()).collect::<Vec<_>>(), total)
             }
-            _ => Vec::new(),
+            _ => guard::Verdict::default(),
         };
+        self.confirmed_by = verdict.confirmed_by;
+        let held = verdict.held;
         for (hostname, host) in leaving {
             if held.iter().any(|h| h == hostname) {
                 let bmh = host.name_any();
@@ -373,6 +379,14 @@ impl Plan {
     /// The hosts held back for a confirmation.
     pub(super) fn held(&self) -> Vec<String> {
         self.releases.iter().filter(|r| r.held).map(|r| r.hostname.clone()).collect()
+    }
+
+    /// The confirmation this plan spent, once `released` holds every host it let go (one
+    /// refused keeps it for the retry).
+    pub(super) fn spent_confirmation(&self, released: &BTreeSet<String>) -> Option<&String> {
+        let deprovisioned = |r: &&Release| !r.held && r.policy == DeletionPolicy::Deprovision;
+        let applied = self.releases.iter().filter(deprovisioned).all(|r| released.contains(&r.hostname));
+        self.confirmed_by.as_ref().filter(|_| applied)
     }
 
     fn jobs_for(&mut self, nodeset: &NodeSet, owner: &Owner, facts: &Facts) {

@@ -445,37 +445,6 @@ fn a_machine_whose_ferrometal_annotations_were_stripped_keeps_its_image_and_its_
 }
 
 #[test]
-fn a_reprovision_token_brought_back_by_an_undo_does_not_reprovision_again() {
-    // compute-1 was reprovisioned for "A", then for "B"; an undo brings "A" back.
-    let hosts = provisioned_with(|h| {
-        if h.name_any() == "server-1" {
-            let used = crate::nodeset::machine::tokens_used_after(h, "A");
-            h.annotations_mut().insert(crds::nodeset::REPROVISION_TOKENS_USED_ANNOTATION.into(), used);
-            let used = crate::nodeset::machine::tokens_used_after(h, "B");
-            h.annotations_mut().insert(crds::nodeset::REPROVISION_TOKENS_USED_ANNOTATION.into(), used);
-            h.annotations_mut().insert(crds::nodeset::REPROVISION_TOKEN_ANNOTATION.into(), "B".into());
-        }
-    });
-    let mut n = nodeset(&edited(|s| s["nodes"]["compute-1"]["reprovisionToken"] = json!("A")));
-    let mut known = status(&spec(), &hosts);
-    if let Some(entry) = known.hosts.as_mut().and_then(|h| h.get_mut("compute-1")) {
-        entry.reprovision_token = Some("B".into());
-    }
-    n.status = Some(known);
-    let plan = plan(&n, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
-    assert!(plan.writes.iter().all(|w| !w.clears_image()), "{:?}", purposes(&plan));
-    let HostPhase::Machine(decision) = &plan.hosts["compute-1"].phase else { panic!("a machine") };
-    assert_eq!(decision.token, "A", "recorded, so the next new value is a request");
-    assert!(decision.message.as_deref().is_some_and(|m| m.contains("once, ever")), "{:?}", decision.message);
-    // And a value never used does reprovision.
-    let mut fresh = n.clone();
-    fresh.spec.nodes.as_mut().and_then(|m| m.get_mut("compute-1")).expect("host").reprovision_token = Some("C".into());
-    let hosts = provisioned_with(|_| {});
-    let plan = super::plan(&fresh, &facts(hosts), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
-    assert_eq!(purposes(&plan), [("compute-1".to_string(), Purpose::Reprovision)]);
-}
-
-#[test]
 fn an_edited_service_spec_waits_for_a_manual_nodesets_token() {
     let manual = edited(|s| s["rollout"] = json!({"strategy": "Manual", "maxUnavailable": 1}));
     let hosts = provisioned(&manual);
@@ -579,6 +548,30 @@ fn deprovisioning_more_hosts_than_max_unavailable_at_once_waits_for_a_confirmati
     whole.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..Default::default() });
     let deletion = plan_deletion(&whole, &facts(hosts));
     assert!(deletion.writes.is_empty());
+    assert_eq!(deletion.held().len(), 3);
+}
+
+#[test]
+fn a_confirmation_that_let_hosts_go_is_spent_and_holds_the_next_mass_removal() {
+    let hosts = provisioned(&spec());
+    let mut n = nodeset(&edited(|s| {
+        s["deletionPolicy"] = json!("Deprovision");
+        s["nodes"] = json!({});
+    }));
+    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..status(&spec(), &hosts) });
+    n.annotations_mut().insert("ferrometal.io/confirm-deprovision".into(), "all".into());
+    let planned = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    assert_eq!(planned.writes.iter().filter(|w| w.clears_image()).count(), 3, "a planned scale-in, confirmed");
+    let mut applied = crate::nodeset::apply::Applied::default();
+    applied.released.extend(["compute-0", "compute-1", "compute-2"].map(String::from));
+    let (written, _) = crate::nodeset::status::compute(&n, &planned, &applied, &Findings::default(), &now());
+    assert_eq!(written.spent_deprovision_confirmations.as_ref().map(Vec::len), Some(1));
+    // Months later, with the annotation still there, the NodeSet is pruned with new hosts.
+    let mut later = nodeset(&edited(|s| s["deletionPolicy"] = json!("Deprovision")));
+    later.annotations_mut().insert("ferrometal.io/confirm-deprovision".into(), "all".into());
+    later.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..written });
+    let deletion = plan_deletion(&later, &facts(hosts));
+    assert!(deletion.writes.is_empty(), "the spent confirmation waves nothing through");
     assert_eq!(deletion.held().len(), 3);
 }
 
@@ -778,3 +771,6 @@ fn a_host_whose_settings_are_on_their_way_runs_no_job_and_holds_the_only_slot() 
     assert_eq!(plan.hosts["compute-0"].firmware.stage, Some(super::firmware::Stage::Written));
     assert!(plan.rollout.batches.is_empty(), "the only slot is taken: {:?}", plan.rollout.batches);
 }
+
+#[path = "token_tests.rs"]
+mod tokens;

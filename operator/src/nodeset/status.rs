@@ -64,6 +64,10 @@ pub(super) fn compute(
         pending_hosts: Some(i32::try_from(counts.pending.len()).unwrap_or(i32::MAX)),
         hosts: Some(hosts),
         rollout: Some(rollout),
+        spent_deprovision_confirmations: super::guard::spent_after(
+            previous.spent_deprovision_confirmations.as_ref(),
+            plan.spent_confirmation(&applied.released),
+        ),
     };
     (status, notices)
 }

@@ -221,7 +221,7 @@ fn a_lost_claim_records_nothing() {
 fn a_reprovision_not_written_keeps_the_old_token_so_the_next_reconcile_acts() {
     let mut host = machine(Phase::Waiting("deprovisioning".into()), ProvisioningState::Provisioned, false, "s0");
     if let HostPhase::Machine(d) = &mut host.phase {
-        d.action = Action::Reprovision { token: "t2".into() };
+        d.action = Action::Reprovision { token: "t2".into(), replaced: Some("t1".into()) };
         d.token = "t2".into();
     }
     let mut n = nodeset(false);
