@@ -285,10 +285,13 @@ impl Calls<'_> {
             Ok(_) => Ok(()),
             Err(ironic_client::Error::Conflict(_)) => match client.find_port_by_address(mac).await? {
                 Some(p) if p.node_uuid.as_deref() == Some(node.uuid.as_str()) => Ok(()),
-                Some(p) => Err(failed(format!(
-                    "MAC address {mac} is already registered in Ironic for node {}",
-                    p.node_uuid.unwrap_or_default()
-                ))),
+                Some(p) => {
+                    // The other node may be another namespace's host: its identity goes to the
+                    // operator's log, for whoever runs it, never to this host's status or Events.
+                    let other = p.node_uuid.unwrap_or_default();
+                    tracing::warn!(node = %node.uuid, other_node = %other, "boot MAC address taken by another node");
+                    Err(failed(format!("MAC address {mac} is already registered in Ironic for another host's node")))
+                }
                 None => Err(failed(format!("Ironic refused a port for MAC address {mac}"))),
             },
             Err(e) => Err(e.into()),

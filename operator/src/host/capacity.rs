@@ -3,7 +3,9 @@
 //!
 //! A host takes a slot before its status says it entered such a state and
 //! gives it back only after its status says it left, so an observer of the
-//! hosts never sees more than N of them busy. Hosts the informers' caches show
+//! hosts never sees more than N of them busy, besides hosts whose node the poll
+//! shows resting (gone, in `enroll`, or failed): those hold no slot until they ask
+//! Ironic again. Hosts the informers' caches show
 //! busy count too (after a restart, before their next reconcile), except
 //! those known to have left already while the cache lags behind. Hosts that
 //! had to wait are woken whenever a slot frees up, one host per free slot: the slot is
@@ -28,6 +30,10 @@ use tokio_util::sync::CancellationToken;
 /// reconcile queue's wait; one that never asks (paused, or failing before it gets there)
 /// keeps the slot from others only this long.
 pub(super) const PROMISE: Duration = Duration::from_secs(30);
+/// How long a host that took a slot again ([`Capacity::resume`]) is not judged resting: a poll
+/// that read its node before its call landed would still show it failed. The call's outcome
+/// is waited for by the poller (`Poller::expect`) once it returns; this covers the call.
+pub(super) const RESUME_GRACE: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 struct Slots {
@@ -39,6 +45,15 @@ struct Slots {
     waiting: Queue,
     /// Hosts woken for a free slot that have not asked for it yet, and when the promise lapses.
     promised: HashMap<HostKey, Instant>,
+    /// Hosts whose node the last poll showed resting (`Poller::resting`: gone, in `enroll`, or
+    /// failed): they hold no slot, whatever their status says, until they ask Ironic for
+    /// work again ([`Capacity::resume`]). As baremetal-operator counts only Ironic's busy
+    /// nodes; and so a busy status no host earned (restored from an annotation anyone who may
+    /// write the host can set) or a host that keeps failing never keeps the slots from the
+    /// others, another namespace's hosts among them.
+    resting: HashSet<HostKey>,
+    /// Hosts that took a slot again, and when: not judged resting for [`RESUME_GRACE`].
+    resumed: HashMap<HostKey, Instant>,
 }
 
 /// The provisioning slots.
@@ -61,6 +76,8 @@ impl Slots {
         let mut in_use: HashSet<&HostKey> = busy.iter().filter(|key| !self.released.contains(*key)).collect();
         in_use.extend(self.held.iter());
         in_use.extend(self.promised.keys());
+        // A slot promised to a resting host (woken to take one again) is reserved all the same.
+        in_use.retain(|key| !self.resting.contains(*key) || self.promised.contains_key(*key));
         in_use
     }
 
@@ -183,6 +200,8 @@ impl Capacity {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             slots.waiting.remove(host);
             slots.held.remove(host);
+            slots.resting.remove(host);
+            slots.resumed.remove(host);
             slots.settle_promises(host);
             slots.released.insert(host.clone());
             self.next_to_wake(&mut slots, &busy, Wake::Any)
@@ -255,6 +274,63 @@ impl Capacity {
         self.wake(&waiting);
     }
 
+    /// The hosts that may hold a slot: those this process moved into a busy state and those
+    /// the caches show busy. The poller says which of them rest ([`Capacity::rest`]).
+    pub(super) fn counted(&self) -> HashSet<HostKey> {
+        let mut counted: HashSet<HostKey> = self.cached_busy().into_iter().collect();
+        counted.extend(self.slots.lock().unwrap_or_else(|e| e.into_inner()).held.iter().cloned());
+        counted
+    }
+
+    /// Records the hosts that rest now (of [`Capacity::counted`]), and wakes waiting hosts for
+    /// the slots that frees.
+    pub(super) fn rest(&self, resting: HashSet<HostKey>) {
+        let busy = self.cached_busy();
+        let waiting = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            slots.resumed.retain(|_, at| now.duration_since(*at) < RESUME_GRACE);
+            let resting: HashSet<HostKey> =
+                resting.into_iter().filter(|key| !slots.resumed.contains_key(key)).collect();
+            if slots.resting == resting {
+                return;
+            }
+            slots.resting = resting;
+            self.next_to_wake(&mut slots, &busy, Wake::Any)
+        };
+        self.wake(&waiting);
+    }
+
+    /// Whether `host` rests: it must take a slot again before it asks Ironic for work.
+    pub(super) fn is_resting(&self, host: &HostKey) -> bool {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).resting.contains(host)
+    }
+
+    /// Takes a slot again for `host`, which rests in a busy state and is about to ask Ironic
+    /// for work; false when none is free (it waits, still resting, and is woken for one).
+    pub(super) fn resume(&self, host: &HostKey) -> bool {
+        {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            if !slots.resting.remove(host) {
+                return true;
+            }
+            slots.held.remove(host);
+        }
+        if self.try_acquire(host) {
+            self.slots.lock().unwrap_or_else(|e| e.into_inner()).resumed.insert(host.clone(), Instant::now());
+            return true;
+        }
+        // Back to resting: a host turned away while it briefly counted is woken for the slot.
+        let busy = self.cached_busy();
+        let waiting = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.resting.insert(host.clone());
+            self.next_to_wake(&mut slots, &busy, Wake::Any)
+        };
+        self.wake(&waiting);
+        false
+    }
+
     /// Slots held by hosts this process moved into a busy state.
     pub(super) fn held(&self) -> usize {
         self.slots.lock().unwrap_or_else(|e| e.into_inner()).held.len()
@@ -310,6 +386,36 @@ mod tests {
         assert!(capacity.try_acquire(&a));
         index.apply(&Event::Apply(host("a", S::Provisioning)));
         assert!(!capacity.try_acquire(&b));
+    }
+
+    #[tokio::test]
+    async fn a_host_resting_in_a_busy_state_holds_no_slot_until_it_asks_ironic_again() {
+        use crds::baremetalhost::ProvisioningState as S;
+        use futures::StreamExt;
+        // A tenant's host shows provisioning (a status restored from an annotation, say) while
+        // its node is gone from Ironic: the only slot is another namespace's once a poll shows it.
+        let (store, _writer) = kube::runtime::reflector::store::<BareMetalHost>();
+        let index = Arc::new(HostIndex::default());
+        index.apply(&kube::runtime::watcher::Event::Apply(host("a", S::Provisioning)));
+        let wakeups = Arc::new(Wakeups::default());
+        let mut woken = Box::pin(wakeups.subscribe(None));
+        let capacity = Capacity::new(1, wakeups);
+        capacity.add_scope(store, index);
+        let (a, other) = (HostKey::new("ns", "a"), HostKey::new("other", "b"));
+        assert!(!capacity.try_acquire(&other), "counted from the cache");
+        assert_eq!(capacity.counted(), HashSet::from([a.clone()]));
+        capacity.rest(HashSet::from([a.clone()]));
+        assert_eq!(woken.next().await.map(|r| r.name), Some("b".to_string()), "woken for the slot freed");
+        assert!(capacity.try_acquire(&other));
+        assert!(!capacity.resume(&a), "asking Ironic again takes a slot, and none is free");
+        assert!(capacity.is_resting(&a), "still holds none while it waits");
+        capacity.release(&other);
+        assert_eq!(woken.next().await.map(|r| r.name), Some("a".to_string()), "woken to take one again");
+        assert!(!capacity.try_acquire(&HostKey::new("other", "c")), "the slot is promised to a, resting or not");
+        assert!(capacity.resume(&a));
+        assert!(!capacity.is_resting(&a) && !capacity.try_acquire(&other), "a holds the slot again");
+        capacity.rest(HashSet::from([a.clone()]));
+        assert!(!capacity.is_resting(&a), "a poll that may predate its call does not judge it");
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
                 poller_ctx.ironic_metrics.sync();
                 if succeeded {
                     poller_ctx.ironic_metrics.polled();
+                    // Slots held by hosts whose node rests are free for others until they ask again.
+                    let capacity = &poller_ctx.capacity;
+                    capacity.rest(poller_ctx.poller.resting(&capacity.counted()));
                 }
             })
             .await;

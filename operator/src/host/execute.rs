@@ -42,7 +42,8 @@ pub(super) async fn run(
     plan: Plan,
 ) -> Result<Next, error::Error> {
     tracing::debug!(state = draft.status.provisioning.state.as_str(), ?plan, "planned");
-    if !matches!(plan, Plan::Transition(to) if is_busy(to)) {
+    let resuming = resumes(ctx, draft, decoded, &plan);
+    if !resuming && !matches!(plan, Plan::Transition(to) if is_busy(to)) {
         ctx.hosts.capacity.stop_waiting(&draft.key);
     }
     let resync = Next::Requeue(ctx.resync());
@@ -70,7 +71,7 @@ pub(super) async fn run(
             }
             Ok(fail(ctx, draft, error, message))
         }
-        Plan::Act { act, retry } => run_act(ctx, draft, decoded, act, retry).await,
+        Plan::Act { act, retry } => run_act(ctx, draft, decoded, act, retry, resuming).await,
         Plan::Detach => detach(ctx, draft, decoded).await,
         Plan::ClearReboot => {
             draft.remove_annotations.push(REBOOT_PREFIX);
@@ -81,16 +82,30 @@ pub(super) async fn run(
     }
 }
 
+/// Whether `plan` has a host in a busy state whose node rests (its slot given up,
+/// `Capacity::rest`) ask Ironic for work: it takes a slot again first.
+fn resumes(ctx: IronicSide<'_>, draft: &Draft, decoded: &Decoded, plan: &Plan) -> bool {
+    let Plan::Act { act, .. } = plan else { return false };
+    is_busy(draft.status.provisioning.state)
+        && actions::stops_before_ironic(&decoded.request, *act).is_none()
+        && ctx.hosts.capacity.is_resting(&draft.key)
+}
+
+/// Waits for a provisioning slot, `before` what (said once, in the Event that it waits).
+fn delay(ctx: IronicSide<'_>, draft: &mut Draft, before: &str) -> Next {
+    if !draft.was_delayed() {
+        draft.notices.normal("Delayed", format!("waiting for a provisioning slot {before}"));
+    }
+    draft.delayed = true;
+    // Woken when a slot frees up; the requeue is a safety net.
+    Next::Requeue(Action::requeue(spread(DELAYED_RECHECK.min(ctx.config.resync_interval))))
+}
+
 /// Moves the draft to `to`, once a busy state has a provisioning slot.
 fn transition(ctx: IronicSide<'_>, draft: &mut Draft, to: ProvisioningState, now: Timestamp) -> Next {
     let from = draft.status.provisioning.state;
     if is_busy(to) && !is_busy(from) && !ctx.hosts.capacity.try_acquire(&draft.key) {
-        if !draft.was_delayed() {
-            draft.notices.normal("Delayed", format!("waiting for a provisioning slot before {}", to.as_str()));
-        }
-        draft.delayed = true;
-        // Woken when a slot frees up; the requeue is a safety net.
-        return Next::Requeue(Action::requeue(spread(DELAYED_RECHECK.min(ctx.config.resync_interval))));
+        return delay(ctx, draft, &format!("before {}", to.as_str()));
     }
     status::apply_transition(&mut draft.status, &draft.host, to, now);
     if is_busy(from) && !is_busy(to) {
@@ -163,12 +178,14 @@ fn learn(draft: &mut Draft, request: &Request, learned: Learned, now: Timestamp)
     }
 }
 
+/// Carries out `act`; `resuming`: the host rests in a busy state and takes a slot again first.
 async fn run_act(
     ctx: IronicSide<'_>,
     draft: &mut Draft,
     decoded: &Decoded,
     act: Act,
     retry: bool,
+    resuming: bool,
 ) -> Result<Next, error::Error> {
     let client = match ctx.provisioner.client().await {
         Ok(client) => client,
@@ -191,6 +208,9 @@ async fn run_act(
             return Ok(fail(ctx, draft, error, why.clone()));
         }
         _ => {}
+    }
+    if resuming && !ctx.hosts.capacity.resume(&draft.key) {
+        return Ok(delay(ctx, draft, "before asking Ironic again"));
     }
     let report = match actions::run(&client, &decoded.request, act).await {
         Ok(report) => report,

@@ -207,6 +207,19 @@ impl Poller {
         Some((uuid.to_owned(), at.map(str::to_owned)))
     }
 
+    /// Of `hosts`, those the last poll shows resting ([`Snapshot::rests`]): their provisioning
+    /// slots are free for others while they rest. None before a full list covered every
+    /// namespace watched, and never a host waiting for a look after its last call, which that
+    /// poll may predate.
+    pub(super) fn resting<'a>(&self, hosts: impl IntoIterator<Item = &'a HostKey>) -> HashSet<HostKey> {
+        let state = self.lock();
+        // Until a full list covered every namespace watched, a node missing may be unlisted.
+        let Some(snapshot) = state.nodes.as_ref().filter(|_| state.scopes_listed == self.wakeups.scopes()) else {
+            return HashSet::new();
+        };
+        hosts.into_iter().filter(|key| !state.pending.contains_key(*key) && snapshot.rests(key)).cloned().collect()
+    }
+
     /// Records that `host` just called Ironic and waits for `look`: it is woken once such a
     /// poll, started after the call, has completed; meanwhile polling speeds up.
     pub(super) fn expect(&self, host: &HostKey, look: Look) {
@@ -366,6 +379,30 @@ mod tests {
         assert_eq!(poller.view(&key), NodeView::Missing);
         poller.lock().nodes = Some(snapshot(&[node("ns~a", "active")]));
         assert!(matches!(poller.view(&key), NodeView::Present(n) if n.uuid == "uuid-ns~a"));
+    }
+
+    #[test]
+    fn hosts_rest_when_their_node_is_gone_in_enroll_or_failed_and_not_while_they_wait_for_a_look() {
+        let poller = poller();
+        let keys: Vec<HostKey> = ["gone", "enroll", "failed", "deploying", "available", "called"]
+            .iter()
+            .map(|name| HostKey::new("ns", *name))
+            .collect();
+        assert!(poller.resting(&keys).is_empty(), "nothing is known before the first poll");
+        poller.lock().nodes = Some(snapshot(&[
+            node("ns~enroll", "enroll"),
+            moving("ns~failed", "deploy failed", "active"),
+            moving("ns~deploying", "deploying", "active"),
+            node("ns~available", "available"),
+            node("ns~called", "clean failed"),
+        ]));
+        poller.expect(&keys[5], Look::Changes);
+        let _scope = poller.wakeups.subscribe(Some("ns".into()));
+        assert!(poller.resting(&keys).is_empty(), "no full list of the namespace yet: a node missing may be unlisted");
+        poller.lock().scopes_listed = 1;
+        let resting = poller.resting(&keys);
+        let names: std::collections::BTreeSet<&str> = resting.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["enroll", "failed", "gone"].into_iter().collect());
     }
 
     #[test]

@@ -102,6 +102,20 @@ impl Snapshot {
         self.nodes.get(host)
     }
 
+    /// Whether `host` holds Ironic to no work a provisioning slot stands for: its node is gone,
+    /// back in `enroll`, or resting in a failure state (whatever target it keeps), with no
+    /// power change under way. A host Ironic works for, or one about to ask (its node
+    /// `manageable`, `available` or `active`), never rests.
+    pub(super) fn rests(&self, host: &HostKey) -> bool {
+        self.nodes.get(host).is_none_or(|node| {
+            let resting_state = node
+                .provision_state
+                .as_ref()
+                .is_some_and(|state| *state == ProvisionState::Enroll || state.is_failure());
+            resting_state && !node.is_busy()
+        })
+    }
+
     /// Whether any node is in the middle of a transition.
     pub(super) fn any_busy(&self) -> bool {
         self.nodes.values().any(NodeStatusSummary::is_busy)

@@ -20,4 +20,5 @@ mod preprov;
 mod scale;
 mod shard_terms;
 mod shards;
+mod slots;
 mod subscription;

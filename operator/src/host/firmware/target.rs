@@ -74,6 +74,14 @@ pub(crate) fn read_mark<S: serde::Serialize>(
     (seen == node).then_some(ReadMark { node: seen, moved: refreshed, object: identity, status })
 }
 
+/// The node of the host `key`: the one named for it (`<namespace>~<name>`), as the poller saw
+/// it (`seen`, its UUID) or else by that name, which Ironic takes wherever it takes a UUID.
+/// Never the status's ID: anyone who may annotate a host can set it (the status annotation
+/// restores it), and it could name another namespace's node.
+fn node_of(key: &HostKey, seen: Option<String>) -> String {
+    seen.unwrap_or_else(|| key.node_name())
+}
+
 /// The host named `name` in `namespace`, when it is registered and not detached.
 pub(crate) async fn target(hosts: &HostContext, namespace: &str, name: &str) -> Result<Target, KubeError> {
     let api: Api<BareMetalHost> = Api::namespaced(hosts.kube.clone(), namespace);
@@ -84,12 +92,26 @@ pub(crate) async fn target(hosts: &HostContext, namespace: &str, name: &str) -> 
     if host.annotations().contains_key(DETACHED) {
         return unread("Detached", "the host is detached from Ironic".into(), STEADY);
     }
-    let node = host.status.as_ref().map(|s| s.provisioning.id.clone()).unwrap_or_default();
-    if node.is_empty() {
+    let registered = host.status.as_ref().is_some_and(|s| !s.provisioning.id.is_empty());
+    if !registered {
         return unread("NotRegistered", "the host has no Ironic node yet".into(), NOT_READY);
     }
+    let key = HostKey::new(namespace, name);
+    let node = node_of(&key, hosts.poller.firmware_refreshed(&key).map(|(uuid, _)| uuid));
     match hosts.provisioner.client().await {
         Ok(client) => Ok(Target::Node { host: Box::new(host), node, client }),
         Err(err) => Ok(Target::Unread(unavailable(err.to_string()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_node_read_is_the_one_named_for_the_host_never_one_a_status_names() {
+        let key = HostKey::new("tenant-a", "h");
+        assert_eq!(node_of(&key, None), "tenant-a~h", "by name until the poller has seen it");
+        assert_eq!(node_of(&key, Some("uuid-of-tenant-a~h".into())), "uuid-of-tenant-a~h");
     }
 }
