@@ -386,13 +386,19 @@ fn a_new_nodeset_claims_one_free_machine_per_host() {
     assert!(plan.jobs.is_empty(), "nothing runs before the machines do");
 }
 
+/// `host`, claimed but free: no image, no record, `available`.
+fn freed(host: &BareMetalHost) -> BareMetalHost {
+    let mut free = host.clone();
+    free.spec.image = None;
+    free.metadata.annotations = None;
+    free.status.as_mut().expect("status").provisioning.state = ProvisioningState::Available;
+    free
+}
+
 #[test]
 fn a_claimed_free_machine_is_provisioned_with_the_template() {
     let hosts = provisioned(&spec());
-    let mut fresh = (*hosts[0]).clone();
-    fresh.spec.image = None;
-    fresh.metadata.annotations = None;
-    fresh.status.as_mut().expect("status").provisioning.state = ProvisioningState::Available;
+    let fresh = freed(&hosts[0]);
     let mut n = nodeset(&spec());
     n.status = Some(status(&spec(), &hosts));
     let plan =
@@ -526,14 +532,20 @@ fn a_recreated_pre_provisioned_nodeset_reads_what_ran_from_its_record_and_reruns
     assert!(rolled.rollout.batches.iter().all(|b| b.service == "configure-network"));
 }
 
-#[test]
-fn deprovisioning_more_hosts_than_max_unavailable_at_once_waits_for_a_confirmation() {
-    let hosts = provisioned(&spec());
+/// The NodeSet of `hosts` under Deprovision, its `nodes` emptied in one edit.
+fn emptied_under_deprovision(hosts: &[Arc<BareMetalHost>]) -> NodeSet {
     let mut n = nodeset(&edited(|s| {
         s["deletionPolicy"] = json!("Deprovision");
         s["nodes"] = json!({});
     }));
-    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..status(&spec(), &hosts) });
+    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..status(&spec(), hosts) });
+    n
+}
+
+#[test]
+fn deprovisioning_more_hosts_than_max_unavailable_at_once_waits_for_a_confirmation() {
+    let hosts = provisioned(&spec());
+    let mut n = emptied_under_deprovision(&hosts);
     let emptied = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     assert!(emptied.writes.iter().all(|w| !w.clears_image()), "an emptied nodes deprovisions nothing by itself");
     assert_eq!(emptied.held(), ["compute-0", "compute-1", "compute-2"]);
@@ -554,11 +566,7 @@ fn deprovisioning_more_hosts_than_max_unavailable_at_once_waits_for_a_confirmati
 #[test]
 fn a_confirmation_that_let_hosts_go_is_spent_and_holds_the_next_mass_removal() {
     let hosts = provisioned(&spec());
-    let mut n = nodeset(&edited(|s| {
-        s["deletionPolicy"] = json!("Deprovision");
-        s["nodes"] = json!({});
-    }));
-    n.status = Some(NodeSetStatus { deletion_policy: Some(DeletionPolicy::Deprovision), ..status(&spec(), &hosts) });
+    let mut n = emptied_under_deprovision(&hosts);
     n.annotations_mut().insert("ferrometal.io/confirm-deprovision".into(), "all".into());
     let planned = plan(&n, &facts(hosts.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     assert_eq!(planned.writes.iter().filter(|w| w.clears_image()).count(), 3, "a planned scale-in, confirmed");

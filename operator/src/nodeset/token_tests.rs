@@ -34,25 +34,34 @@ fn decision<'a>(plan: &'a Plan, hostname: &str) -> &'a Decision {
     decision
 }
 
+/// compute-0's machine freed, the spec asking `wanted` where status recorded `recorded`: the
+/// NodeSet, the free machine, the first plan and its provisioning write.
+fn provisioning(
+    hosts: &[Arc<BareMetalHost>],
+    recorded: &str,
+    wanted: &str,
+) -> (NodeSet, BareMetalHost, Plan, HostWrite) {
+    let free = freed(&hosts[0]);
+    let mut n = nodeset(&with_token(&spec(), "compute-0", wanted));
+    n.status = Some(recording(hosts, "compute-0", recorded));
+    let machines = facts(vec![Arc::new(free.clone()), hosts[1].clone(), hosts[2].clone()]);
+    let first = plan(&n, &machines, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    let write = first.writes.iter().find(|w| w.purpose == Purpose::Provision).expect("a provision write").clone();
+    (n, free, first, write)
+}
+
 #[test]
 fn a_provisioning_whose_status_write_was_lost_is_not_taken_for_a_reprovision_request() {
     // compute-0's token went from t1 to t2 while its machine was free (a new machine for it, or
     // one still being brought up): the provisioning lands, the status write after it does not.
     let hosts = provisioned(&spec());
-    let mut free = (*hosts[0]).clone();
-    free.spec.image = None;
-    free.metadata.annotations = None;
-    free.status.as_mut().expect("status").provisioning.state = ProvisioningState::Available;
-    let mut n = nodeset(&with_token(&spec(), "compute-0", "t2"));
-    n.status = Some(recording(&hosts, "compute-0", "t1"));
-    let machines = |first: BareMetalHost| facts(vec![Arc::new(first), hosts[1].clone(), hosts[2].clone()]);
-    let first = plan(&n, &machines(free.clone()), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    let (n, free, first, write) = provisioning(&hosts, "t1", "t2");
     assert_eq!(decision(&first, "compute-0").action, Action::Provision { token: Some("t2".into()) });
-    let write = first.writes.iter().find(|w| w.purpose == Purpose::Provision).expect("a provision write");
-    let mut provisioning = landed(&free, write);
-    provisioning.status.as_mut().expect("status").provisioning.state = ProvisioningState::Provisioning;
+    let mut underway = landed(&free, &write);
+    underway.status.as_mut().expect("status").provisioning.state = ProvisioningState::Provisioning;
     // The next reconcile reads the same status (t1): the machine says it answered t2.
-    let next = plan(&n, &machines(provisioning), &Findings::default(), DEFAULT_JOB_HISTORY, &now());
+    let machines = facts(vec![Arc::new(underway), hosts[1].clone(), hosts[2].clone()]);
+    let next = plan(&n, &machines, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
     assert!(next.writes.iter().all(|w| !w.clears_image()), "{:?}", purposes(&next));
     assert_eq!(decision(&next, "compute-0").action, Action::Keep);
     assert_eq!(decision(&next, "compute-0").message, None, "nothing to say of a token it was provisioned for");
@@ -83,16 +92,8 @@ fn an_undo_to_a_token_only_recorded_on_first_sight_does_not_reprovision_again() 
 #[test]
 fn a_provisioning_records_its_token_on_the_machine_and_begins_no_other_epoch() {
     let hosts = provisioned(&spec());
-    let mut free = (*hosts[0]).clone();
-    free.spec.image = None;
-    free.metadata.annotations = None;
-    free.status.as_mut().expect("status").provisioning.state = ProvisioningState::Available;
-    let mut n = nodeset(&with_token(&spec(), "compute-0", "t1"));
-    n.status = Some(recording(&hosts, "compute-0", "t1"));
-    let machines = facts(vec![Arc::new(free.clone()), hosts[1].clone(), hosts[2].clone()]);
-    let plan = plan(&n, &machines, &Findings::default(), DEFAULT_JOB_HISTORY, &now());
-    let write = plan.writes.iter().find(|w| w.purpose == Purpose::Provision).expect("a provision write");
-    let provisioned = landed(&free, write);
+    let (_, free, plan, write) = provisioning(&hosts, "t1", "t1");
+    let provisioned = landed(&free, &write);
     assert_eq!(provisioned.annotations().get(PROVISIONED_TOKEN_ANNOTATION).map(String::as_str), Some("t1"));
     assert!(!provisioned.annotations().contains_key(REPROVISION_TOKEN_ANNOTATION), "no reprovision was acted on");
     assert_eq!(decision(&plan, "compute-0").epoch, crate::nodeset::machine::epoch(&provisioned, None));
