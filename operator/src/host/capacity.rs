@@ -274,18 +274,14 @@ impl Capacity {
         self.wake(&waiting);
     }
 
-    /// The hosts that may hold a slot: those this process moved into a busy state and those
-    /// the caches show busy. The poller says which of them rest ([`Capacity::rest`]).
-    pub(super) fn counted(&self) -> HashSet<HostKey> {
-        let mut counted: HashSet<HostKey> = self.cached_busy().into_iter().collect();
-        counted.extend(self.slots.lock().unwrap_or_else(|e| e.into_inner()).held.iter().cloned());
-        counted
-    }
-
-    /// Records the hosts that rest now (of [`Capacity::counted`]), and wakes waiting hosts for
-    /// the slots that frees.
-    pub(super) fn rest(&self, resting: HashSet<HostKey>) {
+    /// Records the hosts that rest now, `resting_of` the hosts that may hold a slot (those this
+    /// process moved into a busy state and those the caches show busy; the poller says which
+    /// rest), and wakes waiting hosts for the slots that frees.
+    pub(super) fn rest(&self, resting_of: impl FnOnce(&HashSet<HostKey>) -> HashSet<HostKey>) {
         let busy = self.cached_busy();
+        let mut counted: HashSet<HostKey> = busy.iter().cloned().collect();
+        counted.extend(self.slots.lock().unwrap_or_else(|e| e.into_inner()).held.iter().cloned());
+        let resting = resting_of(&counted);
         let waiting = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
@@ -403,8 +399,10 @@ mod tests {
         capacity.add_scope(store, index);
         let (a, other) = (HostKey::new("ns", "a"), HostKey::new("other", "b"));
         assert!(!capacity.try_acquire(&other), "counted from the cache");
-        assert_eq!(capacity.counted(), HashSet::from([a.clone()]));
-        capacity.rest(HashSet::from([a.clone()]));
+        capacity.rest(|counted| {
+            assert_eq!(*counted, HashSet::from([a.clone()]), "the poller judges the hosts that may hold a slot");
+            counted.clone()
+        });
         assert_eq!(woken.next().await.map(|r| r.name), Some("b".to_string()), "woken for the slot freed");
         assert!(capacity.try_acquire(&other));
         assert!(!capacity.resume(&a), "asking Ironic again takes a slot, and none is free");
@@ -414,7 +412,7 @@ mod tests {
         assert!(!capacity.try_acquire(&HostKey::new("other", "c")), "the slot is promised to a, resting or not");
         assert!(capacity.resume(&a));
         assert!(!capacity.is_resting(&a) && !capacity.try_acquire(&other), "a holds the slot again");
-        capacity.rest(HashSet::from([a.clone()]));
+        capacity.rest(|_| HashSet::from([a.clone()]));
         assert!(!capacity.is_resting(&a), "a poll that may predate its call does not judge it");
     }
 

@@ -89,8 +89,7 @@ pub(crate) async fn run(ctx: Arc<Context>, config: Config, shutdown: Cancellatio
                 if succeeded {
                     poller_ctx.ironic_metrics.polled();
                     // Slots held by hosts whose node rests are free for others until they ask again.
-                    let capacity = &poller_ctx.capacity;
-                    capacity.rest(poller_ctx.poller.resting(&capacity.counted()));
+                    poller_ctx.capacity.rest(|counted| poller_ctx.poller.resting(counted));
                 }
             })
             .await;
