@@ -2,8 +2,8 @@
 # Installs everything the tests and the lab need, idempotently:
 #   - Debian packages (etcd, MariaDB, ...)
 #   - Kubernetes built from the Go module proxy with the Go in /usr/local/go, cached per version:
-#     the newest release (control plane, kubelet, kube-proxy, kubectl) and the control plane
-#     and kubectl of the oldest release ferrometal supports (build-kubernetes.sh oldest)
+#     the newest release (control plane, kubelet, kube-proxy, kubectl) and the kube-apiserver
+#     of the oldest release ferrometal supports (build-kubernetes.sh oldest)
 #   - the Python virtualenvs with Ironic and sushy-tools, cached: the newest Ironic we test,
 #     and the oldest release the operator offers (FERROMETAL_IRONIC=oldest)
 #   - the real test node's packages and images (install-node.sh) and CoreDNS (build-coredns.sh)

@@ -13,7 +13,7 @@ use crate::pki::{Authority, loopback};
 use crate::process::ManagedProcess;
 use crate::workdir::WorkDir;
 use crate::{env, ports, wait};
-use anyhow::Context;
+use anyhow::{Context, bail};
 use base64::Engine;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -31,6 +31,8 @@ use std::time::Duration;
 pub struct ControlPlaneConfig {
     /// Run kube-controller-manager and kube-scheduler (default). Without them, nothing creates
     /// pods for workloads, nothing is garbage-collected and only the pod simulator binds pods.
+    /// The oldest release (`FERROMETAL_KUBERNETES=oldest`) is built as its kube-apiserver alone,
+    /// so only a control plane without them runs against it.
     pub controller_manager: bool,
     /// Start a real node ([`crate::node::RealNode`]: containerd, kubelet, kube-proxy, CoreDNS)
     /// once the control plane is up. Off by default: one node runs per machine at a time, so
@@ -80,6 +82,9 @@ impl ControlPlane {
 
     pub async fn start_with(config: ControlPlaneConfig) -> crate::Result<Self> {
         crate::init();
+        if config.controller_manager && env::kubernetes_release()? == "oldest" {
+            bail!("the oldest Kubernetes release is built as kube-apiserver alone: start this control plane without the controller manager");
+        }
         let dir = WorkDir::new("control-plane")?;
 
         // etcd keeps its data in memory-backed storage when it can: the

@@ -17,7 +17,7 @@ fn api_resource(kind: &str) -> ApiResource {
 
 #[tokio::test]
 async fn every_crd_installs_and_every_sample_round_trips_without_pruning() -> anyhow::Result<()> {
-    let mut env = Env::start("api").await?;
+    let mut env = Env::start_api_only("api").await?;
     let mut config = env.operator_config();
     env.with_webhooks(&mut config)?;
     let _operator = env.start_operator(config).await?;
@@ -65,7 +65,7 @@ async fn every_crd_installs_and_every_sample_round_trips_without_pruning() -> an
 /// it, and the typed client reads it back.
 #[tokio::test]
 async fn an_ironic_without_a_spec_is_accepted_and_reads_back_with_an_empty_spec() -> anyhow::Result<()> {
-    let env = Env::start("api-empty-spec").await?;
+    let env = Env::start_api_only("api-empty-spec").await?;
     let mut config = env.operator_config();
     env.with_webhooks(&mut config)?;
     let _operator = env.start_operator(config).await?;
@@ -125,7 +125,7 @@ fn assert_kept(sent: &Value, stored: &Value, path: &str) {
 async fn an_event_said_again_is_one_event_with_a_series_and_another_reason_another() -> anyhow::Result<()> {
     use k8s_openapi::api::events::v1::Event;
     use operator::testing::kit::{Notice, Publisher};
-    let env = Env::start("events").await?;
+    let env = Env::start_api_only("events").await?;
     let object = event_subject(&env).await?;
     let publisher = Publisher::new(env.client(), "ferrometal-test", "replica-0");
     for _ in 0..2 {
@@ -163,7 +163,7 @@ async fn an_event_said_again_is_one_event_with_a_series_and_another_reason_anoth
 async fn a_notice_said_eight_times_at_once_is_one_event_counting_eight() -> anyhow::Result<()> {
     use k8s_openapi::api::events::v1::Event;
     use operator::testing::kit::{Notice, Publisher};
-    let env = Env::start("events-at-once").await?;
+    let env = Env::start_api_only("events-at-once").await?;
     let object = event_subject(&env).await?;
     let publisher = Publisher::new(env.client(), "ferrometal-test", "replica-0");
     let notice = Notice::warning("Failed", "no BMC");

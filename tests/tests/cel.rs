@@ -259,7 +259,7 @@ where
 
 #[tokio::test]
 async fn the_apiserver_itself_refuses_what_each_rule_forbids_without_any_webhook() -> anyhow::Result<()> {
-    let env = Env::start("cel").await?;
+    let env = Env::start_api_only("cel").await?;
     let client = env.client();
     for case in cases() {
         let refused = match case.kind {

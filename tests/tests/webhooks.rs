@@ -29,7 +29,7 @@ fn denial(result: Result<impl std::fmt::Debug, kube::Error>) -> String {
 
 #[tokio::test]
 async fn the_webhooks_reject_invalid_objects_with_the_field_path() -> anyhow::Result<()> {
-    let env = Env::start("webhooks").await?;
+    let env = Env::start_api_only("webhooks").await?;
     let mut config = env.operator_config();
     env.with_webhooks(&mut config)?;
     let _operator = env.start_operator(config).await?;
@@ -149,7 +149,7 @@ fn service(name: &str, image: &str, account: Option<&str>) -> serde_json::Value 
 async fn a_service_is_admitted_only_from_someone_who_may_create_jobs_and_never_as_the_operators_account()
 -> anyhow::Result<()> {
     use crds::nodesetservice::{NodeSetService, ReservedAccount};
-    let env = Env::start("webhook-service-author").await?;
+    let env = Env::start_api_only("webhook-service-author").await?;
     let mut config = env.operator_config();
     env.with_webhooks(&mut config)?;
     config.reserved_account = Some(ReservedAccount { namespace: env.ns.clone(), name: "ferrometal".into() });

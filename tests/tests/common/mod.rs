@@ -5,7 +5,7 @@
 //! needs live in that file.
 #![allow(dead_code)]
 
-use ferrometal_tests::{ControlPlane, PodSimulator};
+use ferrometal_tests::{ControlPlane, ControlPlaneConfig, PodSimulator};
 use operator::{Operator, OperatorConfig};
 use std::time::Duration;
 
@@ -19,7 +19,18 @@ pub struct Env {
 
 impl Env {
     pub async fn start(prefix: &str) -> anyhow::Result<Self> {
-        let mut cp = ControlPlane::start().await?;
+        Self::start_with(prefix, ControlPlaneConfig::default()).await
+    }
+
+    /// Without kube-controller-manager and kube-scheduler: for the tests of the API alone (CRD
+    /// install, CEL rules, webhooks, events), which also run against the oldest Kubernetes
+    /// release, built as its kube-apiserver alone (`scripts/build-kubernetes.sh oldest`).
+    pub async fn start_api_only(prefix: &str) -> anyhow::Result<Self> {
+        Self::start_with(prefix, ControlPlaneConfig { controller_manager: false, ..ControlPlaneConfig::default() }).await
+    }
+
+    async fn start_with(prefix: &str, config: ControlPlaneConfig) -> anyhow::Result<Self> {
+        let mut cp = ControlPlane::start_with(config).await?;
         cp.install_crds(&crds::all_crds()).await?;
         let sim = PodSimulator::start(cp.client()).await?;
         let ns = cp.namespace(prefix).await?;
