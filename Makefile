@@ -21,8 +21,9 @@ help:
 install:
 	scripts/install.sh
 
-build: install
-	$(CARGO) build --workspace --all-targets --locked
+# install.sh and the workspace's compile side by side (scripts/build.sh says why).
+build:
+	CARGO="$(CARGO)" scripts/build.sh
 
 # The servers' logs of the previous run (kept for failed tests) go first, with whatever a killed
 # run left running or mounted there (scripts/clean-tests.sh).

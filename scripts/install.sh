@@ -13,6 +13,15 @@
 source "$(dirname "$0")/lib.sh"
 here="$(dirname "$0")"
 "$here/install-packages.sh"
+# The test runner; a pinned release, compiled once (minutes) when the machine has none, beside
+# every step below and at a lower priority than the Kubernetes builds.
+NEXTEST_VERSION=0.9.143
+nextest_log="$CACHE/nextest-install.log" nextest_pid=
+if ! command -v cargo-nextest >/dev/null 2>&1 && ! cargo nextest --version >/dev/null 2>&1; then
+  log "installing cargo-nextest $NEXTEST_VERSION (logged to $nextest_log)"
+  nice -n 10 cargo install --locked cargo-nextest --version "$NEXTEST_VERSION" >"$nextest_log" 2>&1 &
+  nextest_pid=$!
+fi
 # The node's Debian images (debootstrap and pip: mostly the network and the disk) are built
 # beside Kubernetes (the compiler: the CPU), which saves a fresh machine several minutes. The
 # packages they need come first, so that only install-node.sh, later, runs apt.
@@ -51,10 +60,9 @@ if [ "$go_builds" -ne 0 ]; then
   exit 1
 fi
 cat "$cert_manager_log" "$olm_log" >&2
-# The test runner; a pinned release, built once (a few minutes) when the machine has none.
-NEXTEST_VERSION=0.9.143
-command -v cargo-nextest >/dev/null 2>&1 || cargo nextest --version >/dev/null 2>&1 || {
-  log "installing cargo-nextest $NEXTEST_VERSION"
-  cargo install --locked cargo-nextest --version "$NEXTEST_VERSION"
-}
+if [ -n "$nextest_pid" ] && ! wait "$nextest_pid"; then
+  tail -n 40 "$nextest_log" >&2
+  log "installing cargo-nextest failed (its log: $nextest_log)"
+  exit 1
+fi
 log "test environment ready (cache: $CACHE)"
