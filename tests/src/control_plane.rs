@@ -83,7 +83,9 @@ impl ControlPlane {
     pub async fn start_with(config: ControlPlaneConfig) -> crate::Result<Self> {
         crate::init();
         if config.controller_manager && env::kubernetes_release()? == "oldest" {
-            bail!("the oldest Kubernetes release is built as kube-apiserver alone: start this control plane without the controller manager");
+            bail!(
+                "the oldest Kubernetes release is built as kube-apiserver alone: start this control plane without the controller manager"
+            );
         }
         let dir = WorkDir::new("control-plane")?;
 

@@ -26,7 +26,8 @@ impl Env {
     /// install, CEL rules, webhooks, events), which also run against the oldest Kubernetes
     /// release, built as its kube-apiserver alone (`scripts/build-kubernetes.sh oldest`).
     pub async fn start_api_only(prefix: &str) -> anyhow::Result<Self> {
-        Self::start_with(prefix, ControlPlaneConfig { controller_manager: false, ..ControlPlaneConfig::default() }).await
+        Self::start_with(prefix, ControlPlaneConfig { controller_manager: false, ..ControlPlaneConfig::default() })
+            .await
     }
 
     async fn start_with(prefix: &str, config: ControlPlaneConfig) -> anyhow::Result<Self> {
