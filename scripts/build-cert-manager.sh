@@ -56,7 +56,7 @@ log "building cert-manager's controller, cainjector and webhook $VERSION with $G
 start=$SECONDS
 # The version cert-manager's own build stamps (its user agents and version output carry it).
 ldflags="-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$VERSION"
-build() { nice -n 19 "$GO" build -p "${FERROMETAL_GO_JOBS:-1}" -trimpath -ldflags "$ldflags" -o "$@"; }
+build() { nice -n 19 "$GO" build -p "${FERROMETAL_GO_JOBS:-2}" -trimpath -ldflags "$ldflags" -o "$@"; }
 { "$GO" mod tidy && build "$OUT/controller.partial" . && build "$OUT/cainjector.partial" ./cainjector &&
   (cd "$MODULE" && build "$OUT/webhook.partial" ./cmd-ferrometal-webhook); } \
   >build.log 2>&1 || { tail -n 40 build.log; exit 1; }

@@ -52,6 +52,8 @@ have_all() {
 }
 # The Kubernetes 1.20 that earlier recipes built from Debian's source package: nothing uses it.
 rm -rf "$CACHE/kubernetes/bin" "$CACHE/kubernetes/src" "$CACHE/kubernetes/build" "$CACHE"/kubernetes/build-*.log
+# The logs of the builds one per binary, before they were one build.
+rm -f "$CACHE"/kubernetes/v*/build-*.log
 if have_all; then link; log "kubernetes $VERSION cached in $BIN"; exit 0; fi
 
 mkdir -p "$DIR/module"
@@ -70,8 +72,9 @@ if [ "$(printf '%s\n%s\n' "$need" "${GOVERSION#go}" | sort -V | head -n1)" != "$
   exit 1
 fi
 
-# Binaries of another recipe go; the recipe is recorded before the first build, so binaries
-# already built are kept and only the missing ones are built next time.
+# Binaries of another recipe go; the recipe is recorded before the first build, so the
+# binaries of a finished build are kept and only the missing ones are built next time (an
+# interrupted build keeps none of its own: Go's build cache keeps its compiled packages).
 if [ "$(cat "$DIR/.recipe" 2>/dev/null)" != "$WANT" ]; then
   rm -rf "$BIN"
   echo "$WANT" >"$DIR/.recipe"

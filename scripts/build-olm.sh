@@ -66,7 +66,7 @@ log "building OLM $VERSION, opm $REGISTRY_VERSION, crane $GGCR_VERSION and grpc_
 start=$SECONDS
 # opm's upstream tags: json1 (sqlite's, unused without cgo: the file-based catalog commands
 # need no sqlite) and containers_image_openpgp (signature checks without gpgme's C library).
-nice -n 19 "$GO" build -p "${FERROMETAL_GO_JOBS:-1}" -trimpath -ldflags "-s -w" \
+nice -n 19 "$GO" build -p "${FERROMETAL_GO_JOBS:-2}" -trimpath -ldflags "-s -w" \
   -tags "json1 containers_image_openpgp" -o "$DIR/out/" \
   "$olm/cmd/olm" "$olm/cmd/catalog" "$olm/util/cpb" \
   github.com/operator-framework/operator-registry/cmd/opm \

@@ -19,7 +19,7 @@ NEXTEST_VERSION=0.9.143
 nextest_log="$CACHE/nextest-install.log" nextest_pid=
 if ! command -v cargo-nextest >/dev/null 2>&1 && ! cargo nextest --version >/dev/null 2>&1; then
   log "installing cargo-nextest $NEXTEST_VERSION (logged to $nextest_log)"
-  nice -n 10 cargo install --locked cargo-nextest --version "$NEXTEST_VERSION" >"$nextest_log" 2>&1 &
+  background nice -n 10 cargo install --locked cargo-nextest --version "$NEXTEST_VERSION" >"$nextest_log" 2>&1
   nextest_pid=$!
 fi
 # The node's Debian images (debootstrap and pip: mostly the network and the disk) are built
@@ -28,7 +28,7 @@ fi
 apt_install debootstrap libcap2-bin
 mkdir -p "$CACHE"
 images_log="$CACHE/debian-images.log"
-"$here/node/debian-images.sh" >"$images_log" 2>&1 &
+background "$here/node/debian-images.sh" >"$images_log" 2>&1
 images_pid=$!
 "$here/build-kubernetes.sh"
 "$here/build-kubernetes.sh" oldest
@@ -37,7 +37,8 @@ images_pid=$!
 # below; one after the other, each with its own log.
 cert_manager_log="$CACHE/cert-manager-build.log"
 olm_log="$CACHE/olm-build.log"
-{ "$here/build-cert-manager.sh" >"$cert_manager_log" 2>&1 || exit 1; "$here/build-olm.sh" >"$olm_log" 2>&1 || exit 2; } &
+background bash -c '"$1" >"$2" 2>&1 || exit 1; "$3" >"$4" 2>&1 || exit 2' go-builds \
+  "$here/build-cert-manager.sh" "$cert_manager_log" "$here/build-olm.sh" "$olm_log"
 go_builds_pid=$!
 "$here/python-venv.sh"
 "$here/python-venv.sh" oldest

@@ -6,6 +6,25 @@ mkdir -p "$CACHE"
 
 log() { printf '[ferrometal] %s\n' "$*" >&2; }
 
+# Work a script runs beside its own, which must not outlive it: each started in its own
+# process group (`$!` names it), and every group still there killed whole when the script
+# exits, whether it failed or was interrupted (a background job of a script ignores Ctrl-C).
+# The traps are set by the first `background`, so a script that starts none keeps its own.
+BACKGROUND=()
+background() {
+  if [ "${#BACKGROUND[@]}" -eq 0 ]; then
+    trap stop_background EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+  fi
+  setsid "$@" &
+  BACKGROUND+=("$!")
+}
+stop_background() {
+  local pid
+  for pid in "${BACKGROUND[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+
 # Run a command as root: directly when we are root, through sudo otherwise.
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then

@@ -24,7 +24,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::ObjectMeta;
 use sha1::Sha1;
-use sha2::Sha256;
 
 /// The maintenance account: the operator's checks and the backup Job.
 pub const MAINTENANCE_USER: &str = "ferrometal-maintenance";
@@ -89,8 +88,7 @@ pub fn password_hash(password: &Password) -> String {
 
 /// A digest of the password hash for the pod template: a new password restarts the server.
 pub(crate) fn digest(hash: &str) -> String {
-    use sha2::Digest as _;
-    hex::encode(&Sha256::digest(hash.as_bytes())[..16])
+    crate::kit::digest::short(hash.as_bytes(), 16)
 }
 
 fn account(user: &str) -> String {

@@ -17,7 +17,7 @@
 //!   operator's own apply of a firmware object's spec);
 //! - [`fresh`]: the newer of a cached object and what the controller's own write returned;
 //! - [`content`], [`names`], [`pod`]: Secret and ConfigMap content, labels and bounded names,
-//!   pod parts.
+//!   pod parts; [`digest`]: short digests and bounded lists of them.
 //!
 //! Dependencies point one way: controllers → this kit → `crds` and `ironic-client`.
 
@@ -26,6 +26,7 @@ pub(crate) mod cache;
 pub(crate) mod condition;
 pub(crate) mod content;
 pub(crate) mod context;
+pub(crate) mod digest;
 pub(crate) mod discovery;
 pub(crate) mod error;
 pub(crate) mod events;

@@ -13,9 +13,9 @@
 //! months later, the very mass removal the guard is for (a GitOps prune, a deleted namespace).
 
 use super::rollout::max_unavailable;
+use crate::kit::digest;
 use crds::nodeset::NodeSet;
 use kube::ResourceExt;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
 /// The annotation that confirms deprovisioning more than `maxUnavailable` hosts at once.
@@ -35,14 +35,14 @@ pub(super) struct Verdict {
 }
 
 /// The digest a confirmation is remembered by once spent.
-fn digest(confirmation: &str) -> String {
-    hex::encode(&Sha256::digest(confirmation.as_bytes())[..8])
+fn confirmation_digest(confirmation: &str) -> String {
+    digest::short(confirmation.as_bytes(), 8)
 }
 
 /// The NodeSet's confirmation, unless empty or spent on an earlier removal.
 fn live_confirmation(nodeset: &NodeSet) -> Option<(&str, String)> {
     let value = nodeset.annotations().get(CONFIRM_ANNOTATION).map(String::as_str).filter(|v| !v.trim().is_empty())?;
-    let digest = digest(value);
+    let digest = confirmation_digest(value);
     let spent = nodeset.status.as_ref().and_then(|s| s.spent_deprovision_confirmations.as_ref());
     (!spent.is_some_and(|spent| spent.contains(&digest))).then_some((value, digest))
 }
@@ -69,14 +69,9 @@ pub(super) fn held(nodeset: &NodeSet, releasing: &[String], total: usize) -> Ver
 
 /// The spent confirmations after `spent_now` let hosts go: the newest last, the oldest dropped.
 pub(super) fn spent_after(previous: Option<&Vec<String>>, spent_now: Option<&String>) -> Option<Vec<String>> {
-    let mut spent: Vec<String> = previous.cloned().unwrap_or_default();
-    if let Some(digest) = spent_now
-        && !spent.contains(digest)
-    {
-        spent.push(digest.clone());
-    }
-    let skip = spent.len().saturating_sub(SPENT_KEPT);
-    let spent = spent.split_off(skip);
+    let previous = previous.into_iter().flatten().map(String::as_str);
+    let added: Vec<&str> = spent_now.map(String::as_str).into_iter().collect();
+    let spent = digest::remember(previous, &added, SPENT_KEPT);
     (!spent.is_empty()).then_some(spent)
 }
 

@@ -6,13 +6,13 @@
 //! on. So a crash between a write and the status that reports it, a restore, or a recreated
 //! NodeSet all read the truth from the BareMetalHost and never provision twice.
 
+use crate::kit::digest;
 use crds::baremetalhost::{BareMetalHost, ProvisioningState};
 use crds::nodeset::{
     HostStatus, NodeSetSpec, PROVISIONED_HASH_ANNOTATION, PROVISIONED_TOKEN_ANNOTATION, REPROVISION_TOKEN_ANNOTATION,
     REPROVISION_TOKENS_USED_ANNOTATION, provisioning_hash,
 };
 use kube::ResourceExt;
-use sha2::{Digest, Sha256};
 
 /// Where a claimed machine stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +87,7 @@ const USED_TOKENS_KEPT: usize = 32;
 
 /// The digest a used token is remembered by.
 fn token_digest(token: &str) -> String {
-    hex::encode(&Sha256::digest(token.as_bytes())[..6])
+    digest::short(token.as_bytes(), 6)
 }
 
 /// True when `token` reprovisioned this machine before.
@@ -101,14 +101,9 @@ pub(super) fn token_used(host: &BareMetalHost, token: &str) -> bool {
 /// dropped.
 pub(super) fn tokens_used_after(host: &BareMetalHost, tokens: &[&str]) -> String {
     let digests: Vec<String> = tokens.iter().map(|t| token_digest(t)).collect();
-    let mut used: Vec<&str> = annotation(host, REPROVISION_TOKENS_USED_ANNOTATION)
-        .into_iter()
-        .flat_map(|u| u.split(','))
-        .filter(|d| !d.is_empty() && !digests.iter().any(|n| n == d))
-        .collect();
-    used.extend(digests.iter().map(String::as_str));
-    let skip = used.len().saturating_sub(USED_TOKENS_KEPT);
-    used[skip..].join(",")
+    let added: Vec<&str> = digests.iter().map(String::as_str).collect();
+    let used = annotation(host, REPROVISION_TOKENS_USED_ANNOTATION).into_iter().flat_map(|u| u.split(','));
+    digest::remember(used, &added, USED_TOKENS_KEPT).join(",")
 }
 
 /// The previous status of this machine, where it can stand in for the records on the machine

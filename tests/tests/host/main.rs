@@ -11,6 +11,7 @@ mod components;
 mod dataimage;
 mod errors;
 mod firmware;
+mod forged_id;
 mod ironic_resource;
 mod ironic_restart;
 mod lifecycle;

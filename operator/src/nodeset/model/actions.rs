@@ -59,6 +59,10 @@ pub(super) enum Action {
     StripAnnotation(usize, Annotation),
     StripLabels(usize),
     LoseStatus,
+    /// The operator reconciles and dies before its status write: the BareMetalHosts, the
+    /// records and the Jobs were written, the NodeSet's status is the one before. It restarts
+    /// and reconciles.
+    CrashBeforeStatus,
     /// The operator restarts: nothing but the world is carried over (the model keeps nothing
     /// else anyway), and it reconciles.
     Restart,
@@ -87,6 +91,7 @@ pub(super) struct Weights {
     pub strip_token_annotation: u32,
     pub strip_labels: u32,
     pub lose_status: u32,
+    pub crash_before_status: u32,
     pub restart: u32,
     pub jobs: u32,
     pub bmo: u32,
@@ -120,6 +125,7 @@ impl Weights {
             strip_token_annotation: 1,
             strip_labels: 1,
             lose_status: 1,
+            crash_before_status: 2,
             restart: 1,
             jobs: 8,
             bmo: 6,
@@ -191,6 +197,7 @@ pub(super) fn action(w: &Weights) -> impl Strategy<Value = Action> + use<> {
         ),
         (w.strip_labels, machine.prop_map(Action::StripLabels).boxed()),
         (w.lose_status, Just(Action::LoseStatus).boxed()),
+        (w.crash_before_status, Just(Action::CrashBeforeStatus).boxed()),
         (w.restart, Just(Action::Restart).boxed()),
         (w.jobs, (0..4usize, prop::bool::weighted(0.8)).prop_map(|(j, ok)| Action::FinishJob(j, ok)).boxed()),
         (w.bmo, Just(Action::BmoStep).boxed()),

@@ -96,7 +96,7 @@ pub(super) fn perform(world: &mut World, action: &Action) {
             }
         }
         Action::LoseStatus => world.nodeset.status = None,
-        Action::FinishJob(..) | Action::BmoStep | Action::Restart => {}
+        Action::FinishJob(..) | Action::BmoStep | Action::Restart | Action::CrashBeforeStatus => {}
         Action::SetToken(..) | Action::DeleteAndRecreate | Action::Settle => {}
         Action::EditVariables(..) | Action::EditImage(_) | Action::AddHost(_) | Action::RemoveHost(_) => {}
     }

@@ -81,6 +81,12 @@ impl Model {
             Action::BmoStep => {
                 self.world.bmo_step();
             }
+            // The next action meets the status from before the crash (a user's edit while the
+            // operator is down), then the reconcile after the restart.
+            Action::CrashBeforeStatus => {
+                let crashed = reconcile::reconcile_crashing_before_status(&mut self.world);
+                return self.judge(&crashed);
+            }
             _ => edits::perform(&mut self.world, action),
         }
         // A new rollout token or a switch to Manual approves what is; a first sight

@@ -18,6 +18,15 @@ pub(super) struct Reconciled {
 
 /// Reconciles the NodeSet once; its status is replaced by what status::compute returns.
 pub(super) fn reconcile(world: &mut World) -> Reconciled {
+    run(world, true)
+}
+
+/// Reconciles the NodeSet once and dies before the status write: everything else was written.
+pub(super) fn reconcile_crashing_before_status(world: &mut World) -> Reconciled {
+    run(world, false)
+}
+
+fn run(world: &mut World, status_written: bool) -> Reconciled {
     let nodeset = world.nodeset.clone();
     let facts = world.facts();
     let existing: BTreeMap<String, Vec<crds::FieldError>> =
@@ -34,8 +43,10 @@ pub(super) fn reconcile(world: &mut World) -> Reconciled {
         world.records.insert(name, crate::nodeset::record::read(record));
     }
     jobs(world, &plan, &mut applied);
-    let (status, _) = status::compute(&nodeset, &plan, &applied, &findings, &now);
-    world.nodeset.status = Some(status);
+    if status_written {
+        let (status, _) = status::compute(&nodeset, &plan, &applied, &findings, &now);
+        world.nodeset.status = Some(status);
+    }
     Reconciled { plan, applied }
 }
 

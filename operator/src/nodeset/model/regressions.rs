@@ -279,3 +279,29 @@ fn a_host_added_back_after_its_released_machines_record_was_stripped_is_not_brou
         ],
     );
 }
+
+// The first seed proptest kept (`operator/proptest-regressions/nodeset/model/mod.txt`; the
+// other two are the runs above), spelled out: a new kind of action changes what a seed draws.
+#[test]
+fn a_pre_provisioned_nodeset_recreated_after_a_detach_policy_holds() {
+    holds(true, 1, &[Action::SetDeletionPolicy(Policy::Detach), Action::FinishJob(0, true), Action::DeleteAndRecreate]);
+}
+
+// A crash after a provisioning's writes and before its status write: the next reconcile reads
+// the status from before, and the machine's own records, and provisions nothing again.
+#[test]
+fn a_crash_before_the_status_write_provisions_and_reprovisions_nothing_twice() {
+    holds(false, 2, &[Action::CrashBeforeStatus, Action::EditMtu(true), Action::Settle]);
+    holds(
+        false,
+        1,
+        &[
+            Action::Settle,
+            Action::SetToken(0, Token::Fresh),
+            Action::CrashBeforeStatus,
+            Action::BmoStep,
+            Action::CrashBeforeStatus,
+            Action::Settle,
+        ],
+    );
+}
