@@ -12,10 +12,5 @@ build_log="$CACHE/workspace-build.log"
 background nice -n 10 "$CARGO" build --workspace --all-targets --locked >"$build_log" 2>&1
 build_pid=$!
 "$here/install.sh"
-build=0
-wait "$build_pid" || build=$?
+await_background "$build_pid" "$build_log" "the workspace's compile"
 cat "$build_log" >&2
-if [ "$build" -ne 0 ]; then
-  log "the workspace's compile failed (its log: $build_log)"
-  exit "$build"
-fi

@@ -42,11 +42,7 @@ background bash -c '"$1" >"$2" 2>&1 || exit 1; "$3" >"$4" 2>&1 || exit 2' go-bui
 go_builds_pid=$!
 "$here/python-venv.sh"
 "$here/python-venv.sh" oldest
-if ! wait "$images_pid"; then
-  tail -n 40 "$images_log" >&2
-  log "scripts/node/debian-images.sh failed (its log: $images_log)"
-  exit 1
-fi
+await_background "$images_pid" "$images_log" scripts/node/debian-images.sh
 cat "$images_log" >&2
 # The real test node: containerd and its other images, and CoreDNS (Go modules).
 "$here/install-node.sh"
@@ -61,9 +57,5 @@ if [ "$go_builds" -ne 0 ]; then
   exit 1
 fi
 cat "$cert_manager_log" "$olm_log" >&2
-if [ -n "$nextest_pid" ] && ! wait "$nextest_pid"; then
-  tail -n 40 "$nextest_log" >&2
-  log "installing cargo-nextest failed (its log: $nextest_log)"
-  exit 1
-fi
+if [ -n "$nextest_pid" ]; then await_background "$nextest_pid" "$nextest_log" "installing cargo-nextest"; fi
 log "test environment ready (cache: $CACHE)"

@@ -20,6 +20,15 @@ background() {
   setsid "$@" &
   BACKGROUND+=("$!")
 }
+# Waits for the background work `pid`; when it failed, the end of its log `file` and what
+# failed (`what`), and the script fails.
+await_background() {
+  local pid=$1 file=$2 what=$3
+  wait "$pid" && return 0
+  tail -n 40 "$file" >&2
+  log "$what failed (its log: $file)"
+  exit 1
+}
 stop_background() {
   local pid
   for pid in "${BACKGROUND[@]}"; do kill -- "-$pid" 2>/dev/null || true; done

@@ -148,9 +148,8 @@ pub(super) struct Plan {
 /// namespace and name) and the host, so that NodeSets of two namespaces sharing a host pool,
 /// or `a-b`/`c` and `a`/`b-c`, never name the same Secret.
 pub(super) fn network_data_name(owner: &Owner, hostname: &str) -> String {
-    use sha2::{Digest, Sha256};
     let identity = format!("{}\0{}\0{hostname}", owner.namespace, owner.name);
-    let digest = hex::encode(&Sha256::digest(identity.as_bytes())[..4]);
+    let digest = crate::kit::digest::short(identity.as_bytes(), 4);
     crate::kit::names::bounded(&format!("{}-{hostname}-network-data-{digest}", owner.label), 253)
 }
 

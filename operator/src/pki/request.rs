@@ -5,7 +5,6 @@
 use super::SubjectAltNames;
 use super::certificate::{CertInfo, inspect, named};
 use rcgen::{KeyPair, PublicKeyData};
-use sha2::{Digest, Sha256};
 use x509_parser::extensions::ParsedExtension;
 
 /// Why a signing request could not be made.
@@ -24,7 +23,7 @@ pub fn new_key() -> Result<String, Error> {
 /// `None` for an unreadable key.
 pub(crate) fn key_digest(key_pem: &str) -> Option<String> {
     let key = KeyPair::from_pem(key_pem).ok()?;
-    Some(hex::encode(&Sha256::digest(key.subject_public_key_info())[..8]))
+    Some(crate::kit::digest::short(&key.subject_public_key_info(), 8))
 }
 
 /// A PEM `CERTIFICATE REQUEST` for `sans`, signed with `key_pem`.

@@ -60,8 +60,8 @@ pub(super) enum Action {
     StripLabels(usize),
     LoseStatus,
     /// The operator reconciles and dies before its status write: the BareMetalHosts, the
-    /// records and the Jobs were written, the NodeSet's status is the one before. It restarts
-    /// and reconciles.
+    /// records and the Jobs were written, the NodeSet's status is the one before. The next
+    /// action meets that status, and its reconcile is the restarted operator's.
     CrashBeforeStatus,
     /// The operator restarts: nothing but the world is carried over (the model keeps nothing
     /// else anyway), and it reconciles.
