@@ -187,6 +187,44 @@ async fn no_controller_reads_other_secrets_or_config_maps_beyond_their_metadata(
     Ok(())
 }
 
+/// The kinds the Ironic controller watches for what Ironics make and name.
+const IRONIC_OBJECTS: [&str; 8] =
+    ["deployments", "daemonsets", "statefulsets", "services", "ingresses", "jobs", "secrets", "configmaps"];
+
+#[tokio::test]
+async fn the_cluster_wide_ironic_controller_watches_objects_by_metadata_only_where_an_ironic_may_run()
+-> anyhow::Result<()> {
+    let env = Env::start("watch-ironic-ns").await?;
+    let sent = Sent::default();
+    let mut config = OperatorConfig::minimal("watch-ironic-ns");
+    config.ironic = Some(operator::testing::ironic::Config::default());
+    config.ironic_namespaces = env.ns.parse().map_err(anyhow::Error::msg)?;
+    let operator = operator::Operator::start(recording(env.client(), sent.clone()), config).await?;
+    let deadline = Instant::now() + 60 * SECOND;
+    let reads = loop {
+        let reads = sent.lock().map(|s| s.clone()).unwrap_or_default();
+        let watched =
+            |plural| reads.iter().any(|(_, uri, _)| is_collection_read(uri, plural) && uri.contains("watch=true"));
+        if IRONIC_OBJECTS.iter().all(|plural| watched(plural)) && watched("ironics") {
+            break reads;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the controller did not watch: {reads:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    operator.abort();
+    let within = format!("/namespaces/{}/", env.ns);
+    for (method, uri, accept) in &reads {
+        if method != "GET" || !IRONIC_OBJECTS.iter().any(|plural| is_collection_read(uri, plural)) {
+            continue;
+        }
+        assert!(uri.contains(&within), "a read outside the one namespace an Ironic may run in: {uri}");
+        assert!(accept.contains("as=PartialObjectMetadata"), "a full-object read: {uri} ({accept})");
+    }
+    // The Ironics themselves in every namespace: one elsewhere is told why it does not run.
+    assert!(reads.iter().any(|(_, uri, _)| uri.starts_with("/apis/ironic.metal3.io/v1alpha1/ironics")));
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_secret_someone_else_made_under_a_name_the_operator_writes_is_reported_not_overwritten() -> anyhow::Result<()>
 {

@@ -4,8 +4,11 @@
 //! Besides the Ironics themselves it watches what it creates (Deployments, DaemonSets,
 //! Services, Ingresses, Jobs, the managed database's StatefulSet, Secrets, ConfigMaps,
 //! through their owner references) and the user's Secrets and ConfigMaps an Ironic refers
-//! to, so that a rotated password or certificate is rolled out at once: those two kinds by
-//! their metadata only, in pages of `cache::PAGE_SIZE`.
+//! to, so that a rotated password or certificate is rolled out at once: all by their metadata
+//! only (owner references and a new resourceVersion are all a change needs), in pages of
+//! `cache::PAGE_SIZE`, and only where an Ironic may run (`--ironic-namespaces`, in the
+//! cluster-wide install). The Ironics are watched in the whole scope, so that one elsewhere is
+//! told why it does not run.
 
 use super::config::Config;
 use super::error::Error;
@@ -19,15 +22,19 @@ use crate::kit::runner::{self, Reconcile, Runner};
 use crate::kit::{Context, Publisher, Scope, finalizer};
 use crds::ironic::Ironic;
 use futures::future::BoxFuture;
+use futures::stream::{BoxStream, StreamExt};
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -127,28 +134,40 @@ fn takes_a_name_of(ironic: &Ironic, name: &str) -> bool {
     name.strip_prefix(ironic.name_any().as_str()).is_some_and(|rest| rest.starts_with('-'))
 }
 
+/// Changes of the `K`s in `scopes`, by their metadata, as one stream (none at all for no scope).
+fn changes<K>(scopes: &[Scope], config: &watcher::Config) -> BoxStream<'static, watcher::Result<PartialObjectMeta<K>>>
+where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    if scopes.is_empty() {
+        return futures::stream::pending().boxed();
+    }
+    let each = scopes.iter().map(|scope| {
+        watcher(scope.api::<PartialObjectMeta<K>>(), config.clone()).default_backoff().touched_objects().boxed()
+    });
+    futures::stream::select_all(each).boxed()
+}
+
 /// Runs the controller over one scope until `shutdown`.
 pub(crate) async fn run_scope(controller: Arc<IronicController>, scope: Scope, shutdown: CancellationToken) {
     let watched = Controller::new(scope.api::<Ironic>(), cache::paged());
     let (secret_store, config_map_store) = (watched.store(), watched.store());
+    let within = scope.within(controller.ctx.ironic_namespaces.listed());
     // Owned objects carry the Ironic's name as a label; only those are watched.
-    let owned = || cache::paged().labels(IRONIC_LABEL);
-    // The user's Secrets and ConfigMaps an Ironic names are watched by their metadata only: a
-    // new resourceVersion is all a reconcile needs to read the one it refers to, and every
-    // Secret's content in the cluster would otherwise stream through the operator and its
-    // memory.
-    let secret_changes =
-        watcher(scope.api::<PartialObjectMeta<Secret>>(), cache::paged()).default_backoff().touched_objects();
-    let config_map_changes =
-        watcher(scope.api::<PartialObjectMeta<ConfigMap>>(), cache::paged()).default_backoff().touched_objects();
+    let owned = cache::paged().labels(IRONIC_LABEL);
+    // The user's Secrets and ConfigMaps an Ironic names: a new resourceVersion is all a
+    // reconcile needs to read the one it refers to, and every Secret's content in the cluster
+    // would otherwise stream through the operator and its memory.
+    let (secret_changes, config_map_changes) =
+        (changes::<Secret>(&within, &cache::paged()), changes::<ConfigMap>(&within, &cache::paged()));
     let watched = watched
-        .owns(scope.api::<Deployment>(), owned())
-        .owns(scope.api::<DaemonSet>(), owned())
-        .owns(scope.api::<Service>(), owned())
-        .owns(scope.api::<Ingress>(), owned())
-        .owns(scope.api::<Job>(), owned())
+        .owns_stream(changes::<Deployment>(&within, &owned))
+        .owns_stream(changes::<DaemonSet>(&within, &owned))
+        .owns_stream(changes::<Service>(&within, &owned))
+        .owns_stream(changes::<Ingress>(&within, &owned))
+        .owns_stream(changes::<Job>(&within, &owned))
         // The managed database's StatefulSet: its pod becoming ready moves the sequence on.
-        .owns(scope.api::<StatefulSet>(), owned())
+        .owns_stream(changes::<StatefulSet>(&within, &owned))
         .watches_stream(secret_changes, move |secret| concerned(&secret_store, SourceKind::Secret, &secret.metadata))
         .watches_stream(config_map_changes, move |config_map| {
             concerned(&config_map_store, SourceKind::ConfigMap, &config_map.metadata)

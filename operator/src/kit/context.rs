@@ -68,6 +68,24 @@ impl Scope {
         self.namespace.as_deref()
     }
 
+    /// The parts of this scope within `namespaces` (`None`: every namespace): a scope of one
+    /// namespace is itself or nothing; the cluster's is one scope per namespace listed.
+    pub fn within(&self, namespaces: Option<&std::collections::BTreeSet<String>>) -> Vec<Scope> {
+        match (&self.namespace, namespaces) {
+            (_, None) => vec![self.clone()],
+            (Some(own), Some(listed)) => {
+                if listed.contains(own) {
+                    vec![self.clone()]
+                } else {
+                    Vec::new()
+                }
+            }
+            (None, Some(listed)) => {
+                listed.iter().map(|ns| Scope { client: self.client.clone(), namespace: Some(ns.clone()) }).collect()
+            }
+        }
+    }
+
     /// An Api over this scope.
     pub fn api<K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>>(&self) -> Api<K> {
         match &self.namespace {

@@ -7,8 +7,9 @@ use super::context::Scope;
 use super::error::chain;
 use crate::metrics::Metrics;
 use futures::StreamExt;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, FutureExt};
 use kube::runtime::controller::{Action, Controller, Error as ControllerError};
+use kube::runtime::reflector::{self, Store};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use std::error::Error as StdError;
@@ -88,8 +89,9 @@ where
     <R::Object as Resource>::DynamicType: Hash + Eq + Clone + Debug + Unpin,
 {
     let name = ctx.runner().controller;
-    controller
-        .graceful_shutdown_on(shutdown.cancelled_owned())
+    let store = controller.store();
+    let run = controller
+        .graceful_shutdown_on(shutdown.clone().cancelled_owned())
         .run(instrumented::<R>, error_policy::<R>, ctx)
         .for_each(move |result| async move {
             match result {
@@ -101,8 +103,31 @@ where
                 }
                 Err(other) => tracing::warn!(controller = name, error = %chain(&other), "controller"),
             }
-        })
-        .await;
+        });
+    tokio::select! {
+        () = run => {}
+        () = stopped_before_sync(store, shutdown) => {
+            tracing::debug!(controller = name, "stopped before its cache synced; no reconcile had started")
+        }
+    }
+}
+
+/// Completes when `shutdown` comes before `store` is ready, and never otherwise.
+///
+/// kube-runtime holds every reconcile until the watched kind's store is ready, and its graceful
+/// shutdown stops the watches at once; a shutdown before the first list completed would leave
+/// the held runner waiting for a readiness that can no longer come, until the supervisor's grace
+/// runs out and aborts the task. With no reconcile started there is nothing to wait for.
+async fn stopped_before_sync<K>(store: Store<K>, shutdown: CancellationToken)
+where
+    K: reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    shutdown.cancelled().await;
+    if store.wait_until_ready().now_or_never().is_none() {
+        return;
+    }
+    std::future::pending().await
 }
 
 /// Why a controller stopped before it was asked to: the task of one of its scopes failed
@@ -177,6 +202,56 @@ mod tests {
         .expect("no task panicked");
         assert_eq!(set_up.lock().expect("lock").len(), 3);
         assert_eq!(*seen.lock().expect("lock"), [3, 3, 3], "each scope ran only once all were set up");
+    }
+
+    /// A controller of ConfigMaps whose reconcile is never reached in these tests.
+    struct Idle {
+        runner: Runner,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("never")]
+    struct Never;
+
+    impl MetricLabel for Never {
+        fn metric_label(&self) -> &'static str {
+            "never"
+        }
+    }
+
+    impl Reconcile for Idle {
+        type Object = k8s_openapi::api::core::v1::ConfigMap;
+        type Error = Never;
+
+        fn runner(&self) -> &Runner {
+            &self.runner
+        }
+
+        fn reconcile(self: Arc<Self>, _: Arc<Self::Object>) -> BoxFuture<'static, Result<Action, Never>> {
+            async { Ok(Action::await_change()) }.boxed()
+        }
+    }
+
+    // Paused time: a drive that never returns lets the clock run to the timeout at once, so
+    // the test fails rather than hangs, and no wall-clock figure is asserted.
+    #[tokio::test(start_paused = true)]
+    async fn a_controller_asked_to_stop_before_its_first_list_completed_stops() {
+        // The writer lives on and never sees a list: the store is never ready.
+        let (store, _writer) = reflector::store();
+        let controller = Controller::for_stream(futures::stream::pending(), store);
+        let idle = Arc::new(Idle {
+            runner: Runner {
+                controller: "idle",
+                metrics: Arc::new(Metrics::new()),
+                backoff: Backoff::new(std::time::Duration::from_secs(1), std::time::Duration::from_secs(1)),
+            },
+        });
+        let shutdown = CancellationToken::new();
+        let driven = tokio::spawn(drive(controller, idle, shutdown.clone()));
+        tokio::task::yield_now().await;
+        shutdown.cancel();
+        let stopped = tokio::time::timeout(std::time::Duration::from_secs(3600), driven).await;
+        assert!(stopped.is_ok_and(|joined| joined.is_ok()), "the controller stopped without waiting for a list");
     }
 
     #[tokio::test]

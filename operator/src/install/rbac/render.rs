@@ -205,14 +205,18 @@ mod tests {
             assert!(kinds.contains(&("RoleBinding".into(), ns.into(), "ferrometal-ironic-workloads".into())));
         }
         assert!(!kinds.iter().any(|(_, ns, name)| ns == "ops" && name == "ferrometal-ironic-workloads"));
-        // The cluster-wide role may watch Ironic's objects, never create a workload.
+        // The cluster-wide role neither watches Ironic's objects nor creates a workload: both are
+        // the listed namespaces' Role.
         let manager = all_rules(Reach::Watched, Feature::Always);
-        let verbs = |plural: &str| {
-            manager.iter().find(|r| r.resources.as_deref() == Some(&[plural.to_string()][..])).map(|r| r.verbs.clone())
+        let verbs = |rules: &[PolicyRule], plural: &str| {
+            rules.iter().find(|r| r.resources.as_deref() == Some(&[plural.to_string()][..])).map(|r| r.verbs.clone())
         };
-        assert_eq!(verbs("deployments"), Some(vec!["list".to_string(), "watch".to_string()]));
-        assert_eq!(verbs("daemonsets"), Some(vec!["list".to_string(), "watch".to_string()]));
-        assert_eq!(verbs("persistentvolumeclaims"), None);
+        for plural in ["deployments", "daemonsets", "statefulsets", "services", "ingresses", "persistentvolumeclaims"] {
+            assert_eq!(verbs(&manager, plural), None, "{plural}");
+        }
+        let workloads = all_rules(Reach::IronicNamespaces, Feature::Always);
+        let deployments = verbs(&workloads, "deployments").unwrap_or_default();
+        assert!(["list", "watch", "create"].iter().all(|v| deployments.iter().any(|d| d == v)), "{deployments:?}");
         // `*` is the old cluster-wide grant, asked for explicitly.
         let any = Grantee { ironic_namespaces: IronicNamespaces::Any, ..grantee(&[]) };
         assert!(kinds_of(&any).contains(&("ClusterRole".into(), "".into(), "ferrometal-ironic-workloads".into())));

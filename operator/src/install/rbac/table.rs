@@ -62,16 +62,16 @@ pub(crate) const IRONIC: Component = Component {
     access: &[
         access(IRONICS, &[Get, List, Watch, Patch], "reconcile Ironics; add and remove the finalizer"),
         access(IRONICS.status(), &[Patch], "write status (a refusal too, in any namespace)"),
-        // The watches of what an Ironic owns and names: list and watch only, wherever Ironics
-        // are watched; everything else happens in the namespaces where an Ironic may run.
-        access(DEPLOYMENTS, &[List, Watch], "Ironic's Deployment: its rollout moves status"),
-        access(DAEMONSETS, &[List, Watch], "Ironic's DaemonSet for HA: its rollout moves status"),
-        access(SERVICES, &[List, Watch], "Ironic's Service"),
-        access(INGRESSES, &[List, Watch], "Ironic's Ingress"),
-        access(JOBS, &[List, Watch], "upgrade Jobs: their completion moves the sequence"),
-        access(STATEFULSETS, &[List, Watch], "the managed database's StatefulSet: its pod becoming ready moves on"),
-        access(SECRETS, &[List, Watch], "the Secrets an Ironic owns or names, watched by their metadata only"),
-        access(CONFIGMAPS, &[List, Watch], "the ConfigMaps an Ironic owns or names, watched by their metadata only"),
+        // The watches of what an Ironic owns and names, by their metadata: only in the
+        // namespaces where an Ironic may run, as everything else of its workload.
+        workload(DEPLOYMENTS, &[List, Watch], "Ironic's Deployment: its rollout moves status"),
+        workload(DAEMONSETS, &[List, Watch], "Ironic's DaemonSet for HA: its rollout moves status"),
+        workload(SERVICES, &[List, Watch], "Ironic's Service"),
+        workload(INGRESSES, &[List, Watch], "Ironic's Ingress"),
+        workload(JOBS, &[List, Watch], "upgrade Jobs: their completion moves the sequence"),
+        workload(STATEFULSETS, &[List, Watch], "the managed database's StatefulSet: its pod becoming ready moves on"),
+        workload(SECRETS, &[List, Watch], "the Secrets an Ironic owns or names, watched by their metadata only"),
+        workload(CONFIGMAPS, &[List, Watch], "the ConfigMaps an Ironic owns or names, watched by their metadata only"),
         access(EVENTS, &[Create, Patch], "Events on transitions (a refusal too, in any namespace)"),
         workload(DEPLOYMENTS, &[Get, Create, Patch, Delete], "Ironic's Deployment (removed when HA turns on)"),
         workload(DAEMONSETS, &[Get, Create, Patch, Delete], "Ironic's DaemonSet for HA (removed when HA turns off)"),
