@@ -32,8 +32,10 @@
 //! clocks differ, so each look starts [`MARGIN`] before the newest time seen,
 //! until a look with the margin, started the margin or more after that time
 //! was first seen (by this machine's clock), found it still the newest: then
-//! it starts at the newest time itself, so that a look at rest reads one short
-//! page instead of the last burst of writes again and again.
+//! it starts after the newest time itself, whose nodes that look showed, so
+//! that a look at rest reads one short page instead of the last burst of
+//! writes again and again, even when a whole fleet shares that time (a
+//! database that keeps whole seconds, or nodes written by one statement).
 
 use std::time::{Duration, Instant};
 
@@ -76,6 +78,15 @@ pub struct ChangeCursor {
     warned: bool,
     /// Only nodes of these shards are looked at; empty: every node.
     shards: Vec<String>,
+}
+
+/// Where a look starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Start {
+    at: Timestamp,
+    /// Whether every node written at `at` itself was shown already: the look
+    /// needs only the nodes written later.
+    shown: bool,
 }
 
 /// What one look returned.
@@ -149,22 +160,25 @@ impl ChangeCursor {
 
     /// Where a delta starts: `None` keeps every node ever updated.
     /// A newest write that a look with the margin, started at least the margin
-    /// after that write was first seen, found unmoved starts the look itself:
-    /// whatever was committed late has landed by then and was shown by that
-    /// look, and at rest a look would otherwise go over the last margin's
-    /// writes again and again.
-    fn since(&self) -> Option<Timestamp> {
+    /// after that write was first seen, found unmoved starts the look after
+    /// itself: whatever was committed late has landed by then and was shown by
+    /// that look, and at rest a look would otherwise go over the last margin's
+    /// writes, or every node sharing the newest time, again and again.
+    fn since(&self) -> Option<Start> {
         let settled = match (self.moved, self.margined) {
             (Some(moved), Some(margined)) => margined.saturating_duration_since(moved) >= self.margin,
             _ => false,
         };
         let margin = jiff::SignedDuration::try_from(self.margin).unwrap_or(jiff::SignedDuration::ZERO);
-        self.newest.map(|t| if settled { t } else { t.checked_sub(margin).unwrap_or(Timestamp::MIN) })
+        self.newest.map(|t| match settled {
+            true => Start { at: t, shown: true },
+            false => Start { at: t.checked_sub(margin).unwrap_or(Timestamp::MIN), shown: false },
+        })
     }
 
     /// Records that a look starting at `since` started at `now`.
-    fn looked(&mut self, since: Option<Timestamp>, now: Instant) {
-        if since != self.newest {
+    fn looked(&mut self, since: Option<Start>, now: Instant) {
+        if since.is_some_and(|start| !start.shown) {
             self.margined = Some(now);
         }
     }
@@ -215,13 +229,14 @@ fn updated_at(node: &Node) -> Option<Timestamp> {
     Some(parsed.unwrap_or(Timestamp::MAX))
 }
 
-/// Whether a node last written at `at` is older than `since`: nodes never
-/// updated sort after every updated one, so they are older than anything.
-fn older(at: Option<Timestamp>, since: Option<Timestamp>) -> bool {
+/// Whether a node last written at `at` is behind what a look from `since`
+/// must show: nodes never updated sort after every updated one, so they are
+/// behind anything.
+fn older(at: Option<Timestamp>, since: Option<Start>) -> bool {
     match (at, since) {
         (None, _) => true,
         (Some(_), None) => false,
-        (Some(at), Some(since)) => at < since,
+        (Some(at), Some(since)) => at < since.at || (since.shown && at == since.at),
     }
 }
 
@@ -288,7 +303,7 @@ impl IronicClient {
     /// as in every listing.
     async fn changed_since(
         &self,
-        since: Option<Timestamp>,
+        since: Option<Start>,
         first_page: u32,
         cap: usize,
         shards: &[String],
@@ -339,19 +354,37 @@ mod tests {
         s.parse().ok()
     }
 
+    /// A start a margin before the newest write: its own time included.
+    fn margined(s: &str) -> Option<Start> {
+        at(s).map(|at| Start { at, shown: false })
+    }
+
+    /// A start at a newest write whose nodes were all shown: only later ones count.
+    fn after(s: &str) -> Option<Start> {
+        at(s).map(|at| Start { at, shown: true })
+    }
+
     #[test]
     fn never_updated_nodes_are_older_than_any_start() {
         assert!(older(None, None));
-        assert!(older(None, at("2026-01-01T00:00:00Z")));
+        assert!(older(None, margined("2026-01-01T00:00:00Z")));
         assert!(!older(at("2026-01-01T00:00:00Z"), None));
     }
 
     #[test]
     fn a_look_keeps_nodes_written_at_its_start_or_later() {
-        let since = at("2026-01-01T00:00:10Z");
+        let since = margined("2026-01-01T00:00:10Z");
         assert!(!older(at("2026-01-01T00:00:10+00:00"), since));
         assert!(!older(at("2026-01-01T00:00:10.5+00:00"), since));
         assert!(older(at("2026-01-01T00:00:09.999999+00:00"), since));
+    }
+
+    #[test]
+    fn a_look_after_a_time_whose_nodes_were_shown_keeps_only_later_ones() {
+        let since = after("2026-01-01T00:00:10Z");
+        assert!(older(at("2026-01-01T00:00:10+00:00"), since), "a fleet sharing that second is not read again");
+        assert!(!older(at("2026-01-01T00:00:10.000001+00:00"), since));
+        assert!(older(at("2026-01-01T00:00:09Z"), since));
     }
 
     #[test]
@@ -361,25 +394,34 @@ mod tests {
         assert_eq!(cursor.since(), None, "before anything is seen, every updated node counts");
         cursor.saw(at("2026-01-01T00:01:00Z"), now);
         cursor.saw(at("2026-01-01T00:00:30Z"), now);
-        assert_eq!(cursor.since(), at("2026-01-01T00:00:50Z"), "an older newest never moves the start back");
+        assert_eq!(cursor.since(), margined("2026-01-01T00:00:50Z"), "an older newest never moves the start back");
     }
 
     #[test]
-    fn at_rest_a_look_starts_at_the_newest_write_once_a_look_with_the_margin_came_a_margin_later() {
+    fn at_rest_a_look_starts_after_the_newest_write_once_a_look_with_the_margin_came_a_margin_later() {
         let mut cursor = ChangeCursor::new(Duration::from_secs(300));
         let now = Instant::now();
-        let newest = at("2026-01-01T00:01:00Z");
-        cursor.saw(newest, now);
-        let margined = at("2026-01-01T00:00:50Z");
-        assert_eq!(cursor.since(), margined);
-        cursor.looked(margined, now + Duration::from_secs(9));
-        assert_eq!(cursor.since(), margined, "that look came too soon to show what committed late");
-        cursor.looked(margined, now + Duration::from_secs(10));
-        assert_eq!(cursor.since(), newest, "a look with the margin, a margin later, showed it all");
-        cursor.looked(newest, now + Duration::from_secs(20));
-        assert_eq!(cursor.since(), newest, "looks from the newest write itself change nothing");
+        cursor.saw(at("2026-01-01T00:01:00Z"), now);
+        let with_margin = margined("2026-01-01T00:00:50Z");
+        assert_eq!(cursor.since(), with_margin);
+        cursor.looked(with_margin, now + Duration::from_secs(9));
+        assert_eq!(cursor.since(), with_margin, "that look came too soon to show what committed late");
+        cursor.looked(with_margin, now + Duration::from_secs(10));
+        let settled = after("2026-01-01T00:01:00Z");
+        assert_eq!(cursor.since(), settled, "a look with the margin, a margin later, showed it all");
+        cursor.looked(settled, now + Duration::from_secs(20));
+        assert_eq!(cursor.since(), settled, "looks after the newest write change nothing");
         cursor.saw(at("2026-01-01T00:01:30Z"), now + Duration::from_secs(40));
-        assert_eq!(cursor.since(), at("2026-01-01T00:01:20Z"), "moving again");
+        assert_eq!(cursor.since(), margined("2026-01-01T00:01:20Z"), "moving again");
+    }
+
+    #[test]
+    fn a_look_with_no_newest_write_never_counts_as_one_with_the_margin() {
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300)).with_margin(Duration::ZERO);
+        let now = Instant::now();
+        cursor.looked(None, now);
+        cursor.saw(at("2026-01-01T00:01:00Z"), now + Duration::from_secs(1));
+        assert_eq!(cursor.since(), margined("2026-01-01T00:01:00Z"), "no look has shown that write's nodes yet");
     }
 
     #[test]

@@ -133,3 +133,49 @@ async fn a_cursor_of_some_shards_sees_only_their_nodes_in_full_lists_and_deltas(
     assert!(names(&moved).contains(&"sh-none".to_string()), "{:?}", names(&moved));
     Ok(())
 }
+
+/// Gives every node the same `updated_at`, straight in Ironic's SQLite database: what a
+/// database keeping whole seconds, or one statement writing many nodes, leaves behind.
+fn write_all_at_once(ironic: &ferrometal_tests::ironic::IronicServer, at: &str) -> anyhow::Result<()> {
+    let database = ironic.dir().join("state").join("ironic.sqlite");
+    let script = "import sqlite3, sys\n\
+                  db = sqlite3.connect(sys.argv[1])\n\
+                  db.execute('update nodes set updated_at = ?', (sys.argv[2],))\n\
+                  db.commit()\n";
+    let output = std::process::Command::new(ferrometal_tests::env::python()?)
+        .args(["-c", script])
+        .arg(&database)
+        .arg(at)
+        .output()?;
+    anyhow::ensure!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    Ok(())
+}
+
+#[tokio::test]
+async fn nodes_sharing_the_newest_write_are_not_read_again_once_a_look_showed_them() -> anyhow::Result<()> {
+    let (ironic, client) = common::start(IronicConfig::default()).await?;
+    for i in 0..60 {
+        common::fake_node(&client, &format!("tie-{i:02}")).await?;
+    }
+    write_all_at_once(&ironic, "2026-01-01 00:00:00.000000")?;
+    let mut cursor = ChangeCursor::new(Duration::from_secs(3600)).with_margin(Duration::ZERO);
+    assert_eq!(client.node_status_changes(&mut cursor, false).await?.nodes().len(), 60, "a full list first");
+
+    // The first delta shows the whole fleet: all of it was written at the newest time. Once
+    // shown, the looks at rest read a shrinking first page, down to the smallest.
+    let mut read = Vec::new();
+    for _ in 0..4 {
+        read.push(client.node_status_changes(&mut cursor, false).await?.nodes().len());
+    }
+    println!("nodes read by the looks at rest: {read:?}");
+    assert_eq!(read[0], 60, "the first look after the full list shows every node of the newest time");
+    assert!(read[3] <= 20, "at rest a look reads one small page, not the fleet sharing a time: {read:?}");
+
+    // A node written later still shows.
+    let written = client.node_status_changes(&mut cursor, true).await?;
+    let uuid = written.nodes().iter().find(|n| n.name.as_deref() == Some("tie-42")).map(|n| n.uuid.clone());
+    client.set_maintenance(&uuid.ok_or_else(|| anyhow::anyhow!("tie-42 listed"))?, Some("later")).await?;
+    let delta = client.node_status_changes(&mut cursor, false).await?;
+    assert!(names(&delta).contains(&"tie-42".to_string()), "{:?}", names(&delta));
+    Ok(())
+}
