@@ -37,12 +37,12 @@ test: build
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-# The ironic-client suite and the BareMetalHost lifecycle again, against the oldest Ironic
-# release the operator offers (scripts/python-venv.sh oldest); only this subset runs twice,
-# to keep CI's time in bounds.
+# The ironic-client suite, the BareMetalHost lifecycle and the crash before a status write again,
+# against the oldest Ironic release the operator offers (scripts/python-venv.sh oldest); only this
+# subset runs twice, to keep CI's time in bounds.
 test-oldest-ironic:
 	FERROMETAL_IRONIC=oldest $(NEXTEST_ALL) -E 'package(ironic-client)'
-	FERROMETAL_IRONIC=oldest $(NEXTEST_ALL) -E 'binary_id(ferrometal-tests::host) & test(/^lifecycle::/)'
+	FERROMETAL_IRONIC=oldest $(NEXTEST_ALL) -E 'binary_id(ferrometal-tests::host) & test(/^(lifecycle|crash_before_status)::/)'
 
 # The CRD install, the CEL rules and the webhooks again, against the oldest Kubernetes release
 # ferrometal supports (scripts/build-kubernetes.sh oldest; design/testing.md).

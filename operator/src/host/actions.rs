@@ -184,19 +184,18 @@ enum InspectionSince {
 /// Whether Ironic shows an inspection that began after `written` (Ironic's clock against
 /// ours: a status write and an inspect call are seconds apart at least, far more than the
 /// skew of synchronised clocks). Such an inspection is ours, started by a reconcile that
-/// died before it could record it.
+/// died before it could record it. Ironic clears `inspection_started_at` when an inspection
+/// ends and sets `inspection_finished_at`: a finished one is known by its end alone, which
+/// comes after its start.
 fn inspection_since(node: &Node, written: Option<k8s_openapi::jiff::Timestamp>) -> Option<InspectionSince> {
     let written = written?;
     let at = |t: &Option<String>| t.as_deref().and_then(parse_ironic_time).is_some_and(|t| t >= written);
-    if !at(&node.inspection_started_at) {
-        return None;
-    }
-    if matches!(node.provision_state, Some(ProvisionState::Inspecting | ProvisionState::InspectWait)) {
-        Some(InspectionSince::Running)
-    } else if at(&node.inspection_finished_at) && node.provision_state == Some(ProvisionState::Manageable) {
-        Some(InspectionSince::Finished)
-    } else {
-        None
+    match node.provision_state {
+        Some(ProvisionState::Inspecting | ProvisionState::InspectWait) if at(&node.inspection_started_at) => {
+            Some(InspectionSince::Running)
+        }
+        Some(ProvisionState::Manageable) if at(&node.inspection_finished_at) => Some(InspectionSince::Finished),
+        _ => None,
     }
 }
 
@@ -782,6 +781,12 @@ mod tests {
         use InspectionSince::{Finished, Running};
         assert_eq!(inspection_since(&node(ProvisionState::InspectWait, after, None), Some(written)), Some(Running));
         assert_eq!(inspection_since(&node(ProvisionState::Manageable, after, done), Some(written)), Some(Finished));
+        assert_eq!(
+            inspection_since(&node(ProvisionState::Manageable, None, done), Some(written)),
+            Some(Finished),
+            "Ironic clears the start when an inspection ends"
+        );
+        assert_eq!(inspection_since(&node(ProvisionState::Inspecting, before, None), Some(written)), None);
         assert_eq!(inspection_since(&node(ProvisionState::Manageable, before, before), Some(written)), None, "older");
         assert_eq!(inspection_since(&node(ProvisionState::Manageable, None, None), Some(written)), None);
         assert_eq!(inspection_since(&node(ProvisionState::Manageable, after, done), None), None);

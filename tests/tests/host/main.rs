@@ -8,6 +8,7 @@ mod host_common;
 
 mod annotations;
 mod components;
+mod crash_before_status;
 mod dataimage;
 mod errors;
 mod firmware;
