@@ -225,3 +225,85 @@ async fn hardware_reqs_claim_only_hosts_whose_inspected_hardware_fits() -> anyho
     }
     Ok(())
 }
+
+const CONFIRM: &str = "ferrometal.io/confirm-deprovision";
+
+/// Sets the NodeSet's deprovision confirmation to `value`.
+async fn confirm(env: &NodeSetEnv, value: &str) -> anyhow::Result<()> {
+    let patch = json!({"metadata": {"annotations": {CONFIRM: value}}});
+    env.nodesets.patch("computes", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(patch)).await?;
+    Ok(())
+}
+
+/// Removes `hosts` in one edit and waits until the NodeSet says it waits for a confirmation;
+/// then checks that every one of them is still provisioned and claimed.
+async fn removal_waits(env: &NodeSetEnv, hosts: &[&str], machines: &BTreeMap<String, String>) -> anyhow::Result<()> {
+    let removed: serde_json::Map<String, serde_json::Value> =
+        hosts.iter().map(|h| (h.to_string(), serde_json::Value::Null)).collect();
+    env.patch_spec("computes", json!({"nodes": removed})).await?;
+    env.wait_nodeset("computes", "waiting for a confirmation", secs(60), |n| {
+        processed(n) && condition(n, "Degraded").is_some_and(|c| c.reason == "DeprovisionUnconfirmed")
+    })
+    .await?;
+    settle(env).await?;
+    for host in hosts {
+        let machine = env.t.hosts.get(&machines[*host]).await?;
+        assert_eq!(state_of(&machine), "provisioned", "{host} is kept as it is");
+        assert!(machine.spec.consumer_ref.is_some() && machine.spec.image.is_some(), "{host} is still claimed");
+    }
+    Ok(())
+}
+
+/// Waits until the machines of `hosts` are deprovisioned and back in the pool.
+async fn freed(env: &NodeSetEnv, hosts: &[&str], machines: &BTreeMap<String, String>) -> anyhow::Result<()> {
+    for host in hosts {
+        env.t
+            .wait_for(&machines[*host], "deprovisioned and free", secs(120), |h| {
+                state_of(h) == "available" && h.spec.consumer_ref.is_none()
+            })
+            .await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn removing_more_hosts_than_max_unavailable_waits_for_a_confirmation_that_confirms_one_removal()
+-> anyhow::Result<()> {
+    let env = NodeSetEnv::start("nset-confirm", Setup::default()).await?;
+    env.free_hosts(&names("server", 3), json!({})).await?;
+    let mut spec = env.spec(&["compute-0", "compute-1", "compute-2"], &[]);
+    spec["deletionPolicy"] = json!("Deprovision");
+    env.create_nodeset("computes", spec).await?;
+    let machines = NodeSetEnv::bmh_names(&env.wait_ready("computes", secs(300)).await?);
+    let states = env.t.record().await?;
+
+    // Two at once, over maxUnavailable (1): nothing happens until a user names them.
+    removal_waits(&env, &["compute-1", "compute-2"], &machines).await?;
+    confirm(&env, "compute-1,compute-2").await?;
+    freed(&env, &["compute-1", "compute-2"], &machines).await?;
+    let spent = env
+        .wait_nodeset("computes", "the confirmation spent", secs(60), |n| {
+            n.status.as_ref().and_then(|s| s.spent_deprovision_confirmations.as_ref()).is_some_and(|s| s.len() == 1)
+        })
+        .await?;
+    assert!(!condition_is(&spent, "Degraded", "True"), "{:?}", condition(&spent, "Degraded"));
+
+    // Back again, then removed again with the old value still on the NodeSet: it confirmed
+    // one removal, not this one.
+    let again = json!({
+        "compute-1": {"networks": [{"name": "ctlplane", "addresses": ["192.0.2.11/24"]}]},
+        "compute-2": {"networks": [{"name": "ctlplane", "addresses": ["192.0.2.12/24"]}]},
+    });
+    env.patch_spec("computes", json!({"nodes": again})).await?;
+    let machines = NodeSetEnv::bmh_names(
+        &env.wait_nodeset("computes", "three hosts ready again", secs(300), |n| {
+            processed(n) && condition_is(n, "Ready", "True") && NodeSetEnv::bmh_names(n).len() == 3
+        })
+        .await?,
+    );
+    removal_waits(&env, &["compute-1", "compute-2"], &machines).await?;
+    confirm(&env, "all, again").await?;
+    freed(&env, &["compute-1", "compute-2"], &machines).await?;
+    assert_eq!(states.states(&machines["compute-0"]), ["provisioned"], "the host kept was never touched");
+    Ok(())
+}
