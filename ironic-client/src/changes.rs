@@ -54,6 +54,11 @@ pub const MARGIN: Duration = Duration::from_secs(10);
 /// How often a full list comes by default: rare, since it costs Ironic work
 /// for every node.
 pub const DEFAULT_FULL_EVERY: Duration = Duration::from_secs(300);
+/// The coarsest time Ironic's databases keep (MariaDB's `DATETIME`: whole
+/// seconds). Only a margin of at least this lets a look start after the
+/// newest write: a write made after a look, in the same stored second, would
+/// carry that very time.
+pub const RESOLUTION: Duration = Duration::from_secs(1);
 /// The smallest first page of a look.
 const MIN_PAGE: u32 = 20;
 
@@ -146,7 +151,10 @@ impl ChangeCursor {
     }
 
     /// Starts each look `margin` before the newest change seen instead of
-    /// [`MARGIN`] (tests, and Ironics with one conductor on one clock).
+    /// [`MARGIN`] (tests, and Ironics with one conductor on one clock). A
+    /// margin under [`RESOLUTION`](crate::CHANGE_RESOLUTION) never lets a look
+    /// start after the newest write: a later write in the same stored second
+    /// would carry its time.
     #[must_use]
     pub fn with_margin(mut self, margin: Duration) -> Self {
         self.margin = margin;
@@ -166,13 +174,18 @@ impl ChangeCursor {
     /// writes, or every node sharing the newest time, again and again.
     fn since(&self) -> Option<Start> {
         let settled = match (self.moved, self.margined) {
-            (Some(moved), Some(margined)) => margined.saturating_duration_since(moved) >= self.margin,
+            (Some(moved), Some(margined)) => {
+                self.margin >= RESOLUTION && margined.saturating_duration_since(moved) >= self.margin
+            }
             _ => false,
         };
         let margin = jiff::SignedDuration::try_from(self.margin).unwrap_or(jiff::SignedDuration::ZERO);
-        self.newest.map(|t| match settled {
-            true => Start { at: t, shown: true },
-            false => Start { at: t.checked_sub(margin).unwrap_or(Timestamp::MIN), shown: false },
+        self.newest.map(|t| {
+            if settled {
+                Start { at: t, shown: true }
+            } else {
+                Start { at: t.checked_sub(margin).unwrap_or(Timestamp::MIN), shown: false }
+            }
         })
     }
 
@@ -417,11 +430,21 @@ mod tests {
 
     #[test]
     fn a_look_with_no_newest_write_never_counts_as_one_with_the_margin() {
-        let mut cursor = ChangeCursor::new(Duration::from_secs(300)).with_margin(Duration::ZERO);
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300)).with_margin(RESOLUTION);
         let now = Instant::now();
-        cursor.looked(None, now);
-        cursor.saw(at("2026-01-01T00:01:00Z"), now + Duration::from_secs(1));
-        assert_eq!(cursor.since(), margined("2026-01-01T00:01:00Z"), "no look has shown that write's nodes yet");
+        cursor.saw(at("2026-01-01T00:01:00Z"), now);
+        cursor.looked(None, now + Duration::from_secs(5));
+        assert_eq!(cursor.since(), margined("2026-01-01T00:00:59Z"), "no look has shown that write's nodes yet");
+    }
+
+    #[test]
+    fn a_margin_finer_than_the_databases_seconds_never_starts_after_the_newest_write() {
+        let mut cursor = ChangeCursor::new(Duration::from_secs(300)).with_margin(Duration::from_millis(500));
+        let now = Instant::now();
+        cursor.saw(at("2026-01-01T00:01:00Z"), now);
+        let start = cursor.since();
+        cursor.looked(start, now + Duration::from_secs(5));
+        assert_eq!(cursor.since().map(|s| s.shown), Some(false), "a write later in that second keeps its time");
     }
 
     #[test]

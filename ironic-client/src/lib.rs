@@ -66,7 +66,9 @@ mod version;
 mod vmedia;
 mod wait;
 
-pub use changes::{ChangeCursor, DEFAULT_FULL_EVERY, MARGIN as CHANGE_MARGIN, StatusList};
+pub use changes::{
+    ChangeCursor, DEFAULT_FULL_EVERY, MARGIN as CHANGE_MARGIN, RESOLUTION as CHANGE_RESOLUTION, StatusList,
+};
 pub use client::IronicClient;
 pub use config::{Auth, DEFAULT_MAX_IN_FLIGHT, IronicClientBuilder};
 pub use error::{ApiError, Error, PagingFault, Result};

@@ -182,11 +182,13 @@ enum InspectionSince {
 }
 
 /// Whether Ironic shows an inspection that began after `written` (Ironic's clock against
-/// ours: a status write and an inspect call are seconds apart at least, far more than the
-/// skew of synchronised clocks). Such an inspection is ours, started by a reconcile that
-/// died before it could record it. Ironic clears `inspection_started_at` when an inspection
-/// ends and sets `inspection_finished_at`: a finished one is known by its end alone, which
-/// comes after its start.
+/// ours: `written` keeps whole seconds, so it falls up to a second before the write, slack
+/// for the skew of synchronised clocks). Such an inspection is ours, started by a reconcile
+/// that died before it could record it. Ironic clears `inspection_started_at` when an
+/// inspection ends and sets `inspection_finished_at`: a finished one is known by its end (and
+/// by its start, if an Ironic kept it). Limit: for the same reason an earlier inspection that
+/// ended in the very second the host went back to inspecting counts as ours, and its data,
+/// under a second old, is read rather than gathered again.
 fn inspection_since(node: &Node, written: Option<k8s_openapi::jiff::Timestamp>) -> Option<InspectionSince> {
     let written = written?;
     let at = |t: &Option<String>| t.as_deref().and_then(parse_ironic_time).is_some_and(|t| t >= written);
@@ -194,7 +196,12 @@ fn inspection_since(node: &Node, written: Option<k8s_openapi::jiff::Timestamp>) 
         Some(ProvisionState::Inspecting | ProvisionState::InspectWait) if at(&node.inspection_started_at) => {
             Some(InspectionSince::Running)
         }
-        Some(ProvisionState::Manageable) if at(&node.inspection_finished_at) => Some(InspectionSince::Finished),
+        Some(ProvisionState::Manageable)
+            if at(&node.inspection_finished_at)
+                && (node.inspection_started_at.is_none() || at(&node.inspection_started_at)) =>
+        {
+            Some(InspectionSince::Finished)
+        }
         _ => None,
     }
 }
@@ -787,6 +794,11 @@ mod tests {
             "Ironic clears the start when an inspection ends"
         );
         assert_eq!(inspection_since(&node(ProvisionState::Inspecting, before, None), Some(written)), None);
+        assert_eq!(
+            inspection_since(&node(ProvisionState::Manageable, before, done), Some(written)),
+            None,
+            "an Ironic that kept the start of an earlier inspection"
+        );
         assert_eq!(inspection_since(&node(ProvisionState::Manageable, before, before), Some(written)), None, "older");
         assert_eq!(inspection_since(&node(ProvisionState::Manageable, None, None), Some(written)), None);
         assert_eq!(inspection_since(&node(ProvisionState::Manageable, after, done), None), None);

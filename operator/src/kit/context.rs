@@ -73,13 +73,8 @@ impl Scope {
     pub fn within(&self, namespaces: Option<&std::collections::BTreeSet<String>>) -> Vec<Scope> {
         match (&self.namespace, namespaces) {
             (_, None) => vec![self.clone()],
-            (Some(own), Some(listed)) => {
-                if listed.contains(own) {
-                    vec![self.clone()]
-                } else {
-                    Vec::new()
-                }
-            }
+            (Some(own), Some(listed)) if listed.contains(own) => vec![self.clone()],
+            (Some(_), Some(_)) => Vec::new(),
             (None, Some(listed)) => {
                 listed.iter().map(|ns| Scope { client: self.client.clone(), namespace: Some(ns.clone()) }).collect()
             }

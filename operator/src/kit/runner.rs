@@ -251,7 +251,7 @@ mod tests {
         tokio::task::yield_now().await;
         shutdown.cancel();
         let stopped = tokio::time::timeout(std::time::Duration::from_secs(3600), driven).await;
-        assert!(stopped.is_ok_and(|joined| joined.is_ok()), "the controller stopped without waiting for a list");
+        assert!(stopped.is_ok_and(|joined| joined.is_ok()), "drive waited for a first list that can no longer come");
     }
 
     #[tokio::test]

@@ -38,12 +38,13 @@ fn status_of(state: &str, extra: Value) -> Value {
     json!({ "status": status })
 }
 
-/// The write that records an inspection's start, right after the operator called `inspect`.
+/// Every write that records an inspection's start: the one right after the operator called
+/// `inspect`, and every later one, so that the operator stays in that window.
 fn inspection_recorded() -> Refusal {
     Refusal {
         name: "inspection-start",
-        condition: "object.status.provisioning.state == 'inspecting' && has(object.status.operationHistory) \
-                    && has(object.status.operationHistory.inspect) && has(object.status.operationHistory.inspect.start)",
+        condition: "has(object.status.operationHistory) && has(object.status.operationHistory.inspect) \
+                    && has(object.status.operationHistory.inspect.start)",
         probe: status_of("inspecting", json!({"operationHistory": {"inspect": {"start": "2026-01-01T00:00:00Z"}}})),
     }
 }
@@ -146,13 +147,20 @@ async fn until_ironic_did(t: &HostEnv, host: &str, through: &str, rests: &str) -
     .await
 }
 
-/// Kills the operator, lifts `lifted`, and starts the operator again.
-async fn crash_and_restart(t: &mut HostEnv, refusals: &Refusals, lifted: &Refusal) -> anyhow::Result<()> {
-    if let Some(operator) = t.operator.take() {
-        operator.abort();
+/// Kills the operator (nothing of it is left to write anything), then lifts `lifted`, imposes
+/// `next` and starts the operator again.
+async fn restart(t: &mut HostEnv, refusals: &Refusals, lifted: &Refusal, next: Option<&Refusal>) -> anyhow::Result<()> {
+    if let Some(next) = next {
+        refusals.impose(next).await?;
     }
     refusals.lift(lifted).await?;
     t.start_operator(t.host_config()).await
+}
+
+fn kill(t: &mut HostEnv) {
+    if let Some(operator) = t.operator.take() {
+        operator.abort();
+    }
 }
 
 #[tokio::test]
@@ -169,20 +177,21 @@ async fn an_operator_killed_before_recording_an_inspection_or_a_deployment_start
     spec["image"] = json!({"url": iso, "format": "live-iso"});
     t.create_host("crash-0", spec, json!({})).await?;
 
-    // Inspected in Ironic, its start never recorded in the host's status (every reconcile
-    // since met the refusal too): the operator dies there.
+    // Inspected in Ironic, its start never recorded in the host's status (every write since
+    // that would record it refused, the same operator retrying in the window): it dies there.
     let uuid = until_ironic_did(&t, "crash-0", "inspecting", "manageable").await?;
+    kill(&mut t);
     let host = t.hosts.get("crash-0").await?;
     assert_eq!(state_of(&host), "inspecting");
     let history = host.status.and_then(|s| s.operation_history).and_then(|h| h.inspect);
     assert!(history.is_none_or(|m| m.start.is_none()), "the inspection's start was refused");
-    refusals.impose(&deployment).await?;
-    crash_and_restart(&mut t, &refusals, &inspection).await?;
+    restart(&mut t, &refusals, &inspection, Some(&deployment)).await?;
 
     // Deployed in Ironic, not in the host's status: it dies there again.
     until_ironic_did(&t, "crash-0", "deploying", "active").await?;
+    kill(&mut t);
     assert_eq!(state_of(&t.hosts.get("crash-0").await?), "provisioning", "the write of provisioned was refused");
-    crash_and_restart(&mut t, &refusals, &deployment).await?;
+    restart(&mut t, &refusals, &deployment, None).await?;
 
     let host = t.wait_provisioned("crash-0", secs(60)).await?;
     let moves = t.ironic_transitions(&uuid)?;
