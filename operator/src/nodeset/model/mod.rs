@@ -9,9 +9,9 @@
 //! `make test` runs 64 cases; a longer run: `PROPTEST_CASES=100000 cargo test -p operator
 //! --lib nodeset::model` (`make fuzz` runs it so). Every kind of action is drawn
 //! ([`actions::Weights::all`]); `regressions` holds the shortest run of each defect the model
-//! found, (a) to (g), each failing before its fix ((h) is open, its regression ignored), and
-//! of the Manual rollout's defects of issue 23 (an approved rollout stalled by a host added or
-//! removed; hosts waiting for a token counted as unconfigured).
+//! found, (a) to (h), each failing before its fix, and of the Manual rollout's defects of
+//! issue 23 (an approved rollout stalled by a host added or removed; hosts waiting for a token
+//! counted as unconfigured).
 
 mod actions;
 mod edits;
