@@ -4,21 +4,21 @@
 //! place at its reboot (the emulated BMC's SimpleUpdate bumps the BIOS version), and never
 //! flashed again; an image the BMC refuses failing the servicing, retried once its URL is fixed.
 
-use super::firmware::{live_iso_host, object_until, serviced_in_place, with_operator};
+use super::firmware::{allow_on_reboot, live_iso_host, object_until, serviced_in_place, with_operator};
 use crate::host_common::{HostEnv, secs, state_of};
 use anyhow::Context as _;
 use crds::condition::find;
-use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostUpdatePolicy};
+use crds::firmware::{FirmwareUpdate, HostFirmwareComponents};
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-fn version(object: &HostFirmwareComponents, component: &str) -> Option<String> {
+pub(crate) fn version(object: &HostFirmwareComponents, component: &str) -> Option<String> {
     let status = object.status.as_ref()?;
     status.components.iter().find(|c| c.component == component).and_then(|c| c.current_version.clone())
 }
 
-fn ready_reason(object: &HostFirmwareComponents) -> Option<String> {
+pub(crate) fn ready_reason(object: &HostFirmwareComponents) -> Option<String> {
     object.status.as_ref().and_then(|s| find(&s.conditions, "Ready")).map(|c| c.reason.clone())
 }
 
@@ -81,12 +81,7 @@ async fn a_provisioned_hosts_bios_is_flashed_in_place_once_its_policy_allows_nev
     assert!(since.is_empty(), "no provision state change at a reboot without a policy: {since:?}");
 
     // With one, the next reboot services the host: the BIOS is flashed, in place.
-    let policies: Api<HostUpdatePolicy> = Api::namespaced(t.env.client(), t.ns());
-    let policy: HostUpdatePolicy = serde_json::from_value(json!({
-        "apiVersion": "metal3.io/v1alpha1", "kind": "HostUpdatePolicy",
-        "metadata": {"name": "rf-0"}, "spec": {"firmwareUpdates": "onReboot"}
-    }))?;
-    policies.create(&PostParams::default(), &policy).await?;
+    allow_on_reboot(&t, "rf-0", "firmwareUpdates").await?;
     object_until(&api, "rf-0", "the update awaiting the reboot", |c| {
         ready_reason(c).as_deref() == Some("AwaitingReboot")
     })

@@ -106,6 +106,18 @@ pub(crate) async fn serviced_in_place(
     Ok((since, provisioned_at))
 }
 
+/// Creates the `HostUpdatePolicy` of `host` that lets servicing apply `what`
+/// (`firmwareSettings` or `firmwareUpdates`) at its reboot.
+pub(crate) async fn allow_on_reboot(t: &HostEnv, host: &str, what: &str) -> anyhow::Result<()> {
+    let policies: Api<HostUpdatePolicy> = Api::namespaced(t.env.client(), t.ns());
+    let policy: HostUpdatePolicy = serde_json::from_value(json!({
+        "apiVersion": "metal3.io/v1alpha1", "kind": "HostUpdatePolicy",
+        "metadata": {"name": host}, "spec": {what: "onReboot"}
+    }))?;
+    policies.create(&PostParams::default(), &policy).await?;
+    Ok(())
+}
+
 fn read(settings: &HostFirmwareSettings) -> bool {
     setting(settings, "ProcTurboMode").is_some()
 }
@@ -240,12 +252,7 @@ async fn a_provisioned_host_is_serviced_in_place_at_its_reboot_once_its_policy_a
     assert_eq!(turbo, Some("Enabled"), "the BIOS untouched");
 
     // With one, the reboot the user asks for services the host.
-    let policies: Api<HostUpdatePolicy> = Api::namespaced(t.env.client(), t.ns());
-    let policy: HostUpdatePolicy = serde_json::from_value(json!({
-        "apiVersion": "metal3.io/v1alpha1", "kind": "HostUpdatePolicy",
-        "metadata": {"name": "rf-0"}, "spec": {"firmwareSettings": "onReboot"}
-    }))?;
-    policies.create(&PostParams::default(), &policy).await?;
+    allow_on_reboot(&t, "rf-0", "firmwareSettings").await?;
     t.patch_host("rf-0", json!({"metadata": {"annotations": {"reboot.metal3.io": ""}}})).await?;
     let applied = settings_until(&api, "rf-0", "the settings applied by servicing", |s| {
         condition(s, "Ready").is_some_and(|c| c.1 == "SettingsMatch")
