@@ -14,14 +14,15 @@ crate::install::rbac::require_access!(crate::install::rbac::table::HOST, BMCEven
 
 /// Runs the controllers of every scope until `shutdown`.
 pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: CancellationToken) -> Result<(), Stopped> {
-    let reconciler = Arc::new(SubscriptionReconciler {
-        runner: runner(ctx, CONTROLLER),
-        publisher: ctx.publisher(CONTROLLER),
-        hosts,
-    });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
-        let controller = watch(&scope, &reconciler.hosts, |s: &BMCEventSubscription| s.spec.host_name.as_str());
-        drive(controller, reconciler.clone(), shutdown.clone())
+        let controller = watch(&scope, &hosts, |s: &BMCEventSubscription| s.spec.host_name.as_str());
+        let reconciler = Arc::new(SubscriptionReconciler {
+            runner: runner(ctx, CONTROLLER),
+            publisher: ctx.publisher(CONTROLLER),
+            hosts: hosts.clone(),
+            subscriptions: controller.store(),
+        });
+        drive(controller, reconciler, shutdown.clone())
     })
     .await
 }

@@ -11,7 +11,6 @@ use crate::host::context::HostContext;
 use crate::host::firmware::target::{NOT_READY, STEADY, Target, Unread, target};
 use crate::host::owned;
 use crate::kit::backoff::spread;
-use crate::kit::error::Verb;
 use crate::kit::runner::{Reconcile, Runner};
 use crate::kit::scrub::scrubbed;
 use crate::kit::status::Commit;
@@ -23,6 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +33,7 @@ pub(super) const CONTROLLER: &str = "bmceventsubscription";
 /// What the BMC refused is asked again this often.
 const REFUSED: Duration = Duration::from_secs(60);
 
-crate::install::rbac::require_access!(crate::install::rbac::table::HOST, BMCEventSubscription: List, Patch);
+crate::install::rbac::require_access!(crate::install::rbac::table::HOST, BMCEventSubscription: Patch);
 crate::install::rbac::require_access!(crate::install::rbac::table::HOST, BMCEventSubscription, status: Patch);
 
 /// Why a reconcile failed.
@@ -51,6 +51,8 @@ pub(super) struct SubscriptionReconciler {
     pub(super) publisher: Publisher,
     /// The host controller's: its Ironic connection.
     pub(super) hosts: Arc<HostContext>,
+    /// The controller's cache of this scope's subscriptions.
+    pub(super) subscriptions: Store<BMCEventSubscription>,
 }
 
 impl Reconcile for SubscriptionReconciler {
@@ -86,7 +88,7 @@ impl SubscriptionReconciler {
         owned::adopt(&api, subscription, SUBSCRIPTION_FINALIZER, None).await?;
         let (observed, again) = match found {
             Target::Unread(Unread { reason, message, again }) => (Observed::Failed { reason, message }, again),
-            Target::Node { node, client, .. } => self.subscribe(&api, subscription, &client, &node).await?,
+            Target::Node { node, client, .. } => self.subscribe(subscription, &client, &node).await?,
         };
         self.write(&api, subscription, &observed).await?;
         Ok(Action::requeue(spread(again)))
@@ -95,7 +97,6 @@ impl SubscriptionReconciler {
     /// Makes the BMC have the subscription.
     async fn subscribe(
         &self,
-        api: &Api<BMCEventSubscription>,
         subscription: &BMCEventSubscription,
         client: &IronicClient,
         node: &str,
@@ -113,7 +114,7 @@ impl SubscriptionReconciler {
         let for_this_spec =
             status.observed_generation.is_some() && status.observed_generation == subscription.metadata.generation;
         let current = Current { id: &status.subscription_id, for_this_spec };
-        let claimed = claimed(api, subscription).await?;
+        let claimed = claimed(&self.subscriptions, subscription);
         match bmc::ensure(client, node, &subscription.spec, current, &claimed, headers).await {
             Ok(done) => {
                 if !matches!(done, Done::Kept(_)) {
@@ -146,7 +147,9 @@ impl SubscriptionReconciler {
             Target::Unread(Unread { reason: "NoHost" | "NotRegistered", .. }) => None,
             Target::Unread(Unread { reason, message, .. }) => Some(Observed::Failed { reason, message }),
             Target::Node { node, client, .. } => {
-                match bmc::remove(&client, &node, &subscription.spec, &id, &claimed(api, subscription).await?).await {
+                match bmc::remove(&client, &node, &subscription.spec, &id, &claimed(&self.subscriptions, subscription))
+                    .await
+                {
                     Ok(()) => None,
                     Err(err) => Some(Observed::Failed {
                         reason: "UnsubscribeFailed",
@@ -180,20 +183,28 @@ impl SubscriptionReconciler {
     }
 }
 
-/// The ids the other subscriptions of the same host record (listed in the namespace).
-async fn claimed(api: &Api<BMCEventSubscription>, subscription: &BMCEventSubscription) -> Result<Claimed, KubeError> {
-    let name = subscription.name_any();
-    let all = api.list(&Default::default()).await.map_err(KubeError::of::<BMCEventSubscription>(Verb::List, &name))?;
-    Ok(claims(&all.items, subscription))
+/// The ids the other subscriptions of the same host record, as the controller's cache has
+/// them: a list of the namespace at every reconcile would cost the apiserver more the more
+/// subscriptions there are. A claim the cache has not seen yet is the race a list has too (an
+/// id written between the list and the request): the next reconcile settles who keeps it.
+fn claimed(subscriptions: &Store<BMCEventSubscription>, subscription: &BMCEventSubscription) -> Claimed {
+    claims(subscriptions.state().iter().map(Arc::as_ref), subscription)
 }
 
-/// The ids the others of the same host record, and those of the ones made before `mine` (by
-/// creation time, then name: a total order, so two that took one id agree on who keeps it).
-pub(super) fn claims(all: &[BMCEventSubscription], mine: &BMCEventSubscription) -> Claimed {
+/// The ids the others of the same host (in `mine`'s namespace: a cache of every namespace holds
+/// hosts of one name in several) record, and those of the ones made before `mine` (by creation
+/// time, then name: a total order, so two that took one id agree on who keeps it).
+pub(super) fn claims<'a>(
+    all: impl IntoIterator<Item = &'a BMCEventSubscription>,
+    mine: &BMCEventSubscription,
+) -> Claimed {
     let order = |s: &BMCEventSubscription| (s.metadata.creation_timestamp.clone().map(|t| t.0), s.name_any());
     let me = order(mine);
     let mut claimed = Claimed::default();
-    for other in all.iter().filter(|o| o.uid() != mine.uid() && o.spec.host_name == mine.spec.host_name) {
+    let same_host = |o: &&BMCEventSubscription| {
+        o.uid() != mine.uid() && o.namespace() == mine.namespace() && o.spec.host_name == mine.spec.host_name
+    };
+    for other in all.into_iter().filter(same_host) {
         let id = other.status.as_ref().map(|s| s.subscription_id.clone()).unwrap_or_default();
         if id.is_empty() {
             continue;
@@ -234,6 +245,15 @@ mod tests {
         assert_eq!(claimed.earlier, ["1".to_string()].into(), "the older one keeps id 1");
         // The older one sees no earlier claim of its id: it keeps it.
         assert!(claims(&all, &older).earlier.is_empty());
+    }
+
+    #[test]
+    fn a_host_of_the_same_name_in_another_namespace_claims_nothing() {
+        let mine = object("b", "h", 20, "1");
+        let mut elsewhere = object("a", "h", 10, "1");
+        elsewhere.metadata.namespace = Some("other".into());
+        let claimed = claims(&[elsewhere, mine.clone()], &mine);
+        assert!(claimed.all.is_empty() && claimed.earlier.is_empty(), "{claimed:?}");
     }
 
     #[test]
