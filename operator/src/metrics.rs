@@ -37,6 +37,12 @@ pub(crate) struct CutLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct RequestLabels {
+    pub verb: &'static str,
+    pub resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OperationLabels {
     pub operation: String,
 }
@@ -53,6 +59,7 @@ pub struct Metrics {
     durations: Family<ControllerLabels, Histogram>,
     status_writes: Family<ControllerLabels, Counter>,
     ironic_requests: Family<OperationLabels, Counter>,
+    apiserver_requests: Family<RequestLabels, Counter>,
     leader: Gauge,
     lease_renewal_failures: Counter,
     connections: Family<ServerLabels, Gauge>,
@@ -80,6 +87,12 @@ impl Metrics {
         registry.register("reconcile_duration_seconds", "Time spent in a reconcile, by controller", durations.clone());
         registry.register("status_writes", "Status subresource writes, by controller", status_writes.clone());
         registry.register("ironic_requests", "Requests sent to Ironic's API, by operation", ironic_requests.clone());
+        let apiserver_requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "apiserver_requests",
+            "Requests sent to the Kubernetes apiserver, by verb (get, watch, create, update, patch, delete) and resource",
+            apiserver_requests.clone(),
+        );
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -112,6 +125,7 @@ impl Metrics {
             durations,
             status_writes,
             ironic_requests,
+            apiserver_requests,
             leader,
             lease_renewal_failures,
             connections,
@@ -139,6 +153,16 @@ impl Metrics {
     /// Counts `n` requests to Ironic of `operation`.
     pub fn ironic_requests(&self, operation: &str, n: u64) {
         self.ironic_requests.get_or_create(&OperationLabels { operation: operation.into() }).inc_by(n);
+    }
+
+    /// Counts a request to the apiserver of `verb` on `resource`.
+    pub(crate) fn apiserver_request(&self, verb: &'static str, resource: &str) {
+        self.apiserver_requests.get_or_create(&RequestLabels { verb, resource: resource.into() }).inc();
+    }
+
+    /// Requests to the apiserver so far of `verb` on `resource`.
+    pub fn apiserver_request_count(&self, verb: &'static str, resource: &str) -> u64 {
+        self.apiserver_requests.get_or_create(&RequestLabels { verb, resource: resource.into() }).get()
     }
 
     /// Whether this replica leads (holds the lease and runs the controllers).
@@ -257,12 +281,15 @@ mod tests {
         drop(metrics.reconcile("host"));
         metrics.status_written("host");
         metrics.ironic_requests("list_nodes", 2);
+        metrics.apiserver_request("patch", "events");
         assert_eq!(metrics.reconcile_count("host"), 1);
+        assert_eq!(metrics.apiserver_request_count("patch", "events"), 1);
         assert_eq!(metrics.status_write_count("host"), 1);
         assert_eq!(metrics.ironic_request_count("list_nodes"), 2);
         let text = metrics.encode();
         assert!(text.contains("ferrometal_ironic_requests_total{operation=\"list_nodes\"} 2"), "{text}");
         assert!(text.contains("ferrometal_reconcile_duration_seconds_count{controller=\"host\"} 1"), "{text}");
+        assert!(text.contains("ferrometal_apiserver_requests_total{verb=\"patch\",resource=\"events\"} 1"), "{text}");
     }
 
     #[test]

@@ -19,6 +19,12 @@ async fn the_benchmark_runs_at_fifty_hosts_and_reports_every_figure() -> anyhow:
     let ops = &report.provisioning.ironic;
     assert!(ops.get("create_node").copied().unwrap_or(0) >= 50, "the operator registered every host: {ops:?}");
     assert!(report.provisioning.status_writes >= 50, "status writes were counted");
+    let (writes, reads) = report.apiserver_per_host();
+    assert!(
+        writes * 50.0 >= report.provisioning.status_writes as f64 && reads > 0.0,
+        "every apiserver request was counted, status writes among the writes: {:?}",
+        report.provisioning.apiserver
+    );
     assert!(report.steady.polls > 0, "the steady window saw bulk polls");
     let costs = &report.poll_costs;
     assert!(

@@ -55,17 +55,19 @@ async fn commit(ctx: Writer<'_>, mut draft: Draft, now: Timestamp) -> Result<Arc
             return Err(err);
         }
     }
+    let changed = draft.settle(now);
     // A node registered (first, or again under a new id): the host's HostFirmwareSettings and
     // HostFirmwareComponents, as baremetal-operator makes them at registration, before the
-    // status that shows the node.
+    // status that shows the node. Only with that status write: while registering, the ID
+    // alone is not written (`Draft::settle`), and each reconcile until it is would create them
+    // again (refused as existing, a request each).
     let registered = &draft.status.provisioning.id;
     let before = draft.host.status.as_ref().map(|s| s.provisioning.id.as_str()).unwrap_or_default();
-    if !registered.is_empty() && registered != before {
+    if changed && !registered.is_empty() && registered != before {
         crate::host::firmware::ensure_settings(ctx.kube, &draft.host).await?;
         crate::host::components::ensure_components(ctx.kube, &draft.host).await?;
     }
     let api = api(&ctx, &draft);
-    let changed = draft.settle(now);
     if changed {
         draft.status.last_updated = Some(Time(now));
     }

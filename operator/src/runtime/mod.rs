@@ -6,6 +6,7 @@ pub(crate) mod health;
 pub(crate) mod leader;
 pub(crate) mod lease;
 pub(crate) mod readiness;
+mod requests;
 mod shards;
 mod supervise;
 
@@ -45,8 +46,8 @@ impl Operator {
         let shutdown = CancellationToken::new();
         let ready = Arc::new(Readiness::default());
         // Every request of the controllers passes through the readiness check's observer,
-        // which records their watches as they sync.
-        let client = ready.observe(client);
+        // which records their watches as they sync, and is counted by verb.
+        let client = ready.observe(requests::counted(client, metrics.clone()));
         let ctx = Arc::new(Context {
             client: client.clone(),
             metrics: metrics.clone(),

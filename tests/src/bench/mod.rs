@@ -141,6 +141,9 @@ pub struct Provisioning {
     /// Ironic requests by operation.
     pub ironic: BTreeMap<String, u64>,
     pub status_writes: u64,
+    /// Every request the operator sent the apiserver, by verb: status writes, applies,
+    /// metadata patches, Events and Leases alike.
+    pub apiserver: BTreeMap<String, u64>,
     pub reconciles: u64,
     /// Host wake-ups by cause, and failed host reconciles: where the reconciles came from.
     pub wakes: BTreeMap<String, u64>,
@@ -158,6 +161,8 @@ pub struct Steady {
     /// Ironic's CPU over the window: its own periodic tasks, and the polls.
     pub ironic_cpu: Duration,
     pub status_writes_per_minute: f64,
+    /// Every write the operator sent the apiserver (Lease renewals included).
+    pub apiserver_writes_per_minute: f64,
     pub reconciles_per_minute: f64,
 }
 
@@ -278,6 +283,15 @@ impl Report {
 
     pub fn status_writes_per_host(&self) -> f64 {
         self.provisioning.status_writes as f64 / self.hosts.max(1) as f64
+    }
+
+    /// Every apiserver write of the operator's while it provisioned, per host, and its other
+    /// requests (reads and watches) per host.
+    pub fn apiserver_per_host(&self) -> (f64, f64) {
+        let writes = probe::apiserver_writes(&self.provisioning.apiserver);
+        let all: u64 = self.provisioning.apiserver.values().sum();
+        let hosts = self.hosts.max(1) as f64;
+        (writes as f64 / hosts, (all - writes) as f64 / hosts)
     }
 
     /// Ironic requests per bulk poll in the steady window, and how many were not the poll's

@@ -62,6 +62,18 @@ impl Scrape {
             .collect()
     }
 
+    /// Every request the operator sent the apiserver, by verb (`get`, `watch`, `create`,
+    /// `update`, `patch`, `delete`) and resource: keys such as `patch baremetalhosts/status`.
+    pub fn apiserver(&self) -> BTreeMap<String, u64> {
+        self.family("ferrometal_apiserver_requests_total")
+            .into_iter()
+            .filter_map(|(labels, n)| {
+                let values: Vec<&str> = labels.split('"').skip(1).step_by(2).collect();
+                Some((values.join(" "), n)).filter(|_| values.len() == 2)
+            })
+            .collect()
+    }
+
     /// Host wake-ups by cause (the poll, a freed slot, a firmware read).
     pub fn host_wakes(&self) -> BTreeMap<String, u64> {
         self.family("ferrometal_host_wakes_total")
@@ -121,6 +133,16 @@ pub fn difference(after: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>)
         .collect()
 }
 
+/// Whether a key of [`Scrape::apiserver`] is a write.
+pub fn is_write(key: &str) -> bool {
+    ["create ", "update ", "patch ", "delete "].iter().any(|verb| key.starts_with(verb))
+}
+
+/// The writes among requests to the apiserver by verb and resource.
+pub fn apiserver_writes(requests: &BTreeMap<String, u64>) -> u64 {
+    requests.iter().filter(|(key, _)| is_write(key)).map(|(_, n)| n).sum()
+}
+
 /// Memory and CPU of a process from `/proc/<pid>`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ProcSample {
@@ -165,12 +187,18 @@ mod tests {
     fn a_scrape_reads_counters_by_name_and_label() {
         let text = "# HELP x\nferrometal_ironic_requests_total{operation=\"node_status\"} 12\n\
                     ferrometal_ironic_requests_total{operation=\"get_node\"} 3\n\
-                    ferrometal_status_writes_total{controller=\"host\"} 7\nferrometal_host_bulk_polls_total 4\n# EOF\n";
+                    ferrometal_status_writes_total{controller=\"host\"} 7\n\
+                    ferrometal_apiserver_requests_total{verb=\"patch\",resource=\"baremetalhosts/status\"} 5\n\
+                    ferrometal_apiserver_requests_total{verb=\"create\",resource=\"events\"} 1\n\
+                    ferrometal_apiserver_requests_total{verb=\"get\",resource=\"secrets\"} 3\nferrometal_host_bulk_polls_total 4\n# EOF\n";
         let scrape = Scrape::parse(text);
         assert_eq!(scrape.ironic_total(), 15);
         assert_eq!(scrape.ironic().get("get_node"), Some(&3));
         assert_eq!(scrape.status_writes("host"), 7);
         assert_eq!(scrape.status_writes("nodeset"), 0);
+        let requests = scrape.apiserver();
+        assert_eq!(requests.get("patch baremetalhosts/status"), Some(&5));
+        assert_eq!(apiserver_writes(&requests), 6, "{requests:?}");
         assert_eq!(scrape.bulk_polls(), 4);
     }
 

@@ -4,7 +4,7 @@
 
 use super::cpu::{CpuSnapshot, PhaseCpu, Source};
 use super::day2::{CREATORS, Day2, create_hosts, network, nodesets};
-use super::probe::{ProcSample, Scrape, difference};
+use super::probe::{ProcSample, Scrape, apiserver_writes, difference};
 use super::{FloorRun, Footprint, Limits, Options, Pair, PollCosts, Provisioning, Report, Rollout, Steady, floor};
 use crate::ironic::{IronicConfig, IronicServer};
 use crate::operator_process::OperatorProcess;
@@ -247,6 +247,7 @@ impl Bench {
             elapsed,
             ironic: difference(&after.ironic(), &before.ironic()),
             status_writes: after.status_writes("host") - before.status_writes("host"),
+            apiserver: difference(&after.apiserver(), &before.apiserver()),
             reconciles: after.reconciles("host") - before.reconciles("host"),
             wakes: difference(&after.host_wakes(), &before.host_wakes()),
             failures: after.reconcile_failures("host") - before.reconcile_failures("host"),
@@ -323,6 +324,8 @@ impl Bench {
             ironic: difference(&after.ironic(), &before.ironic()),
             ironic_cpu,
             status_writes_per_minute: writes as f64 / minutes,
+            apiserver_writes_per_minute: apiserver_writes(&difference(&after.apiserver(), &before.apiserver())) as f64
+                / minutes,
             reconciles_per_minute: reconciles as f64 / minutes,
         };
         let cpu = proc_after.cpu.saturating_sub(proc_before.cpu);

@@ -74,6 +74,21 @@ pub fn render(reports: &[Report]) -> String {
         format!("{:.1}", r.floor.ironic_requests as f64 / r.hosts.max(1) as f64)
     });
     row(&mut out, "P1 status writes per host", "<= 6", reports, |r| format!("{:.1}", r.status_writes_per_host()));
+    row(&mut out, "P1 apiserver writes per host, all kinds", "", reports, |r| {
+        format!("{:.1}", r.apiserver_per_host().0)
+    });
+    // Where the writes went, by verb and resource.
+    let writes: std::collections::BTreeSet<&String> =
+        reports.iter().flat_map(|r| r.provisioning.apiserver.keys()).filter(|k| super::probe::is_write(k)).collect();
+    for key in writes {
+        row(&mut out, &format!("  per host: {key}"), "", reports, |r| {
+            let n = r.provisioning.apiserver.get(key).copied().unwrap_or_default();
+            format!("{:.1}", n as f64 / r.hosts.max(1) as f64)
+        });
+    }
+    row(&mut out, "P1 apiserver reads and watches per host", "", reports, |r| {
+        format!("{:.1}", r.apiserver_per_host().1)
+    });
     row(&mut out, "P1 host reconciles per host", "<= 12", reports, |r| {
         format!("{:.1}", r.provisioning.reconciles as f64 / r.hosts.max(1) as f64)
     });
@@ -119,6 +134,9 @@ pub fn render(reports: &[Report]) -> String {
         format!("{:.1}", r.steady.ironic_cpu.as_secs_f64() / r.steady.window.as_secs_f64().max(1e-9) * 100.0)
     });
     row(&mut out, "P2 status writes per minute", "0", reports, |r| format!("{:.1}", r.steady.status_writes_per_minute));
+    row(&mut out, "P2 apiserver writes per minute, all kinds", "", reports, |r| {
+        format!("{:.1}", r.steady.apiserver_writes_per_minute)
+    });
     row(&mut out, "P2 reconciles per minute", "", reports, |r| format!("{:.1}", r.steady.reconciles_per_minute));
     row(&mut out, "P3 peak RSS (MiB)", "<= 64", reports, |r| format!("{:.1}", r.footprint.peak_rss as f64 / MIB));
     row(&mut out, "P3 steady RSS (MiB)", "<= 64", reports, |r| format!("{:.1}", r.footprint.steady_rss as f64 / MIB));

@@ -44,6 +44,12 @@ async fn a_fake_hardware_host_goes_through_the_whole_lifecycle() -> anyhow::Resu
     assert_eq!(status.provisioning.id, node["uuid"].as_str().unwrap_or_default());
     assert_eq!(status.provisioning.image.as_ref().map(|i| i.url.as_str()), Some(iso.as_str()));
     assert!(host.finalizers().iter().any(|f| f == "baremetalhost.metal3.io"));
+    let metrics = t.operator()?.metrics();
+    assert_eq!(
+        metrics.apiserver_request_count("create", "hostfirmwaresettings"),
+        1,
+        "its settings object made once, with the status that shows the node, not at every reconcile before"
+    );
     let hardware: Api<HardwareData> = Api::namespaced(t.env.client(), t.ns());
     let data = hardware.get("fake-0").await.context("inspection wrote HardwareData")?;
     assert_eq!(data.owner_references().first().map(|o| o.uid.as_str()), Some(uid(&created).as_str()));
