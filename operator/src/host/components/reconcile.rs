@@ -62,7 +62,10 @@ impl Reconcile for ComponentsReconciler {
     }
 
     fn reconcile(self: Arc<Self>, object: Arc<HostFirmwareComponents>) -> BoxFuture<'static, Result<Action, Error>> {
-        Box::pin(async move { self.run(&object).await })
+        Box::pin(async move {
+            let object = self.hosts.components.freshest(object);
+            self.run(&object).await
+        })
     }
 }
 
@@ -114,7 +117,9 @@ impl ComponentsReconciler {
         let api: Api<HostFirmwareComponents> =
             Api::namespaced(self.hosts.kube.clone(), &object.namespace().unwrap_or_default());
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
-        commit.write(&api, object, outcome.status.as_ref(), outcome.notices).await?;
+        if let Some(written) = commit.write(&api, object, outcome.status.as_ref(), outcome.notices).await? {
+            self.hosts.components.wrote(written);
+        }
         // Only once the status shows this reading may the next look skip the read, and only
         // while the status stays as written.
         if let Some(mark) = mark {

@@ -62,7 +62,10 @@ impl Reconcile for FirmwareReconciler {
     }
 
     fn reconcile(self: Arc<Self>, settings: Arc<HostFirmwareSettings>) -> BoxFuture<'static, Result<Action, Error>> {
-        Box::pin(async move { self.run(&settings).await })
+        Box::pin(async move {
+            let settings = self.hosts.firmware.freshest(settings);
+            self.run(&settings).await
+        })
     }
 }
 
@@ -109,7 +112,9 @@ impl FirmwareReconciler {
         let api: Api<HostFirmwareSettings> =
             Api::namespaced(self.hosts.kube.clone(), &settings.namespace().unwrap_or_default());
         let commit = Commit { controller: CONTROLLER, metrics: &self.runner.metrics, publisher: &self.publisher };
-        commit.write(&api, settings, outcome.status.as_ref(), outcome.notices).await?;
+        if let Some(written) = commit.write(&api, settings, outcome.status.as_ref(), outcome.notices).await? {
+            self.hosts.firmware.wrote(written);
+        }
         // Only once the status shows this reading may the next look skip the read, and only
         // while the status stays as written.
         if let Some(mark) = mark {

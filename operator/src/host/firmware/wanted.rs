@@ -6,6 +6,7 @@
 //! only: after a restart, the controllers' first reads fill it again within seconds.
 
 use crate::host::wake::{Cause, HostKey, Wakeups};
+use crate::kit::fresh::Recent;
 use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostFirmwareSettings};
 use futures::Stream;
 use kube::runtime::reflector::ObjectRef;
@@ -109,11 +110,16 @@ pub(crate) struct Waiting<K: kube::Resource, V> {
     cause: Cause,
     /// Wakes the objects' reconciles.
     reads: ReadAgain<K>,
+    /// The objects as their reconciles' status writes returned them, until the watch shows
+    /// those writes: a reconcile woken in between (a read asked for just after the object was
+    /// made) would otherwise see the status before the write, take it for a change since the
+    /// read, and read Ironic again.
+    written: Recent<K>,
 }
 
 impl<K, V> Waiting<K, V>
 where
-    K: kube::Resource<DynamicType = ()> + 'static,
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
     V: Clone + Default + PartialEq,
 {
     pub(crate) fn new(wakeups: Arc<Wakeups>, cause: Cause) -> Self {
@@ -124,7 +130,18 @@ where
             wakeups,
             cause,
             reads: ReadAgain::default(),
+            written: Recent::default(),
         }
+    }
+
+    /// The newer of the cached object and the one its last status write returned.
+    pub(crate) fn freshest(&self, cached: Arc<K>) -> Arc<K> {
+        self.written.freshest(cached)
+    }
+
+    /// Keeps `object`, as a status write returned it, until the watch shows it.
+    pub(crate) fn wrote(&self, object: K) {
+        self.written.remember(object);
     }
 
     fn hosts(&self) -> std::sync::MutexGuard<'_, HashMap<HostKey, (V, Option<i64>)>> {
@@ -185,6 +202,7 @@ where
         self.hosts().remove(host);
         self.marks.lock().unwrap_or_else(|e| e.into_inner()).remove(host);
         self.held().remove(host);
+        self.written.forget(&host.namespace, &host.name);
     }
 
     /// Whether the last read of `host`'s object was made from `mark`.
@@ -311,6 +329,28 @@ mod tests {
         assert!(!wanted.unchanged(&host, &rewritten), "a status changed since the read is read anew");
         wanted.settled(&host);
         assert!(!wanted.unchanged(&host, &mark("t1", 1)), "settled: read again");
+    }
+
+    #[test]
+    fn a_reconcile_woken_before_the_watch_shows_a_status_write_sees_that_write_until_its_host_is_gone() {
+        let wanted = Wanted::new(Arc::new(Wakeups::default()), Cause::Settings);
+        let host = HostKey::new("ns", "h");
+        let versioned = |rv: &str, reason: &str| {
+            let mut settings = HostFirmwareSettings::new("h", Default::default());
+            settings.metadata.namespace = Some("ns".into());
+            settings.metadata.resource_version = Some(rv.into());
+            settings.metadata.annotations = Some([("reason".to_string(), reason.to_string())].into());
+            settings
+        };
+        let reason = |s: &HostFirmwareSettings| s.metadata.annotations.as_ref().and_then(|a| a.get("reason")).cloned();
+        wanted.wrote(versioned("7", "written"));
+        let stale = Arc::new(versioned("5", "made"));
+        assert_eq!(reason(&wanted.freshest(stale.clone())).as_deref(), Some("written"));
+        let caught_up = Arc::new(versioned("8", "cached"));
+        assert_eq!(reason(&wanted.freshest(caught_up)).as_deref(), Some("cached"), "the watch's newer copy wins");
+        wanted.wrote(versioned("9", "written again"));
+        wanted.forget(&host);
+        assert_eq!(reason(&wanted.freshest(stale)).as_deref(), Some("made"), "nothing kept of a host gone");
     }
 
     #[test]
