@@ -77,18 +77,11 @@ pub fn render(reports: &[Report]) -> String {
     row(&mut out, "P1 apiserver writes per host, all kinds", "", reports, |r| {
         format!("{:.1}", r.apiserver_per_host().0)
     });
-    // Where the writes went, by verb and resource.
-    let writes: std::collections::BTreeSet<&String> =
-        reports.iter().flat_map(|r| r.provisioning.apiserver.keys()).filter(|k| super::probe::is_write(k)).collect();
-    for key in writes {
-        row(&mut out, &format!("  per host: {key}"), "", reports, |r| {
-            let n = r.provisioning.apiserver.get(key).copied().unwrap_or_default();
-            format!("{:.1}", n as f64 / r.hosts.max(1) as f64)
-        });
-    }
+    apiserver_rows(&mut out, reports, true);
     row(&mut out, "P1 apiserver reads and watches per host", "", reports, |r| {
         format!("{:.1}", r.apiserver_per_host().1)
     });
+    apiserver_rows(&mut out, reports, false);
     row(&mut out, "P1 host reconciles per host", "<= 12", reports, |r| {
         format!("{:.1}", r.provisioning.reconciles as f64 / r.hosts.max(1) as f64)
     });
@@ -199,4 +192,20 @@ pub fn render(reports: &[Report]) -> String {
         }
     }
     out
+}
+
+/// Where P1's apiserver writes (`writes`) or reads and watches went, by verb and resource, per
+/// provisioned host.
+fn apiserver_rows(out: &mut String, reports: &[Report], writes: bool) {
+    let keys: std::collections::BTreeSet<&String> = reports
+        .iter()
+        .flat_map(|r| r.provisioning.apiserver.keys())
+        .filter(|k| super::probe::is_write(k) == writes)
+        .collect();
+    for key in keys {
+        row(out, &format!("  per host: {key}"), "", reports, |r| {
+            let n = r.provisioning.apiserver.get(key).copied().unwrap_or_default();
+            format!("{:.1}", n as f64 / r.hosts.max(1) as f64)
+        });
+    }
 }
