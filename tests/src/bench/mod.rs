@@ -141,8 +141,9 @@ pub struct Provisioning {
     /// Ironic requests by operation.
     pub ironic: BTreeMap<String, u64>,
     pub status_writes: u64,
-    /// Every request the operator sent the apiserver, by verb: status writes, applies,
-    /// metadata patches, Events and Leases alike.
+    /// Every request the operator sent the apiserver, by verb and resource (`patch
+    /// baremetalhosts/status`): status writes, applies, metadata patches, Events, Leases,
+    /// reads and watches alike.
     pub apiserver: BTreeMap<String, u64>,
     pub reconciles: u64,
     /// Host wake-ups by cause, and failed host reconciles: where the reconciles came from.
@@ -291,7 +292,7 @@ impl Report {
         let writes = probe::apiserver_writes(&self.provisioning.apiserver);
         let all: u64 = self.provisioning.apiserver.values().sum();
         let hosts = self.hosts.max(1) as f64;
-        (writes as f64 / hosts, (all - writes) as f64 / hosts)
+        (writes as f64 / hosts, all.saturating_sub(writes) as f64 / hosts)
     }
 
     /// Ironic requests per bulk poll in the steady window, and how many were not the poll's
