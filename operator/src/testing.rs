@@ -96,11 +96,11 @@ pub mod install {
 
     /// The OLM bundle.
     pub mod bundle {
-        pub use crate::install::bundle::files;
+        pub use crate::install::bundle::{Variant, files, files_of};
 
-        /// The CSV's package, channel and examples.
+        /// The CSVs' packages, channel and examples.
         pub mod csv {
-            pub use crate::install::bundle::csv::{CHANNEL, EXAMPLES, PACKAGE};
+            pub use crate::install::bundle::csv::{CHANNEL, EXAMPLES, PACKAGE, SHARDED_PACKAGE};
         }
     }
 

@@ -1,6 +1,6 @@
-//! The checked-in `config/`, `bundle/` and `bundle.Dockerfile` are what the generators write:
-//! these tests fail when they are stale. `FERROMETAL_UPDATE_MANIFESTS=1` rewrites them
-//! (as `ferrometal manifests` and `ferrometal bundle --version <this version>` do).
+//! The checked-in `config/`, `bundle/`, `bundle-sharded/` and their Dockerfiles are what the
+//! generators write: these tests fail when they are stale. `FERROMETAL_UPDATE_MANIFESTS=1`
+//! rewrites them (as `ferrometal manifests` and `ferrometal bundle --version <this version>` do).
 
 use super::{File, Layout, bundle, manifests, write};
 use std::collections::BTreeSet;

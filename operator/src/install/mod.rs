@@ -6,8 +6,9 @@
 //! - [`manifests`]: the kustomize tree under `config/` (`ferrometal manifests`): CRDs,
 //!   ServiceAccount and roles, the Deployment, the webhook Service and configuration, the
 //!   cert-manager variant and the optional features' roles;
-//! - [`bundle`]: the OLM bundle under `bundle/` and `bundle.Dockerfile`
-//!   (`ferrometal bundle --version X`), whose CSV carries the same Deployment and RBAC.
+//! - [`bundle`]: the OLM bundles under `bundle/` and `bundle.Dockerfile` (and the sharded
+//!   one under `bundle-sharded/`; `ferrometal bundle --version X`), whose CSVs carry the same
+//!   Deployments and RBAC as `config/` (and `config/shards`).
 //!
 //! `design/install.md` explains the choices.
 

@@ -57,19 +57,20 @@ fn rootfs(work: &Path, name: &str, binaries: &[&str]) -> Result<std::path::PathB
     Ok(root)
 }
 
-/// Pushes the bundle under `root` (`bundle/manifests`, `bundle/metadata` and
-/// `bundle.Dockerfile`, as `ferrometal bundle` writes them) as `name`, with the Dockerfile's
-/// labels and its layout (the two directories at the image's root).
-pub fn push_bundle(registry: &Registry, root: &Path, name: &str) -> Result<String> {
-    let dockerfile = std::fs::read_to_string(root.join("bundle.Dockerfile"))?;
+/// Pushes the bundle `dir` under `root` (`<dir>/manifests`, `<dir>/metadata` and
+/// `<dir>.Dockerfile`, as `ferrometal bundle` writes them: `bundle` or `bundle-sharded`) as
+/// `name`, with the Dockerfile's labels and its layout (the two directories at the image's
+/// root).
+pub fn push_bundle(registry: &Registry, root: &Path, dir: &str, name: &str) -> Result<String> {
+    let dockerfile = std::fs::read_to_string(root.join(format!("{dir}.Dockerfile")))?;
     let labels = dockerfile
         .lines()
         .filter_map(|l| l.strip_prefix("LABEL "))
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect::<Vec<_>>();
-    anyhow::ensure!(!labels.is_empty(), "no LABEL in {}/bundle.Dockerfile", root.display());
-    registry.push(&root.join("bundle"), name, &ImageConfig { labels, ..Default::default() })
+    anyhow::ensure!(!labels.is_empty(), "no LABEL in {}/{dir}.Dockerfile", root.display());
+    registry.push(&root.join(dir), name, &ImageConfig { labels, ..Default::default() })
 }
 
 /// One channel entry: a bundle's CSV name with the upgrade edges its CSV declares.
@@ -81,24 +82,49 @@ pub struct Entry {
     pub skip_range: Option<String>,
 }
 
-/// Renders a file-based catalog of `package` with one `channel` holding `entries` (each
+/// One package of a catalog: its name, its one channel, and that channel's entries.
+#[derive(Debug, Clone, Copy)]
+pub struct Package<'a> {
+    pub name: &'a str,
+    pub channel: &'a str,
+    pub entries: &'a [Entry],
+}
+
+/// Renders a file-based catalog of `packages`, each with one channel holding its entries (each
 /// bundle rendered by `opm render` from its image in the registry), checks it with
 /// `opm validate`, and pushes it as the catalog image `name`.
 pub fn push_catalog(
     registry: &Registry,
     images: &OlmImages,
     work: &Path,
-    (package, channel): (&str, &str),
-    entries: &[Entry],
+    packages: &[Package<'_>],
     name: &str,
 ) -> Result<String> {
     let root = work.join(name.replace(['/', ':'], "_"));
-    let configs = root.join("configs").join(package);
-    std::fs::create_dir_all(&configs)?;
     let home = policy_home(work)?;
-    let mut documents = vec![opm(&home, &["init", package, "--default-channel", channel, "-o", "json"])?];
+    for package in packages {
+        let configs = root.join("configs").join(package.name);
+        std::fs::create_dir_all(&configs)?;
+        std::fs::write(configs.join("catalog.json"), package_configs(&home, package)?)?;
+    }
+    opm(&home, &["validate", &root.join("configs").display().to_string()])?;
+    // The catalog image: opm's image with the catalog in /configs, served as upstream's
+    // generated Dockerfile serves it (no pre-built cache: opm builds one in /tmp at start).
+    copy_tree(&images.opm_root, &root)?;
+    let config = ImageConfig {
+        entrypoint: vec!["/bin/opm".into()],
+        cmd: vec!["serve".into(), "/configs".into()],
+        labels: vec![("operators.operatorframework.io.index.configs.v1".into(), "/configs".into())],
+    };
+    registry.push(&root, name, &config)
+}
+
+/// The file-based catalog documents of one package: the package, its bundles, its channel.
+fn package_configs(home: &Path, package: &Package<'_>) -> Result<String> {
+    let Package { name: package, channel, entries } = *package;
+    let mut documents = vec![opm(home, &["init", package, "--default-channel", channel, "-o", "json"])?];
     for entry in entries {
-        documents.push(opm(&home, &["render", &entry.bundle_image, "--use-http", "-o", "json"])?);
+        documents.push(opm(home, &["render", &entry.bundle_image, "--use-http", "-o", "json"])?);
     }
     let channel_entries: Vec<Value> = entries
         .iter()
@@ -116,17 +142,7 @@ pub fn push_catalog(
     documents.push(
         json!({"schema": "olm.channel", "package": package, "name": channel, "entries": channel_entries}).to_string(),
     );
-    std::fs::write(configs.join("catalog.json"), documents.join("\n"))?;
-    opm(&home, &["validate", &root.join("configs").display().to_string()])?;
-    // The catalog image: opm's image with the catalog in /configs, served as upstream's
-    // generated Dockerfile serves it (no pre-built cache: opm builds one in /tmp at start).
-    copy_tree(&images.opm_root, &root)?;
-    let config = ImageConfig {
-        entrypoint: vec!["/bin/opm".into()],
-        cmd: vec!["serve".into(), "/configs".into()],
-        labels: vec![("operators.operatorframework.io.index.configs.v1".into(), "/configs".into())],
-    };
-    registry.push(&root, name, &config)
+    Ok(documents.join("\n"))
 }
 
 /// A home directory whose containers policy accepts any image: `opm render` pulls bundle

@@ -12,7 +12,7 @@
 pub mod images;
 
 pub use crate::registry::{self, ImageConfig, Registry};
-pub use images::{Entry, OlmImages, push_bundle, push_catalog};
+pub use images::{Entry, OlmImages, Package, push_bundle, push_catalog};
 
 use crate::control_plane::ControlPlane;
 use crate::{Result, env, wait};

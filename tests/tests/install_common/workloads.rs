@@ -139,6 +139,21 @@ pub fn host_state(object: &Value) -> &str {
     object["status"]["provisioning"]["state"].as_str().unwrap_or_default()
 }
 
+/// Applies the BareMetalHost `host` in `namespace` and waits until its provisioning state is
+/// `state`, the operator's pods checked meanwhile.
+pub async fn host_reaches(
+    client: &kube::Client,
+    operator: &mut impl Running,
+    namespace: &str,
+    host: Value,
+    state: &str,
+) -> anyhow::Result<Value> {
+    let name = host["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    apply(client, namespace, host).await?;
+    let hosts = ferrometal_tests::api_resource("metal3.io", "v1alpha1", "BareMetalHost");
+    wait_steady(client, operator, namespace, &hosts, &name, state, |h| host_state(h) == state).await
+}
+
 /// An external database for Ironics: a real MariaDB on loopback with Ironic's schema.
 pub async fn database() -> anyhow::Result<MariaDb> {
     let server = MariaDb::start(MariaDbConfig::default()).await?;

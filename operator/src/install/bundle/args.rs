@@ -9,7 +9,7 @@ pub struct BundleArgs {
     /// The operator version the bundle installs (X.Y.Z); the image is tagged with it.
     #[arg(long)]
     pub version: String,
-    /// The repository root: `bundle/` and `bundle.Dockerfile` are written there.
+    /// The repository root: `bundle/`, `bundle-sharded/` and their Dockerfiles are written there.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
 }

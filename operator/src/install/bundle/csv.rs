@@ -2,14 +2,17 @@
 //! webhooks, the install modes the operator supports, examples from `crds/samples`, and the
 //! listing's metadata.
 
-use super::descriptors;
+use super::{Variant, descriptors};
+use crate::install::manifests::{shards, workload};
 use crate::install::rbac::{Feature, Reach, render};
-use crate::install::{Error, Layout, NAME, WEBHOOK_PORT, WebhookCertificates, manifests::workload};
+use crate::install::{Error, Layout, NAME, WEBHOOK_PORT, WebhookCertificates};
 use base64::Engine;
 use serde_json::{Value, json};
 
-/// The OLM package and channel.
+/// The OLM packages (the whole operator, and the one dividing hosts into shards) and their
+/// channel.
 pub const PACKAGE: &str = "ferrometal";
+pub const SHARDED_PACKAGE: &str = "ferrometal-sharded";
 pub const CHANNEL: &str = "alpha";
 /// The oldest Kubernetes the operator is tested against.
 pub(crate) const MIN_KUBE_VERSION: &str = "1.20.0";
@@ -43,6 +46,13 @@ const DESCRIPTION: &str = "ferrometal runs OpenStack Ironic and the bare-metal m
 Uninstalling the operator leaves BareMetalHosts and machines alone.
 
 Ironics with `spec.tls.mode: CertManager` need cert-manager and the roles in `config/optional/cert-manager-tls` of the source repository; Ironics with `spec.tls.mode: CertificateSigningRequest` need the ClusterRole in `config/optional/csr-tls`.";
+
+/// What the sharded package's description adds, for the shards of `layout`.
+fn sharded_description(layout: &Layout) -> String {
+    format!("
+
+This package divides the BareMetalHosts into shards ({}, from each host's namespace and name): the replicas of the `ferrometal-hosts` Deployment take one Lease per shard, serve the hosts of the shards they hold, and take over the shards of a replica that stops. The `ferrometal` Deployment runs the Ironic and NodeSet controllers and serves the webhooks. Install either this package or `ferrometal`, not both.", layout.shards.join(", "))
+}
 
 /// `X.Y.Z` with numeric parts: what OLM compares versions by.
 pub(crate) fn check_version(version: &str) -> Result<(), Error> {
@@ -113,30 +123,52 @@ pub(crate) fn permissions() -> (Vec<Value>, Vec<Value>) {
     )
 }
 
-/// The ClusterServiceVersion of `version`.
-pub(crate) fn csv(version: &str) -> Result<Value, Error> {
+/// The install strategy's Deployments: the operator's, and with shards the host controller's
+/// beside it (the main one then runs the Ironic and NodeSet controllers only).
+fn deployments(layout: &Layout, variant: Variant) -> Vec<Value> {
+    let mut main = workload::deployment(layout, WebhookCertificates::Olm);
+    let entry = |name: &str, deployment: k8s_openapi::api::apps::v1::Deployment| json!({"name": name, "label": layout.labels(), "spec": deployment.spec});
+    if variant == Variant::Whole {
+        return vec![entry(NAME, main)];
+    }
+    let pod = main.spec.as_mut().and_then(|s| s.template.spec.as_mut());
+    for container in pod.map(|p| p.containers.iter_mut()).into_iter().flatten() {
+        container.args.get_or_insert_with(Vec::new).push(shards::MAIN_CONTROLLERS.to_string());
+    }
+    vec![entry(NAME, main), entry(shards::HOSTS, shards::olm_hosts_deployment(layout))]
+}
+
+/// The ClusterServiceVersion of `variant`'s bundle of `version`.
+pub(crate) fn csv(version: &str, variant: Variant) -> Result<Value, Error> {
     check_version(version)?;
     let layout = Layout { image: crate::install::image(version), ..Layout::default() };
-    let deployment = workload::deployment(&layout, WebhookCertificates::Olm);
-    let (namespaced, cluster) = permissions();
+    let (mut namespaced, cluster) = permissions();
+    if variant == Variant::Sharded {
+        // OLM grants these where it grants the rest: the shard Leases live in the operator's
+        // namespace, and the rule names them.
+        let (role, _) = shards::lease_roles(&layout);
+        namespaced.extend(role.rules.unwrap_or_default().iter().map(|r| serde_json::to_value(r).unwrap_or_default()));
+    }
     let service_account = NAME;
     let mut install = json!({
-        "deployments": [{
-            "name": NAME,
-            "label": layout.labels(),
-            "spec": deployment.spec,
-        }],
+        "deployments": deployments(&layout, variant),
         "permissions": [{"serviceAccountName": service_account, "rules": namespaced}],
     });
     if !cluster.is_empty() {
         install["clusterPermissions"] = json!([{"serviceAccountName": service_account, "rules": cluster}]);
     }
     let examples = serde_json::to_string_pretty(&examples()?).unwrap_or_default();
+    let package = variant.package();
+    let description = if variant == Variant::Sharded {
+        format!("{DESCRIPTION}{}", sharded_description(&layout))
+    } else {
+        DESCRIPTION.to_string()
+    };
     Ok(json!({
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "ClusterServiceVersion",
         "metadata": {
-            "name": format!("{PACKAGE}.v{version}"),
+            "name": format!("{package}.v{version}"),
             "namespace": "placeholder",
             "annotations": {
                 "alm-examples": examples,
@@ -154,8 +186,8 @@ pub(crate) fn csv(version: &str) -> Result<Value, Error> {
             "labels": layout.labels(),
         },
         "spec": {
-            "displayName": "ferrometal",
-            "description": DESCRIPTION,
+            "displayName": if variant == Variant::Sharded { "ferrometal (sharded hosts)" } else { "ferrometal" },
+            "description": description,
             "version": version,
             "minKubeVersion": MIN_KUBE_VERSION,
             "maturity": CHANNEL,

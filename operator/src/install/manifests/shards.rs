@@ -29,10 +29,25 @@ fn selector() -> std::collections::BTreeMap<String, String> {
     .into()
 }
 
+/// The flag that leaves the main Deployment the Ironic and NodeSet controllers.
+pub(crate) const MAIN_CONTROLLERS: &str = "--controllers=ironic,nodeset";
+
 /// The host controller's Deployment: the operator's, with its own name and pod labels, no
 /// webhook, and the flags that divide the shards by Lease.
 pub(crate) fn hosts_deployment(layout: &Layout) -> Deployment {
-    let mut deployment = workload::deployment(layout, WebhookCertificates::SelfManaged);
+    hosts_deployment_with(layout, WebhookCertificates::SelfManaged)
+}
+
+/// The same for the OLM bundle: the namespaces to watch read from the annotation OLM puts on
+/// every pod of the CSV (`olm.targetNamespaces`), as the main Deployment reads them.
+pub(crate) fn olm_hosts_deployment(layout: &Layout) -> Deployment {
+    hosts_deployment_with(layout, WebhookCertificates::Olm)
+}
+
+/// The host controller's Deployment, its environment that of `certificates`' install (the
+/// certificate flags themselves are replaced: it serves no webhook).
+fn hosts_deployment_with(layout: &Layout, certificates: WebhookCertificates) -> Deployment {
+    let mut deployment = workload::deployment(layout, certificates);
     deployment.metadata.name = Some(HOSTS.to_string());
     let Some(spec) = deployment.spec.as_mut() else { return deployment };
     let (selector, mut labels) = (selector(), layout.labels());
@@ -93,7 +108,7 @@ pub(crate) fn manager_patch(layout: &Layout) -> Value {
     let certificates =
         if layout.cluster_wide() { WebhookCertificates::SelfManaged } else { WebhookCertificates::CertManager };
     let mut args = workload::args(layout, certificates);
-    args.push("--controllers=ironic,nodeset".to_string());
+    args.push(MAIN_CONTROLLERS.to_string());
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": NAME, "namespace": layout.namespace},
@@ -175,6 +190,19 @@ mod tests {
         let labels = spec.selector.match_labels.expect("selector");
         assert_eq!(labels.get("app.kubernetes.io/component").map(String::as_str), Some("hosts"));
         assert_ne!(labels, layout().selector(), "the webhook and metrics Services select none of its pods");
+    }
+
+    #[test]
+    fn under_olm_the_host_pods_watch_the_namespaces_olm_targets() {
+        let deployment = olm_hosts_deployment(&layout());
+        let pod = deployment.spec.and_then(|s| s.template.spec).expect("pod");
+        let env = pod.containers[0].env.clone().unwrap_or_default();
+        let watch = env.iter().find(|e| e.name == "WATCH_NAMESPACE").expect("WATCH_NAMESPACE");
+        let from = watch.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).map(|f| f.field_path.as_str());
+        assert_eq!(from, Some("metadata.annotations['olm.targetNamespaces']"));
+        let args = pod.containers[0].args.clone().unwrap_or_default();
+        assert!(args.contains(&"--shard-leases".to_string()) && args.contains(&"--disable-webhooks".to_string()));
+        assert!(!args.iter().any(|a| a.starts_with("--webhook")), "no certificate flags: {args:?}");
     }
 
     #[test]

@@ -6,23 +6,26 @@
 //! permissions, the webhooks with its own certificate and the operator's Deployment; every
 //! `alm-examples` object then reaches its steady state. The next version (`olm.skipRange`)
 //! published in the catalog upgrades the operator while every host stays provisioned and the
-//! NodeSet Ready, and each other install mode the CSV declares installs too.
+//! NodeSet Ready, each other install mode the CSV declares installs too, and last the sharded
+//! package (`bundle-sharded/`) replaces the operator: its host controller's replicas divide the
+//! shard Leases and serve the hosts, none of which changes state.
 //!
 //! What is still the test's: the Ironic the hosts use is the harness's (forwarded to the pods,
 //! named by the Subscription's `config.env`, the way OLM users set an operator's environment),
 //! and the operator image is imported into the node under the CSV's name (the CSV pulls
 //! `IfNotPresent`).
 
-use super::OperatorPods;
+use super::{OperatorPods, shards};
 use crate::install_common::workloads::{self, Running as _, resource};
 use crate::install_common::{kind_of, kubectl, name_of};
 use anyhow::Context as _;
 use ferrometal_tests::ironic::{IronicConfig, IronicServer};
-use ferrometal_tests::olm::{self, Entry, OlmImages, Registry};
+use ferrometal_tests::olm::{self, Entry, OlmImages, Package, Registry};
 use ferrometal_tests::operator_process::{operator_image, repo_root};
 use ferrometal_tests::workdir::WorkDir;
 use ferrometal_tests::{ControlPlane, ControlPlaneConfig, wait};
 use kube::api::{Api, DeleteParams, DynamicObject};
+use operator::testing::install::bundle::Variant;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -30,6 +33,7 @@ use std::time::{Duration, Instant};
 const OPERATOR_NAMESPACE: &str = "ferrometal-system";
 const CATALOG: &str = "ferrometal-catalog";
 const PACKAGE: &str = operator::testing::install::bundle::csv::PACKAGE;
+const SHARDED_PACKAGE: &str = operator::testing::install::bundle::csv::SHARDED_PACKAGE;
 const CHANNEL: &str = operator::testing::install::bundle::csv::CHANNEL;
 /// The checked-in bundle's version, and the next one the upgrade publishes.
 const FIRST: &str = "0.1.0";
@@ -39,21 +43,25 @@ fn csv_name(version: &str) -> String {
     format!("{PACKAGE}.v{version}")
 }
 
+fn sharded_csv_name(version: &str) -> String {
+    format!("{SHARDED_PACKAGE}.v{version}")
+}
+
 fn olm_resource(version: &str, kind: &str) -> kube::core::ApiResource {
     kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk("operators.coreos.com", version, kind))
 }
 
-/// The CSV of `root`'s bundle (`bundle/manifests`).
-fn bundle_csv(root: &Path) -> anyhow::Result<Value> {
-    let path = root.join(format!("bundle/manifests/{PACKAGE}.clusterserviceversion.yaml"));
+/// The CSV of `root`'s bundle of `variant` (`bundle/manifests` or `bundle-sharded/manifests`).
+fn bundle_csv(root: &Path, variant: Variant) -> anyhow::Result<Value> {
+    let path = root.join(format!("{}/manifests/{}.clusterserviceversion.yaml", variant.dir(), variant.package()));
     Ok(serde_saphyr::from_str(&std::fs::read_to_string(&path)?)?)
 }
 
 /// The channel entry of `root`'s bundle pushed as `image`, after `previous` in the channel: the
 /// CSV's `olm.skipRange`, and the edge from the previous entry the catalog's author writes
 /// (the CSV names none; a skipRange alone leaves the channel two heads, which opm refuses).
-fn entry(root: &Path, image: String, previous: Option<&Entry>) -> anyhow::Result<Entry> {
-    let csv = bundle_csv(root)?;
+fn entry(root: &Path, variant: Variant, image: String, previous: Option<&Entry>) -> anyhow::Result<Entry> {
+    let csv = bundle_csv(root, variant)?;
     let replaces = csv["spec"]["replaces"].as_str().map(str::to_string);
     Ok(Entry {
         bundle_image: image,
@@ -63,7 +71,7 @@ fn entry(root: &Path, image: String, previous: Option<&Entry>) -> anyhow::Result
     })
 }
 
-/// `ferrometal bundle --version NEXT`, written under `dir`.
+/// `ferrometal bundle --version NEXT` (both variants), written under `dir`.
 fn next_bundle(dir: &Path) -> anyhow::Result<()> {
     for file in operator::testing::install::bundle::files(NEXT)? {
         let path = dir.join(&file.path);
@@ -133,6 +141,17 @@ async fn catalog_ready(client: &kube::Client, image: &str) -> anyhow::Result<()>
 /// still write what it knew of a deleted Subscription onto a new one of the same name (an
 /// InstallPlan reference the garbage collector removed), which then never installs.
 async fn subscribe(client: &kube::Client, name: &str, targets: &[&str], ironic_endpoint: &str) -> anyhow::Result<()> {
+    subscribe_to(client, PACKAGE, name, targets, ironic_endpoint).await
+}
+
+/// [`subscribe`] to `package`.
+async fn subscribe_to(
+    client: &kube::Client,
+    package: &str,
+    name: &str,
+    targets: &[&str],
+    ironic_endpoint: &str,
+) -> anyhow::Result<()> {
     let mut group = json!({"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
         "metadata": {"name": PACKAGE, "namespace": OPERATOR_NAMESPACE}, "spec": {}});
     if !targets.is_empty() {
@@ -148,7 +167,7 @@ async fn subscribe(client: &kube::Client, name: &str, targets: &[&str], ironic_e
         client,
         &json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
             "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
-            "spec": {"channel": CHANNEL, "name": PACKAGE, "source": CATALOG, "sourceNamespace": olm::NAMESPACE,
+            "spec": {"channel": CHANNEL, "name": package, "source": CATALOG, "sourceNamespace": olm::NAMESPACE,
                 "installPlanApproval": "Automatic", "config": {"env": env}}}),
     )
     .await?;
@@ -294,8 +313,8 @@ async fn examples_steady(
 }
 
 #[tokio::test]
-async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode_every_host_stays() -> anyhow::Result<()>
-{
+async fn installed_through_olm_from_a_catalog_upgraded_in_every_install_mode_and_sharded_every_host_stays()
+-> anyhow::Result<()> {
     let started = Instant::now();
     let archive = tokio::task::spawn_blocking(operator_image).await??;
     let (mut cp, ironic) = tokio::try_join!(
@@ -316,12 +335,15 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
     let images = OlmImages::push(&registry, work.path())?;
     let next = work.subdir("next")?;
     next_bundle(&next)?;
-    let bundle =
-        |root: &Path, version: &str| olm::push_bundle(&registry, root, &format!("{PACKAGE}-bundle:v{version}"));
-    let first = entry(&repo_root(), bundle(&repo_root(), FIRST)?, None)?;
-    let second = entry(&next, bundle(&next, NEXT)?, Some(&first))?;
+    let bundle = |root: &Path, variant: Variant, version: &str| {
+        olm::push_bundle(&registry, root, variant.dir(), &format!("{}-bundle:v{version}", variant.package()))
+    };
+    let first = entry(&repo_root(), Variant::Whole, bundle(&repo_root(), Variant::Whole, FIRST)?, None)?;
+    let second = entry(&next, Variant::Whole, bundle(&next, Variant::Whole, NEXT)?, Some(&first))?;
+    let sharded = entry(&repo_root(), Variant::Sharded, bundle(&repo_root(), Variant::Sharded, FIRST)?, None)?;
     let catalog = |entries: &[Entry], tag: &str| {
-        olm::push_catalog(&registry, &images, work.path(), (PACKAGE, CHANNEL), entries, &format!("{CATALOG}:{tag}"))
+        let packages = [Package { name: PACKAGE, channel: CHANNEL, entries }];
+        olm::push_catalog(&registry, &images, work.path(), &packages, &format!("{CATALOG}:{tag}"))
     };
     let first_catalog = catalog(std::slice::from_ref(&first), "1")?;
     olm::install(&cp, &images).await?;
@@ -346,7 +368,7 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
 
     // The next version published: OLM upgrades the operator; no machine is touched.
     let phase = Instant::now();
-    let next_catalog = catalog(&[first, second], "2")?;
+    let next_catalog = catalog(&[first.clone(), second.clone()], "2")?;
     catalog_ready(&admin, &next_catalog).await?;
     until_succeeded(&admin, &kubeconfig, OPERATOR_NAMESPACE, &csv_name(NEXT)).await?;
     let csvs: Api<DynamicObject> =
@@ -397,6 +419,65 @@ async fn installed_through_olm_from_a_catalog_upgraded_and_in_every_install_mode
     // Back on every namespace: the NodeSet and its machines as they were.
     workloads::wait_steady(&admin, &mut pods, &hosts_ns, &nodesets, "computes", "Ready", workloads::ready).await?;
     assert_eq!(ironic_nodes(&ironic).await?, machines, "no machine changed state through the reinstalls");
+
+    // The sharded package instead, published beside the other in the catalog.
+    let phase = Instant::now();
+    let packages = [
+        Package { name: PACKAGE, channel: CHANNEL, entries: &[first, second] },
+        Package { name: SHARDED_PACKAGE, channel: CHANNEL, entries: std::slice::from_ref(&sharded) },
+    ];
+    let both = olm::push_catalog(&registry, &images, work.path(), &packages, &format!("{CATALOG}:3"))?;
+    catalog_ready(&admin, &both).await?;
+    unsubscribe(&admin, &subscription, &csv_name(NEXT)).await?;
+    sharded_install(&admin, &kubeconfig, &hosts_ns, &ironic_endpoint).await?;
+    workloads::wait_steady(&admin, &mut pods, &hosts_ns, &nodesets, "computes", "Ready", workloads::ready).await?;
+    assert_eq!(ironic_nodes(&ironic).await?, machines, "no machine changed state in the switch to shards");
+    // A new host is served by the host controller's replicas, in the namespace OLM targets.
+    let mut host_pods = OperatorPods::selected(&kubeconfig, OPERATOR_NAMESPACE, shards::HOSTS_SELECTOR);
+    let host = workloads::fake_host("sharded-0", false, None, json!({}));
+    workloads::host_reaches(&admin, &mut host_pods, &hosts_ns, host, "available").await?;
+    let now = ironic_nodes(&ironic).await?;
+    assert_eq!(now.len(), machines.len() + 1, "one node more, for sharded-0: {now:#?}");
+    assert!(machines.iter().all(|m| now.contains(m)), "every other machine where it was: {now:#?}");
+    eprintln!("---- real::install olm: {} serving in {:.1?}", sharded_csv_name(FIRST), phase.elapsed());
     cp.ensure_running()?;
+    Ok(())
+}
+
+/// The sharded package installed for `hosts_ns` (SingleNamespace): its CSV `Succeeded`, both
+/// Deployments available, OLM's target namespaces on the host controller's pods too, and every
+/// shard's Lease held by the host controller's replicas, two each, under the CSV's permissions.
+async fn sharded_install(
+    admin: &kube::Client,
+    kubeconfig: &Path,
+    hosts_ns: &str,
+    ironic_endpoint: &str,
+) -> anyhow::Result<()> {
+    subscribe_to(admin, SHARDED_PACKAGE, SHARDED_PACKAGE, &[hosts_ns], ironic_endpoint).await?;
+    let csv = until_succeeded(admin, kubeconfig, OPERATOR_NAMESPACE, &sharded_csv_name(FIRST)).await?;
+    let names: Vec<&str> = csv["spec"]["install"]["spec"]["deployments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert_eq!(names, [operator::testing::install::NAME, shards::HOSTS], "the CSV OLM installed");
+    until_serving(admin, kubeconfig, hosts_ns).await?;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    let hosts = super::until_named_available(
+        &deployments,
+        kubeconfig,
+        OPERATOR_NAMESPACE,
+        shards::HOSTS,
+        shards::HOSTS_SELECTOR,
+    )
+    .await?;
+    let annotations = hosts.spec.and_then(|s| s.template.metadata).and_then(|m| m.annotations);
+    let watched = annotations.unwrap_or_default().get("olm.targetNamespaces").cloned().unwrap_or_default();
+    assert_eq!(watched, hosts_ns, "the namespaces OLM hands the host controller");
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(admin.clone(), OPERATOR_NAMESPACE);
+    let divided = shards::until_divided(&leases, &pods).await?;
+    eprintln!("---- real::install olm: shards held {divided:?}");
     Ok(())
 }

@@ -8,7 +8,7 @@
 
 use super::{OnTheNode, OperatorPods, ironic_nodes, overlay_of, until_available, until_named_available};
 use crate::install_common::kubectl;
-use crate::install_common::workloads::{self, resource};
+use crate::install_common::workloads;
 use ferrometal_tests::operator_process::operator_image;
 use ferrometal_tests::wait;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// The sharded host controller's Deployment and its pods.
-const HOSTS: &str = "ferrometal-hosts";
-const HOSTS_SELECTOR: &str = "app.kubernetes.io/name=ferrometal,app.kubernetes.io/component=hosts";
+pub(super) const HOSTS: &str = "ferrometal-hosts";
+pub(super) const HOSTS_SELECTOR: &str = "app.kubernetes.io/name=ferrometal,app.kubernetes.io/component=hosts";
 /// The shards of the checked-in `config/shards`.
 const SHARDS: [&str; 4] = ["0", "1", "2", "3"];
 
@@ -43,7 +43,7 @@ async fn host_pods(pods: &Api<Pod>) -> anyhow::Result<Vec<String>> {
 }
 
 /// Waits until every shard is held by one of the running host pods, two each.
-async fn until_divided(leases: &Api<Lease>, pods: &Api<Pod>) -> anyhow::Result<BTreeMap<String, String>> {
+pub(super) async fn until_divided(leases: &Api<Lease>, pods: &Api<Pod>) -> anyhow::Result<BTreeMap<String, String>> {
     wait::until_ok(
         "the shards held two and two by the running pods",
         Duration::from_secs(120),
@@ -103,12 +103,8 @@ async fn installed_with_shards_the_host_replicas_divide_the_shard_leases_and_tak
 
     // A new host is served, and nothing was provisioned again.
     let iso = ironic.image_server().write_live_iso(&format!("{ns}/late.iso"))?;
-    workloads::apply(&admin, &ns, workloads::fake_host("late-0", true, Some(&iso), json!({}))).await?;
-    let hosts = resource("metal3.io", "BareMetalHost");
-    workloads::wait_steady(&admin, &mut host_pods_running, &ns, &hosts, "late-0", "provisioned", |h| {
-        workloads::host_state(h) == "provisioned"
-    })
-    .await?;
+    let host = workloads::fake_host("late-0", true, Some(&iso), json!({}));
+    workloads::host_reaches(&admin, &mut host_pods_running, &ns, host, "provisioned").await?;
     let now = ironic_nodes(&ironic).await?;
     assert_eq!(now.len(), before.len() + 1, "one node more, for late-0: {now:?}");
     for node in &before {
