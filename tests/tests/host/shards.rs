@@ -247,3 +247,31 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
     first.shutdown().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn replicas_started_together_count_each_other_and_take_two_shards_each_giving_none_back() -> anyhow::Result<()> {
+    let t = HostEnv::start("host-shard-start", Options::default()).await?;
+    // Each replica's start lasts a retry period after its first look: 4 s here (2 s shipped),
+    // which two replicas of one process started at once fall within even on a busy machine.
+    let timing = LeaseTiming {
+        duration: Duration::from_secs(10),
+        renew_deadline: Duration::from_secs(8),
+        retry_period: Duration::from_secs(4),
+    };
+    let (first, second) = tokio::try_join!(leasing_replica(&t, "r1", timing), leasing_replica(&t, "r2", timing))?;
+    let split = wait::until_ok("two shards each", secs(30), Duration::from_millis(100), || async {
+        let held = holders(&t).await?;
+        let count = |r: &str| held.values().filter(|h| *h == r).count();
+        Ok((count("r1") == 2 && count("r2") == 2).then_some(held))
+    })
+    .await?;
+    // Each Lease was taken once: none went to one replica first and was handed to the other.
+    let leases: kube::Api<Lease> = kube::Api::namespaced(t.env.client(), t.ns());
+    for shard in LEASED {
+        let spec = leases.get(&lease_name(shard)).await?.spec.unwrap_or_default();
+        assert_eq!(spec.lease_transitions, Some(1), "{shard} changed hands: {split:?}");
+    }
+    first.shutdown().await?;
+    second.shutdown().await?;
+    Ok(())
+}

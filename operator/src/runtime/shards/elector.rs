@@ -67,6 +67,10 @@ pub(crate) struct Elector {
     seq: u64,
     /// The shards of the last publication.
     published: BTreeSet<String>,
+    /// The end of this replica's start, one retry period after its first look: holding
+    /// nothing until then, it takes nothing, and asks, to be counted by replicas starting with
+    /// it ([`plan`]). `None` before the first look.
+    starting_until: Option<Instant>,
 }
 
 impl Elector {
@@ -88,6 +92,7 @@ impl Elector {
             leaving: BTreeMap::new(),
             seq: 1,
             published: BTreeSet::new(),
+            starting_until: None,
         }
     }
 
@@ -183,7 +188,8 @@ impl Elector {
                 Err(_) => tracing::warn!(shard, "the apiserver did not answer about a shard lease in time"),
             }
         }
-        let moves = plan(&self.identity, &seen, shards.len());
+        let starting = self.starting_until.is_none_or(|until| Instant::now() < until);
+        let moves = plan(&self.identity, &seen, shards.len(), starting);
         for shard in moves.give_up {
             if !self.leaving.contains_key(&shard) {
                 tracing::info!(shard, "giving up a shard another replica asked for");
@@ -223,6 +229,7 @@ impl Elector {
                 self.forget(shard);
             }
         }
+        self.starting_until.get_or_insert_with(|| Instant::now() + self.timing.retry_period);
         Ok(())
     }
 
@@ -328,20 +335,28 @@ impl Elector {
         }
     }
 
-    /// Asks for `shard`: annotates its Lease, again once half a term has passed.
+    /// Asks for `shard`: annotates its Lease (made, holding nobody, if there is none yet),
+    /// again once half a term has passed.
     async fn ask(&mut self, shard: &str, current: Option<Lease>) -> Result<(), KubeError> {
-        let Some(mut lease) = current else { return Ok(()) };
         let now = Instant::now();
         let half = self.timing.duration / 2;
         let known = self.known.entry(shard.to_string()).or_default();
         if known.asked.is_some_and(|at| now.saturating_duration_since(at) < half) {
             return Ok(());
         }
+        let name = self.name(shard);
+        let mut lease = current.clone().unwrap_or_else(|| Lease {
+            metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+            spec: None,
+        });
         let annotations = lease.metadata.annotations.get_or_insert_with(Default::default);
         annotations.insert(WANTED_BY.into(), self.identity.clone());
         annotations.insert(WANTED_AT.into(), Timestamp::now().to_string());
-        let name = self.name(shard);
-        match self.api.replace(&name, &post_params(), &lease).await {
+        let (verb, written) = match current {
+            Some(_) => (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await),
+            None => (Verb::Create, self.api.create(&post_params(), &lease).await),
+        };
+        match written {
             Ok(_) => {
                 tracing::info!(shard, "asked for a shard");
                 if let Some(known) = self.known.get_mut(shard) {
@@ -350,7 +365,7 @@ impl Elector {
                 Ok(())
             }
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-            Err(err) => self.failed(shard, KubeError::new(Verb::Patch, "Lease", &name, err)),
+            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)),
         }
     }
 

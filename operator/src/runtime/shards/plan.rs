@@ -10,6 +10,11 @@
 //! replica over its share gives up the Leases others asked for, down to its share, and never
 //! one nobody asked for. So a replica that starts late gets its share within a few attempts,
 //! and the Leases of one that died are free once their term ends and taken by the others.
+//!
+//! A replica holding nothing is seen by the others only through a request, so it always keeps
+//! one ([`be_seen`]), and while it has just started it takes nothing: replicas that start
+//! together count each other before taking, instead of the first taking every shard and
+//! handing half back.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,8 +47,8 @@ pub(crate) struct Moves {
 }
 
 /// The moves of replica `me` on `seen`, the Leases read of `shards` in all (a Lease that
-/// could not be read still counts in the share).
-pub(crate) fn plan(me: &str, seen: &[Seen], shards: usize) -> Moves {
+/// could not be read still counts in the share); `starting` while it has just started.
+pub(crate) fn plan(me: &str, seen: &[Seen], shards: usize, starting: bool) -> Moves {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut alive: BTreeSet<&str> = BTreeSet::from([me]);
     for lease in seen {
@@ -75,7 +80,31 @@ pub(crate) fn plan(me: &str, seen: &[Seen], shards: usize) -> Moves {
     let take: Vec<String> = free.iter().take(fair.saturating_sub(mine)).map(|l| l.shard.clone()).collect();
     let short = mine + take.len() < fair;
     let ask = short.then(|| ask_for(me, seen, &counts, fair)).flatten();
-    Moves { take, give_up, ask }
+    let mut moves = Moves { take, give_up, ask };
+    if mine == 0 {
+        be_seen(me, seen, starting, &mut moves);
+    }
+    moves
+}
+
+/// The moves of a replica holding nothing, which the others count only by its request. Just
+/// started, it takes nothing yet and asks: replicas starting together see each other's
+/// requests before their first take (each its own free shard, then up to the share of all).
+/// Later, taking nothing and with nobody over its share to ask, it asks anyway, a Lease
+/// nobody else asked for (its holder keeps it, being at its share), so that shards coming free
+/// (an old pod of a rolling update releasing them) are shared with it rather than all taken by
+/// the replicas that hold some.
+fn be_seen(me: &str, seen: &[Seen], starting: bool, moves: &mut Moves) {
+    if starting {
+        moves.take.clear();
+    }
+    if !moves.take.is_empty() || moves.ask.is_some() {
+        return;
+    }
+    let not_others = |lease: &&Seen| lease.wanted_by.as_deref().is_none_or(|by| by == me);
+    let free = seen.iter().filter(|l| l.holder == Holder::Free).find(not_others);
+    let asked = || seen.iter().find(|l| l.wanted_by.as_deref() == Some(me));
+    moves.ask = free.or_else(asked).or_else(|| seen.iter().find(not_others)).map(|l| l.shard.clone());
 }
 
 /// The shard to ask for: one we asked for already, if its holder still holds more than its
@@ -118,59 +147,133 @@ mod tests {
     #[test]
     fn a_replica_alone_takes_every_free_shard() {
         let seen = [lease("a", ""), lease("b", ""), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &seen, 4), Moves { take: names(&["a", "b", "c", "d"]), ..Moves::default() });
+        assert_eq!(plan("me", &seen, 4, false), Moves { take: names(&["a", "b", "c", "d"]), ..Moves::default() });
     }
 
     #[test]
     fn a_replica_takes_free_shards_up_to_its_share_of_the_replicas_alive() {
         let seen = [lease("a", "other"), lease("b", ""), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &seen, 4).take, names(&["b", "c"]), "two replicas alive: two each");
+        assert_eq!(plan("me", &seen, 4, false).take, names(&["b", "c"]), "two replicas alive: two each");
     }
 
     #[test]
     fn a_late_replica_asks_the_one_holding_everything_for_a_shard_and_keeps_asking_for_it() {
         let seen = [lease("a", "old"), lease("b", "old"), lease("c", "old"), lease("d", "old")];
-        assert_eq!(plan("me", &seen, 4), Moves { ask: Some("a".into()), ..Moves::default() });
+        assert_eq!(plan("me", &seen, 4, false), Moves { ask: Some("a".into()), ..Moves::default() });
         let asked = [wanted(lease("a", "old"), "me"), lease("b", "old"), lease("c", "old"), lease("d", "old")];
-        assert_eq!(plan("me", &asked, 4).ask, Some("a".into()));
+        assert_eq!(plan("me", &asked, 4, false).ask, Some("a".into()));
     }
 
     #[test]
     fn a_replica_over_its_share_gives_up_what_others_asked_for_and_nothing_else() {
         let asked = [wanted(lease("a", "me"), "new"), lease("b", "me"), lease("c", "me"), lease("d", "me")];
-        assert_eq!(plan("me", &asked, 4).give_up, names(&["a"]), "the asker counts as alive: two each");
+        assert_eq!(plan("me", &asked, 4, false).give_up, names(&["a"]), "the asker counts as alive: two each");
         let unasked = [lease("a", "me"), lease("b", "me"), lease("c", "me"), lease("d", "me")];
-        assert_eq!(plan("me", &unasked, 4), Moves::default(), "alone, all four are its share");
+        assert_eq!(plan("me", &unasked, 4, false), Moves::default(), "alone, all four are its share");
         let at_share = [wanted(lease("a", "me"), "new"), lease("b", "me"), lease("c", "x"), lease("d", "x")];
-        assert!(plan("me", &at_share, 4).give_up.is_empty(), "at its share it keeps what it has");
+        assert!(plan("me", &at_share, 4, false).give_up.is_empty(), "at its share it keeps what it has");
     }
 
     #[test]
     fn a_shard_given_up_goes_to_the_replica_that_asked_for_it() {
         let given = [wanted(lease("a", ""), "new"), lease("b", "old"), lease("c", "old"), lease("d", "")];
-        assert_eq!(plan("third", &given, 4).take, names(&["d"]), "not the one another asked for");
-        assert_eq!(plan("new", &given, 4).take, names(&["a", "d"]), "its own first");
+        assert_eq!(plan("third", &given, 4, false).take, names(&["d"]), "not the one another asked for");
+        assert_eq!(plan("new", &given, 4, false).take, names(&["a", "d"]), "its own first");
     }
 
     #[test]
     fn the_shards_of_a_dead_replica_are_taken_once_their_term_ends() {
         // The dead replica's Leases judged free (their term ended on our clock).
         let seen = [lease("a", "me"), lease("b", "me"), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &seen, 4).take, names(&["c", "d"]));
+        assert_eq!(plan("me", &seen, 4, false).take, names(&["c", "d"]));
     }
 
     #[test]
-    fn nobody_asks_a_replica_at_its_share() {
+    fn a_holder_under_its_share_asks_nobody_at_theirs() {
+        let seen = [lease("a", "x"), lease("b", "x"), lease("c", "y"), lease("d", "me")];
+        assert_eq!(plan("me", &seen, 4, false).ask, None, "three alive, share two: x is at it");
+    }
+
+    #[test]
+    fn a_replica_just_started_takes_nothing_and_asks_for_a_free_shard_nobody_else_asked_for() {
+        let seen = [wanted(lease("a", ""), "other"), lease("b", ""), lease("c", ""), lease("d", "")];
+        assert_eq!(plan("me", &seen, 4, true), Moves { ask: Some("b".into()), ..Moves::default() });
+        let after = [wanted(lease("a", ""), "other"), wanted(lease("b", ""), "me"), lease("c", ""), lease("d", "")];
+        assert_eq!(plan("me", &after, 4, false).take, names(&["b", "c"]), "its own first, up to two of four");
+    }
+
+    #[test]
+    fn a_replica_holding_nothing_with_nobody_over_its_share_still_asks_to_be_counted() {
         let seen = [lease("a", "x"), lease("b", "x"), lease("c", "y"), lease("d", "y")];
-        assert_eq!(plan("me", &seen, 4).ask, None, "three alive, share two: x and y are at it");
+        assert_eq!(plan("me", &seen, 4, false).ask, Some("a".into()));
+        let asked = [lease("a", "x"), lease("b", "x"), wanted(lease("c", "y"), "me"), lease("d", "y")];
+        assert_eq!(plan("me", &asked, 4, false).ask, Some("c".into()), "the same Lease again");
+        assert_eq!(plan("x", &asked, 4, false), Moves::default(), "its holder, at its share, keeps it");
+        let holding = [lease("a", "x"), lease("b", "me"), lease("c", "y"), lease("d", "y")];
+        assert_eq!(plan("me", &holding, 4, false), Moves::default(), "a holder is counted already");
+    }
+
+    /// The table of Leases (holders named) as replica `me` sees it.
+    fn view(leases: &[Seen], me: &str) -> Vec<Seen> {
+        let mine = |l: &Seen| matches!(&l.holder, Holder::Other(h) if h == me);
+        leases.iter().map(|l| if mine(l) { Seen { holder: Holder::Me, ..l.clone() } } else { l.clone() }).collect()
+    }
+
+    /// Replicas looking in `order` at `leases`, each look's moves applied before the next (a
+    /// take clears the taker's request, a give-up frees the Lease): every shard given up.
+    fn run(leases: &mut [Seen], order: &[(&str, bool)]) -> Vec<String> {
+        let mut given_up = Vec::new();
+        for (me, starting) in order {
+            let moves = plan(me, &view(leases, me), 4, *starting);
+            for lease in leases.iter_mut() {
+                if moves.take.contains(&lease.shard) {
+                    lease.holder = Holder::Other(me.to_string());
+                    lease.wanted_by = None;
+                } else if moves.give_up.contains(&lease.shard) {
+                    lease.holder = Holder::Free;
+                    given_up.push(lease.shard.clone());
+                } else if moves.ask.as_ref() == Some(&lease.shard) {
+                    lease.wanted_by = Some(me.to_string());
+                }
+            }
+        }
+        given_up
+    }
+
+    fn held_by(leases: &[Seen], replica: &str) -> usize {
+        leases.iter().filter(|l| l.holder == Holder::Other(replica.into())).count()
+    }
+
+    #[test]
+    fn two_replicas_starting_together_take_two_shards_each_and_give_none_back() {
+        let mut leases = [lease("a", ""), lease("b", ""), lease("c", ""), lease("d", "")];
+        let given_up = run(&mut leases, &[("r1", true), ("r2", true), ("r1", false), ("r2", false)]);
+        assert_eq!((held_by(&leases, "r1"), held_by(&leases, "r2")), (2, 2), "{leases:?}");
+        assert!(given_up.is_empty(), "{given_up:?}");
+        let mut alone = [lease("a", ""), lease("b", ""), lease("c", ""), lease("d", "")];
+        run(&mut alone, &[("r1", true), ("r1", true), ("r1", false)]);
+        assert_eq!(held_by(&alone, "r1"), 4, "alone, once started: every shard");
+    }
+
+    #[test]
+    fn in_a_rolling_update_the_new_pod_gets_the_shards_an_old_one_releases() {
+        let mut leases = [lease("a", "old1"), lease("b", "old1"), lease("c", "old2"), lease("d", "old2")];
+        // The new pod looks (and is counted from then on), then old1 stops and releases.
+        run(&mut leases, &[("new", true)]);
+        for lease in leases.iter_mut().filter(|l| l.holder == Holder::Other("old1".into())) {
+            lease.holder = Holder::Free;
+        }
+        let given_up = run(&mut leases, &[("old2", false), ("new", false), ("old2", false)]);
+        assert_eq!((held_by(&leases, "old2"), held_by(&leases, "new")), (2, 2), "{leases:?}");
+        assert!(given_up.is_empty(), "old2 never took more than its share: {given_up:?}");
     }
 
     #[test]
     fn three_replicas_over_four_shards_settle_without_moving_more() {
         let seen = [lease("a", "x"), lease("b", "x"), lease("c", "me"), lease("d", "y")];
-        assert_eq!(plan("me", &seen, 4), Moves::default());
+        assert_eq!(plan("me", &seen, 4, false), Moves::default());
         assert_eq!(
-            plan("x", &[lease("a", "me"), lease("b", "me"), lease("c", "z"), lease("d", "y")], 4),
+            plan("x", &[lease("a", "me"), lease("b", "me"), lease("c", "z"), lease("d", "y")], 4, false),
             Moves::default()
         );
     }
