@@ -251,12 +251,12 @@ async fn replicas_with_shard_leases_divide_the_shards_and_hand_them_over_with_ho
 #[tokio::test]
 async fn replicas_started_together_count_each_other_and_take_two_shards_each_giving_none_back() -> anyhow::Result<()> {
     let t = HostEnv::start("host-shard-start", Options::default()).await?;
-    // Each replica's start lasts a retry period after its first look: 4 s here (2 s shipped),
-    // which two replicas of one process started at once fall within even on a busy machine.
+    // Each replica's start lasts a retry period after its first look, at most 2 s (the shipped
+    // retry period), which two replicas of one process started at once fall within.
     let timing = LeaseTiming {
-        duration: Duration::from_secs(10),
-        renew_deadline: Duration::from_secs(8),
-        retry_period: Duration::from_secs(4),
+        duration: Duration::from_secs(6),
+        renew_deadline: Duration::from_secs(4),
+        retry_period: Duration::from_secs(2),
     };
     let (first, second) = tokio::try_join!(leasing_replica(&t, "r1", timing), leasing_replica(&t, "r2", timing))?;
     let split = wait::until_ok("two shards each", secs(30), Duration::from_millis(100), || async {

@@ -28,6 +28,10 @@ use tokio_util::sync::CancellationToken;
 pub(crate) const WANTED_BY: &str = "ferrometal.io/wanted-by";
 /// When it asked (renewed while it keeps asking): a request not renewed goes stale.
 const WANTED_AT: &str = "ferrometal.io/wanted-at";
+/// The longest a replica's start lasts ([`Elector::starting_until`]): replicas a Deployment
+/// starts together look within moments of each other, and a replica whose looks are slow
+/// (a long retry period) does not wait one of them to serve.
+const START: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The shards to serve, each until its deadline unless renewed, and the publication's number.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -67,9 +71,9 @@ pub(crate) struct Elector {
     seq: u64,
     /// The shards of the last publication.
     published: BTreeSet<String>,
-    /// The end of this replica's start, one retry period after its first look: holding
-    /// nothing until then, it takes nothing, and asks, to be counted by replicas starting with
-    /// it ([`plan`]). `None` before the first look.
+    /// The end of this replica's start, a retry period after its first look (at most
+    /// [`START`]), when it looks again: holding nothing until then, it takes nothing, and asks,
+    /// to be counted by replicas starting with it ([`plan`]). `None` before the first look.
     starting_until: Option<Instant>,
 }
 
@@ -120,7 +124,8 @@ impl Elector {
                 // A retry period after the look ended: a slow apiserver is not asked faster.
                 next = Instant::now() + self.timing.retry_period;
             }
-            let wake = due(next, looked, self.known.values().filter_map(|k| k.ends));
+            // The end of the start is a moment to look too: the shards wait for nothing more.
+            let wake = due(next, looked, self.known.values().filter_map(|k| k.ends).chain(self.starting_until));
             tokio::select! {
                 () = stop.cancelled() => return Ok(self),
                 () = sleep_until(wake) => next = next.min(wake),
@@ -229,7 +234,7 @@ impl Elector {
                 self.forget(shard);
             }
         }
-        self.starting_until.get_or_insert_with(|| Instant::now() + self.timing.retry_period);
+        self.starting_until.get_or_insert_with(|| Instant::now() + self.timing.retry_period.min(START));
         Ok(())
     }
 
