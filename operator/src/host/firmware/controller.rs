@@ -24,11 +24,9 @@ pub(crate) async fn run(ctx: &Context, hosts: Arc<HostContext>, shutdown: Cancel
     let reconciler =
         Arc::new(FirmwareReconciler { runner: runner(ctx, CONTROLLER), publisher: ctx.publisher(CONTROLLER), hosts });
     fan_out(CONTROLLER, ctx.scopes(), |scope| {
-        let (firmware, namespace) = (&reconciler.hosts.firmware, scope.namespace().map(str::to_string));
-        let controller = watch(&scope, &reconciler.hosts, named_after::<HostFirmwareSettings>);
-        // The host controller reads the settings objects from this cache (`gate.rs`).
-        firmware.cache(namespace.clone(), controller.store());
-        drive(controller.reconcile_on(firmware.reads(namespace)), reconciler.clone(), shutdown.clone())
+        let reads = reconciler.hosts.firmware.reads(scope.namespace().map(str::to_string));
+        let controller = watch(&scope, &reconciler.hosts, named_after::<HostFirmwareSettings>).reconcile_on(reads);
+        drive(controller, reconciler.clone(), shutdown.clone())
     })
     .await
 }

@@ -2,9 +2,8 @@
 //! baremetal-operator waits, a host whose settings object wants something is not let on to
 //! provisioning before the wanted settings were compared with what Ironic read for the spec's
 //! current generation. The firmware controller's memory of what hosts wait for is the fast
-//! path; the settings object is looked at when it knows nothing of the host (its first read has
-//! not happened, or the operator restarted in between), in the firmware controller's cache as
-//! baremetal-operator reads it from its cached client (live until that cache has listed).
+//! path; this read is for when it knows nothing of the host (its first read has not happened,
+//! or the operator restarted in between).
 
 use super::reconcile::NO_SETTINGS;
 use super::status::{CHANGE_DETECTED, VALID};
@@ -74,15 +73,12 @@ pub(crate) async fn bios_facts(
     if holds {
         wanted.hold(key);
     }
-    let object = match wanted.cached(key) {
-        Some(cached) => cached,
-        None => settings_of(client, host).await?.map(std::sync::Arc::new),
-    };
+    let object = settings_of(client, host).await?;
     if object.is_none() && !settings.is_empty() {
         wanted.forget(key);
         settings.clear();
     }
-    let pending = moment != Moment::Provisioned && settings.is_empty() && must_wait(object.as_deref());
+    let pending = moment != Moment::Provisioned && settings.is_empty() && must_wait(object.as_ref());
     if !pending {
         wanted.unhold(key);
     }
@@ -95,7 +91,10 @@ pub(crate) async fn bios_facts(
 const READ: [&str; 3] = ["SettingsMatch", "ChangeDetected", "InvalidSettings"];
 
 /// The host's settings object, read now.
-async fn settings_of(client: &kube::Client, host: &BareMetalHost) -> Result<Option<HostFirmwareSettings>, KubeError> {
+pub(crate) async fn settings_of(
+    client: &kube::Client,
+    host: &BareMetalHost,
+) -> Result<Option<HostFirmwareSettings>, KubeError> {
     let name = host.name_any();
     let api: Api<HostFirmwareSettings> = Api::namespaced(client.clone(), &host.namespace().unwrap_or_default());
     api.get_opt(&name).await.map_err(KubeError::of::<HostFirmwareSettings>(Verb::Get, &name))

@@ -8,8 +8,8 @@
 use crate::host::wake::{Cause, HostKey, Wakeups};
 use crate::kit::fresh::Recent;
 use crds::firmware::{FirmwareUpdate, HostFirmwareComponents, HostFirmwareSettings};
-use futures::{FutureExt, Stream};
-use kube::runtime::reflector::{ObjectRef, Store};
+use futures::Stream;
+use kube::runtime::reflector::ObjectRef;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -25,9 +25,6 @@ pub(crate) type WantedUpdates = Waiting<HostFirmwareComponents, Vec<FirmwareUpda
 
 /// A controller's channel: its namespace (`None`: all), and where to send reads.
 type ReadChannel<K> = (Option<String>, mpsc::UnboundedSender<ObjectRef<K>>);
-
-/// A controller's cache of the objects: its namespace (`None`: all), and its store.
-type Cache<K> = (Option<String>, Store<K>);
 
 /// Wakes the reconciles of the objects of kind `K` named for a host, per watched namespace.
 pub(crate) struct ReadAgain<K: kube::Resource>(Mutex<Vec<ReadChannel<K>>>);
@@ -99,7 +96,7 @@ pub(crate) fn status_digest<S: serde::Serialize>(status: Option<&S>) -> u64 {
 }
 
 /// What waits, per host, from objects of kind `K`; `V::default()` is nothing.
-pub(crate) struct Waiting<K: kube::Resource<DynamicType = ()> + 'static, V> {
+pub(crate) struct Waiting<K: kube::Resource, V> {
     /// Per host, what it waits for and the generation of the object it came from.
     hosts: Mutex<HashMap<HostKey, (V, Option<i64>)>>,
     /// Per host, what its object's last read was made from.
@@ -118,9 +115,6 @@ pub(crate) struct Waiting<K: kube::Resource<DynamicType = ()> + 'static, V> {
     /// made) would otherwise see the status before the write, take it for a change since the
     /// read, and read Ironic again.
     written: Recent<K>,
-    /// The objects' controllers' caches, one per watched scope, which the host controller
-    /// reads the objects from.
-    caches: Mutex<Vec<Cache<K>>>,
 }
 
 impl<K, V> Waiting<K, V>
@@ -137,26 +131,7 @@ where
             cause,
             reads: ReadAgain::default(),
             written: Recent::default(),
-            caches: Mutex::new(Vec::new()),
         }
-    }
-
-    /// The cache of the objects' controller of `namespace` (`None`: every namespace).
-    pub(crate) fn cache(&self, namespace: Option<String>, store: Store<K>) {
-        self.caches.lock().unwrap_or_else(|e| e.into_inner()).push((namespace, store));
-    }
-
-    /// The object named for `host`, as its controller's cache and its last status write show
-    /// it (`Some(None)`: there is none); `None` while that cache has not listed its scope yet,
-    /// when a missing object may only be one not seen yet.
-    pub(crate) fn cached(&self, host: &HostKey) -> Option<Option<Arc<K>>> {
-        let store = {
-            let caches = self.caches.lock().unwrap_or_else(|e| e.into_inner());
-            caches.iter().find(|(namespace, _)| namespace.as_deref().is_none_or(|ns| ns == host.namespace))?.1.clone()
-        };
-        store.wait_until_ready().now_or_never()?.ok()?;
-        let object = store.get(&ObjectRef::new(&host.name).within(&host.namespace));
-        Some(object.map(|object| self.freshest(object)))
     }
 
     /// The newer of the cached object and the one its last status write returned.
@@ -390,31 +365,5 @@ mod tests {
         let changed = HostFirmwareComponentsStatus { observed_generation: Some(2), ..read_back };
         assert_ne!(status_digest(Some(&written)), status_digest(Some(&changed)));
         assert_ne!(status_digest(Some(&written)), status_digest::<HostFirmwareComponentsStatus>(None));
-    }
-
-    #[test]
-    fn the_host_reads_a_settings_object_from_its_cache_once_listed_or_from_its_newer_status_write() {
-        use kube::runtime::{reflector, watcher};
-        let wanted = Wanted::new(Arc::new(Wakeups::default()), Cause::Settings);
-        let host = HostKey::new("metal3", "server-0");
-        assert!(wanted.cached(&host).is_none(), "no cache yet: unknown");
-        let (store, mut writer) = reflector::store::<HostFirmwareSettings>();
-        wanted.cache(Some("metal3".into()), store);
-        assert!(wanted.cached(&host).is_none(), "not listed yet: a missing object proves nothing");
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitDone);
-        assert!(matches!(wanted.cached(&host), Some(None)), "listed: there is none");
-        let versioned = |rv: &str| {
-            let mut settings = HostFirmwareSettings::new("server-0", Default::default());
-            settings.metadata.namespace = Some("metal3".into());
-            settings.metadata.resource_version = Some(rv.into());
-            settings
-        };
-        writer.apply_watcher_event(&watcher::Event::Apply(versioned("5")));
-        let version = |host: &HostKey| wanted.cached(host).flatten().and_then(|s| s.metadata.resource_version.clone());
-        assert_eq!(version(&host).as_deref(), Some("5"));
-        wanted.wrote(versioned("6"));
-        assert_eq!(version(&host).as_deref(), Some("6"), "the status write the watch has not shown yet");
-        assert!(wanted.cached(&HostKey::new("edge", "server-0")).is_none(), "no cache of that namespace");
     }
 }

@@ -11,8 +11,9 @@
 //! one nobody asked for. So a replica that starts late gets its share within a few attempts,
 //! and the Leases of one that died are free once their term ends and taken by the others.
 //!
-//! A replica holding nothing is seen by the others only through a request, so it always keeps
-//! one ([`be_seen`]), and while it has just started it takes nothing: replicas that start
+//! A replica holding nothing is seen by the others only through a request, so it keeps one
+//! whenever a Lease carries no other replica's ([`be_seen`]), and while it has just started it
+//! takes nothing: replicas that start
 //! together count each other before taking, instead of the first taking every shard and
 //! handing half back.
 
