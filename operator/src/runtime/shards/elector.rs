@@ -350,16 +350,17 @@ impl Elector {
             return Ok(());
         }
         let name = self.name(shard);
-        let mut lease = current.clone().unwrap_or_else(|| Lease {
+        let exists = current.is_some();
+        let mut lease = current.unwrap_or_else(|| Lease {
             metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
             spec: None,
         });
         let annotations = lease.metadata.annotations.get_or_insert_with(Default::default);
         annotations.insert(WANTED_BY.into(), self.identity.clone());
         annotations.insert(WANTED_AT.into(), Timestamp::now().to_string());
-        let (verb, written) = match current {
-            Some(_) => (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await),
-            None => (Verb::Create, self.api.create(&post_params(), &lease).await),
+        let (verb, written) = match exists {
+            true => (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await),
+            false => (Verb::Create, self.api.create(&post_params(), &lease).await),
         };
         match written {
             Ok(_) => {

@@ -13,9 +13,8 @@
 //!
 //! A replica holding nothing is seen by the others only through a request, so it keeps one
 //! whenever a Lease carries no other replica's ([`be_seen`]), and while it has just started it
-//! takes nothing: replicas that start
-//! together count each other before taking, instead of the first taking every shard and
-//! handing half back.
+//! takes nothing: replicas that start together count each other before taking, instead of the
+//! first taking every shard and handing half back.
 
 use std::collections::{BTreeMap, BTreeSet};
 
