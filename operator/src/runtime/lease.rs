@@ -158,6 +158,20 @@ pub(crate) fn claim(current: Option<&LeaseSpec>, identity: &str, timing: &LeaseT
     }
 }
 
+/// The JSON patch that renews `identity`'s Lease at `now`, as [`claim`] would, applied only
+/// while `identity` holds it (a `test` the apiserver checks, answering 422 when it fails). No
+/// resourceVersion: a write that left the holder alone (another replica's request for the
+/// shard, an annotation) cannot make the renewal fail, where a replace would get a 409.
+pub(crate) fn renewal(identity: &str, timing: &LeaseTiming, now: Timestamp) -> json_patch::Patch {
+    let patch = serde_json::json!([
+        { "op": "test", "path": "/spec/holderIdentity", "value": identity },
+        { "op": "add", "path": "/spec/renewTime", "value": MicroTime(now) },
+        { "op": "add", "path": "/spec/leaseDurationSeconds", "value": timing.seconds() },
+    ]);
+    // The operations above are a patch by construction; an empty one changes nothing.
+    serde_json::from_value(patch).unwrap_or_default()
+}
+
 /// The spec that hands the lease back, so that a follower takes over at its
 /// next attempt instead of waiting for the term to run out.
 pub(crate) fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
@@ -311,5 +325,19 @@ mod tests {
         let seen = sent + Duration::from_millis(1);
         let Verdict::Held { until, .. } = observer.judge(&held_by("a", 15, 0), "b", seen) else { panic!("held") };
         assert!(timing.deadline_after(sent) + timing.margin() <= until);
+    }
+
+    #[test]
+    fn a_renewal_patch_writes_what_a_renewing_claim_does_and_only_while_the_lease_is_ours() {
+        let timing = LeaseTiming::default();
+        let now = Timestamp::from_second(2000).expect("timestamp");
+        let ours = held_by("a", 3, 1000);
+        let mut patched = serde_json::to_value(&ours).expect("spec");
+        let mut doc = serde_json::json!({ "spec": patched.take() });
+        json_patch::patch(&mut doc, &renewal("a", &timing, now)).expect("the holder's renewal applies");
+        let renewed: LeaseSpec = serde_json::from_value(doc["spec"].take()).expect("spec");
+        assert_eq!(renewed, claim(Some(&ours), "a", &timing, now));
+        let mut theirs = serde_json::json!({ "spec": serde_json::to_value(held_by("b", 3, 1000)).expect("spec") });
+        assert!(json_patch::patch(&mut theirs, &renewal("a", &timing, now)).is_err(), "not ours: refused");
     }
 }

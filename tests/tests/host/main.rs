@@ -23,6 +23,7 @@ mod preprov;
 mod refusals;
 mod scale;
 mod shard_terms;
+mod shard_writes;
 mod shards;
 mod slots;
 mod subscription;

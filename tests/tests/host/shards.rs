@@ -119,7 +119,7 @@ async fn reporters(t: &HostEnv, host: &str) -> anyhow::Result<Vec<String>> {
 }
 
 /// Short terms, so that a takeover is seconds away.
-const TIMING: LeaseTiming = LeaseTiming {
+pub(crate) const TIMING: LeaseTiming = LeaseTiming {
     duration: Duration::from_secs(3),
     renew_deadline: Duration::from_secs(2),
     retry_period: Duration::from_millis(500),

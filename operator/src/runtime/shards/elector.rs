@@ -2,27 +2,27 @@
 //! once, each judged on this replica's clock the moment its answer came, as the leader elector
 //! does, or earlier, the moment a watch showed it: [`super::sightings`]), and again the moment
 //! another holder's term ends or a Lease is seen released, plans ([`super::plan`]), and
-//! writes: renews what it holds first, then takes, releases
-//! what it gave up once the controllers confirmed they stopped serving it, and asks for a shard
-//! by annotating its Lease. Every write is a replace with the resourceVersion read, so two
-//! replicas racing for a Lease cannot both win. It publishes the shards to serve, each with the
-//! deadline its last renewal gives (only a renewal moves it), numbered, so that the supervision
-//! can say which publication it applied.
+//! writes ([`writes`]): renews what it holds first, then takes, releases what it gave up once
+//! the controllers confirmed they stopped serving it, and asks for a shard by annotating its
+//! Lease. It publishes the shards to serve, each with the deadline its last renewal gives (only
+//! a renewal moves it), numbered, so that the supervision can say which publication it applied.
+mod writes;
 
 use super::plan::{Holder, Seen, plan};
 use super::sightings::{self, Sighting, due};
 use crate::kit::error::{KubeError, Verb};
 use crate::metrics::Metrics;
-use crate::runtime::lease::{LeaseTiming, Observer, Verdict, claim, released};
+use crate::runtime::lease::{LeaseTiming, Observer, Verdict};
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::Api;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Instant, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
+use writes::holds;
 
 /// The annotation naming the replica that asks for a shard.
 pub(crate) const WANTED_BY: &str = "ferrometal.io/wanted-by";
@@ -31,7 +31,7 @@ const WANTED_AT: &str = "ferrometal.io/wanted-at";
 /// The longest a replica's start lasts ([`Elector::starting_until`]): replicas a Deployment
 /// starts together look within moments of each other, and a replica whose looks are slow
 /// (a long retry period) does not wait one of them to serve.
-const START: std::time::Duration = std::time::Duration::from_secs(2);
+const START: Duration = Duration::from_secs(2);
 
 /// The shards to serve, each until its deadline unless renewed, and the publication's number.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -119,10 +119,11 @@ impl Elector {
         loop {
             if Instant::now() >= next {
                 looked = Instant::now();
-                self.attempt(&applied).await?;
+                let again = self.attempt(&applied).await?;
                 self.publish(&held);
-                // A retry period after the look ended: a slow apiserver is not asked faster.
-                next = Instant::now() + self.timing.retry_period;
+                // A retry period after the look ended (a slow apiserver is not asked faster),
+                // unless a request raced while starting.
+                next = Instant::now() + if again { Duration::ZERO } else { self.timing.retry_period };
             }
             // The end of the start is a moment to look too: the shards wait for nothing more.
             let wake = due(next, looked, self.known.values().filter_map(|k| k.ends).chain(self.starting_until));
@@ -169,8 +170,9 @@ impl Elector {
         verdict == Verdict::Free
     }
 
-    /// One look and its writes, each request bounded by half the renew deadline.
-    async fn attempt(&mut self, applied: &watch::Receiver<Applied>) -> Result<(), KubeError> {
+    /// One look and its writes, each request bounded by half the renew deadline. Returns
+    /// whether to look again at once.
+    async fn attempt(&mut self, applied: &watch::Receiver<Applied>) -> Result<bool, KubeError> {
         let limit = (self.timing.renew_deadline / 2).max(self.timing.retry_period);
         let shards: Vec<String> = self.known.keys().cloned().collect();
         let reads = futures::future::join_all(shards.iter().map(|shard| {
@@ -217,25 +219,28 @@ impl Elector {
             };
             timeout(limit, write).await.unwrap_or(Ok(()))?;
         }
+        let mut raced = false;
         for lease in others {
             let current = leases.get(&lease.shard).cloned().flatten();
             let shard = &lease.shard;
             let write = async {
                 if moves.take.contains(shard) {
-                    self.write_claim(shard, current, true).await
+                    self.write_claim(shard, current, true).await.map(|()| false)
                 } else if moves.ask.as_ref() == Some(shard) {
-                    self.ask(shard, current).await
+                    self.ask(shard, current).await.map(|asked| !asked)
                 } else {
-                    Ok(())
+                    Ok(false)
                 }
             };
-            timeout(limit, write).await.unwrap_or(Ok(()))?;
+            raced |= timeout(limit, write).await.unwrap_or(Ok(false))?;
             if !moves.take.contains(shard) {
                 self.forget(shard);
             }
         }
         self.starting_until.get_or_insert_with(|| Instant::now() + self.timing.retry_period.min(START));
-        Ok(())
+        // A request that lost its write while starting: another replica asked for that Lease at
+        // the same moment. Looking again at once, this one asks for another before the start ends.
+        Ok(starting && raced)
     }
 
     /// A failed request: a refusal stops the elector, anything else waits for the next attempt.
@@ -281,101 +286,9 @@ impl Elector {
         }
     }
 
-    /// Takes (or renews) `shard`'s Lease; a take clears our own request on it.
-    async fn write_claim(&mut self, shard: &str, current: Option<Lease>, taking: bool) -> Result<(), KubeError> {
-        let sent = Instant::now();
-        let name = self.name(shard);
-        let spec =
-            claim(current.as_ref().and_then(|l| l.spec.as_ref()), &self.identity, &self.timing, Timestamp::now());
-        let (verb, result) = match current {
-            None => {
-                let lease = Lease {
-                    metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
-                    spec: Some(spec),
-                };
-                (Verb::Create, self.api.create(&post_params(), &lease).await.map(|_| ()))
-            }
-            Some(mut lease) => {
-                if taking {
-                    clear_request(&mut lease, &self.identity);
-                }
-                lease.spec = Some(spec);
-                (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await.map(|_| ()))
-            }
-        };
-        match result {
-            Ok(()) => {
-                if taking {
-                    tracing::info!(shard, "took a shard lease");
-                }
-                let deadline = self.timing.deadline_after(sent);
-                let known = self.known.entry(shard.to_string()).or_default();
-                known.deadline = Some(deadline);
-                known.asked = None;
-                Ok(())
-            }
-            // Someone wrote it between our read and our write; the next attempt reads theirs.
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                self.metrics.lease_renewal_failed();
-                Ok(())
-            }
-            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)),
-        }
-    }
-
-    /// Hands `shard`'s Lease back: no controller serves it any more.
-    async fn release(&mut self, shard: &str, current: Option<Lease>) -> Result<(), KubeError> {
-        let Some(mut lease) = current else { return Ok(()) };
-        let spec = lease.spec.clone().unwrap_or_default();
-        lease.spec = Some(released(&spec, Timestamp::now()));
-        let name = self.name(shard);
-        match self.api.replace(&name, &post_params(), &lease).await {
-            Ok(_) => {
-                tracing::info!(shard, "released a shard lease");
-                self.forget(shard);
-                Ok(())
-            }
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-            Err(err) => self.failed(shard, KubeError::new(Verb::Patch, "Lease", &name, err)),
-        }
-    }
-
-    /// Asks for `shard`: annotates its Lease (made, holding nobody, if there is none yet),
-    /// again once half a term has passed.
-    async fn ask(&mut self, shard: &str, current: Option<Lease>) -> Result<(), KubeError> {
-        let now = Instant::now();
-        let half = self.timing.duration / 2;
-        let known = self.known.entry(shard.to_string()).or_default();
-        if known.asked.is_some_and(|at| now.saturating_duration_since(at) < half) {
-            return Ok(());
-        }
-        let name = self.name(shard);
-        let exists = current.is_some();
-        let mut lease = current.unwrap_or_else(|| Lease {
-            metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
-            spec: None,
-        });
-        let annotations = lease.metadata.annotations.get_or_insert_with(Default::default);
-        annotations.insert(WANTED_BY.into(), self.identity.clone());
-        annotations.insert(WANTED_AT.into(), Timestamp::now().to_string());
-        let (verb, written) = match exists {
-            true => (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await),
-            false => (Verb::Create, self.api.create(&post_params(), &lease).await),
-        };
-        match written {
-            Ok(_) => {
-                tracing::info!(shard, "asked for a shard");
-                if let Some(known) = self.known.get_mut(shard) {
-                    known.asked = Some(now);
-                }
-                Ok(())
-            }
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)),
-        }
-    }
-
-    /// Hands back every Lease still ours (the controllers are stopped).
+    /// Hands back every Lease still ours (the controllers are stopped) and withdraws our
+    /// requests: the others count a replica that asked as alive for a term, and leave a free
+    /// Lease it asked for to it, so a request left behind would keep a shard unserved that long.
     pub(crate) async fn release_all(mut self) {
         let shards: Vec<String> = self.known.keys().cloned().collect();
         for shard in shards {
@@ -385,7 +298,8 @@ impl Elector {
                         tracing::warn!(shard, error = %crate::kit::error::chain(&err), "cannot release a shard lease");
                     }
                 }
-                Ok(_) => {}
+                Ok(Some(lease)) => self.withdraw(&shard, lease).await,
+                Ok(None) => {}
                 Err(err) => tracing::warn!(shard, error = %err, "cannot read a shard lease to release it"),
             }
         }
@@ -403,22 +317,4 @@ fn ends(verdict: &Verdict) -> Option<Instant> {
 /// The Lease of `shard`.
 pub(crate) fn lease_name(prefix: &str, shard: &str) -> String {
     format!("{prefix}-shard-{shard}")
-}
-
-fn holds(lease: &Lease, identity: &str) -> bool {
-    lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) == Some(identity)
-}
-
-/// Removes a request on `lease` when it is `identity`'s.
-fn clear_request(lease: &mut Lease, identity: &str) {
-    if let Some(annotations) = lease.metadata.annotations.as_mut()
-        && annotations.get(WANTED_BY).map(String::as_str) == Some(identity)
-    {
-        annotations.remove(WANTED_BY);
-        annotations.remove(WANTED_AT);
-    }
-}
-
-fn post_params() -> PostParams {
-    PostParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..PostParams::default() }
 }

@@ -102,9 +102,22 @@ fn be_seen(me: &str, seen: &[Seen], starting: bool, moves: &mut Moves) {
         return;
     }
     let not_others = |lease: &&Seen| lease.wanted_by.as_deref().is_none_or(|by| by == me);
-    let free = seen.iter().filter(|l| l.holder == Holder::Free).find(not_others);
-    let asked = || seen.iter().find(|l| l.wanted_by.as_deref() == Some(me));
-    moves.ask = free.or_else(asked).or_else(|| seen.iter().find(not_others)).map(|l| l.shard.clone());
+    let free: Vec<&Seen> = seen.iter().filter(|l| l.holder == Holder::Free).filter(not_others).collect();
+    let asked_by_me = |lease: &&Seen| lease.wanted_by.as_deref() == Some(me);
+    let pick = (free.iter().copied().find(asked_by_me))
+        .or_else(|| free.get(spread(me, free.len())).copied())
+        .or_else(|| seen.iter().find(asked_by_me))
+        .or_else(|| seen.iter().find(not_others));
+    moves.ask = pick.map(|l| l.shard.clone());
+}
+
+/// Where among `n` free Leases replica `me` asks first. Replicas reading the Leases at the
+/// same moment would each ask for the first, and all but one lose the write; their names (a
+/// Deployment's pods differ in a random suffix) spread them instead. FNV-1a: stable across
+/// builds and runs, unlike the standard library's hasher.
+fn spread(me: &str, n: usize) -> usize {
+    let hash = me.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    usize::try_from(hash % u64::try_from(n.max(1)).unwrap_or(1)).unwrap_or(0)
 }
 
 /// The shard to ask for: one we asked for already, if its holder still holds more than its
@@ -197,9 +210,22 @@ mod tests {
     #[test]
     fn a_replica_just_started_takes_nothing_and_asks_for_a_free_shard_nobody_else_asked_for() {
         let seen = [wanted(lease("a", ""), "other"), lease("b", ""), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &seen, 4, true), Moves { ask: Some("b".into()), ..Moves::default() });
-        let after = [wanted(lease("a", ""), "other"), wanted(lease("b", ""), "me"), lease("c", ""), lease("d", "")];
-        assert_eq!(plan("me", &after, 4, false).take, names(&["b", "c"]), "its own first, up to two of four");
+        let asked = plan("me", &seen, 4, true);
+        assert!(asked.take.is_empty() && asked.give_up.is_empty(), "{asked:?}");
+        let Some(shard) = asked.ask.clone().filter(|s| s != "a") else { panic!("no free shard of its own: {asked:?}") };
+        let after = seen.map(|l| if l.shard == shard { wanted(l, "me") } else { l });
+        let take = plan("me", &after, 4, false).take;
+        assert_eq!((take.len(), take.first()), (2, Some(&shard)), "its own first, up to two of four");
+        assert_eq!(plan("me", &after, 4, true).ask, Some(shard), "it keeps asking for the one it asked for");
+    }
+
+    #[test]
+    fn replicas_just_started_spread_their_requests_over_the_free_shards_by_name() {
+        let free = [lease("a", ""), lease("b", ""), lease("c", ""), lease("d", "")];
+        let pods = (0..40).map(|i| format!("ferrometal-hosts-6f7c9-{i:05x}"));
+        let asked: BTreeSet<Option<String>> = pods.map(|pod| plan(&pod, &free, 4, true).ask).collect();
+        assert_eq!(asked.len(), 4, "every free shard asked for by some name: {asked:?}");
+        assert_eq!(plan("r1", &free, 4, true), plan("r1", &free, 4, true), "a name asks for the same one");
     }
 
     #[test]
@@ -219,25 +245,55 @@ mod tests {
         leases.iter().map(|l| if mine(l) { Seen { holder: Holder::Me, ..l.clone() } } else { l.clone() }).collect()
     }
 
-    /// Replicas looking in `order` at `leases`, each look's moves applied before the next (a
-    /// take clears the taker's request, a give-up frees the Lease): every shard given up.
+    /// Replicas looking in `order` at `leases`, each look's moves applied before the next:
+    /// every shard given up.
     fn run(leases: &mut [Seen], order: &[(&str, bool)]) -> Vec<String> {
         let mut given_up = Vec::new();
         for (me, starting) in order {
             let moves = plan(me, &view(leases, me), 4, *starting);
-            for lease in leases.iter_mut() {
-                if moves.take.contains(&lease.shard) {
-                    lease.holder = Holder::Other(me.to_string());
-                    lease.wanted_by = None;
-                } else if moves.give_up.contains(&lease.shard) {
-                    lease.holder = Holder::Free;
-                    given_up.push(lease.shard.clone());
-                } else if moves.ask.as_ref() == Some(&lease.shard) {
-                    lease.wanted_by = Some(me.to_string());
-                }
-            }
+            write(leases, me, &moves, &mut BTreeSet::new(), &mut given_up);
         }
         given_up
+    }
+
+    /// Replicas reading `leases` at the same moment, then writing in `order`: a write to a
+    /// Lease written since that read fails, as a replace with the resourceVersion read does.
+    /// Returns the replicas a write of which failed.
+    fn together(leases: &mut [Seen], order: &[&str], starting: bool, given_up: &mut Vec<String>) -> Vec<String> {
+        let read = leases.to_vec();
+        let mut written = BTreeSet::new();
+        let moves: Vec<Moves> = order.iter().map(|me| plan(me, &view(&read, me), 4, starting)).collect();
+        let refused = order.iter().zip(&moves).filter(|(me, moves)| !write(leases, me, moves, &mut written, given_up));
+        refused.map(|(me, _)| me.to_string()).collect()
+    }
+
+    /// Applies `me`'s moves (a take clears the taker's request, a give-up frees the Lease),
+    /// each Lease at most once in `written`'s round; returns whether every write landed.
+    fn write(
+        leases: &mut [Seen],
+        me: &str,
+        moves: &Moves,
+        written: &mut BTreeSet<String>,
+        given_up: &mut Vec<String>,
+    ) -> bool {
+        let mut landed = true;
+        for lease in leases.iter_mut() {
+            let touched = moves.take.contains(&lease.shard)
+                || moves.give_up.contains(&lease.shard)
+                || moves.ask.as_ref() == Some(&lease.shard);
+            if touched && !written.insert(lease.shard.clone()) {
+                landed = false;
+            } else if moves.take.contains(&lease.shard) {
+                lease.holder = Holder::Other(me.to_string());
+                lease.wanted_by = None;
+            } else if moves.give_up.contains(&lease.shard) {
+                lease.holder = Holder::Free;
+                given_up.push(lease.shard.clone());
+            } else if moves.ask.as_ref() == Some(&lease.shard) {
+                lease.wanted_by = Some(me.to_string());
+            }
+        }
+        landed
     }
 
     fn held_by(leases: &[Seen], replica: &str) -> usize {
@@ -253,6 +309,31 @@ mod tests {
         let mut alone = [lease("a", ""), lease("b", ""), lease("c", ""), lease("d", "")];
         run(&mut alone, &[("r1", true), ("r1", true), ("r1", false)]);
         assert_eq!(held_by(&alone, "r1"), 4, "alone, once started: every shard");
+    }
+
+    #[test]
+    fn two_replicas_reading_at_once_and_asking_for_one_shard_still_end_two_each_giving_none_back() {
+        let free = || [lease("a", ""), lease("b", ""), lease("c", ""), lease("d", "")];
+        let pod = |i: u32| format!("ferrometal-hosts-6f7c9-{i:05x}");
+        let first = pod(0);
+        let asks = |name: &str| plan(name, &free(), 4, true).ask;
+        let Some(second) = (1..100).map(pod).find(|p| asks(p) == asks(&first)) else { panic!("no pair") };
+        let (mut leases, mut given_up) = (free(), Vec::new());
+        let order = [first.as_str(), second.as_str()];
+        assert_eq!(
+            together(&mut leases, &order, true, &mut given_up),
+            std::slice::from_ref(&second),
+            "one request lost"
+        );
+        // The loser looks again at once, still starting, and asks for another.
+        assert!(together(&mut leases, &[second.as_str()], true, &mut given_up).is_empty());
+        assert_eq!(leases.iter().filter(|l| l.wanted_by.is_some()).count(), 2, "{leases:?}");
+        // The starts end together: each takes its own and one more; a lost take is retaken.
+        for _ in 0..3 {
+            together(&mut leases, &order, false, &mut given_up);
+        }
+        assert_eq!((held_by(&leases, &first), held_by(&leases, &second)), (2, 2), "{leases:?}");
+        assert!(given_up.is_empty(), "{given_up:?}");
     }
 
     #[test]

@@ -1,0 +1,154 @@
+//! The elector's writes to one shard's Lease: take, renew, release, ask for it, withdraw a
+//! request. A take, release or request is a replace with the resourceVersion read, so two
+//! replicas racing for a Lease cannot both win; a renewal is a patch the apiserver applies only
+//! while we hold the Lease (a `test` of the holder), so a request another replica writes onto
+//! it between our read and our renewal cannot make the renewal fail.
+
+use super::{Elector, WANTED_AT, WANTED_BY};
+use crate::kit::error::{KubeError, Verb};
+use crate::runtime::lease::{claim, released, renewal};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use tokio::time::Instant;
+
+impl Elector {
+    /// Takes (or renews) `shard`'s Lease; a take clears our own request on it.
+    pub(super) async fn write_claim(
+        &mut self,
+        shard: &str,
+        current: Option<Lease>,
+        taking: bool,
+    ) -> Result<(), KubeError> {
+        let sent = Instant::now();
+        let name = self.name(shard);
+        let spec =
+            claim(current.as_ref().and_then(|l| l.spec.as_ref()), &self.identity, &self.timing, Timestamp::now());
+        let (verb, result) = match current {
+            None => {
+                let lease = Lease {
+                    metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+                    spec: Some(spec),
+                };
+                (Verb::Create, self.api.create(&post_params(), &lease).await.map(|_| ()))
+            }
+            // A renewal patches, tested on the holder: a request written since our read stays.
+            Some(_) if !taking => {
+                let patch = Patch::Json::<()>(renewal(&self.identity, &self.timing, Timestamp::now()));
+                (Verb::Patch, self.api.patch(&name, &patch_params(), &patch).await.map(|_| ()))
+            }
+            Some(mut lease) => {
+                clear_request(&mut lease, &self.identity);
+                lease.spec = Some(spec);
+                (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await.map(|_| ()))
+            }
+        };
+        match result {
+            Ok(()) => {
+                if taking {
+                    tracing::info!(shard, "took a shard lease");
+                }
+                let deadline = self.timing.deadline_after(sent);
+                let known = self.known.entry(shard.to_string()).or_default();
+                known.deadline = Some(deadline);
+                known.asked = None;
+                Ok(())
+            }
+            // Someone wrote it between our read and our take (409), or took it from us before
+            // our renewal (422, the holder tested); the next attempt reads theirs.
+            Err(kube::Error::Api(status)) if status.code == 409 || status.code == 422 => {
+                self.metrics.lease_renewal_failed();
+                Ok(())
+            }
+            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)),
+        }
+    }
+
+    /// Hands `shard`'s Lease back: no controller serves it any more.
+    pub(super) async fn release(&mut self, shard: &str, current: Option<Lease>) -> Result<(), KubeError> {
+        let Some(mut lease) = current else { return Ok(()) };
+        let spec = lease.spec.clone().unwrap_or_default();
+        lease.spec = Some(released(&spec, Timestamp::now()));
+        let name = self.name(shard);
+        match self.api.replace(&name, &post_params(), &lease).await {
+            Ok(_) => {
+                tracing::info!(shard, "released a shard lease");
+                self.forget(shard);
+                Ok(())
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            Err(err) => self.failed(shard, KubeError::new(Verb::Patch, "Lease", &name, err)),
+        }
+    }
+
+    /// Asks for `shard`: annotates its Lease (made, holding nobody, if there is none yet),
+    /// again once half a term has passed. Returns false when another write to the Lease came
+    /// between our read and ours.
+    pub(super) async fn ask(&mut self, shard: &str, current: Option<Lease>) -> Result<bool, KubeError> {
+        let now = Instant::now();
+        let half = self.timing.duration / 2;
+        let known = self.known.entry(shard.to_string()).or_default();
+        if known.asked.is_some_and(|at| now.saturating_duration_since(at) < half) {
+            return Ok(true);
+        }
+        let name = self.name(shard);
+        let exists = current.is_some();
+        let mut lease = current.unwrap_or_else(|| Lease {
+            metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
+            spec: None,
+        });
+        let annotations = lease.metadata.annotations.get_or_insert_with(Default::default);
+        annotations.insert(WANTED_BY.into(), self.identity.clone());
+        annotations.insert(WANTED_AT.into(), Timestamp::now().to_string());
+        let (verb, written) = match exists {
+            true => (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await),
+            false => (Verb::Create, self.api.create(&post_params(), &lease).await),
+        };
+        match written {
+            Ok(_) => {
+                tracing::info!(shard, "asked for a shard");
+                if let Some(known) = self.known.get_mut(shard) {
+                    known.asked = Some(now);
+                }
+                Ok(true)
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)).map(|()| true),
+        }
+    }
+
+    /// Removes our request from `lease`, if it carries one; a write that fails leaves it to go
+    /// stale (the replica is stopping).
+    pub(super) async fn withdraw(&self, shard: &str, mut lease: Lease) {
+        if !clear_request(&mut lease, &self.identity) {
+            return;
+        }
+        match self.api.replace(&self.name(shard), &post_params(), &lease).await {
+            Ok(_) => tracing::info!(shard, "withdrew the request for a shard"),
+            Err(err) => tracing::warn!(shard, error = %err, "cannot withdraw the request for a shard"),
+        }
+    }
+}
+
+pub(super) fn holds(lease: &Lease, identity: &str) -> bool {
+    lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) == Some(identity)
+}
+
+/// Removes a request on `lease` when it is `identity`'s; returns whether there was one.
+fn clear_request(lease: &mut Lease, identity: &str) -> bool {
+    let Some(annotations) = lease.metadata.annotations.as_mut() else { return false };
+    if annotations.get(WANTED_BY).map(String::as_str) != Some(identity) {
+        return false;
+    }
+    annotations.remove(WANTED_BY);
+    annotations.remove(WANTED_AT);
+    true
+}
+
+fn post_params() -> PostParams {
+    PostParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..PostParams::default() }
+}
+
+fn patch_params() -> PatchParams {
+    PatchParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..PatchParams::default() }
+}
