@@ -79,7 +79,8 @@ faults: install
 # Between them, the sharded run: a pre-registered fleet of 1000 and 10,000 hosts
 # (FERROMETAL_BENCH_SHARD_HOSTS) served by two replicas dividing four shards, against one
 # Ironic API and two conductors over MariaDB, a NodeSet edited among the fleet, one replica
-# killed. The scale benchmark runs twice: with baremetal-operator's provisioning limit of 20
+# killed (FERROMETAL_BENCH_FLEET_ONE_TIME=1: the fleet's nodes all written at one second).
+# The scale benchmark runs twice: with baremetal-operator's provisioning limit of 20
 # on both sides (the wall time), then at N = 1000 with a limit of 1000, where Ironic alone
 # paces P1 and the floor keeps it busy enough for the Ironic CPU ratio (design/performance.md).
 bench: install release

@@ -163,8 +163,8 @@ async fn hosts(
     apply(&client, &ns, secret("service-key", json!({"token": SERVICE_TOKEN}))).await?;
     apply(&client, &ns, secret("service-env", json!({"SERVICE_SECRET": SERVICE_ENV}))).await?;
     apply(&client, &ns, secret("nodeset-variables", json!({"db_password": NODESET_VARIABLE}))).await?;
-    apply(&client, &ns, workloads::fake_host("pool-0", false, None, json!({"pool": "sentinel"}))).await?;
-    wait_steady(&client, operator, &ns, &hosts, "pool-0", "available", |h| host_state(h) == "available").await?;
+    let pool = workloads::fake_host("pool-0", false, None, json!({"pool": "sentinel"}));
+    workloads::host_reaches(&client, operator, &ns, pool, "available").await?;
     apply(
         &client,
         &ns,

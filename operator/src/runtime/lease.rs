@@ -158,18 +158,24 @@ pub(crate) fn claim(current: Option<&LeaseSpec>, identity: &str, timing: &LeaseT
     }
 }
 
-/// The JSON patch that renews `identity`'s Lease at `now`, as [`claim`] would, applied only
-/// while `identity` holds it (a `test` the apiserver checks, answering 422 when it fails). No
+/// The JSON patch that renews `identity`'s Lease at `now`: the `renewTime` and
+/// `leaseDurationSeconds` a renewing [`claim`] writes (it keeps the rest), applied only while
+/// `identity` holds it (a `test` the apiserver checks, answering 422 when it fails). No
 /// resourceVersion: a write that left the holder alone (another replica's request for the
 /// shard, an annotation) cannot make the renewal fail, where a replace would get a 409.
 pub(crate) fn renewal(identity: &str, timing: &LeaseTiming, now: Timestamp) -> json_patch::Patch {
-    let patch = serde_json::json!([
-        { "op": "test", "path": "/spec/holderIdentity", "value": identity },
-        { "op": "add", "path": "/spec/renewTime", "value": MicroTime(now) },
-        { "op": "add", "path": "/spec/leaseDurationSeconds", "value": timing.seconds() },
-    ]);
-    // The operations above are a patch by construction; an empty one changes nothing.
-    serde_json::from_value(patch).unwrap_or_default()
+    use json_patch::{AddOperation, PatchOperation, TestOperation, jsonptr::PointerBuf};
+    let at = |field: &str| PointerBuf::from_tokens(["spec", field]);
+    json_patch::Patch(vec![
+        PatchOperation::Test(TestOperation { path: at("holderIdentity"), value: identity.into() }),
+        PatchOperation::Add(AddOperation { path: at("renewTime"), value: micro_time(now) }),
+        PatchOperation::Add(AddOperation { path: at("leaseDurationSeconds"), value: timing.seconds().into() }),
+    ])
+}
+
+/// `now` as a Lease's `MicroTime` is written.
+fn micro_time(now: Timestamp) -> serde_json::Value {
+    serde_json::to_value(MicroTime(now)).unwrap_or_else(|_| now.to_string().into())
 }
 
 /// The spec that hands the lease back, so that a follower takes over at its
@@ -330,14 +336,18 @@ mod tests {
     #[test]
     fn a_renewal_patch_writes_what_a_renewing_claim_does_and_only_while_the_lease_is_ours() {
         let timing = LeaseTiming::default();
-        let now = Timestamp::from_second(2000).expect("timestamp");
+        let now = Timestamp::from_second(2000).expect("timestamp") + Duration::from_micros(123_456);
+        let renewed = |spec: &LeaseSpec, who: &str| {
+            let mut doc = serde_json::json!({ "spec": serde_json::to_value(spec).expect("spec") });
+            json_patch::patch(&mut doc, &renewal(who, &timing, now))?;
+            Ok::<LeaseSpec, json_patch::PatchError>(serde_json::from_value(doc["spec"].take()).expect("spec"))
+        };
         let ours = held_by("a", 3, 1000);
-        let mut patched = serde_json::to_value(&ours).expect("spec");
-        let mut doc = serde_json::json!({ "spec": patched.take() });
-        json_patch::patch(&mut doc, &renewal("a", &timing, now)).expect("the holder's renewal applies");
-        let renewed: LeaseSpec = serde_json::from_value(doc["spec"].take()).expect("spec");
-        assert_eq!(renewed, claim(Some(&ours), "a", &timing, now));
-        let mut theirs = serde_json::json!({ "spec": serde_json::to_value(held_by("b", 3, 1000)).expect("spec") });
-        assert!(json_patch::patch(&mut theirs, &renewal("a", &timing, now)).is_err(), "not ours: refused");
+        assert_eq!(renewed(&ours, "a").expect("the holder's renewal applies"), claim(Some(&ours), "a", &timing, now));
+        let first = LeaseSpec { lease_transitions: None, ..held_by("a", 3, 1000) };
+        let written = renewed(&first, "a").expect("applies");
+        assert_eq!((written.renew_time, written.lease_transitions), (Some(MicroTime(now)), None), "the rest kept");
+        assert!(renewed(&held_by("b", 3, 1000), "a").is_err(), "another's: refused");
+        assert!(renewed(&released(&ours, now), "a").is_err(), "released: refused");
     }
 }

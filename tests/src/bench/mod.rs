@@ -16,6 +16,7 @@
 //! operator, the bench process itself) and the machine's busy and stolen time are recorded,
 //! so a slow P1 shows whether a process did more work or the machine had less to give.
 
+mod at_rest;
 pub mod cpu;
 mod day2;
 pub mod floor;

@@ -341,14 +341,15 @@ impl Bench {
 }
 
 impl Bench {
-    /// One look at every node against one delta look, and one node's BIOS read, each the
-    /// mean of [`LOOKS`] on the Ironic the operator left at rest (its own polls run beside
-    /// them, rarely).
+    /// One look at every node against one delta look (its cursor at rest, as the operator's
+    /// poller is: [`super::at_rest::settle`]), and one node's BIOS read, each the mean of
+    /// [`LOOKS`] on the Ironic the operator left at rest (its own polls run beside them, rarely).
     async fn poll_costs(&self) -> crate::Result<PollCosts> {
         const LOOKS: u32 = 5;
         let client = IronicClient::builder(self.ironic.endpoint()).build().await?;
         let sources = base_sources(&self.cp, &self.ironic);
         let mut cursor = ChangeCursor::new(DEFAULT_FULL_EVERY);
+        let listed = Instant::now();
         let nodes: Vec<String> =
             client.node_status_changes(&mut cursor, true).await?.into_nodes().into_iter().map(|n| n.uuid).collect();
         let (before, started) = (CpuSnapshot::take(&sources), Instant::now());
@@ -356,6 +357,7 @@ impl Bench {
             client.node_status_changes(&mut cursor, true).await?;
         }
         let (full_wall, full) = (started.elapsed() / LOOKS, before.until(&CpuSnapshot::take(&sources)));
+        super::at_rest::settle(&client, &mut cursor, listed).await?;
         let (before, started) = (CpuSnapshot::take(&sources), Instant::now());
         for _ in 0..LOOKS {
             client.node_status_changes(&mut cursor, false).await?;

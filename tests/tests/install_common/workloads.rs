@@ -245,9 +245,14 @@ pub async fn nodeset_steady(
         return Ok(());
     }
     let iso = ironic.image_server().write_live_iso(&format!("{namespace}/nodeset.iso"))?;
-    apply(client, namespace, fake_host("pool-0", false, None, json!({"pool": "install-e2e"}))).await?;
-    let hosts = resource("metal3.io", "BareMetalHost");
-    wait_steady(client, operator, namespace, &hosts, "pool-0", "available", |h| host_state(h) == "available").await?;
+    host_reaches(
+        client,
+        operator,
+        namespace,
+        fake_host("pool-0", false, None, json!({"pool": "install-e2e"})),
+        "available",
+    )
+    .await?;
     apply(
         client,
         namespace,

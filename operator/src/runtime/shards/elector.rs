@@ -75,6 +75,8 @@ pub(crate) struct Elector {
     /// [`START`]), when it looks again: holding nothing until then, it takes nothing, and asks,
     /// to be counted by replicas starting with it ([`plan`]). `None` before the first look.
     starting_until: Option<Instant>,
+    /// Whether the start looked again at once after a request lost its write (once only).
+    relooked: bool,
 }
 
 impl Elector {
@@ -97,6 +99,7 @@ impl Elector {
             seq: 1,
             published: BTreeSet::new(),
             starting_until: None,
+            relooked: false,
         }
     }
 
@@ -239,8 +242,11 @@ impl Elector {
         }
         self.starting_until.get_or_insert_with(|| Instant::now() + self.timing.retry_period.min(START));
         // A request that lost its write while starting: another replica asked for that Lease at
-        // the same moment. Looking again at once, this one asks for another before the start ends.
-        Ok(starting && raced)
+        // the same moment. Looking again at once (once: no loop against a Lease written without
+        // end), this one asks for another before the start ends.
+        let again = starting && raced && !self.relooked;
+        self.relooked |= again;
+        Ok(again)
     }
 
     /// A failed request: a refusal stops the elector, anything else waits for the next attempt.
@@ -286,11 +292,13 @@ impl Elector {
         }
     }
 
-    /// Hands back every Lease still ours (the controllers are stopped) and withdraws our
-    /// requests: the others count a replica that asked as alive for a term, and leave a free
-    /// Lease it asked for to it, so a request left behind would keep a shard unserved that long.
+    /// Hands back every Lease still ours (the controllers are stopped), then tries to withdraw
+    /// our requests: the others count a replica that asked as alive while its request is fresh,
+    /// and leave a free Lease it asked for to it, so a request left behind would keep a shard
+    /// unserved that long. Releases first: they are what the others wait for.
     pub(crate) async fn release_all(mut self) {
         let shards: Vec<String> = self.known.keys().cloned().collect();
+        let mut others = Vec::new();
         for shard in shards {
             match self.api.get_opt(&self.name(&shard)).await {
                 Ok(Some(lease)) if holds(&lease, &self.identity) => {
@@ -298,10 +306,13 @@ impl Elector {
                         tracing::warn!(shard, error = %crate::kit::error::chain(&err), "cannot release a shard lease");
                     }
                 }
-                Ok(Some(lease)) => self.withdraw(&shard, lease).await,
+                Ok(Some(lease)) => others.push((shard, lease)),
                 Ok(None) => {}
                 Err(err) => tracing::warn!(shard, error = %err, "cannot read a shard lease to release it"),
             }
+        }
+        for (shard, lease) in others {
+            self.withdraw(&shard, &lease).await;
         }
     }
 }

@@ -113,10 +113,13 @@ fn be_seen(me: &str, seen: &[Seen], starting: bool, moves: &mut Moves) {
 
 /// Where among `n` free Leases replica `me` asks first. Replicas reading the Leases at the
 /// same moment would each ask for the first, and all but one lose the write; their names (a
-/// Deployment's pods differ in a random suffix) spread them instead. FNV-1a: stable across
-/// builds and runs, unlike the standard library's hasher.
+/// Deployment's pods differ in a random suffix) spread them instead. FNV-1a, stable across
+/// builds and runs unlike the standard library's hasher, then a final mix (MurmurHash3's), so
+/// that a count of a power of two depends on every bit of the name, not its bytes' low bits.
 fn spread(me: &str, n: usize) -> usize {
-    let hash = me.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let fnv = me.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let mixed = (fnv ^ (fnv >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    let hash = mixed ^ (mixed >> 33);
     usize::try_from(hash % u64::try_from(n.max(1)).unwrap_or(1)).unwrap_or(0)
 }
 

@@ -4,8 +4,9 @@
 //! (same driver and interfaces); its row is then copied in MariaDB once per host. Each copy has
 //! the host's node name (`<namespace>~<name>`), a fresh UUID, the host's shard, `active` and
 //! powered on, made (and last written) one second before the previous copy ([`SETTLED_AT`]):
-//! a fleet the operator registered and deployed long ago, written over time. (Nodes sharing
-//! the newest write time would be read again at every look at what changed.) The API's checks
+//! a fleet the operator registered and deployed long ago, written over time
+//! (`FERROMETAL_BENCH_FLEET_ONE_TIME=1`: all at one second, a fleet registered in one go,
+//! which a look at what changed pages through by UUID). The API's checks
 //! ran on the template; what a deployment writes besides (`instance_info`) is not copied,
 //! since nothing the operator reads of a provisioned host's node needs it. Creating 10,000
 //! nodes through the API and deploying them would take this machine's two cores most of an
@@ -47,13 +48,16 @@ pub struct Integrity {
     pub moved: u64,
 }
 
-/// Makes a node for each of `hosts` in `namespace`, in the shard `shard_of` gives it.
+/// Makes a node for each of `hosts` in `namespace`, in the shard `shard_of` gives it; with
+/// `one_time`, every node made and last written at [`SETTLED_AT`] (a fleet registered in one
+/// go, which each look at what changed must page through by UUID).
 pub async fn preregister(
     ironic: &IronicServer,
     database: &str,
     namespace: &str,
     hosts: &[String],
     shard_of: &ShardOf,
+    one_time: bool,
 ) -> crate::Result<Fleet> {
     let started = Instant::now();
     let template = create_template(ironic).await?;
@@ -64,7 +68,10 @@ pub async fn preregister(
         let rows: Vec<String> = batch
             .iter()
             .enumerate()
-            .map(|(i, host)| format!("('{namespace}~{host}', '{}', {})", shard_of(namespace, host), b * BATCH + i))
+            .map(|(i, host)| {
+                let seq = if one_time { 0 } else { b * BATCH + i };
+                format!("('{namespace}~{host}', '{}', {seq})", shard_of(namespace, host))
+            })
             .collect();
         conn.execute(AssertSqlSafe(format!("INSERT INTO fleet VALUES {}", rows.join(",")))).await?;
     }

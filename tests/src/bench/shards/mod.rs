@@ -63,6 +63,9 @@ pub struct Options {
     /// Longest wait for any phase.
     pub timeout: Duration,
     pub shard_of: ShardOf,
+    /// The fleet made and last written at one second (`FERROMETAL_BENCH_FLEET_ONE_TIME=1`),
+    /// not one second apart.
+    pub one_time: bool,
 }
 
 impl Options {
@@ -84,6 +87,7 @@ impl Options {
             lease_seconds: 15,
             timeout: Duration::from_secs(3600),
             shard_of,
+            one_time: std::env::var("FERROMETAL_BENCH_FLEET_ONE_TIME").is_ok_and(|v| v == "1"),
         }
     }
 
@@ -181,6 +185,8 @@ pub struct Report {
     pub conductors: usize,
     pub shards: usize,
     pub lease_seconds: u64,
+    /// The fleet made and last written at one second.
+    pub one_time: bool,
     pub preregister: Duration,
     /// Creating the hosts' objects (no operator running yet).
     pub create: PhaseCpu,

@@ -107,16 +107,19 @@ impl Run {
         })
     }
 
-    /// The first replica's look at its shards' nodes, a full list against a delta, each the
-    /// mean of [`LOOKS`]; Ironic's cost is its API process and MariaDB (whose own background
-    /// work, and the replicas' polls meanwhile, are in it too).
+    /// The first replica's look at its shards' nodes, a full list against a delta (its cursor
+    /// at rest, as the replicas' pollers are), each the mean of [`LOOKS`]; Ironic's cost is its
+    /// API process and MariaDB (whose own background work, and the replicas' polls meanwhile,
+    /// are in it too).
     pub(super) async fn lists(&self) -> crate::Result<Lists> {
         let shards = self.shards_of(0).await?;
         let client = IronicClient::builder(self.ironic.endpoint()).build().await?;
         let mut cursor = ChangeCursor::new(DEFAULT_FULL_EVERY).with_shards(shards.clone());
+        let listed = Instant::now();
         let nodes = client.node_status_changes(&mut cursor, true).await?.nodes().len();
         let sources = self.sources();
         let (full_wall, full_cpu) = looks(&client, &mut cursor, true, &sources).await?;
+        crate::bench::at_rest::settle(&client, &mut cursor, listed).await?;
         let (delta_wall, delta_cpu) = looks(&client, &mut cursor, false, &sources).await?;
         Ok(Lists { shards, nodes, full_wall, full_cpu, delta_wall, delta_cpu })
     }

@@ -48,7 +48,8 @@ pub(super) async fn run(hosts: usize, options: &Options) -> crate::Result<Report
     let mut run = Run::start(options).await?;
     let names: Vec<String> = (0..hosts).map(|i| format!("{FLEET_PREFIX}{i:05}")).collect();
     eprintln!("[shards] N={hosts}: pre-registering the fleet");
-    let fleet = fleet::preregister(&run.ironic, &run.database, &run.ns, &names, &options.shard_of).await?;
+    let fleet =
+        fleet::preregister(&run.ironic, &run.database, &run.ns, &names, &options.shard_of, options.one_time).await?;
     eprintln!("[shards] N={hosts}: {} nodes in {:?}; creating the hosts", fleet.nodes.len(), fleet.elapsed);
     let create = run.create_hosts(&fleet).await?;
     eprintln!("[shards] N={hosts}: adoption by {} replicas", options.replicas);
@@ -67,6 +68,7 @@ pub(super) async fn run(hosts: usize, options: &Options) -> crate::Result<Report
         conductors: options.conductors,
         shards: options.shards.len(),
         lease_seconds: options.lease_seconds,
+        one_time: options.one_time,
         preregister: fleet.elapsed,
         create,
         adoption,

@@ -14,11 +14,12 @@ type Row = (String, Vec<String>);
 pub fn render(reports: &[Report]) -> String {
     let Some(first) = reports.first() else { return "no sharded runs\n".to_string() };
     let mut out = format!(
-        "Sharded fleet: {} conductors over MariaDB, {} shards over {} replicas (shard Leases of {} s)\n",
+        "Sharded fleet: {} conductors over MariaDB, {} shards over {} replicas (shard Leases of {} s), {}\n",
         first.conductors,
         first.shards,
         first.adoption.memory.len(),
-        first.lease_seconds
+        first.lease_seconds,
+        if first.one_time { "every node written at one second" } else { "nodes written one second apart" }
     );
     let rows: Vec<Row> =
         [fleet_rows(reports), adoption_rows(reports), rest_rows(reports), day2_rows(reports), handover_rows(reports)]

@@ -257,14 +257,9 @@ async fn prerequisites(
             workloads::apply(admin, namespace, secret).await
         }
         "NodeSet" => {
-            let hosts = resource("metal3.io", "BareMetalHost");
             for (i, _) in example["spec"]["nodes"].as_object().into_iter().flatten().enumerate() {
-                let name = format!("nodeset-pool-{i}");
-                workloads::apply(admin, namespace, workloads::fake_host(&name, false, None, json!({}))).await?;
-                workloads::wait_steady(admin, pods, namespace, &hosts, &name, "available", |h| {
-                    workloads::host_state(h) == "available"
-                })
-                .await?;
+                let host = workloads::fake_host(&format!("nodeset-pool-{i}"), false, None, json!({}));
+                workloads::host_reaches(admin, pods, namespace, host, "available").await?;
             }
             Ok(())
         }

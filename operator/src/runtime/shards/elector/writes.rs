@@ -22,24 +22,24 @@ impl Elector {
     ) -> Result<(), KubeError> {
         let sent = Instant::now();
         let name = self.name(shard);
-        let spec =
-            claim(current.as_ref().and_then(|l| l.spec.as_ref()), &self.identity, &self.timing, Timestamp::now());
+        let renewing = current.is_some() && !taking;
+        let claimed = |lease: Option<&Lease>| {
+            Some(claim(lease.and_then(|l| l.spec.as_ref()), &self.identity, &self.timing, Timestamp::now()))
+        };
         let (verb, result) = match current {
             None => {
-                let lease = Lease {
-                    metadata: ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() },
-                    spec: Some(spec),
-                };
+                let metadata = ObjectMeta { name: Some(name.clone()), ..ObjectMeta::default() };
+                let lease = Lease { metadata, spec: claimed(None) };
                 (Verb::Create, self.api.create(&post_params(), &lease).await.map(|_| ()))
             }
             // A renewal patches, tested on the holder: a request written since our read stays.
-            Some(_) if !taking => {
+            Some(_) if renewing => {
                 let patch = Patch::Json::<()>(renewal(&self.identity, &self.timing, Timestamp::now()));
                 (Verb::Patch, self.api.patch(&name, &patch_params(), &patch).await.map(|_| ()))
             }
             Some(mut lease) => {
+                lease.spec = claimed(Some(&lease));
                 clear_request(&mut lease, &self.identity);
-                lease.spec = Some(spec);
                 (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await.map(|_| ()))
             }
         };
@@ -54,9 +54,10 @@ impl Elector {
                 known.asked = None;
                 Ok(())
             }
-            // Someone wrote it between our read and our take (409), or took it from us before
-            // our renewal (422, the holder tested); the next attempt reads theirs.
-            Err(kube::Error::Api(status)) if status.code == 409 || status.code == 422 => {
+            // Someone wrote it between our read and our take (409), or took or released it
+            // before our renewal (422: the holder tested); the next attempt reads theirs.
+            Err(kube::Error::Api(status)) if status.code == 409 || (renewing && status.code == 422) => {
+                tracing::debug!(shard, code = status.code, message = %status.message, "a shard lease write lost a race");
                 self.metrics.lease_renewal_failed();
                 Ok(())
             }
@@ -117,17 +118,31 @@ impl Elector {
         }
     }
 
-    /// Removes our request from `lease`, if it carries one; a write that fails leaves it to go
-    /// stale (the replica is stopping).
-    pub(super) async fn withdraw(&self, shard: &str, mut lease: Lease) {
-        if !clear_request(&mut lease, &self.identity) {
+    /// Removes our request from `lease`, if it carries one: a patch tested on the requester,
+    /// so that a renewal landing since our read does not refuse it, and another's request
+    /// written since is left alone. One that fails leaves it to go stale (the replica is
+    /// stopping).
+    pub(super) async fn withdraw(&self, shard: &str, lease: &Lease) {
+        if !clear_request(&mut lease.clone(), &self.identity) {
             return;
         }
-        match self.api.replace(&self.name(shard), &post_params(), &lease).await {
+        let patch = Patch::Json::<()>(withdrawal(&self.identity));
+        match self.api.patch(&self.name(shard), &patch_params(), &patch).await {
             Ok(_) => tracing::info!(shard, "withdrew the request for a shard"),
             Err(err) => tracing::warn!(shard, error = %err, "cannot withdraw the request for a shard"),
         }
     }
+}
+
+/// The JSON patch that removes `identity`'s request, applied only while it is `identity`'s.
+fn withdrawal(identity: &str) -> json_patch::Patch {
+    use json_patch::{PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf};
+    let at = |key: &str| PointerBuf::from_tokens(["metadata", "annotations", key]);
+    json_patch::Patch(vec![
+        PatchOperation::Test(TestOperation { path: at(WANTED_BY), value: identity.into() }),
+        PatchOperation::Remove(RemoveOperation { path: at(WANTED_BY) }),
+        PatchOperation::Remove(RemoveOperation { path: at(WANTED_AT) }),
+    ])
 }
 
 pub(super) fn holds(lease: &Lease, identity: &str) -> bool {
@@ -151,4 +166,24 @@ fn post_params() -> PostParams {
 
 fn patch_params() -> PatchParams {
     PatchParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..PatchParams::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn requested_by(who: &str) -> serde_json::Value {
+        serde_json::json!({ "metadata": { "name": "fm-shard-a", "annotations": {
+            WANTED_BY: who, WANTED_AT: "2026-12-07T18:00:00Z", "other": "kept" } } })
+    }
+
+    #[test]
+    fn a_withdrawal_removes_our_request_and_refuses_to_touch_anothers() {
+        let mut ours = requested_by("r3");
+        json_patch::patch(&mut ours, &withdrawal("r3")).expect("our request withdrawn");
+        assert_eq!(ours["metadata"]["annotations"], serde_json::json!({ "other": "kept" }));
+        let mut theirs = requested_by("r1");
+        assert!(json_patch::patch(&mut theirs, &withdrawal("r3")).is_err(), "another's request stays");
+        assert_eq!(theirs, requested_by("r1"));
+    }
 }
