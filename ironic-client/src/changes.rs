@@ -161,6 +161,13 @@ impl ChangeCursor {
         self
     }
 
+    /// Whether the cursor is at rest: its next look starts after the newest write
+    /// (whose nodes a look with the margin showed) with the least first page, as a
+    /// poller's is once nothing has moved for a while. Benchmarks wait for it.
+    pub fn at_rest(&self) -> bool {
+        self.since().is_some_and(|start| start.shown) && self.page == MIN_PAGE
+    }
+
     /// Whether the next look must list every node.
     pub fn full_due(&self, now: Instant) -> bool {
         self.last_full.is_none_or(|at| now.saturating_duration_since(at) >= self.full_every)
@@ -375,6 +382,21 @@ mod tests {
     /// A start at a newest write whose nodes were all shown: only later ones count.
     fn after(s: &str) -> Option<Start> {
         at(s).map(|at| Start { at, shown: true })
+    }
+
+    #[test]
+    fn a_cursor_is_at_rest_once_its_start_settled_and_its_first_page_is_the_least() {
+        let seen = Instant::now();
+        let mut cursor = ChangeCursor::new(DEFAULT_FULL_EVERY);
+        assert!(!cursor.at_rest(), "no newest write seen yet");
+        cursor.saw(at("2026-01-01T00:00:00Z"), seen);
+        cursor.looked(cursor.since(), seen + MARGIN / 2);
+        assert!(!cursor.at_rest(), "its look with the margin came within the margin");
+        cursor.looked(cursor.since(), seen + MARGIN);
+        cursor.page = 2 * MIN_PAGE;
+        assert!(!cursor.at_rest(), "settled, but its first page not yet the least");
+        cursor.size_next(1, 5);
+        assert!(cursor.at_rest());
     }
 
     #[test]

@@ -164,13 +164,43 @@ pub(crate) fn claim(current: Option<&LeaseSpec>, identity: &str, timing: &LeaseT
 /// resourceVersion: a write that left the holder alone (another replica's request for the
 /// shard, an annotation) cannot make the renewal fail, where a replace would get a 409.
 pub(crate) fn renewal(identity: &str, timing: &LeaseTiming, now: Timestamp) -> json_patch::Patch {
-    use json_patch::{AddOperation, PatchOperation, TestOperation, jsonptr::PointerBuf};
-    let at = |field: &str| PointerBuf::from_tokens(["spec", field]);
     json_patch::Patch(vec![
-        PatchOperation::Test(TestOperation { path: at("holderIdentity"), value: identity.into() }),
-        PatchOperation::Add(AddOperation { path: at("renewTime"), value: micro_time(now) }),
-        PatchOperation::Add(AddOperation { path: at("leaseDurationSeconds"), value: timing.seconds().into() }),
+        holder_is(identity),
+        set("renewTime", micro_time(now)),
+        set("leaseDurationSeconds", timing.seconds().into()),
     ])
+}
+
+/// The JSON patch that hands `identity`'s Lease back at `now`, as [`released`] writes it,
+/// applied only while `identity` holds it: a request another replica writes onto the Lease
+/// between our read and our release does not make the release fail (a replace would get a
+/// 409 and leave the shard held until the next look, or until the term ends when stopping).
+pub(crate) fn release_patch(identity: &str, now: Timestamp) -> json_patch::Patch {
+    use json_patch::{PatchOperation, RemoveOperation};
+    json_patch::Patch(vec![
+        holder_is(identity),
+        PatchOperation::Remove(RemoveOperation { path: spec_field("holderIdentity") }),
+        set("leaseDurationSeconds", 1.into()),
+        set("renewTime", micro_time(now)),
+        set("acquireTime", micro_time(now)),
+    ])
+}
+
+fn spec_field(field: &str) -> json_patch::jsonptr::PointerBuf {
+    json_patch::jsonptr::PointerBuf::from_tokens(["spec", field])
+}
+
+/// The test that `identity` holds the Lease (the apiserver answers 422 when it fails).
+fn holder_is(identity: &str) -> json_patch::PatchOperation {
+    json_patch::PatchOperation::Test(json_patch::TestOperation {
+        path: spec_field("holderIdentity"),
+        value: identity.into(),
+    })
+}
+
+/// Sets a field of the spec (`add` replaces a field that is there).
+fn set(field: &str, value: serde_json::Value) -> json_patch::PatchOperation {
+    json_patch::PatchOperation::Add(json_patch::AddOperation { path: spec_field(field), value })
 }
 
 /// `now` as a Lease's `MicroTime` is written.
@@ -349,5 +379,18 @@ mod tests {
         assert_eq!((written.renew_time, written.lease_transitions), (Some(MicroTime(now)), None), "the rest kept");
         assert!(renewed(&held_by("b", 3, 1000), "a").is_err(), "another's: refused");
         assert!(renewed(&released(&ours, now), "a").is_err(), "released: refused");
+    }
+
+    #[test]
+    fn a_release_patch_writes_what_a_release_does_and_only_while_the_lease_is_ours() {
+        let now = Timestamp::from_second(2000).expect("timestamp") + Duration::from_micros(654_321);
+        let patched = |spec: &LeaseSpec, who: &str| {
+            let mut doc = serde_json::json!({ "spec": serde_json::to_value(spec).expect("spec") });
+            json_patch::patch(&mut doc, &release_patch(who, now))?;
+            Ok::<LeaseSpec, json_patch::PatchError>(serde_json::from_value(doc["spec"].take()).expect("spec"))
+        };
+        let ours = LeaseSpec { acquire_time: Some(MicroTime(Timestamp::UNIX_EPOCH)), ..held_by("a", 15, 1000) };
+        assert_eq!(patched(&ours, "a").expect("the holder's release applies"), released(&ours, now));
+        assert!(patched(&held_by("b", 15, 1000), "a").is_err(), "another's: refused");
     }
 }

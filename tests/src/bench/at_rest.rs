@@ -2,22 +2,32 @@
 //! looks at what changed cost what the poller's do, not what a fresh cursor's first looks do.
 
 use ironic_client::{CHANGE_MARGIN, ChangeCursor, IronicClient};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Looks that bring a look's first page down to its least: each look that one page sufficed
-/// halves it, from at most a page of 1000 (what a long look found) to 20.
-const SHRINK: usize = 7;
+/// The longest the cursor is given to come to rest: Ironic's newest write moving again and
+/// again (a conductor writing nodes) keeps it from resting.
+const LIMIT: Duration = Duration::from_secs(120);
 
-/// Brings `cursor`, whose first full list started at `listed`, to rest: a look starts a margin
-/// before the newest write (reading every node written in that margin, or every node sharing
-/// that time) until a look with the margin, started a margin or more after that write was
-/// first seen, found it unmoved; from then on a look starts after it, and its first page
-/// shrinks look by look. So this waits out the margin and makes that look, then the looks
-/// that shrink the page.
+/// Brings `cursor`, whose first full list started at `listed`, to rest
+/// ([`ChangeCursor::at_rest`]): a look starts a margin before the newest write (reading every
+/// node written in that margin, or every node sharing that time) until a look with the
+/// margin, started a margin or more after that write was first seen, found it unmoved; from
+/// then on a look starts after it, and its first page halves look by look down to the least.
+/// So this waits out the margin, then looks (a second apart while the start is not settled)
+/// until the cursor is at rest. Says on stderr when it did not come to rest in time: the
+/// looks measured after are then a cursor's not at rest.
 pub async fn settle(client: &IronicClient, cursor: &mut ChangeCursor, listed: Instant) -> crate::Result<()> {
     tokio::time::sleep_until((listed + CHANGE_MARGIN).into()).await;
-    for _ in 0..=SHRINK {
+    let deadline = Instant::now() + LIMIT;
+    while !cursor.at_rest() {
+        if Instant::now() >= deadline {
+            eprintln!("[bench] the change cursor did not come to rest in {LIMIT:?}: Ironic's newest write kept moving");
+            break;
+        }
         client.node_status_changes(cursor, false).await?;
+        if !cursor.at_rest() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
     }
     Ok(())
 }

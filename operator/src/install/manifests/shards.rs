@@ -138,9 +138,10 @@ pub(crate) fn lease_roles(layout: &Layout) -> (Role, RoleBinding) {
             resource_names: Some(lease_names(layout)),
             // Watched one by one (a field selector on the name, which a rule by name allows):
             // a replica sees another's renewal as it is written, and takes its shard the moment
-            // its term ends. Taken, released and asked for with a replace (update) carrying the
-            // resourceVersion read; renewed, and a request withdrawn, with a JSON patch tested
-            // on the holder or requester (patch), which others' writes in between do not fail.
+            // its term ends. Taken and asked for with a replace (update) carrying the
+            // resourceVersion read; renewed, released, and a request withdrawn, with a JSON patch
+            // tested on the holder or requester (patch), which others' writes in between do not
+            // fail.
             verbs: ["get", "list", "watch", "update", "patch"].map(String::from).to_vec(),
             ..Default::default()
         }]),

@@ -216,7 +216,7 @@ impl Elector {
             let done = self.leaving.get(&lease.shard).is_some_and(|since| applied.borrow().0 >= *since);
             let write = async {
                 match done {
-                    true => self.release(&lease.shard, current).await,
+                    true => self.release(&lease.shard).await,
                     false => self.write_claim(&lease.shard, current, false).await,
                 }
             };
@@ -302,7 +302,7 @@ impl Elector {
         for shard in shards {
             match self.api.get_opt(&self.name(&shard)).await {
                 Ok(Some(lease)) if holds(&lease, &self.identity) => {
-                    if let Err(err) = self.release(&shard, Some(lease)).await {
+                    if let Err(err) = self.release(&shard).await {
                         tracing::warn!(shard, error = %crate::kit::error::chain(&err), "cannot release a shard lease");
                     }
                 }

@@ -1,12 +1,13 @@
 //! The elector's writes to one shard's Lease: take, renew, release, ask for it, withdraw a
-//! request. A take, release or request is a replace with the resourceVersion read, so two
-//! replicas racing for a Lease cannot both win; a renewal is a patch the apiserver applies only
-//! while we hold the Lease (a `test` of the holder), so a request another replica writes onto
-//! it between our read and our renewal cannot make the renewal fail.
+//! request. A take or a request is a replace with the resourceVersion read, so two replicas
+//! racing for a Lease cannot both win; a renewal or a release is a JSON patch the apiserver
+//! applies only while we hold the Lease (a `test` of the holder), and a withdrawal one applied
+//! only while the request is ours, so a request another replica writes onto the Lease between
+//! our read and our write cannot make it fail.
 
 use super::{Elector, WANTED_AT, WANTED_BY};
 use crate::kit::error::{KubeError, Verb};
-use crate::runtime::lease::{claim, released, renewal};
+use crate::runtime::lease::{claim, release_patch, renewal};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
@@ -65,19 +66,19 @@ impl Elector {
         }
     }
 
-    /// Hands `shard`'s Lease back: no controller serves it any more.
-    pub(super) async fn release(&mut self, shard: &str, current: Option<Lease>) -> Result<(), KubeError> {
-        let Some(mut lease) = current else { return Ok(()) };
-        let spec = lease.spec.clone().unwrap_or_default();
-        lease.spec = Some(released(&spec, Timestamp::now()));
+    /// Hands `shard`'s Lease back: no controller serves it any more. A patch tested on the
+    /// holder, so that a request written onto the Lease since our read does not refuse it.
+    pub(super) async fn release(&mut self, shard: &str) -> Result<(), KubeError> {
         let name = self.name(shard);
-        match self.api.replace(&name, &post_params(), &lease).await {
+        let patch = Patch::Json::<()>(release_patch(&self.identity, Timestamp::now()));
+        match self.api.patch(&name, &patch_params(), &patch).await {
             Ok(_) => {
                 tracing::info!(shard, "released a shard lease");
                 self.forget(shard);
                 Ok(())
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+            // No longer ours (or gone): the next look reads whose it is.
+            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409 | 422) => Ok(()),
             Err(err) => self.failed(shard, KubeError::new(Verb::Patch, "Lease", &name, err)),
         }
     }
@@ -126,23 +127,33 @@ impl Elector {
         if !clear_request(&mut lease.clone(), &self.identity) {
             return;
         }
-        let patch = Patch::Json::<()>(withdrawal(&self.identity));
+        let dated = lease.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(WANTED_AT));
+        let patch = Patch::Json::<()>(withdrawal(&self.identity, dated));
         match self.api.patch(&self.name(shard), &patch_params(), &patch).await {
             Ok(_) => tracing::info!(shard, "withdrew the request for a shard"),
+            // Another replica's request replaced ours since our read: nothing of ours is left.
+            Err(kube::Error::Api(status)) if status.code == 422 => {
+                tracing::debug!(shard, "the request for a shard was another's by then");
+            }
             Err(err) => tracing::warn!(shard, error = %err, "cannot withdraw the request for a shard"),
         }
     }
 }
 
-/// The JSON patch that removes `identity`'s request, applied only while it is `identity`'s.
-fn withdrawal(identity: &str) -> json_patch::Patch {
+/// The JSON patch that removes `identity`'s request (its time too when `dated`: a request
+/// always carries one, but a patch removing a missing key fails), applied only while it is
+/// `identity`'s.
+fn withdrawal(identity: &str, dated: bool) -> json_patch::Patch {
     use json_patch::{PatchOperation, RemoveOperation, TestOperation, jsonptr::PointerBuf};
     let at = |key: &str| PointerBuf::from_tokens(["metadata", "annotations", key]);
-    json_patch::Patch(vec![
+    let mut operations = vec![
         PatchOperation::Test(TestOperation { path: at(WANTED_BY), value: identity.into() }),
         PatchOperation::Remove(RemoveOperation { path: at(WANTED_BY) }),
-        PatchOperation::Remove(RemoveOperation { path: at(WANTED_AT) }),
-    ])
+    ];
+    if dated {
+        operations.push(PatchOperation::Remove(RemoveOperation { path: at(WANTED_AT) }));
+    }
+    json_patch::Patch(operations)
 }
 
 pub(super) fn holds(lease: &Lease, identity: &str) -> bool {
@@ -180,10 +191,10 @@ mod tests {
     #[test]
     fn a_withdrawal_removes_our_request_and_refuses_to_touch_anothers() {
         let mut ours = requested_by("r3");
-        json_patch::patch(&mut ours, &withdrawal("r3")).expect("our request withdrawn");
+        json_patch::patch(&mut ours, &withdrawal("r3", true)).expect("our request withdrawn");
         assert_eq!(ours["metadata"]["annotations"], serde_json::json!({ "other": "kept" }));
         let mut theirs = requested_by("r1");
-        assert!(json_patch::patch(&mut theirs, &withdrawal("r3")).is_err(), "another's request stays");
+        assert!(json_patch::patch(&mut theirs, &withdrawal("r3", true)).is_err(), "another's request stays");
         assert_eq!(theirs, requested_by("r1"));
     }
 }
