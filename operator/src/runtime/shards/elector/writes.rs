@@ -124,7 +124,7 @@ impl Elector {
     /// written since is left alone. One that fails leaves it to go stale (the replica is
     /// stopping).
     pub(super) async fn withdraw(&self, shard: &str, lease: &Lease) {
-        if !clear_request(&mut lease.clone(), &self.identity) {
+        if !requested_by(lease, &self.identity) {
             return;
         }
         let dated = lease.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(WANTED_AT));
@@ -160,15 +160,19 @@ pub(super) fn holds(lease: &Lease, identity: &str) -> bool {
     lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()) == Some(identity)
 }
 
-/// Removes a request on `lease` when it is `identity`'s; returns whether there was one.
-fn clear_request(lease: &mut Lease, identity: &str) -> bool {
-    let Some(annotations) = lease.metadata.annotations.as_mut() else { return false };
-    if annotations.get(WANTED_BY).map(String::as_str) != Some(identity) {
-        return false;
+/// Whether `lease` carries `identity`'s request.
+fn requested_by(lease: &Lease, identity: &str) -> bool {
+    lease.metadata.annotations.as_ref().and_then(|a| a.get(WANTED_BY)).map(String::as_str) == Some(identity)
+}
+
+/// Removes a request on `lease` when it is `identity`'s.
+fn clear_request(lease: &mut Lease, identity: &str) {
+    if requested_by(lease, identity)
+        && let Some(annotations) = lease.metadata.annotations.as_mut()
+    {
+        annotations.remove(WANTED_BY);
+        annotations.remove(WANTED_AT);
     }
-    annotations.remove(WANTED_BY);
-    annotations.remove(WANTED_AT);
-    true
 }
 
 fn post_params() -> PostParams {
