@@ -43,6 +43,11 @@ pub(crate) struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ShardLeaseLabels {
+    pub attempt: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OperationLabels {
     pub operation: String,
 }
@@ -62,6 +67,7 @@ pub struct Metrics {
     apiserver_requests: Family<RequestLabels, Counter>,
     leader: Gauge,
     lease_renewal_failures: Counter,
+    shard_lease_failures: Family<ShardLeaseLabels, Counter>,
     connections: Family<ServerLabels, Gauge>,
     connections_cut: Family<CutLabels, Counter>,
 }
@@ -105,6 +111,13 @@ impl Metrics {
             "Attempts to renew the held leader lease that failed or timed out",
             lease_renewal_failures.clone(),
         );
+        let shard_lease_failures = Family::<ShardLeaseLabels, Counter>::default();
+        registry.register(
+            "shard_lease_failures",
+            "Reads and writes of shard Leases that failed or lost a race, by what was attempted \
+             (read, take, renewal, request, release)",
+            shard_lease_failures.clone(),
+        );
         let connections = Family::<ServerLabels, Gauge>::default();
         registry.register(
             "server_connections",
@@ -128,6 +141,7 @@ impl Metrics {
             apiserver_requests,
             leader,
             lease_renewal_failures,
+            shard_lease_failures,
             connections,
             connections_cut,
         }
@@ -183,6 +197,17 @@ impl Metrics {
     /// Failed renewals of the leader lease so far.
     pub fn lease_renewal_failure_count(&self) -> u64 {
         self.lease_renewal_failures.get()
+    }
+
+    /// Counts a read or write of a shard Lease that failed or lost a race; `attempt` says what
+    /// it was (`read`, `take`, `renewal`, `request`, `release`).
+    pub(crate) fn shard_lease_failed(&self, attempt: &'static str) {
+        self.shard_lease_failures.get_or_create(&ShardLeaseLabels { attempt }).inc();
+    }
+
+    /// Shard Lease attempts of the kind `attempt` that failed or lost a race so far.
+    pub fn shard_lease_failure_count(&self, attempt: &'static str) -> u64 {
+        self.shard_lease_failures.get_or_create(&ShardLeaseLabels { attempt }).get()
     }
 
     /// Counts a connection of `server` opening (`true`) or closing (`false`).

@@ -9,13 +9,13 @@
 //! even an elector stuck on a dead connection cannot keep the controllers
 //! running past it.
 
-use super::lease::{LeaseTiming, Observer, Verdict, claim, released};
+use super::lease::{LeaseTiming, Observer, Verdict, claim, patch_params, post_params, release_patch, renewal};
 use crate::kit::error::{KubeError, Verb};
 use crate::metrics::Metrics;
 use clap::Args;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta, Patch};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -311,7 +311,8 @@ impl Elector {
         let spec = lease.spec.clone().unwrap_or_default();
         match self.observer.judge(&spec, &self.identity, Instant::now()) {
             Verdict::Held { holder, .. } => return Ok(Attempt::Other { holder }),
-            Verdict::Ours | Verdict::Free => {}
+            Verdict::Ours => return self.renew().await,
+            Verdict::Free => {}
         }
         let mut next = lease;
         next.spec = Some(claim(Some(&spec), &self.identity, &self.timing, Timestamp::now()));
@@ -322,31 +323,29 @@ impl Elector {
         }
     }
 
-    /// Hands the lease back if it is still ours.
-    async fn release(self) {
-        let lease = match self.api.get_opt(&self.name).await {
-            Ok(Some(lease)) => lease,
-            Ok(None) => return,
-            Err(err) => {
-                tracing::warn!(error = %crate::kit::error::chain(&err), "cannot read the leader lease to release it");
-                return;
-            }
-        };
-        let spec = lease.spec.clone().unwrap_or_default();
-        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
-            return;
+    /// Renews the lease we hold: a JSON patch tested on the holder, as the shard Leases' (a
+    /// take stays a replace with the resourceVersion read, so two replicas cannot both win).
+    async fn renew(&self) -> Result<Attempt, KubeError> {
+        let patch = Patch::Json::<()>(renewal(&self.identity, &self.timing, Timestamp::now()));
+        match self.api.patch(&self.name, &patch_params(), &patch).await {
+            Ok(_) => Ok(Attempt::Held),
+            // Taken, released or deleted since our read: the next attempt reads what is there.
+            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 422) => Ok(Attempt::Raced),
+            Err(err) => Err(KubeError::new(Verb::Patch, "Lease", &self.name, err)),
         }
-        let mut next = lease;
-        next.spec = Some(released(&spec, Timestamp::now()));
-        match self.api.replace(&self.name, &post_params(), &next).await {
+    }
+
+    /// Hands the lease back if it is still ours: a patch the apiserver applies only while we
+    /// hold it, so there is nothing to read first.
+    async fn release(self) {
+        let patch = Patch::Json::<()>(release_patch(&self.identity, Timestamp::now()));
+        match self.api.patch(&self.name, &patch_params(), &patch).await {
             Ok(_) => tracing::info!(identity = %self.identity, "released the leader lease"),
+            // Not ours any more, or gone: nothing to hand back.
+            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 422) => {}
             Err(err) => tracing::warn!(error = %crate::kit::error::chain(&err), "cannot release the leader lease"),
         }
     }
-}
-
-fn post_params() -> PostParams {
-    PostParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..PostParams::default() }
 }
 
 #[cfg(test)]

@@ -208,9 +208,20 @@ fn micro_time(now: Timestamp) -> serde_json::Value {
     serde_json::to_value(MicroTime(now)).unwrap_or_else(|_| now.to_string().into())
 }
 
-/// The spec that hands the lease back, so that a follower takes over at its
-/// next attempt instead of waiting for the term to run out.
-pub(crate) fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
+/// The parameters of a Lease's create or replace: the operator's field manager.
+pub(crate) fn post_params() -> kube::api::PostParams {
+    kube::api::PostParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..Default::default() }
+}
+
+/// The parameters of a Lease's patch: the operator's field manager.
+pub(crate) fn patch_params() -> kube::api::PatchParams {
+    kube::api::PatchParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..Default::default() }
+}
+
+/// The spec that hands the lease back, as [`release_patch`] writes it (the tests compare the
+/// two).
+#[cfg(test)]
+fn released(current: &LeaseSpec, now: Timestamp) -> LeaseSpec {
     LeaseSpec {
         holder_identity: None,
         lease_duration_seconds: Some(1),

@@ -36,7 +36,7 @@ async fn a_holder_renews_its_shard_leases_through_writes_landing_between_its_rea
     .await?;
     let leases: kube::Api<Lease> = kube::Api::namespaced(t.env.client(), t.ns());
     let before = renew_times(&leases).await?;
-    let failed = replica.metrics().lease_renewal_failure_count();
+    let failed = replica.metrics().shard_lease_failure_count("renewal");
 
     // Every Lease written back to back for eight retry periods, as a standby replica's request
     // is written: each write a new resourceVersion, none touching the holder.
@@ -50,7 +50,7 @@ async fn a_holder_renews_its_shard_leases_through_writes_landing_between_its_rea
     }
     println!("{writes} writes onto the held Leases in {:?}", started.elapsed());
 
-    assert_eq!(replica.metrics().lease_renewal_failure_count(), failed, "no renewal failed");
+    assert_eq!(replica.metrics().shard_lease_failure_count("renewal"), failed, "no renewal failed");
     assert!(holders(&t).await?.values().all(|h| h == "r1"), "r1 kept every shard");
     let after = renew_times(&leases).await?;
     // The renewals wrote over none of those writes: each Lease shows the last of its round

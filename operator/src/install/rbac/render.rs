@@ -237,8 +237,8 @@ mod tests {
         let leases = all_rules(Reach::OperatorNamespace, Feature::Always);
         let named = leases.iter().find(|r| r.resource_names.is_some()).expect("a rule limited by name");
         assert_eq!(named.resource_names.as_deref(), Some(&["ferrometal-leader".to_string()][..]));
-        // `runtime::leader` renews with replace (update), never patch.
-        assert_eq!(named.verbs, ["get", "update"]);
+        // `runtime::leader` takes with a replace (update), renews and releases with patches.
+        assert_eq!(named.verbs, ["get", "update", "patch"]);
     }
 
     #[test]

@@ -262,9 +262,10 @@ pub(crate) const RUNTIME: Component = Component {
         Access {
             names: &[LEADER_LEASE],
             reach: Reach::OperatorNamespace,
-            // The elector takes and renews the Lease with a replace (PUT: verb update) carrying
-            // its resourceVersion, so that two replicas never both win one write.
-            ..access(LEASES, &[Get, Update], "hold, renew and release the leader Lease")
+            // The elector takes the Lease with a replace (PUT: verb update) carrying its
+            // resourceVersion, so that two replicas never both win one write; it renews and
+            // releases it with JSON patches tested on the holder (verb patch).
+            ..access(LEASES, &[Get, Update, Patch], "hold, renew and release the leader Lease")
         },
     ],
 };

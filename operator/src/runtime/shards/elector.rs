@@ -194,8 +194,13 @@ impl Elector {
                     seen.push(self.judge(shard, lease.as_ref(), at));
                     leases.insert(shard.clone(), lease);
                 }
-                Ok(Err(err)) => self.failed(shard, KubeError::of::<Lease>(Verb::Get, &self.name(shard))(err))?,
-                Err(_) => tracing::warn!(shard, "the apiserver did not answer about a shard lease in time"),
+                Ok(Err(err)) => {
+                    self.failed(shard, "read", KubeError::of::<Lease>(Verb::Get, &self.name(shard))(err))?
+                }
+                Err(_) => {
+                    self.metrics.shard_lease_failed("read");
+                    tracing::warn!(shard, "the apiserver did not answer about a shard lease in time");
+                }
             }
         }
         let starting = self.starting_until.is_none_or(|until| Instant::now() < until);
@@ -249,12 +254,13 @@ impl Elector {
         Ok(again)
     }
 
-    /// A failed request: a refusal stops the elector, anything else waits for the next attempt.
-    fn failed(&self, shard: &str, err: KubeError) -> Result<(), KubeError> {
+    /// A failed request (`attempt`: what it was, for the metric): a refusal stops the elector,
+    /// anything else waits for the next attempt.
+    fn failed(&self, shard: &str, attempt: &'static str, err: KubeError) -> Result<(), KubeError> {
         if err.is_forbidden() {
             return Err(err);
         }
-        self.metrics.lease_renewal_failed();
+        self.metrics.shard_lease_failed(attempt);
         tracing::warn!(shard, error = %crate::kit::error::chain(&err), "a shard lease request failed");
         Ok(())
     }

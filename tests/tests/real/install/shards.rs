@@ -4,11 +4,12 @@
 //! shard's Lease). The replicas divide the four shards two and two, hosts reach their steady
 //! state, and when one replica's pod is deleted its shards pass to the other replicas (the
 //! survivor and the pod the Deployment makes anew) without a host provisioned twice. No
-//! replica's watch of the shard Leases is refused under that Role.
+//! replica's watch of the shard Leases is refused under that Role, and access reviews show the
+//! replicas' identity may use the four shard Leases and no other Lease but the leader's.
 
 use super::{OnTheNode, OperatorPods, ironic_nodes, overlay_of, until_available, until_named_available};
-use crate::install_common::kubectl;
 use crate::install_common::workloads;
+use crate::install_common::{Ask, ask, assert_access, kubectl};
 use ferrometal_tests::operator_process::operator_image;
 use ferrometal_tests::wait;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -25,6 +26,28 @@ pub(super) const HOSTS: &str = "ferrometal-hosts";
 pub(super) const HOSTS_SELECTOR: &str = "app.kubernetes.io/name=ferrometal,app.kubernetes.io/component=hosts";
 /// The shards of the checked-in `config/shards`.
 const SHARDS: [&str; 4] = ["0", "1", "2", "3"];
+
+/// The shipped Roles give the replicas' ServiceAccount every verb the elector uses on the
+/// shard Leases it is configured with, and nothing on any other Lease but the leader's.
+async fn shard_lease_access(cp: &ferrometal_tests::control_plane::ControlPlane, ns: &str) -> anyhow::Result<()> {
+    let kubeconfig = cp.service_account_kubeconfig(DEFAULT_NAMESPACE, NAME).await?;
+    let identity = ferrometal_tests::control_plane::client_from_kubeconfig(&kubeconfig).await?;
+    let names: Vec<String> = SHARDS.iter().map(|s| format!("ferrometal-leader-shard-{s}")).collect();
+    let lease =
+        |verb, name, namespace| Ask { name: Some(name), ..ask(verb, "coordination.k8s.io", "leases", Some(namespace)) };
+    let allowed: Vec<Ask> = names
+        .iter()
+        .flat_map(|name| ["get", "watch", "update", "patch"].map(|verb| lease(verb, name.as_str(), DEFAULT_NAMESPACE)))
+        .collect();
+    let denied = [
+        lease("patch", "ferrometal-leader-shard-4", DEFAULT_NAMESPACE),
+        lease("update", "another-lease", DEFAULT_NAMESPACE),
+        lease("delete", names[0].as_str(), DEFAULT_NAMESPACE),
+        lease("patch", names[0].as_str(), ns),
+        ask("list", "coordination.k8s.io", "leases", None),
+    ];
+    assert_access(&identity, &allowed, &denied).await
+}
 
 /// Who holds each shard's Lease (empty: nobody).
 async fn holders(leases: &Api<Lease>) -> anyhow::Result<BTreeMap<String, String>> {
@@ -75,6 +98,7 @@ async fn installed_with_shards_the_host_replicas_divide_the_shard_leases_and_tak
     let pods: Api<Pod> = Api::namespaced(admin.clone(), DEFAULT_NAMESPACE);
     let divided = until_divided(&leases, &pods).await?;
     eprintln!("---- real::install::shards: shards held {divided:?}");
+    shard_lease_access(&cp, &ns).await?;
 
     let mut host_pods_running = OperatorPods::selected(kubeconfig, DEFAULT_NAMESPACE, HOSTS_SELECTOR);
     workloads::hosts_steady(&admin, &mut host_pods_running, &ns, &ironic).await?;

@@ -7,10 +7,10 @@
 
 use super::{Elector, WANTED_AT, WANTED_BY};
 use crate::kit::error::{KubeError, Verb};
-use crate::runtime::lease::{claim, release_patch, renewal};
+use crate::runtime::lease::{claim, patch_params, post_params, release_patch, renewal};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{ObjectMeta, Patch};
 use tokio::time::Instant;
 
 impl Elector {
@@ -24,6 +24,7 @@ impl Elector {
         let sent = Instant::now();
         let name = self.name(shard);
         let renewing = current.is_some() && !taking;
+        let attempt = if renewing { "renewal" } else { "take" };
         let claimed = |lease: Option<&Lease>| {
             Some(claim(lease.and_then(|l| l.spec.as_ref()), &self.identity, &self.timing, Timestamp::now()))
         };
@@ -59,10 +60,10 @@ impl Elector {
             // before our renewal (422: the holder tested); the next attempt reads theirs.
             Err(kube::Error::Api(status)) if status.code == 409 || (renewing && status.code == 422) => {
                 tracing::debug!(shard, code = status.code, message = %status.message, "a shard lease write lost a race");
-                self.metrics.lease_renewal_failed();
+                self.metrics.shard_lease_failed(attempt);
                 Ok(())
             }
-            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)),
+            Err(err) => self.failed(shard, attempt, KubeError::new(verb, "Lease", &name, err)),
         }
     }
 
@@ -79,7 +80,7 @@ impl Elector {
             }
             // No longer ours (or gone): the next look reads whose it is.
             Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409 | 422) => Ok(()),
-            Err(err) => self.failed(shard, KubeError::new(Verb::Patch, "Lease", &name, err)),
+            Err(err) => self.failed(shard, "release", KubeError::new(Verb::Patch, "Lease", &name, err)),
         }
     }
 
@@ -114,8 +115,11 @@ impl Elector {
                 }
                 Ok(true)
             }
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
-            Err(err) => self.failed(shard, KubeError::new(verb, "Lease", &name, err)).map(|()| true),
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                self.metrics.shard_lease_failed("request");
+                Ok(false)
+            }
+            Err(err) => self.failed(shard, "request", KubeError::new(verb, "Lease", &name, err)).map(|()| true),
         }
     }
 
@@ -173,14 +177,6 @@ fn clear_request(lease: &mut Lease, identity: &str) {
         annotations.remove(WANTED_BY);
         annotations.remove(WANTED_AT);
     }
-}
-
-fn post_params() -> PostParams {
-    PostParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..PostParams::default() }
-}
-
-fn patch_params() -> PatchParams {
-    PatchParams { field_manager: Some(crate::FIELD_MANAGER.to_string()), ..PatchParams::default() }
 }
 
 #[cfg(test)]
