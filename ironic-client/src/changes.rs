@@ -15,6 +15,10 @@
 //!    this look starts (or was never updated, which sorts last), every node
 //!    changed since is in hand.
 //!
+//! At rest (the look starts after the newest time, whose nodes a look showed)
+//! a newest node no later than that start means nothing was written since:
+//! the look ends there, one request, and its next first page is the least.
+//!
 //! The result is a superset of the changed nodes (a page's tail may be
 //! older); callers compare against what they hold. Deleted nodes and nodes
 //! never updated since they were created do not show in a delta: a full
@@ -220,6 +224,15 @@ impl ChangeCursor {
         newest.is_none_or(|newest| newest > wall.checked_add(margin).unwrap_or(Timestamp::MAX))
     }
 
+    /// Whether a look from `since` can end at Ironic's newest write, `newest`:
+    /// it starts after a time whose nodes were all shown, and no node was
+    /// written later. A node written since then would be newer than that time
+    /// (the start settled a margin of at least the databases' resolution after
+    /// it was first seen, so a new write cannot share its stored second).
+    fn unmoved(since: Option<Start>, newest: Option<Timestamp>) -> bool {
+        since.is_some_and(|start| start.shown && newest.is_some_and(|newest| newest <= start.at))
+    }
+
     fn saw(&mut self, newest: Option<Timestamp>, now: Instant) {
         if newest > self.newest {
             self.newest = newest;
@@ -290,6 +303,11 @@ impl IronicClient {
         if !full {
             let cap = cursor.listed.max(DEFAULT_PAGE_SIZE as usize);
             let since = cursor.since();
+            if ChangeCursor::unmoved(since, newest) {
+                // Whatever comes next starts from the least page and grows to what it finds.
+                cursor.page = MIN_PAGE;
+                return Ok(StatusList::Changed(Vec::new()));
+            }
             if let Some((nodes, pages)) = self.changed_since(since, cursor.page, cap, &cursor.shards).await? {
                 cursor.looked(since, started);
                 cursor.size_next(pages, nodes.len());
@@ -448,6 +466,17 @@ mod tests {
         assert_eq!(cursor.since(), settled, "looks after the newest write change nothing");
         cursor.saw(at("2026-01-01T00:01:30Z"), now + Duration::from_secs(40));
         assert_eq!(cursor.since(), margined("2026-01-01T00:01:20Z"), "moving again");
+    }
+
+    #[test]
+    fn a_look_at_rest_ends_at_the_newest_write_unless_a_later_one_came() {
+        let shown = after("2026-01-01T00:01:00Z");
+        assert!(ChangeCursor::unmoved(shown, at("2026-01-01T00:01:00Z")), "nothing written after what was shown");
+        assert!(!ChangeCursor::unmoved(shown, at("2026-01-01T00:01:00.5Z")), "a later write is looked for");
+        let with_margin = margined("2026-01-01T00:00:50Z");
+        assert!(!ChangeCursor::unmoved(with_margin, at("2026-01-01T00:00:50Z")), "not settled: the list is read");
+        assert!(!ChangeCursor::unmoved(shown, None), "no newest write: nothing to compare");
+        assert!(!ChangeCursor::unmoved(None, at("2026-01-01T00:01:00Z")), "no start: every node");
     }
 
     #[test]

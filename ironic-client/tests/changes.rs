@@ -152,7 +152,8 @@ fn write_all_at_once(ironic: &ferrometal_tests::ironic::IronicServer, at: &str) 
 }
 
 #[tokio::test]
-async fn nodes_sharing_the_newest_write_are_not_read_again_once_a_look_showed_them() -> anyhow::Result<()> {
+async fn nodes_sharing_the_newest_write_are_not_read_again_once_a_look_showed_them_and_a_look_at_rest_is_one_request()
+-> anyhow::Result<()> {
     let (ironic, client) = common::start(IronicConfig::default()).await?;
     for i in 0..60 {
         common::fake_node(&client, &format!("tie-{i:02}")).await?;
@@ -170,22 +171,27 @@ async fn nodes_sharing_the_newest_write_are_not_read_again_once_a_look_showed_th
     tick().await;
     assert_eq!(client.node_status_changes(&mut cursor, false).await?.nodes().len(), 60);
 
-    // At rest, looks start after that time: their first page shrinks to the smallest, and the
-    // last is one page of it, not the fleet sharing a time.
+    // At rest, looks start after that time, and with no node written later each ends at the
+    // newest node's read: no page, not the fleet sharing a time.
     let mut read = Vec::new();
-    let mut requests = 0;
+    let mut requests = Vec::new();
     for _ in 0..3 {
         let before = client.metrics().requests(Operation::NodeChanges);
         read.push(client.node_status_changes(&mut cursor, false).await?.nodes().len());
-        requests = client.metrics().requests(Operation::NodeChanges) - before;
+        requests.push(client.metrics().requests(Operation::NodeChanges) - before);
     }
-    assert!(read[2] <= 20, "one small page at rest: {read:?}");
-    assert_eq!(requests, 3, "the newest node, one slim page and its last node, read whole");
+    assert_eq!(read, [0, 0, 0], "nothing changed since the looks that showed the fleet");
+    assert_eq!(requests, [1, 1, 1], "the newest node's read alone");
+    assert!(cursor.at_rest(), "settled, its next first page the least");
 
     // A node written later still shows.
     let tie = full.nodes().iter().find(|n| n.name.as_deref() == Some("tie-42")).map(|n| n.uuid.clone());
     client.set_maintenance(&tie.ok_or_else(|| anyhow::anyhow!("tie-42 listed"))?, Some("later")).await?;
+    let before = client.metrics().requests(Operation::NodeChanges);
     let delta = client.node_status_changes(&mut cursor, false).await?;
     assert!(!delta.is_full() && names(&delta).contains(&"tie-42".to_string()), "{:?}", names(&delta));
+    assert!(names(&delta).len() <= 20, "one least page: {:?}", names(&delta));
+    let requests = client.metrics().requests(Operation::NodeChanges) - before;
+    assert_eq!(requests, 3, "the newest node, one slim page and its last node, read whole");
     Ok(())
 }
