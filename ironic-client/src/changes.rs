@@ -37,9 +37,9 @@
 //! until a look with the margin, started the margin or more after that time
 //! was first seen (by this machine's clock), found it still the newest: then
 //! it starts after the newest time itself, whose nodes that look showed, so
-//! that a look at rest reads one short page instead of the last burst of
-//! writes again and again, even when a whole fleet shares that time (a
-//! database that keeps whole seconds, or nodes written by one statement).
+//! that a look at rest reads none of the last burst of writes again, even
+//! when a whole fleet shares that time (a database that keeps whole seconds,
+//! or nodes written by one statement).
 
 use std::time::{Duration, Instant};
 

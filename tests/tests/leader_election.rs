@@ -146,3 +146,22 @@ async fn a_leader_that_shuts_down_hands_the_lease_over_at_once() -> anyhow::Resu
     follower.shutdown().await?;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_leader_whose_lease_is_deleted_stops_at_once_rather_than_at_its_deadline() -> anyhow::Result<()> {
+    let env = Env::start("leader-deleted").await?;
+    let leader = env.start_operator(replica(&env, "replica-a")).await?;
+    until_leading(&leader, Duration::from_secs(30)).await?;
+
+    // Deleted, a follower could create the Lease and lead at its next attempt: the leader must
+    // not go on until its renew deadline.
+    let leases: Api<Lease> = Api::namespaced(env.client(), &env.ns);
+    leases.delete(LEASE, &Default::default()).await?;
+    let deleted = Instant::now();
+    let result = tokio::time::timeout(TIMING.duration, leader.wait()).await?;
+    let stopped = deleted.elapsed();
+    println!("the leader stopped {stopped:?} after its Lease was deleted");
+    assert!(matches!(result, Err(Error::LostLeadership(Loss::Gone))), "stops with the Lease gone: {result:?}");
+    assert!(stopped < TIMING.renew_deadline, "at its next attempt, not at its deadline: {stopped:?}");
+    Ok(())
+}

@@ -23,6 +23,8 @@ pub enum Verb {
     Create,
     Apply,
     Patch,
+    /// A PUT with the resourceVersion read (a Lease's take).
+    Replace,
     Delete,
     WriteStatus,
 }
@@ -34,7 +36,7 @@ impl Verb {
             Self::Get => "read",
             Self::List => "list",
             Self::Create => "create",
-            Self::Apply | Self::Patch => "write",
+            Self::Apply | Self::Patch | Self::Replace => "write",
             Self::Delete => "delete",
             Self::WriteStatus => "write the status of",
         }
@@ -121,7 +123,9 @@ impl KubeError {
     pub fn is_refused(&self) -> bool {
         match self.code() {
             Some(400 | 422) => true,
-            Some(404) => matches!(self.verb, Verb::Apply | Verb::Create | Verb::Patch | Verb::WriteStatus),
+            Some(404) => {
+                matches!(self.verb, Verb::Apply | Verb::Create | Verb::Patch | Verb::Replace | Verb::WriteStatus)
+            }
             _ => false,
         }
     }

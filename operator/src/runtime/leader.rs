@@ -1,9 +1,11 @@
 //! Leader election with a coordination.k8s.io Lease. Only the leader runs
 //! controllers; every replica serves webhooks and probes.
 //!
-//! Our own elector, on the rules of [`super::lease`]: every write is a replace
-//! with the Lease's resourceVersion, so two replicas racing for a free lease
-//! cannot both win; a holder that cannot renew within the renew deadline stops
+//! Our own elector, on the rules of [`super::lease`]: a take is a replace with
+//! the Lease's resourceVersion, so two replicas racing for a free lease cannot
+//! both win, and a renewal or a release a JSON patch tested on the holder; a
+//! holder whose Lease is gone or no longer its own stops leading at once; one
+//! that cannot renew within the renew deadline stops
 //! leading by itself, whatever the apiserver says or fails to say; and the
 //! runtime holds its own copy of that deadline ([`Leadership::lost`]), so that
 //! even an elector stuck on a dead connection cannot keep the controllers
@@ -93,6 +95,8 @@ pub enum Loss {
     Taken { holder: String },
     #[error("the lease elector stopped")]
     ElectorStopped,
+    #[error("the lease was deleted, or is no longer ours")]
+    Gone,
 }
 
 /// What the elector tells the runtime.
@@ -165,8 +169,15 @@ impl Drop for Leadership {
 pub enum Error {
     #[error("invalid leader election timing")]
     Timing(#[source] super::lease::Error),
-    #[error("the operator may not use its leader Lease; grant its service account get, create and update on leases")]
+    #[error(
+        "the operator may not use its leader Lease; grant its service account get, create, update and patch on leases"
+    )]
     Forbidden(#[source] KubeError),
+    #[error(
+        "the operator may not use a shard Lease; grant its service account get, list, watch, update and patch on \
+         each shard's Lease by name, and create on leases (config/shards' Role)"
+    )]
+    ShardForbidden(#[source] Box<KubeError>),
 }
 
 /// Waits until this replica holds the lease, then keeps renewing it in the
@@ -193,7 +204,7 @@ pub(crate) async fn acquire(
     let mut standing_by = Some(standing_by);
     let deadline = loop {
         let sent = Instant::now();
-        match timeout(config.timing.renew_deadline, elector.attempt()).await {
+        match timeout(config.timing.renew_deadline, elector.attempt(false)).await {
             Ok(Ok(Attempt::Held)) => break config.timing.deadline_after(sent),
             Ok(Ok(Attempt::Other { holder })) => {
                 if let Some(standing_by) = standing_by.take() {
@@ -204,7 +215,8 @@ pub(crate) async fn acquire(
                     waiting_for = Some(holder);
                 }
             }
-            Ok(Ok(Attempt::Raced)) => {
+            // A Lease under our name that a renewal found gone or taken: the next attempt reads it.
+            Ok(Ok(Attempt::Raced | Attempt::Gone)) => {
                 if let Some(standing_by) = standing_by.take() {
                     standing_by();
                 }
@@ -244,12 +256,14 @@ async fn hold(
         // connection must not keep us "leading". Nor may one attempt use the
         // whole term: a stalled one is abandoned in time to try again.
         let limit = elector.timing.attempt_limit(sent, deadline);
-        match timeout_at(limit, elector.attempt()).await {
+        match timeout_at(limit, elector.attempt(true)).await {
             Ok(Ok(Attempt::Held)) => {
                 deadline = elector.timing.deadline_after(sent);
                 let _ = tx.send(State::Leading { deadline });
             }
             Ok(Ok(Attempt::Other { holder })) => break Loss::Taken { holder },
+            // Deleted (a follower may create it and lead at once) or taken: no moment more.
+            Ok(Ok(Attempt::Gone)) => break Loss::Gone,
             // Someone else wrote the lease; the next attempt reads what they wrote.
             Ok(Ok(Attempt::Raced)) => metrics.lease_renewal_failed(),
             Ok(Err(err)) => {
@@ -281,8 +295,11 @@ enum Attempt {
     Held,
     /// Another replica holds it.
     Other { holder: String },
-    /// Someone wrote the lease between our read and our write (409).
+    /// Someone wrote the lease between our read and our take (409).
     Raced,
+    /// The lease we hold was deleted (404, or not found by our read), or a renewal's test of
+    /// the holder failed (422): not ours any more.
+    Gone,
 }
 
 struct Elector {
@@ -294,10 +311,14 @@ struct Elector {
 }
 
 impl Elector {
-    /// Reads the lease and takes or renews it if it is free or ours.
-    async fn attempt(&mut self) -> Result<Attempt, KubeError> {
+    /// Reads the lease and takes or renews it if it is free or ours. `holding`: we lead, so a
+    /// missing lease is a loss, not one to create.
+    async fn attempt(&mut self, holding: bool) -> Result<Attempt, KubeError> {
         let Some(lease) = self.api.get_opt(&self.name).await.map_err(KubeError::of::<Lease>(Verb::Get, &self.name))?
         else {
+            if holding {
+                return Ok(Attempt::Gone);
+            }
             let lease = Lease {
                 metadata: ObjectMeta { name: Some(self.name.clone()), ..ObjectMeta::default() },
                 spec: Some(claim(None, &self.identity, &self.timing, Timestamp::now())),
@@ -319,7 +340,7 @@ impl Elector {
         match self.api.replace(&self.name, &post_params(), &next).await {
             Ok(_) => Ok(Attempt::Held),
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(Attempt::Raced),
-            Err(err) => Err(KubeError::new(Verb::Patch, "Lease", &self.name, err)),
+            Err(err) => Err(KubeError::new(Verb::Replace, "Lease", &self.name, err)),
         }
     }
 
@@ -329,8 +350,8 @@ impl Elector {
         let patch = Patch::Json::<()>(renewal(&self.identity, &self.timing, Timestamp::now()));
         match self.api.patch(&self.name, &patch_params(), &patch).await {
             Ok(_) => Ok(Attempt::Held),
-            // Taken, released or deleted since our read: the next attempt reads what is there.
-            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 422) => Ok(Attempt::Raced),
+            // Deleted, or taken since our read (the test of the holder failed).
+            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 422) => Ok(Attempt::Gone),
             Err(err) => Err(KubeError::new(Verb::Patch, "Lease", &self.name, err)),
         }
     }

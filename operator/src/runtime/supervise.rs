@@ -79,7 +79,7 @@ pub(super) async fn supervise(
     };
     let grace = match (&stop, &config.leader_election) {
         // Another replica leads already: not a moment more.
-        (Stop::Lost(Loss::Taken { .. }), _) => Duration::ZERO,
+        (Stop::Lost(Loss::Taken { .. } | Loss::Gone), _) => Duration::ZERO,
         (Stop::Lost(_), Some(election)) => election.timing.stop_grace().min(config.shutdown_grace),
         _ => config.shutdown_grace,
     };

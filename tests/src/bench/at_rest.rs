@@ -14,8 +14,9 @@ const LIMIT: Duration = Duration::from_secs(120);
 /// margin, started a margin or more after that write was first seen, found it unmoved; from
 /// then on a look starts after it, and while nothing is written later it is the newest node's
 /// read alone, which sets its next first page to the least. So this waits out the margin,
-/// then looks (a second apart while the start is not settled) until the cursor is at rest. Says on stderr when it did not come to rest in time: the
-/// looks measured after are then a cursor's not at rest.
+/// then looks (a second apart while the start is not settled) until the cursor is at rest.
+/// Says on stderr when it did not come to rest in time: the looks measured after are then a
+/// cursor's not at rest.
 pub async fn settle(client: &IronicClient, cursor: &mut ChangeCursor, listed: Instant) -> crate::Result<()> {
     tokio::time::sleep_until((listed + CHANGE_MARGIN).into()).await;
     let deadline = Instant::now() + LIMIT;

@@ -106,8 +106,9 @@ async fn steady_calls_per_poll(t: &HostEnv) -> anyhow::Result<(f64, u64, u64)> {
     })
     .await?;
     // A look starts a margin before the newest write it saw, so nodes written within it are
-    // looked at again: at rest means past it.
-    tokio::time::sleep(ironic_client::CHANGE_MARGIN).await;
+    // looked at again: at rest means past it, and past the look that settles the start (the
+    // first to start a margin after the newest write was seen), a slow poll or more later.
+    tokio::time::sleep(ironic_client::CHANGE_MARGIN + Duration::from_secs(2)).await;
     let bios = t.ironic_request_count("list_bios_settings")?;
     let (polled, others, writes, polls) = window(t, 3).await?;
     // The firmware settings objects want nothing and their nodes rest: Ironic is not asked.

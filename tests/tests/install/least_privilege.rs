@@ -76,6 +76,15 @@ async fn cluster_wide_config_default_is_all_the_operator_needs_and_no_more() -> 
     ]);
     let allowed = [
         ask("create", "apps", "deployments", Some(DEFAULT_NAMESPACE)),
+        // The leader Lease: taken with a replace, renewed and released with patches.
+        Ask {
+            name: Some("ferrometal-leader"),
+            ..ask("update", "coordination.k8s.io", "leases", Some(DEFAULT_NAMESPACE))
+        },
+        Ask {
+            name: Some("ferrometal-leader"),
+            ..ask("patch", "coordination.k8s.io", "leases", Some(DEFAULT_NAMESPACE))
+        },
         ask("watch", "ironic.metal3.io", "ironics", None),
         ask("watch", "", "secrets", None),
         Ask {

@@ -225,12 +225,16 @@ impl Elector {
                     false => self.write_claim(&lease.shard, current, false).await,
                 }
             };
-            timeout(limit, write).await.unwrap_or(Ok(()))?;
+            match timeout(limit, write).await {
+                Ok(written) => written?,
+                Err(_) => self.timed_out(&lease.shard, if done { "release" } else { "renewal" }),
+            }
         }
         let mut raced = false;
         for lease in others {
             let current = leases.get(&lease.shard).cloned().flatten();
             let shard = &lease.shard;
+            let attempt = if moves.take.contains(shard) { "take" } else { "request" };
             let write = async {
                 if moves.take.contains(shard) {
                     self.write_claim(shard, current, true).await.map(|()| false)
@@ -240,7 +244,10 @@ impl Elector {
                     Ok(false)
                 }
             };
-            raced |= timeout(limit, write).await.unwrap_or(Ok(false))?;
+            match timeout(limit, write).await {
+                Ok(lost) => raced |= lost?,
+                Err(_) => self.timed_out(shard, attempt),
+            }
             if !moves.take.contains(shard) {
                 self.forget(shard);
             }
@@ -263,6 +270,13 @@ impl Elector {
         self.metrics.shard_lease_failed(attempt);
         tracing::warn!(shard, error = %crate::kit::error::chain(&err), "a shard lease request failed");
         Ok(())
+    }
+
+    /// A write the apiserver did not answer within its share of the renew deadline; the next
+    /// attempt reads what is there.
+    fn timed_out(&self, shard: &str, attempt: &'static str) {
+        self.metrics.shard_lease_failed(attempt);
+        tracing::warn!(shard, attempt, "the apiserver did not answer a shard lease write in time");
     }
 
     /// Judges one Lease (`None`: none yet, free), read at `now`.

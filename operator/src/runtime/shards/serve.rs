@@ -144,7 +144,7 @@ impl ElectorTask {
     async fn failure(&mut self) -> Error {
         match self.finish().await {
             Some(Err(err)) if err.is_forbidden() => {
-                Error::LeaderElection(crate::runtime::leader::Error::Forbidden(err))
+                Error::LeaderElection(crate::runtime::leader::Error::ShardForbidden(Box::new(err)))
             }
             _ => Error::LostLeadership(crate::runtime::leader::Loss::ElectorStopped),
         }

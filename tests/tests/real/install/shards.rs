@@ -5,7 +5,8 @@
 //! state, and when one replica's pod is deleted its shards pass to the other replicas (the
 //! survivor and the pod the Deployment makes anew) without a host provisioned twice. No
 //! replica's watch of the shard Leases is refused under that Role, and access reviews show the
-//! replicas' identity may use the four shard Leases and no other Lease but the leader's.
+//! replicas' identity may use the four shard Leases as the elector does, and may not read,
+//! write or delete another Lease by name but the leader's.
 
 use super::{OnTheNode, OperatorPods, ironic_nodes, overlay_of, until_available, until_named_available};
 use crate::install_common::workloads;
@@ -28,7 +29,8 @@ pub(super) const HOSTS_SELECTOR: &str = "app.kubernetes.io/name=ferrometal,app.k
 const SHARDS: [&str; 4] = ["0", "1", "2", "3"];
 
 /// The shipped Roles give the replicas' ServiceAccount every verb the elector uses on the
-/// shard Leases it is configured with, and nothing on any other Lease but the leader's.
+/// shard Leases it is configured with (create, which cannot be limited by name, comes with the
+/// leader's Lease), and no other write or read by name on any other Lease but the leader's.
 async fn shard_lease_access(cp: &ferrometal_tests::control_plane::ControlPlane, ns: &str) -> anyhow::Result<()> {
     let kubeconfig = cp.service_account_kubeconfig(DEFAULT_NAMESPACE, NAME).await?;
     let identity = ferrometal_tests::control_plane::client_from_kubeconfig(&kubeconfig).await?;
@@ -37,11 +39,18 @@ async fn shard_lease_access(cp: &ferrometal_tests::control_plane::ControlPlane, 
         |verb, name, namespace| Ask { name: Some(name), ..ask(verb, "coordination.k8s.io", "leases", Some(namespace)) };
     let allowed: Vec<Ask> = names
         .iter()
-        .flat_map(|name| ["get", "watch", "update", "patch"].map(|verb| lease(verb, name.as_str(), DEFAULT_NAMESPACE)))
+        .flat_map(|name| {
+            ["get", "list", "watch", "update", "patch"].map(|verb| lease(verb, name.as_str(), DEFAULT_NAMESPACE))
+        })
+        .chain([
+            ask("create", "coordination.k8s.io", "leases", Some(DEFAULT_NAMESPACE)),
+            lease("patch", "ferrometal-leader", DEFAULT_NAMESPACE),
+        ])
         .collect();
     let denied = [
         lease("patch", "ferrometal-leader-shard-4", DEFAULT_NAMESPACE),
         lease("update", "another-lease", DEFAULT_NAMESPACE),
+        lease("get", "another-lease", DEFAULT_NAMESPACE),
         lease("delete", names[0].as_str(), DEFAULT_NAMESPACE),
         lease("patch", names[0].as_str(), ns),
         ask("list", "coordination.k8s.io", "leases", None),

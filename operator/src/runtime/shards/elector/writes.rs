@@ -42,7 +42,7 @@ impl Elector {
             Some(mut lease) => {
                 lease.spec = claimed(Some(&lease));
                 clear_request(&mut lease, &self.identity);
-                (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await.map(|_| ()))
+                (Verb::Replace, self.api.replace(&name, &post_params(), &lease).await.map(|_| ()))
             }
         };
         match result {
@@ -104,7 +104,7 @@ impl Elector {
         annotations.insert(WANTED_BY.into(), self.identity.clone());
         annotations.insert(WANTED_AT.into(), Timestamp::now().to_string());
         let (verb, written) = match exists {
-            true => (Verb::Patch, self.api.replace(&name, &post_params(), &lease).await),
+            true => (Verb::Replace, self.api.replace(&name, &post_params(), &lease).await),
             false => (Verb::Create, self.api.create(&post_params(), &lease).await),
         };
         match written {
