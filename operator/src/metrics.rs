@@ -114,8 +114,8 @@ impl Metrics {
         let shard_lease_failures = Family::<ShardLeaseLabels, Counter>::default();
         registry.register(
             "shard_lease_failures",
-            "Reads and writes of shard Leases that failed or lost a race, by what was attempted \
-             (read, take, renewal, request, release)",
+            "Reads and writes of shard Leases that failed, timed out or lost a race, by what was \
+             attempted (read, take, renewal, request, release)",
             shard_lease_failures.clone(),
         );
         let connections = Family::<ServerLabels, Gauge>::default();

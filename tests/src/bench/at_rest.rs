@@ -22,7 +22,8 @@ pub async fn settle(client: &IronicClient, cursor: &mut ChangeCursor, listed: In
     let deadline = Instant::now() + LIMIT;
     while !cursor.at_rest() {
         if Instant::now() >= deadline {
-            eprintln!("[bench] the change cursor did not come to rest in {LIMIT:?}: Ironic's newest write kept moving");
+            let why = "Ironic's newest write kept moving";
+            eprintln!("[bench] the change cursor did not come to rest in {LIMIT:?}: {why}");
             break;
         }
         client.node_status_changes(cursor, false).await?;

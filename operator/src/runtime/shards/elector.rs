@@ -197,10 +197,7 @@ impl Elector {
                 Ok(Err(err)) => {
                     self.failed(shard, "read", KubeError::of::<Lease>(Verb::Get, &self.name(shard))(err))?
                 }
-                Err(_) => {
-                    self.metrics.shard_lease_failed("read");
-                    tracing::warn!(shard, "the apiserver did not answer about a shard lease in time");
-                }
+                Err(_) => self.timed_out(shard, "read"),
             }
         }
         let starting = self.starting_until.is_none_or(|until| Instant::now() < until);
@@ -234,9 +231,9 @@ impl Elector {
         for lease in others {
             let current = leases.get(&lease.shard).cloned().flatten();
             let shard = &lease.shard;
-            let attempt = if moves.take.contains(shard) { "take" } else { "request" };
+            let taking = moves.take.contains(shard);
             let write = async {
-                if moves.take.contains(shard) {
+                if taking {
                     self.write_claim(shard, current, true).await.map(|()| false)
                 } else if moves.ask.as_ref() == Some(shard) {
                     self.ask(shard, current).await.map(|asked| !asked)
@@ -246,9 +243,9 @@ impl Elector {
             };
             match timeout(limit, write).await {
                 Ok(lost) => raced |= lost?,
-                Err(_) => self.timed_out(shard, attempt),
+                Err(_) => self.timed_out(shard, if taking { "take" } else { "request" }),
             }
-            if !moves.take.contains(shard) {
+            if !taking {
                 self.forget(shard);
             }
         }
@@ -272,11 +269,11 @@ impl Elector {
         Ok(())
     }
 
-    /// A write the apiserver did not answer within its share of the renew deadline; the next
-    /// attempt reads what is there.
+    /// A read or write the apiserver did not answer within its share of the renew deadline;
+    /// the next attempt reads what is there.
     fn timed_out(&self, shard: &str, attempt: &'static str) {
         self.metrics.shard_lease_failed(attempt);
-        tracing::warn!(shard, attempt, "the apiserver did not answer a shard lease write in time");
+        tracing::warn!(shard, attempt, "the apiserver did not answer about a shard lease in time");
     }
 
     /// Judges one Lease (`None`: none yet, free), read at `now`.
